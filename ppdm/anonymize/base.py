@@ -1,0 +1,163 @@
+"""The contract every anonymization technique follows.
+
+A technique is a scikit-learn transformer over the *whole table*: the class column
+is part of the table (several techniques perturb it) and is named by
+``class_column=`` or by a :class:`~ppdm.data.Schema`. ``fit_transform(df)`` returns a
+table with the same rows, index, columns, column order and dtypes. The same
+``random_state`` gives byte-identical output.
+
+Subclasses list every parameter explicitly in ``__init__`` (so ``get_params`` and
+``clone`` work), check them in :meth:`Technique._validate_params`, and implement
+``_fit`` and ``_transform``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, SchemaError
+from ppdm.utils import check_random_state
+
+
+class Technique(TransformerMixin, BaseEstimator):
+    """Base class of ppdm's anonymization techniques.
+
+    Class attributes
+    ----------------
+    needs_class:
+        The technique cannot run without a class column (with at least two values).
+    handles_missing:
+        The technique accepts missing values; otherwise they are refused with a clear error.
+    """
+
+    needs_class: ClassVar[bool] = False
+    handles_missing: ClassVar[bool] = False
+
+    # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
+    class_column: str | None
+    schema: Schema | dict | None
+    random_state: Any
+
+    # ------------------------------------------------------------------ hooks
+    def _validate_params(self) -> None:
+        """Raise :class:`ParameterError` for impossible parameter values."""
+
+    def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        """Learn what the technique needs from the original table ``df``."""
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        raise NotImplementedError  # every concrete technique overrides this
+
+    # ---------------------------------------------------------------- helpers
+    def _resolve_schema(self, df: pd.DataFrame) -> Schema:
+        cls_col = getattr(self, "class_column", None)
+        given = getattr(self, "schema", None)
+        if given is None:
+            schema = Schema.infer(df, cls_col)
+        else:
+            schema = given if isinstance(given, Schema) else Schema.from_dict(dict(given))
+            if cls_col is not None and cls_col != schema.class_column:
+                schema = schema.with_class(cls_col)
+        if self.needs_class and schema.class_column is None:
+            raise SchemaError(f"{type(self).__name__} needs a class column: pass class_column=...")
+        return schema
+
+    def _as_frame(self, X: Any) -> tuple[pd.DataFrame, bool]:
+        if isinstance(X, pd.DataFrame):
+            return X, False
+        try:
+            arr = np.asarray(X)
+        except Exception:
+            raise SchemaError(f"expected a pandas DataFrame, got {type(X).__name__}") from None
+        if arr.ndim != 2:
+            raise SchemaError(f"expected a 2-d table, got an array with {arr.ndim} dimension(s)")
+        return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])]), True
+
+    # ------------------------------------------------------------ sklearn API
+    def fit(self, X: pd.DataFrame, y: Any = None) -> Technique:
+        """Learn from the original table (class column included)."""
+        self._validate_params()
+        df, _ = self._as_frame(X)
+        schema = self._resolve_schema(df)
+        missing = "keep" if self.handles_missing else "error"
+        df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
+        self.schema_ = schema
+        self.feature_names_in_ = np.asarray(df.columns, dtype=object)
+        self.n_features_in_ = df.shape[1]
+        self._fit(df, schema, check_random_state(self.random_state))
+        return self
+
+    def transform(self, X: pd.DataFrame) -> pd.DataFrame:
+        """Return the anonymized copy of ``X`` (same rows, columns, order and dtypes)."""
+        check_is_fitted(self, "schema_")
+        df, was_array = self._as_frame(X)
+        cols = list(map(str, df.columns))
+        fitted = list(map(str, self.feature_names_in_))
+        if cols != fitted:
+            raise SchemaError(f"the table's columns {cols} differ from those seen in fit {fitted}")
+        missing = "keep" if self.handles_missing else "error"
+        df, _ = self.schema_.validate(df, missing=missing)
+        # transform draws from a fresh generator, so repeated calls with an int seed agree
+        rng = check_random_state(self.random_state)
+        out = self._transform(df.copy(), self.schema_, rng)
+        out = restore_table(out, df)
+        return out.to_numpy() if was_array else out
+
+    def fit_transform(self, X: pd.DataFrame, y: Any = None, **fit_params: Any) -> pd.DataFrame:
+        return self.fit(X, y).transform(X)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        check_is_fitted(self, "feature_names_in_")
+        return self.feature_names_in_.copy()
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.handles_missing
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.non_deterministic = False
+        return tags
+
+
+def restore_table(out: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
+    """Give ``out`` the index, column order and dtypes of ``like``.
+
+    Integer columns are rounded to the nearest whole number before the cast back
+    (perturbations of integer attributes stay integers, paper 004 §3); a value that
+    cannot be represented raises instead of being silently altered.
+    """
+    if list(out.columns) != list(like.columns):
+        missing = [c for c in like.columns if c not in out.columns]
+        if missing:
+            raise AssertionError(f"technique dropped columns {missing}")
+        out = out[list(like.columns)]
+    if len(out) != len(like):
+        raise AssertionError(f"technique changed the number of rows ({len(like)} -> {len(out)})")
+    out.index = like.index
+    for c in like.columns:
+        want = like[c].dtype
+        if out[c].dtype == want:
+            continue
+        if pd.api.types.is_integer_dtype(want):
+            vals = out[c].to_numpy(dtype=float)
+            if not np.all(np.isfinite(vals)):
+                raise AssertionError(f"technique produced a non-finite value in integer column {c!r}")
+            out[c] = np.rint(vals).astype(want)
+        else:
+            out[c] = out[c].astype(want)
+    return out
+
+
+def check_fraction(name: str, value: Any, *, low: float = 0.0, high: float = 1.0, inclusive: bool = True) -> None:
+    """Raise :class:`ParameterError` unless ``low <= value <= high`` (a real number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    ok = low <= value <= high if inclusive else low < value < high
+    if not ok or not np.isfinite(value):
+        raise ParameterError(f"{name} must lie in [{low}, {high}], got {value!r}")

@@ -1,0 +1,65 @@
+"""Name → technique registry used by the CLI (``ppdm methods``, ``--method``)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ppdm.errors import ParameterError
+
+TECHNIQUES: dict[str, type] = {}
+_COMMON = {"class_column", "schema", "random_state"}
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator: make a technique available under ``name`` (kebab-case)."""
+
+    def deco(cls: type) -> type:
+        TECHNIQUES[name] = cls
+        cls.method_name = name  # type: ignore[attr-defined]
+        return cls
+
+    return deco
+
+
+def technique_params(cls: type) -> dict[str, Any]:
+    """The technique's own parameters and their defaults (common ones left out)."""
+    sig = inspect.signature(cls.__init__)
+    return {
+        p.name: (None if p.default is inspect.Parameter.empty else p.default)
+        for p in sig.parameters.values()
+        if p.name != "self" and p.name not in _COMMON and p.kind is not p.VAR_KEYWORD
+    }
+
+
+def get_technique(name: str) -> type:
+    _load_all()
+    if name not in TECHNIQUES:
+        raise ParameterError(f"unknown technique {name!r}; known: {', '.join(sorted(TECHNIQUES))}")
+    return TECHNIQUES[name]
+
+
+def make_technique(
+    name: str,
+    *,
+    class_column: str | None = None,
+    random_state: Any = None,
+    schema: Any = None,
+    params: dict[str, Any] | None = None,
+):
+    """Build technique ``name`` with ``params``, rejecting unknown parameter names."""
+    cls = get_technique(name)
+    allowed = technique_params(cls)
+    params = dict(params or {})
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ParameterError(
+            f"technique {name!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(allowed) or 'none'}"
+        )
+    return cls(class_column=class_column, random_state=random_state, schema=schema, **params)
+
+
+def _load_all() -> None:
+    # importing the package registers every technique module
+    import ppdm.anonymize  # noqa: F401

@@ -1,0 +1,1 @@
+"""Command-line interface (Typer). Command families live in ``cmd_*.py`` modules."""

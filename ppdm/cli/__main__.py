@@ -1,0 +1,3 @@
+from ppdm.cli.app import main
+
+main()

@@ -1,0 +1,130 @@
+"""The ``ppdm`` command: a thin layer over the library.
+
+Exit codes: 0 success, 2 bad input or parameters (one message, no traceback),
+1 internal error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ppdm.cli.common import console, err_console, load_input
+from ppdm.errors import PPDMError
+
+app = typer.Typer(
+    name="ppdm",
+    help="Privacy-preserving publishing of tabular microdata: anonymize, evaluate, compare.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ClassOpt = Annotated[str | None, typer.Option("--class", "-c", help="Class (label) column.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives identical output.")]
+ParamOpt = Annotated[list[str] | None, typer.Option("--param", "-p", help="Technique parameter key=value (repeatable).")]
+MissingOpt = Annotated[str, typer.Option("--missing", help="Incomplete rows: 'error' (default) or 'drop'.")]
+SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="Schema JSON naming numeric/categorical/class columns.")]
+
+
+def _missing(value: str) -> str:
+    if value not in ("error", "drop"):
+        raise PPDMError(f"--missing must be 'error' or 'drop', got {value!r}")
+    return value
+
+
+@app.command()
+def methods() -> None:
+    """List the anonymization techniques and their parameters."""
+    from rich.table import Table
+
+    from ppdm.anonymize.registry import TECHNIQUES, _load_all, technique_params
+
+    _load_all()
+    table = Table(title="ppdm techniques (use with: ppdm anonymize --method NAME --param key=value)")
+    table.add_column("method")
+    table.add_column("class")
+    table.add_column("parameters (default)")
+    table.add_column("what it does")
+    for name in sorted(TECHNIQUES):
+        cls = TECHNIQUES[name]
+        params = ", ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        table.add_row(name, cls.__name__, params, doc)
+    console.print(table)
+
+
+@app.command()
+def anonymize(
+    data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
+    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see `ppdm methods`).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output table (.csv or .parquet), written atomically.")],
+    class_column: ClassOpt = None,
+    param: ParamOpt = None,
+    seed: SeedOpt = 0,
+    missing: MissingOpt = "error",
+    schema: SchemaOpt = None,
+) -> None:
+    """Anonymize a table with one technique and write the release z."""
+    from ppdm.anonymize.registry import make_technique
+    from ppdm.data.io import write_table
+    from ppdm.utils import parse_params
+
+    params = parse_params(param)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
+    tech = make_technique(method, class_column=sch.class_column, random_state=seed, schema=sch, params=params)
+    with console.status(f"anonymizing {len(x)} records with {method}…"):
+        z = tech.fit_transform(x)
+    write_table(z, out)
+    extra = getattr(tech, "write_sidecars", None)
+    if callable(extra):
+        extra(out)
+    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}")
+
+
+def _register_commands() -> None:
+    # each command family lives in its own module and adds itself to ``app``
+    import importlib
+    import pkgutil
+
+    import ppdm.cli as pkg
+
+    for mod in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
+        if mod.startswith("cmd_"):
+            importlib.import_module(f"ppdm.cli.{mod}")
+
+
+_register_commands()
+
+
+def main() -> None:
+    """Entry point: run the app, mapping errors to exit codes 2 (bad input) and 1 (internal)."""
+    try:
+        app(standalone_mode=False)
+    except PPDMError as e:
+        err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+        sys.exit(2)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(1)
+    except Exception as e:  # click usage errors carry their own exit code (2)
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if os.environ.get("PPDM_DEBUG"):
+            raise
+        err_console.print(f"[bold red]internal error:[/bold red] {type(e).__name__}: {e} (set PPDM_DEBUG=1 for a traceback)")
+        sys.exit(1)
+    sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,233 @@
+"""Table schema: which columns are numeric attributes, which categorical, which the class.
+
+The papers treat a dataset as records over numeric ("continuous") and categorical
+("discrete") attributes plus one class attribute (paper 000 §2). Every technique
+and measure in ppdm reads column roles from a :class:`Schema`, never from dtypes
+alone, because many categorical attributes are stored as integer codes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ppdm.errors import SchemaError
+
+MissingPolicy = Literal["error", "drop", "keep"]
+
+
+@dataclass
+class Schema:
+    """Column roles of a table.
+
+    Attributes
+    ----------
+    numeric:
+        Numeric (continuous) attributes, in table order.
+    categorical:
+        Categorical (discrete) attributes, in table order; never includes the class.
+    class_column:
+        The class (label) attribute, or ``None`` for unlabelled microdata.
+    integer:
+        Numeric attributes whose values are whole numbers; perturbations keep them whole.
+    """
+
+    numeric: list[str] = field(default_factory=list)
+    categorical: list[str] = field(default_factory=list)
+    class_column: str | None = None
+    integer: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for c in [*self.numeric, *self.categorical]:
+            if c in seen:
+                raise SchemaError(f"column {c!r} is listed twice in the schema")
+            seen.add(c)
+        if self.class_column is not None and self.class_column in seen:
+            raise SchemaError(f"class column {self.class_column!r} is also listed as an attribute")
+        bad = sorted(set(self.integer) - set(self.numeric))
+        if bad:
+            raise SchemaError(f"integer columns {bad} are not numeric attributes")
+
+    # ------------------------------------------------------------------ roles
+    @property
+    def attributes(self) -> list[str]:
+        """Non-class attributes: numeric first, then categorical."""
+        return [*self.numeric, *self.categorical]
+
+    @property
+    def columns(self) -> list[str]:
+        """All columns the schema knows, the class last."""
+        return self.attributes + ([self.class_column] if self.class_column else [])
+
+    def is_numeric(self, column: str) -> bool:
+        return column in self.numeric
+
+    def require_class(self) -> str:
+        if self.class_column is None:
+            raise SchemaError("this operation needs a class column; name it with --class / class_column=")
+        return self.class_column
+
+    def with_class(self, class_column: str | None) -> Schema:
+        """A copy whose class column is ``class_column`` (moved out of the attributes)."""
+        if class_column == self.class_column:
+            return self
+        numeric = [c for c in self.numeric if c != class_column]
+        categorical = [c for c in self.categorical if c != class_column]
+        if self.class_column is not None:
+            categorical.append(self.class_column)
+        return Schema(numeric, categorical, class_column, [c for c in self.integer if c in numeric])
+
+    # --------------------------------------------------------------- infer/io
+    @classmethod
+    def infer(
+        cls,
+        df: pd.DataFrame,
+        class_column: str | None = None,
+        *,
+        numeric: list[str] | None = None,
+        categorical: list[str] | None = None,
+    ) -> Schema:
+        """Infer roles from dtypes: numeric dtypes are numeric attributes, everything else
+        categorical. ``numeric``/``categorical`` override the guess for the named columns."""
+        if class_column is not None and class_column not in df.columns:
+            raise SchemaError(
+                f"class column {class_column!r} is not in the table (columns: {', '.join(map(str, df.columns))})"
+            )
+        force_num = set(numeric or [])
+        force_cat = set(categorical or [])
+        for c in force_num | force_cat:
+            if c not in df.columns:
+                raise SchemaError(f"column {c!r} named in the schema is not in the table")
+        num: list[str] = []
+        cat: list[str] = []
+        for c in df.columns:
+            if c == class_column:
+                continue
+            s = df[c]
+            is_num = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+            if c in force_cat or (not is_num and c not in force_num):
+                cat.append(c)
+            else:
+                num.append(c)
+        integer = [c for c in num if _is_whole(df[c])]
+        return cls(num, cat, class_column, integer)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Schema:
+        try:
+            return cls(
+                numeric=list(d.get("numeric", [])),
+                categorical=list(d.get("categorical", [])),
+                class_column=d.get("class_column"),
+                integer=list(d.get("integer", [])),
+            )
+        except TypeError as e:  # pragma: no cover - malformed json
+            raise SchemaError(f"malformed schema: {e}") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> Schema:
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema file is not valid JSON: {e}") from None
+
+    def save(self, path: str | Path) -> None:
+        from ppdm.data.io import atomic_write_text
+
+        atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> Schema:
+        p = Path(path)
+        if not p.exists():
+            raise SchemaError(f"schema file {str(p)!r} does not exist")
+        return cls.from_json(p.read_text())
+
+    # ------------------------------------------------------------- validation
+    def validate(
+        self,
+        df: pd.DataFrame,
+        *,
+        missing: MissingPolicy = "error",
+        min_classes: int = 0,
+    ) -> tuple[pd.DataFrame, int]:
+        """Check ``df`` against the schema and return ``(df, n_dropped)``.
+
+        Every problem raises :class:`SchemaError` naming the column and, where one
+        exists, the first offending row label. ``missing="drop"`` drops incomplete
+        rows and reports how many; ``"keep"`` leaves NaN in place (for techniques
+        that handle them); ``"error"`` refuses them.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        if len(df) == 0:
+            raise SchemaError("the table has no rows")
+        if df.columns.has_duplicates:
+            dup = df.columns[df.columns.duplicated()][0]
+            raise SchemaError(f"column {dup!r} appears twice in the table")
+        absent = [c for c in self.columns if c not in df.columns]
+        if absent:
+            what = "class column" if absent == [self.class_column] else "column(s)"
+            raise SchemaError(
+                f"{what} {', '.join(map(repr, absent))} not in the table "
+                f"(columns: {', '.join(map(str, df.columns))})"
+            )
+        for c in self.numeric:
+            s = df[c]
+            if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+                conv = pd.to_numeric(s, errors="coerce")
+                bad = conv.isna() & s.notna()
+                row = s.index[bad.to_numpy()][0] if bad.any() else None
+                raise SchemaError(
+                    f"numeric column {c!r} holds a non-numeric value {s.loc[row]!r} at row {row!r}"
+                    if row is not None
+                    else f"numeric column {c!r} has non-numeric dtype {s.dtype}"
+                )
+            vals = s.to_numpy(dtype=float, na_value=np.nan)
+            inf = np.isinf(vals)
+            if inf.any():
+                raise SchemaError(f"numeric column {c!r} holds an infinite value at row {s.index[inf.argmax()]!r}")
+        n_dropped = 0
+        incomplete = df[self.columns].isna()
+        if incomplete.to_numpy().any():
+            if missing == "error":
+                col = incomplete.any(axis=0).idxmax()
+                row = incomplete.index[incomplete[col].to_numpy().argmax()]
+                n_rows = int(incomplete.any(axis=1).sum())
+                raise SchemaError(
+                    f"column {col!r} has a missing value at row {row!r} ({n_rows} incomplete rows in all); "
+                    "drop them with missing='drop' (CLI: --missing drop)"
+                )
+            if missing == "drop":
+                keep = ~incomplete.any(axis=1).to_numpy()
+                n_dropped = int((~keep).sum())
+                df = df.loc[keep]
+                if len(df) == 0:
+                    raise SchemaError("every row has a missing value; nothing is left after dropping them")
+        if min_classes and self.class_column is not None:
+            k = df[self.class_column].nunique(dropna=True)
+            if k < min_classes:
+                raise SchemaError(
+                    f"class column {self.class_column!r} has {k} distinct value(s); at least {min_classes} are needed"
+                )
+        return df, n_dropped
+
+
+def _is_whole(s: pd.Series) -> bool:
+    if pd.api.types.is_integer_dtype(s):
+        return True
+    v = s.to_numpy(dtype=float, na_value=np.nan)
+    v = v[np.isfinite(v)]
+    return bool(v.size) and bool(np.all(v == np.round(v)))

@@ -1,0 +1,20 @@
+"""Errors a user can act on.
+
+Every problem caused by the input (a file, a column, a parameter) is raised as
+:class:`PPDMError` with one sentence naming the problem. The CLI turns it into
+exit code 2 without a traceback; anything else is an internal error (exit 1).
+"""
+
+from __future__ import annotations
+
+
+class PPDMError(ValueError):
+    """Bad input or impossible parameters, described in one clear sentence."""
+
+
+class SchemaError(PPDMError):
+    """A table does not fit the schema (missing column, wrong type, NaN/inf...)."""
+
+
+class ParameterError(PPDMError):
+    """A technique or measure was given an unknown or impossible parameter."""

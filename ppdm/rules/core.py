@@ -1,0 +1,397 @@
+"""Logic rules ψ → c stated in the original attributes and values (paper 000 §2).
+
+A :class:`Rule` is a conjunction of :class:`Condition` objects (its antecedent ψ)
+with a consequent class value and, where known, the class counts of the records
+it covers in the data it was found in. A :class:`RuleSet` is Ψx.
+
+Text format, one rule per line, round-tripping exactly::
+
+    age > 40.5 AND capital_gain <= 4737 AND workclass = Private -> "<=50K" [counts "<=50K": 120, ">50K": 34]
+
+Strings that are not plain words are written in double quotes (JSON escaping);
+attribute names that are not plain words in backticks; numbers as Python ``repr``
+so floats come back bit for bit. ``TRUE`` is the empty antecedent. Lines starting
+with ``#`` and blank lines are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ppdm.errors import PPDMError
+
+Op = Literal["<=", ">", "<", ">=", "=", "!=", "in", "not in"]
+NUMERIC_OPS = ("<=", ">", "<", ">=")
+SET_OPS = ("in", "not in")
+ALL_OPS: tuple[str, ...] = ("<=", ">", "<", ">=", "=", "!=", "in", "not in")
+
+_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_KEYWORDS = {"AND", "TRUE", "in", "not", "counts", "inf", "nan", "True", "False", "None"}
+
+
+def _py(v: Any) -> Any:
+    """NumPy scalars to plain Python values so rules compare and print cleanly."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test on one attribute: ``attribute op value``.
+
+    Numeric attributes use ``<=``, ``>``, ``<``, ``>=``; categorical ones ``=``, ``!=``,
+    ``in``, ``not in`` (``value`` a frozenset for the set operators).
+    """
+
+    attribute: str
+    op: Op
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.op not in ALL_OPS:
+            raise PPDMError(f"unknown operator {self.op!r} in a condition on {self.attribute!r}")
+        if self.op in SET_OPS:
+            vals = self.value if isinstance(self.value, (set, frozenset, list, tuple)) else [self.value]
+            object.__setattr__(self, "value", frozenset(_py(v) for v in vals))
+        else:
+            object.__setattr__(self, "value", _py(self.value))
+        if self.op in NUMERIC_OPS and not isinstance(self.value, (int, float)):
+            raise PPDMError(f"condition {self.attribute} {self.op} {self.value!r} needs a number")
+
+    def mask(self, column: pd.Series | np.ndarray) -> np.ndarray:
+        """Boolean mask of the values satisfying the condition (missing values never do)."""
+        s = column if isinstance(column, pd.Series) else pd.Series(column)
+        if self.op in NUMERIC_OPS:
+            a = s.to_numpy(dtype=float, na_value=np.nan)
+            with np.errstate(invalid="ignore"):
+                if self.op == "<=":
+                    return a <= self.value
+                if self.op == ">":
+                    return a > self.value
+                if self.op == "<":
+                    return a < self.value
+                return a >= self.value
+        if self.op == "=":
+            return s.eq(self.value).to_numpy(dtype=bool, na_value=False)
+        if self.op == "!=":
+            return (s.ne(self.value) & s.notna()).to_numpy(dtype=bool, na_value=False)
+        inside = s.isin(list(self.value)).to_numpy(dtype=bool, na_value=False)
+        if self.op == "in":
+            return inside
+        return ~inside & s.notna().to_numpy()
+
+    def to_text(self) -> str:
+        if self.op in SET_OPS:
+            vals = ", ".join(_fmt_value(v) for v in sorted(self.value, key=_sort_key))
+            return f"{_fmt_name(self.attribute)} {self.op} {{{vals}}}"
+        return f"{_fmt_name(self.attribute)} {self.op} {_fmt_value(self.value)}"
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A logic rule ψ → c.
+
+    Attributes
+    ----------
+    conditions:
+        The antecedent ψ: all must hold for a record to be covered (σψ(x)).
+    prediction:
+        The consequent c, the class value the rule predicts.
+    class_counts:
+        Class value → number (or weight) of covered records in the data the rule was
+        found in; ``None`` when the rule was written by hand.
+    """
+
+    conditions: tuple[Condition, ...]
+    prediction: Hashable
+    class_counts: dict[Hashable, float] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "conditions", tuple(self.conditions))
+        object.__setattr__(self, "prediction", _py(self.prediction))
+        if self.class_counts is not None:
+            object.__setattr__(self, "class_counts", {_py(k): _py(v) for k, v in self.class_counts.items()})
+
+    @property
+    def support(self) -> float | None:
+        """|σψ(x)| in the data the rule was found in, if known."""
+        return None if self.class_counts is None else float(sum(self.class_counts.values()))
+
+    @property
+    def attributes(self) -> list[str]:
+        return list(dict.fromkeys(c.attribute for c in self.conditions))
+
+    def mask(self, df: pd.DataFrame) -> np.ndarray:
+        """Records of ``df`` covered by the antecedent."""
+        m = np.ones(len(df), dtype=bool)
+        for c in self.conditions:
+            if c.attribute not in df.columns:
+                raise PPDMError(f"rule tests attribute {c.attribute!r}, which the table does not have")
+            m &= c.mask(df[c.attribute])
+        return m
+
+    def to_text(self, *, counts: bool = True) -> str:
+        ante = " AND ".join(c.to_text() for c in self.conditions) or "TRUE"
+        line = f"{ante} -> {_fmt_value(self.prediction)}"
+        if counts and self.class_counts is not None:
+            items = ", ".join(f"{_fmt_value(k)}: {_fmt_value(v)}" for k, v in self.class_counts.items())
+            line += f" [counts {items}]"
+        return line
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+class RuleSet(Sequence[Rule]):
+    """Ψx: an ordered collection of rules over one table's attributes.
+
+    ``class_column`` names the attribute the rules predict.
+    """
+
+    def __init__(self, rules: Iterable[Rule], class_column: str | None = None) -> None:
+        self.rules: list[Rule] = list(rules)
+        self.class_column = class_column
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return RuleSet(self.rules[i], self.class_column)
+        return self.rules[i]
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RuleSet) and self.rules == other.rules and self.class_column == other.class_column
+
+    def __repr__(self) -> str:
+        return f"RuleSet({len(self.rules)} rules, class_column={self.class_column!r})"
+
+    def coverage(self, df: pd.DataFrame) -> np.ndarray:
+        """Boolean matrix (n_rules × n_records): one coverage mask per rule.
+
+        Column arrays are taken from ``df`` once and shared by all rules.
+        """
+        cache: dict[tuple[str, str, Any], np.ndarray] = {}
+        out = np.empty((len(self.rules), len(df)), dtype=bool)
+        cols: dict[str, pd.Series] = {}
+        for i, rule in enumerate(self.rules):
+            m = np.ones(len(df), dtype=bool)
+            for c in rule.conditions:
+                key = (c.attribute, c.op, c.value)
+                cm = cache.get(key)
+                if cm is None:
+                    if c.attribute not in cols:
+                        if c.attribute not in df.columns:
+                            raise PPDMError(f"rule {i} tests attribute {c.attribute!r}, which the table does not have")
+                        cols[c.attribute] = df[c.attribute]
+                    cm = cache[key] = c.mask(cols[c.attribute])
+                m &= cm
+            out[i] = m
+        return out
+
+    def to_text(self) -> str:
+        head = f"# class: {_fmt_name(self.class_column)}\n" if self.class_column else ""
+        return head + "".join(r.to_text() + "\n" for r in self.rules)
+
+    def save(self, path: str | Path) -> None:
+        from ppdm.data.io import atomic_write_text
+
+        atomic_write_text(path, self.to_text())
+
+    @classmethod
+    def from_text(cls, text: str, class_column: str | None = None) -> RuleSet:
+        rules = []
+        for lineno, line in enumerate(text.split("\n"), 1):
+            s = line.strip()
+            if not s:
+                continue
+            if s.startswith("#"):
+                m = re.match(r"#\s*class:\s*(.+)$", s)
+                if m and class_column is None:
+                    class_column = _Parser(m.group(1), lineno).name()
+                continue
+            rules.append(_Parser(s, lineno).rule())
+        return cls(rules, class_column)
+
+    @classmethod
+    def load(cls, path: str | Path, class_column: str | None = None) -> RuleSet:
+        p = Path(path)
+        if not p.exists():
+            raise PPDMError(f"rule file {str(p)!r} does not exist")
+        return cls.from_text(p.read_text(), class_column)
+
+
+# ------------------------------------------------------------------ formatting
+def _sort_key(v: Any) -> tuple[str, Any]:
+    return (type(v).__name__, v)
+
+
+_LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+
+
+def _fmt_name(name: str) -> str:
+    if len(f"x{name}x".splitlines()) != 1:
+        raise PPDMError(f"attribute name {name!r} contains a line break and cannot be written in a rule")
+    if _NAME.match(name) and name not in _KEYWORDS:
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _fmt_value(v: Any) -> str:
+    v = _py(v)
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        if _WORD.match(v) and v not in _KEYWORDS and _number(v) is None:
+            return v
+        # characters Python treats as line breaks are escaped so a rule stays on one line
+        return json.dumps(v, ensure_ascii=False).translate(_LINE_BREAKS)
+    raise PPDMError(f"cannot write value {v!r} of type {type(v).__name__} in a rule")
+
+
+def _number(tok: str) -> int | float | None:
+    try:
+        return int(tok)
+    except ValueError:
+        pass
+    try:
+        return float(tok)
+    except ValueError:
+        return None
+
+
+_TOKEN = re.compile(
+    r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<name>`(?:[^`]|``)*`)|(?P<op><=|>=|!=|->|<|>|=)'
+    r"|(?P<punct>[{}\[\],:])|(?P<word>[^\s{}\[\],:<>=!\"`]+))"
+)
+
+
+class _Parser:
+    def __init__(self, text: str, lineno: int) -> None:
+        self.text, self.lineno = text, lineno
+        self.toks: list[tuple[str, str]] = []
+        pos = 0
+        while pos < len(text):
+            if text[pos:].strip() == "":
+                break
+            m = _TOKEN.match(text, pos)
+            if not m or m.end() == pos:
+                self.fail(f"cannot read {text[pos:pos + 20]!r}")
+            kind = m.lastgroup or ""
+            self.toks.append((kind, m.group(kind)))
+            pos = m.end()
+        self.i = 0
+
+    def fail(self, msg: str) -> None:
+        raise PPDMError(f"rule line {self.lineno}: {msg} in {self.text!r}")
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self) -> tuple[str, str]:
+        t = self.peek()
+        if t is None:
+            self.fail("unexpected end of line")
+        self.i += 1
+        return t  # type: ignore[return-value]
+
+    def expect(self, val: str) -> None:
+        t = self.take()
+        if t[1] != val:
+            self.fail(f"expected {val!r}, found {t[1]!r}")
+
+    def name(self) -> str:
+        kind, tok = self.take()
+        if kind == "name":
+            return tok[1:-1].replace("``", "`")
+        if kind == "word":
+            return tok
+        self.fail(f"expected an attribute name, found {tok!r}")
+        return ""
+
+    def value(self) -> Any:
+        kind, tok = self.take()
+        if kind == "str":
+            return json.loads(tok)
+        if kind == "word":
+            if tok in ("True", "False"):
+                return tok == "True"
+            if tok in ("nan", "inf", "-inf"):
+                return float(tok)
+            n = _number(tok)
+            return tok if n is None else n
+        self.fail(f"expected a value, found {tok!r}")
+        return None
+
+    def condition(self) -> Condition:
+        attr = self.name()
+        kind, tok = self.take()
+        if kind == "op" and tok in ("<=", ">=", "<", ">", "=", "!="):
+            return Condition(attr, tok, self.value())  # type: ignore[arg-type]
+        if kind == "word" and tok in ("in", "not"):
+            op = "in"
+            if tok == "not":
+                self.expect("in")
+                op = "not in"
+            self.expect("{")
+            vals = []
+            while self.peek() and self.peek()[1] != "}":  # type: ignore[index]
+                vals.append(self.value())
+                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                    self.take()
+            self.expect("}")
+            return Condition(attr, op, frozenset(vals))  # type: ignore[arg-type]
+        self.fail(f"expected an operator after {attr!r}, found {tok!r}")
+        raise AssertionError
+
+    def rule(self) -> Rule:
+        conds: list[Condition] = []
+        if self.peek() == ("word", "TRUE"):
+            self.take()
+        else:
+            conds.append(self.condition())
+            while self.peek() == ("word", "AND"):
+                self.take()
+                conds.append(self.condition())
+        self.expect("->")
+        pred = self.value()
+        counts = None
+        if self.peek() and self.peek()[1] == "[":  # type: ignore[index]
+            self.take()
+            self.expect("counts")
+            counts = {}
+            while self.peek() and self.peek()[1] != "]":  # type: ignore[index]
+                k = self.value()
+                self.expect(":")
+                counts[k] = self.value()
+                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                    self.take()
+            self.expect("]")
+        if self.peek() is not None:
+            self.fail(f"unexpected {self.peek()[1]!r} after the rule")  # type: ignore[index]
+        return Rule(tuple(conds), pred, counts)
