@@ -61,5 +61,12 @@ def make_technique(
 
 
 def _load_all() -> None:
-    # importing the package registers every technique module
-    import ppdm.anonymize  # noqa: F401
+    """Import every module of :mod:`ppdm.anonymize` so each registers its techniques."""
+    import importlib
+    import pkgutil
+
+    import ppdm.anonymize as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"ppdm.anonymize.{mod.name}")

@@ -89,6 +89,18 @@ class EvaluationContext:
         return self.rules
 
 
+def load_all_measures() -> None:
+    """Import every module of :mod:`ppdm.metrics` so each registers its measures."""
+    import importlib
+    import pkgutil
+
+    import ppdm.metrics as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"ppdm.metrics.{mod.name}")
+
+
 MeasureFn = Callable[[EvaluationContext], MeasureResult]
 
 
@@ -119,7 +131,7 @@ def register_measure(
 
 def resolve_measures(spec: str | None) -> list[MeasureSpec]:
     """``None`` → the default set; ``"all"`` → every measure; else a comma list of names."""
-    import ppdm.metrics  # noqa: F401  (registers every measure)
+    load_all_measures()
 
     if spec is None:
         return [m for m in MEASURES.values() if m.default]
