@@ -1,0 +1,38 @@
+"""Timing and memory helpers for the benchmarks."""
+
+from __future__ import annotations
+
+import resource
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def rss_mb() -> float:
+    """Current resident set size in MiB (Linux)."""
+    with open("/proc/self/statm") as fh:
+        pages = int(fh.read().split()[1])
+    return pages * resource.getpagesize() / 2**20
+
+
+def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """Run ``fn`` once; return (result, wall seconds, peak RSS in MiB seen while it ran)."""
+    peak = [rss_mb()]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_mb())
+            time.sleep(0.01)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    start = time.perf_counter()
+    try:
+        out = fn()
+    finally:
+        elapsed = time.perf_counter() - start
+        stop.set()
+        t.join()
+    return out, elapsed, max(peak[0], rss_mb())
