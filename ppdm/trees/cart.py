@@ -1,0 +1,235 @@
+"""CART trees whose leaves are rules in the original attributes.
+
+Papers 000/002 find Ψx with CART (minimum leaf size 0.02·|x|, maximum depth 12,
+paper 000 §7). scikit-learn's tree needs numbers, so categorical attributes are
+one-hot encoded for the search; every split is translated back, so a leaf's rule
+reads ``workclass = Private`` or ``workclass != Private``, never an encoded column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils.validation import check_is_fitted
+
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, SchemaError
+from ppdm.rules.core import Condition, Rule, RuleSet
+
+
+class _Encoder:
+    """One-hot encoding of categorical attributes that remembers what each column means."""
+
+    def __init__(self, X: pd.DataFrame, categorical: Sequence[str]) -> None:
+        self.columns = list(X.columns)
+        self.categorical = [c for c in self.columns if c in set(categorical)]
+        # feature i of the encoded matrix is (attribute, value) — value None for numeric
+        self.features: list[tuple[str, object]] = []
+        self.levels: dict[str, list] = {}
+        for c in self.columns:
+            if c in self.categorical:
+                lv = sorted(pd.unique(X[c].dropna()), key=lambda v: (type(v).__name__, v))
+                self.levels[c] = lv
+                self.features.extend((c, v) for v in lv)
+            else:
+                self.features.append((c, None))
+
+    def transform(self, X: pd.DataFrame) -> np.ndarray:
+        missing = [c for c in self.columns if c not in X.columns]
+        if missing:
+            raise SchemaError(f"column(s) {missing} seen in fit are not in the table")
+        blocks = []
+        for c in self.columns:
+            if c in self.levels:
+                col = X[c].to_numpy(dtype=object)
+                blocks.append(np.stack([col == v for v in self.levels[c]], axis=1).astype(np.float32)
+                              if self.levels[c] else np.zeros((len(X), 0), np.float32))
+            else:
+                try:
+                    blocks.append(X[c].to_numpy(dtype=np.float64).reshape(-1, 1))
+                except (TypeError, ValueError):
+                    raise SchemaError(f"numeric attribute {c!r} holds non-numeric values") from None
+        return np.hstack(blocks) if blocks else np.zeros((len(X), 0))
+
+
+class CARTClassifier(ClassifierMixin, BaseEstimator):
+    """CART (Gini) decision tree over mixed numeric/categorical tables.
+
+    A scikit-learn classifier (``fit(X, y)``, ``predict``, ``predict_proba``, ``apply``)
+    that satisfies :class:`ppdm.trees.base.TreeModel`: :meth:`leaf_rules` states every
+    leaf as a :class:`~ppdm.rules.Rule` in the original attributes.
+
+    Parameters
+    ----------
+    min_leaf_frac:
+        Minimum leaf size as a fraction of the training records (paper 000 §7: 0.02).
+    min_samples_leaf:
+        Absolute minimum leaf size; overrides ``min_leaf_frac`` when given.
+    max_depth:
+        Maximum depth (paper 000 §7: 12).
+    categorical:
+        Attributes to treat as categorical; by default every non-numeric column.
+    """
+
+    def __init__(
+        self,
+        min_leaf_frac: float = 0.02,
+        min_samples_leaf: int | None = None,
+        max_depth: int | None = 12,
+        categorical: Sequence[str] | None = None,
+        criterion: str = "gini",
+        random_state: int | None = 0,
+    ) -> None:
+        self.min_leaf_frac = min_leaf_frac
+        self.min_samples_leaf = min_samples_leaf
+        self.max_depth = max_depth
+        self.categorical = categorical
+        self.criterion = criterion
+        self.random_state = random_state
+
+    def fit(self, X: pd.DataFrame, y) -> CARTClassifier:
+        X = _frame(X)
+        y = np.asarray(y)
+        if len(X) != len(y):
+            raise SchemaError(f"X has {len(X)} rows but y has {len(y)}")
+        if len(X) == 0:
+            raise SchemaError("cannot grow a tree on an empty table")
+        if not 0 < self.min_leaf_frac < 0.5:
+            raise ParameterError(f"min_leaf_frac must lie in (0, 0.5), got {self.min_leaf_frac!r}")
+        leaf = self.min_samples_leaf or max(1, math.ceil(self.min_leaf_frac * len(X)))
+        cat = self.categorical
+        if cat is None:
+            cat = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])]
+        self.encoder_ = _Encoder(X, cat)
+        self.tree_model_ = DecisionTreeClassifier(
+            criterion=self.criterion, min_samples_leaf=leaf, max_depth=self.max_depth, random_state=self.random_state
+        ).fit(self.encoder_.transform(X), y)
+        self.classes_ = self.tree_model_.classes_
+        self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        check_is_fitted(self, "tree_model_")
+        return self.tree_model_.predict(self.encoder_.transform(_frame(X)))
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        check_is_fitted(self, "tree_model_")
+        return self.tree_model_.predict_proba(self.encoder_.transform(_frame(X)))
+
+    def apply(self, X: pd.DataFrame) -> np.ndarray:
+        """Leaf id (node index of scikit-learn's tree) of every record."""
+        check_is_fitted(self, "tree_model_")
+        return self.tree_model_.apply(self.encoder_.transform(_frame(X)))
+
+    def leaf_rules(self) -> dict[int, Rule]:
+        """Every leaf as a rule in the original attributes, with training class counts."""
+        check_is_fitted(self, "tree_model_")
+        return tree_leaf_rules(self.tree_model_, self.encoder_.features)
+
+
+def _frame(X) -> pd.DataFrame:
+    if isinstance(X, pd.DataFrame):
+        return X
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise SchemaError(f"expected a 2-d table, got {arr.ndim} dimension(s)")
+    return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
+
+
+def tree_leaf_rules(tree: DecisionTreeClassifier, features: Sequence[tuple[str, object]] | Sequence[str]) -> dict[int, Rule]:
+    """Rules of the leaves of a fitted scikit-learn tree.
+
+    ``features`` names the tree's input columns: plain names for numeric inputs, or
+    ``(attribute, value)`` pairs where an input is the one-hot indicator of ``attribute = value``
+    (``value`` None for a numeric input). Bounds on one attribute are merged into the
+    tightest ``>``/``<=`` pair, and ``!=`` tests implied by an ``=`` test are dropped.
+    """
+    feats = [f if isinstance(f, tuple) else (f, None) for f in features]
+    t = tree.tree_
+    classes = tree.classes_
+    out: dict[int, Rule] = {}
+    # weighted_n_node_samples × value gives class counts in every sklearn version
+    counts = t.value[:, 0, :]
+    if np.all(counts <= 1.0 + 1e-12):
+        counts = counts * t.weighted_n_node_samples[:, None]
+    stack: list[tuple[int, list[tuple[str, object, str, float]]]] = [(0, [])]
+    while stack:
+        node, path = stack.pop()
+        left, right = t.children_left[node], t.children_right[node]
+        if left == -1:
+            cc = {c: float(np.round(n, 9)) for c, n in zip(classes, counts[node], strict=True)}
+            cc = {k: (int(v) if float(v).is_integer() else v) for k, v in cc.items()}
+            pred = classes[int(np.argmax(counts[node]))]
+            out[int(node)] = Rule(_simplify(path), pred, cc)
+            continue
+        attr, value = feats[t.feature[node]]
+        thr = float(t.threshold[node])
+        stack.append((right, [*path, (attr, value, ">", thr)]))
+        stack.append((left, [*path, (attr, value, "<=", thr)]))
+    return out
+
+
+def _simplify(path: list[tuple[str, object, str, float]]) -> tuple[Condition, ...]:
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    eq: dict[str, object] = {}
+    ne: dict[str, list] = {}
+    order: list[str] = []
+    for attr, value, op, thr in path:
+        if attr not in order:
+            order.append(attr)
+        if value is None:
+            if op == "<=":
+                hi[attr] = min(hi.get(attr, np.inf), thr)
+            else:
+                lo[attr] = max(lo.get(attr, -np.inf), thr)
+        elif op == ">":  # indicator > 0.5: attr = value
+            eq[attr] = value
+        else:
+            ne.setdefault(attr, []).append(value)
+    conds: list[Condition] = []
+    for a in order:
+        if a in lo:
+            conds.append(Condition(a, ">", lo[a]))
+        if a in hi:
+            conds.append(Condition(a, "<=", hi[a]))
+        if a in eq:
+            conds.append(Condition(a, "=", eq[a]))
+        elif a in ne:
+            vals = ne[a]
+            conds.append(Condition(a, "!=", vals[0]) if len(vals) == 1 else Condition(a, "not in", frozenset(vals)))
+    return tuple(conds)
+
+
+def rules_from_cart(
+    x: pd.DataFrame,
+    schema: Schema,
+    min_leaf_frac: float = 0.02,
+    max_depth: int | None = 12,
+    random_state: int | None = 0,
+) -> RuleSet:
+    """Ψx as the papers find it (paper 000 §7): the leaves of a CART tree grown on ``x``
+    with minimum leaf size ``min_leaf_frac``·|x| and maximum depth ``max_depth``."""
+    cls = schema.require_class()
+    x, _ = schema.validate(x, missing="error", min_classes=2)
+    tree = CARTClassifier(
+        min_leaf_frac=min_leaf_frac, max_depth=max_depth, categorical=schema.categorical, random_state=random_state
+    ).fit(x[schema.attributes], x[cls])
+    rules = tree.leaf_rules()
+    return RuleSet([rules[k] for k in sorted(rules)], cls)
+
+
+def rules_from_sklearn(tree: DecisionTreeClassifier, feature_names: Sequence[str] | None = None, class_column: str | None = None) -> RuleSet:
+    """Rules of any fitted scikit-learn ``DecisionTreeClassifier`` on numeric inputs."""
+    check_is_fitted(tree, "tree_")
+    names = list(feature_names) if feature_names is not None else list(getattr(tree, "feature_names_in_", []))
+    if len(names) != tree.n_features_in_:
+        raise ParameterError(f"the tree has {tree.n_features_in_} inputs; give that many feature names")
+    rules = tree_leaf_rules(tree, names)
+    return RuleSet([rules[k] for k in sorted(rules)], class_column)
