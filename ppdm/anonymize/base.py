@@ -83,6 +83,11 @@ class Technique(TransformerMixin, BaseEstimator):
     def fit(self, X: pd.DataFrame, y: Any = None) -> Technique:
         """Learn from the original table (class column included)."""
         self._validate_params()
+        if _is_dask(X):
+            raise SchemaError(
+                f"{type(self).__name__}.fit needs a pandas table: fit on the data (or a sample) in memory, "
+                "then transform the Dask DataFrame"
+            )
         df, _ = self._as_frame(X)
         schema = self._resolve_schema(df)
         missing = "keep" if self.handles_missing else "error"
@@ -94,8 +99,34 @@ class Technique(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X: pd.DataFrame) -> pd.DataFrame:
-        """Return the anonymized copy of ``X`` (same rows, columns, order and dtypes)."""
+        """Return the anonymized copy of ``X`` (same rows, columns, order and dtypes).
+
+        ``X`` may also be a Dask DataFrame: each partition is transformed with what was
+        learnt in :meth:`fit` (fit on a pandas table or a sample), drawing from a
+        generator seeded by ``(random_state, partition number)``, so the result is
+        reproducible. Techniques whose transform mixes records (permutations inside
+        groups) then mix them within a partition only.
+        """
         check_is_fitted(self, "schema_")
+        if _is_dask(X):
+            return self._transform_dask(X)
+        return self._transform_frame(X, check_random_state(self.random_state))
+
+    def _transform_dask(self, ddf: Any) -> Any:
+        seed = self.random_state
+        if not (seed is None or isinstance(seed, (int, np.integer))):
+            raise ParameterError("a Dask transform needs an int random_state (or None) to seed each partition")
+        base = np.random.SeedSequence(None if seed is None else int(seed)).entropy
+
+        def part(pdf: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
+            i = 0 if partition_info is None else int(partition_info["number"])
+            if len(pdf) == 0:
+                return pdf
+            return self._transform_frame(pdf, np.random.default_rng([base, i]))
+
+        return ddf.map_partitions(part, meta=ddf._meta)
+
+    def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
         df, was_array = self._as_frame(X)
         cols = list(map(str, df.columns))
         fitted = list(map(str, self.feature_names_in_))
@@ -104,7 +135,6 @@ class Technique(TransformerMixin, BaseEstimator):
         missing = "keep" if self.handles_missing else "error"
         df, _ = self.schema_.validate(df, missing=missing)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
-        rng = check_random_state(self.random_state)
         out = self._transform(df.copy(), self.schema_, rng)
         out = restore_table(out, df)
         return out.to_numpy() if was_array else out
@@ -123,6 +153,11 @@ class Technique(TransformerMixin, BaseEstimator):
         tags.input_tags.categorical = True
         tags.non_deterministic = False
         return tags
+
+
+def _is_dask(X: Any) -> bool:
+    mod = type(X).__module__
+    return mod.startswith("dask") and hasattr(X, "map_partitions")
 
 
 def restore_table(out: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
