@@ -331,8 +331,9 @@ def kd_partition(
 
 
 def _all_cells(shape: tuple[int, ...]) -> np.ndarray:
-    idx = np.stack(np.unravel_index(np.arange(int(np.prod(shape, dtype=np.int64))), shape), axis=1)
-    return np.stack([idx, idx], axis=2).astype(np.int64)
+    """One box per cell, in C order (the cell-based baseline); int32 keeps large grids small."""
+    idx = np.indices(shape, dtype=np.int32).reshape(len(shape), -1).T
+    return np.repeat(idx[:, :, None], 2, axis=2)
 
 
 def box_sums(hist: np.ndarray, boxes: np.ndarray) -> np.ndarray:
