@@ -1,0 +1,159 @@
+"""Paper 000 §8.4 experiment pipeline (DPCube vs ε), on small inputs with stand-in measures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from ppdm.data import Schema
+from ppdm.datasets import load
+from ppdm.errors import ParameterError, PPDMError
+from ppdm.experiments.dp_retention import (
+    count_runs,
+    gaussian_noise,
+    run_dp_retention,
+    uniform_noise,
+    write_outputs,
+)
+from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, register_measure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class _Covered(MeasureResult):
+    n_rules: int = 0
+
+
+@pytest.fixture
+def stand_in_measures():
+    """Two throw-away measures: the share of z records whose class Ψx predicts, and one that always fails."""
+
+    @register_measure("test_rules_obeyed", kind="utility", description="stand-in")
+    def obeyed(ctx: EvaluationContext) -> _Covered:
+        rules = ctx.get_rules()
+        y = ctx.z[ctx.schema.class_column].to_numpy()
+        ok = np.zeros(len(ctx.z), bool)
+        for r in rules:
+            ok |= r.mask(ctx.z) & (y == r.prediction)
+        assert ctx.test is not None and len(ctx.test) > 0
+        return _Covered(float(ok.mean()), len(rules))
+
+    @register_measure("test_always_fails", kind="utility", description="stand-in")
+    def fails(ctx: EvaluationContext) -> MeasureResult:
+        raise PPDMError("undefined on this release")
+
+    yield "test_rules_obeyed"
+    MEASURES.pop("test_rules_obeyed", None)
+    MEASURES.pop("test_always_fails", None)
+
+
+@pytest.fixture(scope="module")
+def small_banknote() -> tuple[pd.DataFrame, Schema]:
+    x, s = load("banknote")
+    return x.sample(240, random_state=1).reset_index(drop=True), s
+
+
+def test_toy_noises_follow_paper_000_section_7_1():
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame({"a": rng.normal(size=400), "k": rng.integers(0, 9, 400),
+                      "c": rng.choice(["u", "v", "w"], 400, p=[0.8, 0.15, 0.05]), "y": rng.integers(0, 2, 400)})
+    s = Schema.infer(x, "y")
+    for fn in (uniform_noise, gaussian_noise):
+        same = fn(x, s, 0.0, np.random.default_rng(1))
+        pd.testing.assert_frame_equal(same, x)
+        z = fn(x, s, 0.5, np.random.default_rng(1))
+        assert (z.dtypes == x.dtypes).all() and z.index.equals(x.index)
+        assert z["y"].equals(x["y"])  # the label is never perturbed
+        changed = (z["a"] != x["a"]).mean()
+        assert 0.4 < changed < 0.6
+        assert set(z["c"]) <= set(x["c"])
+    u = uniform_noise(x, s, 1.0, np.random.default_rng(2))
+    assert u["a"].between(x["a"].min(), x["a"].max()).all()
+    # UN flattens the categorical distribution; GN keeps it
+    g = gaussian_noise(x, s, 1.0, np.random.default_rng(2))
+    assert (u["c"] == "u").mean() < 0.45 < 0.7 < (g["c"] == "u").mean()
+    with pytest.raises(ParameterError):
+        uniform_noise(x, s, 1.5, rng)
+
+
+def test_run_collects_every_measure_per_fold_repeat_and_level(stand_in_measures, small_banknote):
+    x, s = small_banknote
+    ticks = []
+    res = run_dp_retention(x, s, epsilons=[1.0, 0.01], noise_levels=[0.2], repeats=2, folds=2,
+                           measures="test_rules_obeyed,test_always_fails", dataset="banknote",
+                           progress=lambda: ticks.append(1))
+    n_z = count_runs(2, 1, 2, 2)
+    assert len(ticks) == n_z == 2 * (1 + (2 + 2) * 2)
+    assert len(res.raw) == n_z * 2
+    obeyed = res.summary[res.summary["measure"] == "test_rules_obeyed"]
+    assert set(obeyed["technique"]) == {"original", "dpcube", "uniform-noise", "gaussian-noise"}
+    assert (obeyed["count"] == np.where(obeyed["technique"] == "original", 2, 4)).all()
+    by = obeyed.set_index(["technique", "level"])["mean"]
+    # Ψx obeys its own training data best; a tiny budget destroys the rules
+    assert by[("original", np.inf)] > by[("dpcube", 0.01)]
+    assert by[("original", np.inf)] > 0.9
+    failed = res.summary[res.summary["measure"] == "test_always_fails"]
+    assert failed["mean"].isna().all() and (failed["count"] == 0).all()
+    assert (failed["n_failed"] == np.where(failed["technique"] == "original", 2, 4)).all()
+    assert (res.raw.loc[res.raw["measure"] == "test_always_fails", "error"] == "undefined on this release").all()
+    md = res.to_markdown()
+    assert "| technique | parameter | level | test_rules_obeyed | test_always_fails |" in md
+    assert "n/a" in md and "∞" in md
+    # same seed, same numbers
+    again = run_dp_retention(x, s, epsilons=[1.0, 0.01], noise_levels=[0.2], repeats=2, folds=2,
+                             measures="test_rules_obeyed,test_always_fails", dataset="banknote")
+    pd.testing.assert_frame_equal(res.raw, again.raw)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"epsilons": [0.0]}, {"epsilons": [-1]}, {"noise_levels": [1.2]}, {"repeats": 0}, {"folds": 1},
+     {"measures": "no_such_measure"}, {"dpcube_params": {"alpha": 2.0}}, {"dpcube_params": {"epsilon": 1.0}}],
+)
+def test_bad_experiment_parameters(kw, stand_in_measures, small_banknote):
+    x, s = small_banknote
+    base = {"epsilons": [1.0], "noise_levels": [], "repeats": 1, "folds": 2, "measures": stand_in_measures}
+    with pytest.raises(ParameterError):
+        run_dp_retention(x, s, **{**base, **kw})
+
+
+def test_outputs_written(stand_in_measures, small_banknote, tmp_path):
+    x, s = small_banknote
+    res = run_dp_retention(x, s, epsilons=[1.0, 0.1], noise_levels=[], repeats=1, folds=2,
+                           measures=stand_in_measures)
+    paths = write_outputs(res, tmp_path / "out")
+    assert [p.name for p in paths] == ["dp_retention_raw.csv", "dp_retention_summary.csv", "dp_retention.md",
+                                       "dp_retention.png"]
+    assert pd.read_csv(paths[0]).shape[0] == len(res.raw)
+    assert paths[3].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_cli_dp_experiment(stand_in_measures, tmp_path):
+    from ppdm.cli.app import app
+
+    out = tmp_path / "dp"
+    res = CliRunner().invoke(app, ["dp-experiment", "--out", str(out), "--epsilons", "1.0,0.05", "--repeats", "1",
+                                   "--folds", "2", "--noise-levels", "0.1", "--measures", stand_in_measures,
+                                   "--param", "bins=3"])
+    assert res.exit_code == 0, res.output
+    summary = pd.read_csv(out / "dp_retention_summary.csv")
+    assert sorted(summary["technique"].unique()) == ["dpcube", "gaussian-noise", "original", "uniform-noise"]
+    assert "bins': 3" in (out / "dp_retention.md").read_text()
+
+
+def test_cli_bad_epsilon_exits_2_and_writes_nothing(tmp_path):
+    out = tmp_path / "never"
+    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "dp-experiment", "--out", str(out), "--epsilons", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "epsilons" in proc.stderr
+    assert not out.exists()
