@@ -441,3 +441,17 @@ def test_cli_compare_on_a_builtin_dataset_without_out(registered):
 def test_cli_report_of_a_missing_folder_exits_2(tmp_path):
     res = _cli(["report", str(tmp_path / "nothing")])
     assert res.exit_code == 2
+
+
+def test_module_entry_point_exits_2_on_a_bad_technique(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "compare", "builtin:banknote", "--technique",
+                           "uniform-noise:level", "--out", str(out)], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "'level' is not key=value" in proc.stderr
+    assert not out.exists()

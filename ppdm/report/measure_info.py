@@ -30,7 +30,7 @@ MEASURE_INFO: dict[str, MeasureInfo] = {
         "lower", "RLD: mean χ² histogram distance between the class distributions each rule covers in x and z "
         "(paper 000 §5); 0 when labels inside rules are unchanged.", "utility"),
     "prediction_accuracy": MeasureInfo(
-        "higher", "Accuracy on the held-out fold t of a classifier trained on z (papers 000 §7, 004 §7).",
+        "higher", "Accuracy on the held-out table t of a classifier trained on z (papers 000 §7, 004 §7).",
         "utility"),
     "auc": MeasureInfo("higher", "Area under the ROC curve on t of a classifier trained on z (paper 000 §7).",
                        "utility"),
