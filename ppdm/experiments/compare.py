@@ -321,7 +321,8 @@ class ComparisonResult:
             meta = json.loads(meta_p.read_text())
         except json.JSONDecodeError as e:
             raise PPDMError(f"{str(meta_p)!r} is not valid JSON: {e}") from None
-        data = read_table(res_p, keep_default_na=False, na_values=[""])
+        text_cols = {"technique": str, "label": str, "params": str, "measure": str}
+        data = read_table(res_p, keep_default_na=False, na_values=[""], dtype=text_cols)
         missing = [c for c in RESULT_COLUMNS if c not in data.columns]
         if missing:
             raise PPDMError(f"{str(res_p)!r} lacks column(s) {', '.join(missing)}")
@@ -520,6 +521,9 @@ def _run_task(
 ) -> tuple[int, int, int, list[float], Any]:
     """Anonymize one training table and evaluate every measure; returns the values in order."""
     where = f"fold {task.fold}, repeat {task.repeat}"
+    # private copies: a technique or measure that alters its input must not affect the next task
+    # (in worker processes every task has its own copy anyway; this keeps n_jobs=1 identical)
+    train, test = train.copy(), test.copy()
     if task.cls is None:
         z = train
     else:
@@ -546,7 +550,8 @@ def _run_task(
             raise
         v = getattr(res, "value", res)
         values.append(math.nan if v is None else float(v))
-    return task.index, task.fold, task.repeat, values, ctx.rules
+    # only a newly built Ψx travels back, to be shared with the fold's other tasks
+    return task.index, task.fold, task.repeat, values, ctx.rules if rules is None else None
 
 
 def compare(
