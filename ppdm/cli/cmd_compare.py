@@ -1,0 +1,126 @@
+"""``ppdm compare`` (cross-validated comparison of techniques) and ``ppdm report`` (HTML)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ppdm.cli.app import ClassOpt, MissingOpt, SchemaOpt, SeedOpt, _missing, app
+from ppdm.cli.common import BUILTIN, console, err_console, fail, load_input
+from ppdm.errors import PPDMError
+
+
+def _summary_table(result, title: str):
+    from rich.table import Table
+
+    from ppdm.report.html import fmt
+
+    s = result.summary()
+    table = Table(title=title)
+    table.add_column("technique")
+    for m in result.measures:
+        table.add_column(m, justify="right")
+    for lab in result.labels:
+        cells = []
+        for m in result.measures:
+            row = s[(s["label"] == lab) & (s["measure"] == m)].iloc[0]
+            sd = float(row["std"])
+            cells.append(fmt(row["mean"]) if not math.isfinite(sd) else f"{fmt(row['mean'])} ± {fmt(sd, 3)}")
+        table.add_row(lab, *cells, style="dim" if lab == "original" else None)
+    return table
+
+
+@app.command("compare")
+def compare_cmd(
+    data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
+    class_column: ClassOpt = None,
+    technique: Annotated[list[str] | None, typer.Option(
+        "--technique", "-t", help="NAME or NAME:key=value,key=value (repeatable).")] = None,
+    sweep: Annotated[list[str] | None, typer.Option(
+        "--sweep", help="NAME:key=v1,v2,v3 — one technique per value; several swept keys give a grid "
+                        "(repeatable).")] = None,
+    measures: Annotated[str | None, typer.Option(
+        "--measures", help="Comma list of measures, or 'all' (default: the default set).")] = None,
+    cv: Annotated[int, typer.Option("--cv", help="Number of cross-validation folds.")] = 10,
+    repeats: Annotated[int, typer.Option("--repeats", help="Anonymizations per fold and technique.")] = 1,
+    seed: SeedOpt = 0,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Folder for results.csv, summary.csv, correlations.csv, meta.json (all or nothing).")] = None,
+    report: Annotated[bool, typer.Option("--report", help="Also write report.html into --out.")] = False,
+    title: Annotated[str | None, typer.Option("--title", help="Title of the HTML report.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers (results do not depend on it).")] = 1,
+    missing: MissingOpt = "error",
+    schema: SchemaOpt = None,
+) -> None:
+    """Compare techniques and parameter sweeps by cross-validation on every measure."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ppdm.experiments.compare import compare, parse_technique
+
+    try:
+        specs = []
+        for t in technique or []:
+            specs.extend(parse_technique(t))
+        for s in sweep or []:
+            specs.extend(parse_technique(s, allow_sweep=True))
+        if not specs:
+            raise PPDMError("name at least one --technique or --sweep")
+        if report and out is None:
+            raise PPDMError("--report needs --out DIR to write report.html into")
+        if out is not None and out.exists() and not out.is_dir():
+            raise PPDMError(f"--out {str(out)!r} exists and is not a folder")
+        if jobs == 0 or jobs < -1:
+            raise PPDMError(f"--jobs must be a positive number or -1 (all cores), got {jobs}")
+        x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
+        name = data[len(BUILTIN):] if data.startswith(BUILTIN) else Path(data).name
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err_console, transient=True) as bar:
+            task = bar.add_task("comparing", total=None)
+
+            def progress(done: int, total: int, what: str) -> None:
+                bar.update(task, completed=done, total=total, description=what)
+
+            result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed, n_jobs=jobs,
+                             progress=progress, dataset_name=name)
+        extra = {}
+        if report:
+            from ppdm.report.html import render_html
+
+            extra["report.html"] = render_html(result, title=title or f"ppdm comparison on {name}")
+        if out is not None:
+            result.save(out, extra=extra)
+    except PPDMError as e:
+        fail(str(e))
+        return
+    for note in result.meta.get("notes", []):
+        err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    console.print(_summary_table(result, f"{name}: mean ± sd over {cv} folds × {repeats} repeat(s)"))
+    if out is not None:
+        files = ["results.csv", "summary.csv", "correlations.csv", "meta.json", *extra]
+        console.print(f"wrote {', '.join(files)} to {out}")
+
+
+@app.command("report")
+def report_cmd(
+    results_dir: Annotated[Path, typer.Argument(help="Folder written by `ppdm compare --out`.")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="HTML file to write (default: RESULTS_DIR/report.html).")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="Title of the report.")] = None,
+) -> None:
+    """Render the HTML report of a saved comparison."""
+    from ppdm.experiments.compare import ComparisonResult
+    from ppdm.report.html import render_html, write_html
+
+    try:
+        result = ComparisonResult.load(results_dir)
+        name = result.meta.get("dataset", {}).get("name")
+        html = render_html(result, title=title or (f"ppdm comparison on {name}" if name else "ppdm comparison"))
+        target = out if out is not None else results_dir / "report.html"
+        write_html(html, target)
+    except PPDMError as e:
+        fail(str(e))
+        return
+    console.print(f"wrote {target}")

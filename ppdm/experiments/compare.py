@@ -1,0 +1,720 @@
+"""Compare techniques and parameter sweeps by cross-validation.
+
+The experimental protocol is the one papers 000 (§7) and 004 (§7) use: split the
+table into k folds; for every fold the other k−1 folds form the training table x
+and the held-out fold is the test table t; every technique anonymizes x into z
+(``repeats`` times, with different seeds) and every measure compares x with z,
+prediction measures training on z and testing on t. An ``original`` baseline
+(z = x) gives prediction measures their reference value.
+
+The result is one tidy long table (one row per technique × fold × repeat ×
+measure) with :meth:`ComparisonResult.summary` (mean, standard deviation and a
+confidence interval per technique and measure) and :func:`correlation_matrix`
+(paper 000 §7.3 / §8.3, Table 6: the correlation of every pair of measures).
+
+Seeds come from one :class:`numpy.random.SeedSequence` built from
+``random_state``: one child seeds the fold split, one child per fold seeds the
+measures of that fold (so Ψx and every measure's learner are the same for all
+techniques of a fold), and one grandchild per fold and repeat seeds the
+techniques. Every technique of a given fold and repeat gets the same seed
+(common random numbers), which makes the comparison between techniques a paired
+one and keeps a technique's results unchanged when other techniques are added
+to or removed from the list.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppdm.data.io import atomic_write_text, read_table, write_table
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, PPDMError
+from ppdm.metrics.base import EvaluationContext, MeasureSpec, resolve_measures
+from ppdm.utils import parse_value
+
+ORIGINAL = "original"
+RESULT_COLUMNS = ["technique", "label", "params", "fold", "repeat", "measure", "value"]
+ProgressFn = Callable[[int, int, str], None]
+
+
+# ----------------------------------------------------------------- technique specs
+def _plain(v: Any) -> Any:
+    """A JSON-friendly copy of a parameter value (NumPy scalars become Python ones)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+def params_to_json(params: Mapping[str, Any]) -> str:
+    """Parameters as compact JSON with sorted keys (the ``params`` column of a result)."""
+    return json.dumps({str(k): _plain(v) for k, v in params.items()}, sort_keys=True, default=str)
+
+
+@dataclass
+class TechniqueSpec:
+    """One technique with fixed parameters, as compared by :func:`compare`.
+
+    ``label`` names the row in tables and plots; by default it is the technique
+    name followed by its parameters, e.g. ``uniform-noise(level=0.1)``.
+    """
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
+
+    @property
+    def display_label(self) -> str:
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.name
+        inner = ", ".join(f"{k}={_plain(v)!r}" if isinstance(_plain(v), str) else f"{k}={_plain(v)}"
+                          for k, v in self.params.items())
+        return f"{self.name}({inner})"
+
+    @property
+    def params_json(self) -> str:
+        return params_to_json(self.params)
+
+    def describe(self) -> str:
+        """How error messages name this spec: technique name and parameters."""
+        return f"technique {self.name!r} with parameters {self.params_json}"
+
+
+def sweep(name: str, param: str, values: Iterable[Any], **fixed: Any) -> list[TechniqueSpec]:
+    """One :class:`TechniqueSpec` per value of ``param`` (other parameters ``fixed``).
+
+    ``sweep("uniform-noise", "level", [0, 0.1, 0.2])`` reproduces the noise sweeps of
+    paper 000 §7.1 (0 % to 30 % in steps).
+    """
+    vals = list(values)
+    if not vals:
+        raise ParameterError(f"sweep of {name!r} over {param!r} has no values")
+    if param in fixed:
+        raise ParameterError(f"parameter {param!r} is both swept and fixed")
+    return [TechniqueSpec(name, {**fixed, param: v}) for v in vals]
+
+
+def grid(name: str, params: Mapping[str, Iterable[Any]], **fixed: Any) -> list[TechniqueSpec]:
+    """The Cartesian product of several swept parameters (the first varies slowest)."""
+    keys = list(params)
+    if not keys:
+        raise ParameterError(f"grid of {name!r} names no parameter")
+    both = sorted(set(keys) & set(fixed))
+    if both:
+        raise ParameterError(f"parameter {both[0]!r} is both swept and fixed")
+    lists = [list(params[k]) for k in keys]
+    for k, vs in zip(keys, lists, strict=True):
+        if not vs:
+            raise ParameterError(f"grid of {name!r} has no values for {k!r}")
+    return [TechniqueSpec(name, {**fixed, **dict(zip(keys, combo, strict=True))}) for combo in itertools.product(*lists)]
+
+
+_KEY_START = re.compile(r",(?=\s*[A-Za-z_][\w-]*\s*=)")
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside brackets and quotes."""
+    out, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+def parse_technique(text: str, *, allow_sweep: bool = False) -> list[TechniqueSpec]:
+    """Parse ``NAME[:key=value[,key=value...]]`` into technique specs.
+
+    With ``allow_sweep`` a parameter may list several values,
+    ``uniform-noise:level=0,0.1,0.2`` — one spec per value, and the Cartesian product
+    when several parameters list several values. Without it that is an error.
+    """
+    raw = text.strip()
+    name, _, rest = raw.partition(":")
+    name = name.strip()
+    if not name or not re.fullmatch(r"[A-Za-z0-9][\w-]*", name):
+        raise ParameterError(f"cannot read technique {text!r}: expected NAME or NAME:key=value,...")
+    fixed: dict[str, Any] = {}
+    swept: dict[str, list[Any]] = {}
+    if rest.strip():
+        for chunk in _KEY_START.split(rest):
+            if "=" not in chunk:
+                raise ParameterError(f"cannot read technique {text!r}: {chunk.strip()!r} is not key=value")
+            key, _, value = chunk.partition("=")
+            key = key.strip().replace("-", "_")
+            if not key.isidentifier():
+                raise ParameterError(f"cannot read technique {text!r}: bad parameter name {key!r}")
+            if key in fixed or key in swept:
+                raise ParameterError(f"cannot read technique {text!r}: parameter {key!r} given twice")
+            parts = [p for p in _split_top(value)]
+            if any(not p.strip() for p in parts):
+                raise ParameterError(f"cannot read technique {text!r}: parameter {key!r} has an empty value")
+            if len(parts) == 1:
+                fixed[key] = parse_value(parts[0])
+            elif allow_sweep:
+                swept[key] = [parse_value(p) for p in parts]
+            else:
+                raise ParameterError(
+                    f"technique {text!r} gives {key!r} several values; use --sweep to compare several values"
+                )
+    if allow_sweep and not swept:
+        raise ParameterError(f"sweep {text!r} lists no parameter with several values (e.g. NAME:level=0,0.1,0.2)")
+    if swept:
+        return grid(name, swept, **fixed)
+    return [TechniqueSpec(name, fixed)]
+
+
+# ------------------------------------------------------------------------- result
+@dataclass
+class ComparisonResult:
+    """Outcome of :func:`compare`.
+
+    ``data`` is the tidy long table with columns ``technique, label, params, fold,
+    repeat, measure, value``; ``meta`` records the protocol (folds, repeats, seed,
+    splitter), the dataset summary, the techniques in order and the measures.
+    """
+
+    data: pd.DataFrame
+    meta: dict[str, Any]
+
+    # ---------------------------------------------------------------- views
+    @property
+    def labels(self) -> list[str]:
+        """Row labels in comparison order (the baseline first)."""
+        return [t["label"] for t in self.meta["techniques"]]
+
+    @property
+    def measures(self) -> list[str]:
+        return list(self.meta["measures"])
+
+    def summary(self, confidence: float = 0.95) -> pd.DataFrame:
+        """Mean, standard deviation (ddof=1) and a Student-t confidence interval of the mean
+        per technique × measure, over folds and repeats.
+
+        Folds share training records, so the interval is the usual optimistic one
+        reported in cross-validation studies; read it as a guide, not a test.
+        """
+        from scipy import stats
+
+        if not 0 < confidence < 1:
+            raise ParameterError(f"confidence must lie in (0, 1), got {confidence!r}")
+        d = self.data
+        rows = []
+        for t in self.meta["techniques"]:
+            sub_t = d[d["label"] == t["label"]]
+            for m in self.measures:
+                v = sub_t.loc[sub_t["measure"] == m, "value"].to_numpy(dtype=float)
+                v = v[np.isfinite(v)]
+                n = int(v.size)
+                mean = float(v.mean()) if n else math.nan
+                std = float(v.std(ddof=1)) if n > 1 else math.nan
+                if n > 1:
+                    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / math.sqrt(n)
+                    lo, hi = mean - half, mean + half
+                else:
+                    lo = hi = math.nan
+                rows.append({"technique": t["technique"], "label": t["label"], "params": t["params"],
+                             "measure": m, "n": n, "mean": mean, "std": std, "ci_low": lo, "ci_high": hi})
+        return pd.DataFrame(rows, columns=["technique", "label", "params", "measure", "n", "mean", "std",
+                                           "ci_low", "ci_high"])
+
+    def mean_table(self) -> pd.DataFrame:
+        """Means as a technique (rows) × measure (columns) table."""
+        s = self.summary()
+        t = s.pivot(index="label", columns="measure", values="mean")
+        return t.loc[self.labels, self.measures]
+
+    # ---------------------------------------------------------------- output
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the long table as CSV (atomically)."""
+        return write_table(self.data, path)
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The protocol and every row as JSON (NaN → null); written atomically when ``path`` is given."""
+        records = [
+            {k: (None if isinstance(v, float) and not math.isfinite(v) else _plain(v)) for k, v in r.items()}
+            for r in self.data.to_dict(orient="records")
+        ]
+        text = json.dumps({"meta": self.meta, "results": records}, indent=2, sort_keys=False) + "\n"
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
+    def save(self, out_dir: str | Path, *, extra: Mapping[str, str] | None = None) -> Path:
+        """Write ``results.csv``, ``summary.csv``, ``correlations.csv`` and ``meta.json`` into
+        ``out_dir`` (plus ``extra`` text files by name), all or nothing.
+
+        A new folder is assembled under a temporary name and renamed into place; into an
+        existing folder each file is written to a temporary folder first and moved in
+        only once every file is complete.
+        """
+        out = Path(out_dir)
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.exists():
+            raise PPDMError(f"output folder {str(parent)!r} does not exist")
+        if out.exists() and not out.is_dir():
+            raise PPDMError(f"{str(out)!r} exists and is not a folder")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+        try:
+            os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result is an ordinary folder
+            self.to_csv(tmp / "results.csv")
+            write_table(self.summary(), tmp / "summary.csv")
+            corr = correlation_matrix(self)
+            atomic_write_text(tmp / "correlations.csv", corr.to_csv(index_label="measure"))
+            atomic_write_text(tmp / "meta.json", json.dumps(self.meta, indent=2) + "\n")
+            for name, text in (extra or {}).items():
+                atomic_write_text(tmp / name, text)
+            if not out.exists():
+                os.rename(tmp, out)
+            else:
+                for f in sorted(tmp.iterdir()):
+                    os.replace(f, out / f.name)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return out
+
+    @classmethod
+    def load(cls, results_dir: str | Path) -> ComparisonResult:
+        """Read a folder written by :meth:`save` (``results.csv`` + ``meta.json``)."""
+        d = Path(results_dir)
+        if not d.is_dir():
+            raise PPDMError(f"results folder {str(d)!r} does not exist")
+        meta_p, res_p = d / "meta.json", d / "results.csv"
+        for p in (meta_p, res_p):
+            if not p.exists():
+                raise PPDMError(f"{str(d)!r} is not a comparison results folder: {p.name} is missing")
+        try:
+            meta = json.loads(meta_p.read_text())
+        except json.JSONDecodeError as e:
+            raise PPDMError(f"{str(meta_p)!r} is not valid JSON: {e}") from None
+        text_cols = {"technique": str, "label": str, "params": str, "measure": str}
+        data = read_table(res_p, keep_default_na=False, na_values=[""], dtype=text_cols)
+        missing = [c for c in RESULT_COLUMNS if c not in data.columns]
+        if missing:
+            raise PPDMError(f"{str(res_p)!r} lacks column(s) {', '.join(missing)}")
+        data = data[RESULT_COLUMNS].astype({"technique": str, "label": str, "params": str, "measure": str})
+        data["value"] = data["value"].astype(float)
+        for key in ("techniques", "measures"):
+            if key not in meta:
+                raise PPDMError(f"{str(meta_p)!r} lacks the {key!r} entry")
+        return cls(data, meta)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# ------------------------------------------------------------------ correlations
+def _measure_frame(
+    result: ComparisonResult, *, difference: bool, include_original: bool, techniques: Sequence[str] | None
+) -> pd.DataFrame:
+    d = result.data
+    wide = d.pivot_table(index=["label", "fold", "repeat"], columns="measure", values="value",
+                         aggfunc="first", dropna=False, sort=False)
+    wide = wide[[m for m in result.measures if m in wide.columns]]
+    if difference:
+        base = d[d["technique"] == ORIGINAL]
+        if base.empty:
+            raise PPDMError("difference=True needs the 'original' baseline rows in the result")
+        ref = base.pivot_table(index="fold", columns="measure", values="value", aggfunc="mean")
+        folds = wide.index.get_level_values("fold")
+        wide = wide - ref.reindex(index=folds, columns=wide.columns).to_numpy()
+    labels = wide.index.get_level_values("label")
+    keep = np.ones(len(wide), dtype=bool)
+    if not include_original:
+        orig = {t["label"] for t in result.meta["techniques"] if t["technique"] == ORIGINAL}
+        keep &= ~labels.isin(list(orig))
+    if techniques is not None:
+        tech_of = {t["label"]: t["technique"] for t in result.meta["techniques"]}
+        chosen = set(techniques)
+        keep &= np.array([lab in chosen or tech_of.get(lab) in chosen for lab in labels], dtype=bool)
+    return wide.loc[keep]
+
+
+def correlation_matrix(
+    result: ComparisonResult,
+    method: str = "pearson",
+    *,
+    difference: bool = False,
+    include_original: bool = False,
+    techniques: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Correlation of every pair of measures across technique × fold × repeat rows.
+
+    Paper 000 §8.3 (Table 6) reports Pearson's r between its measures; ``method`` may
+    be ``"pearson"`` or ``"spearman"``. ``difference=True`` first subtracts, fold by
+    fold, the value each measure gives the original table (paper 000 §7.3: results are
+    taken as the change from zero noise). The baseline rows themselves are left out
+    unless ``include_original``; ``techniques`` keeps only the named techniques or
+    labels (the paper correlates each noise type separately). Pairs are computed on
+    rows where both measures are defined; a constant measure has no correlation (NaN).
+    """
+    if method not in ("pearson", "spearman"):
+        raise ParameterError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    wide = _measure_frame(result, difference=difference, include_original=include_original,
+                          techniques=techniques)
+    out = wide.astype(float).corr(method=method)
+    out.index.name = None
+    out.columns.name = None
+    return out
+
+
+def correlation_pvalues(
+    result: ComparisonResult,
+    method: str = "pearson",
+    *,
+    difference: bool = False,
+    include_original: bool = False,
+    techniques: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Two-sided p values of :func:`correlation_matrix` (the bracketed numbers of paper 000 Table 6)."""
+    from scipy import stats
+
+    if method not in ("pearson", "spearman"):
+        raise ParameterError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    wide = _measure_frame(result, difference=difference, include_original=include_original,
+                          techniques=techniques).astype(float)
+    cols = list(wide.columns)
+    out = pd.DataFrame(np.nan, index=cols, columns=cols)
+    test = stats.pearsonr if method == "pearson" else stats.spearmanr
+    for i, a in enumerate(cols):
+        for b in cols[i:]:
+            ok = wide[a].notna() & wide[b].notna()
+            va, vb = wide.loc[ok, a].to_numpy(), wide.loc[ok, b].to_numpy()
+            if len(va) < 3 or np.ptp(va) == 0 or np.ptp(vb) == 0:
+                continue
+            p = 0.0 if a == b else float(test(va, vb)[1])
+            out.loc[a, b] = out.loc[b, a] = p
+    return out
+
+
+# ------------------------------------------------------------------------ engine
+@dataclass
+class _Task:
+    index: int  # position of the spec in the comparison (0 = baseline)
+    spec: TechniqueSpec
+    cls: type | None  # technique class; None for the baseline
+    fold: int
+    repeat: int
+    technique_seed: int
+    measure_seed: int
+
+
+def dataset_summary(x: pd.DataFrame, schema: Schema, name: str | None = None) -> dict[str, Any]:
+    """Rows, columns and column roles of a table, for reports."""
+    info: dict[str, Any] = {
+        "name": name,
+        "rows": int(len(x)),
+        "columns": int(x.shape[1]),
+        "numeric": list(schema.numeric),
+        "categorical": list(schema.categorical),
+        "class_column": schema.class_column,
+    }
+    if schema.class_column is not None:
+        counts = x[schema.class_column].value_counts(sort=True)
+        info["class_counts"] = {str(k): int(v) for k, v in counts.items()}
+    return info
+
+
+def _seed(ss: np.random.SeedSequence) -> int:
+    return int(ss.generate_state(1, dtype=np.uint32)[0])
+
+
+def _resolve_specs(techniques: Sequence[TechniqueSpec | str]) -> list[TechniqueSpec]:
+    specs: list[TechniqueSpec] = []
+    for t in techniques:
+        if isinstance(t, TechniqueSpec):
+            specs.append(TechniqueSpec(t.name, dict(t.params), t.label))
+        elif isinstance(t, str):
+            specs.extend(parse_technique(t))
+        else:
+            raise ParameterError(f"expected a TechniqueSpec or 'NAME:key=value' text, got {t!r}")
+    if not specs:
+        raise ParameterError("no technique to compare")
+    labels = [ORIGINAL] + [s.display_label for s in specs]
+    dup = [lab for lab in labels if labels.count(lab) > 1]
+    if dup:
+        raise ParameterError(f"two techniques share the label {dup[0]!r}; give them distinct labels")
+    return specs
+
+
+def _resolve_measure_list(measures: str | Sequence[str | MeasureSpec] | None, schema: Schema) -> list[MeasureSpec]:
+    if measures is None or isinstance(measures, str):
+        chosen = resolve_measures(measures)
+        explicit = measures is not None and measures.strip() != "all"
+    else:
+        chosen = []
+        for m in measures:
+            chosen.extend([m] if isinstance(m, MeasureSpec) else resolve_measures(str(m)))
+        explicit = True
+    if schema.class_column is None:
+        need = [m.name for m in chosen if m.needs_class]
+        if need and explicit:
+            raise ParameterError(f"measure {need[0]!r} needs a class column; name it with --class / class_column=")
+        chosen = [m for m in chosen if not m.needs_class]
+    names = [m.name for m in chosen]
+    dup = [n for n in names if names.count(n) > 1]
+    if dup:
+        raise ParameterError(f"measure {dup[0]!r} is listed twice")
+    if not chosen:
+        raise ParameterError("no measure to evaluate (none is registered, or every one needs a class column)")
+    return chosen
+
+
+def _validate_spec(spec: TechniqueSpec, schema: Schema) -> type:
+    """Build the technique once and check its parameters, so mistakes surface before any work."""
+    from ppdm.anonymize.registry import make_technique
+
+    tech = make_technique(spec.name, class_column=schema.class_column, random_state=0, schema=schema,
+                          params=spec.params)
+    try:
+        tech._validate_params()
+    except PPDMError as e:
+        raise type(e)(f"{spec.describe()}: {e}") from None
+    return type(tech)
+
+
+def _run_task(
+    task: _Task,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    schema: Schema,
+    measures: list[MeasureSpec],
+    options: dict[str, Any],
+    rules: Any,
+) -> tuple[int, int, int, list[float], Any]:
+    """Anonymize one training table and evaluate every measure; returns the values in order."""
+    where = f"fold {task.fold}, repeat {task.repeat}"
+    # private copies: a technique or measure that alters its input must not affect the next task
+    # (in worker processes every task has its own copy anyway; this keeps n_jobs=1 identical)
+    train, test = train.copy(), test.copy()
+    if task.cls is None:
+        z = train
+    else:
+        try:
+            tech = task.cls(class_column=schema.class_column, schema=schema, random_state=task.technique_seed,
+                            **task.spec.params)
+            z = tech.fit_transform(train)
+        except PPDMError as e:
+            raise type(e)(f"{task.spec.describe()} failed on {where}: {e}") from None
+        except Exception as e:
+            e.add_note(f"while running {task.spec.describe()} on {where}")
+            raise
+    ctx = EvaluationContext(x=train, z=z, schema=schema, test=test, rules=rules,
+                            random_state=task.measure_seed, options=dict(options))
+    values: list[float] = []
+    for m in measures:
+        try:
+            res = m.fn(ctx)
+        except PPDMError as e:
+            who = "the original table" if task.cls is None else task.spec.describe()
+            raise type(e)(f"measure {m.name!r} failed for {who} on {where}: {e}") from None
+        except Exception as e:
+            e.add_note(f"while evaluating measure {m.name!r} for {task.spec.display_label} on {where}")
+            raise
+        v = getattr(res, "value", res)
+        values.append(math.nan if v is None else float(v))
+    # only a newly built Ψx travels back, to be shared with the fold's other tasks
+    return task.index, task.fold, task.repeat, values, ctx.rules if rules is None else None
+
+
+def compare(
+    x: pd.DataFrame,
+    schema: Schema | None,
+    techniques: Sequence[TechniqueSpec | str],
+    measures: str | Sequence[str | MeasureSpec] | None = None,
+    *,
+    cv: int = 10,
+    repeats: int = 1,
+    random_state: int = 0,
+    n_jobs: int | None = 1,
+    progress: ProgressFn | None = None,
+    baseline: bool = True,
+    measure_options: Mapping[str, Any] | None = None,
+    dataset_name: str | None = None,
+) -> ComparisonResult:
+    """Cross-validated comparison of techniques (and parameter sweeps) on every measure.
+
+    Parameters
+    ----------
+    x:
+        The whole table (class column included).
+    schema:
+        Column roles; inferred from dtypes when ``None``.
+    techniques:
+        :class:`TechniqueSpec` items (see :func:`sweep`, :func:`grid`) or ``"NAME:key=value"`` text.
+    measures:
+        Measure names, :class:`~ppdm.metrics.base.MeasureSpec` objects, a comma list, ``"all"``
+        or ``None`` (the default set). With ``"all"``/``None`` and no class column, measures
+        that need a class are left out; naming one explicitly is an error.
+    cv:
+        Number of folds: stratified on the class when there is one, plain k-fold otherwise.
+    repeats:
+        Anonymizations per fold and technique, each with its own seed (paper 000 §7 uses 10).
+    random_state:
+        Seed of the whole run: the same seed gives a byte-identical result.
+    n_jobs:
+        Parallel workers (joblib); 1 runs in-process. Results do not depend on it.
+    progress:
+        ``progress(done, total, description)`` called after each fold × technique × repeat.
+    baseline:
+        Add the ``original`` row (z = x) once per fold, repeat 0.
+    measure_options:
+        Passed to every measure as ``ctx.options``.
+
+    Raises
+    ------
+    PPDMError
+        Unknown technique or measure, impossible parameters (checked before any work), or a
+        technique/measure failing on a fold: the message names the technique and its parameters.
+    """
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    if not isinstance(x, pd.DataFrame):
+        raise PPDMError(f"compare expects a pandas DataFrame, got {type(x).__name__}")
+    schema = Schema.infer(x) if schema is None else schema
+    if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
+        raise ParameterError(f"cv must be an integer of at least 2, got {cv!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise ParameterError(f"repeats must be a positive integer, got {repeats!r}")
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise ParameterError(f"random_state must be a non-negative integer, got {random_state!r}")
+    specs = _resolve_specs(techniques)
+    mlist = _resolve_measure_list(measures, schema)
+    x, _ = schema.validate(x, missing="error", min_classes=2 if schema.class_column else 0)
+    x = x.reset_index(drop=True)
+    classes = [_validate_spec(s, schema) for s in specs]
+    if len(x) < cv:
+        raise ParameterError(f"cv={cv} folds need at least {cv} rows; the table has {len(x)}")
+
+    root = np.random.SeedSequence(int(random_state))
+    split_ss, work_ss = root.spawn(2)
+    notes: list[str] = []
+    if schema.class_column is not None:
+        y = x[schema.class_column].astype(str).to_numpy()
+        smallest = int(pd.Series(y).value_counts().min())
+        if smallest < cv:
+            notes.append(f"the rarest class has {smallest} record(s), fewer than the {cv} folds; "
+                         "some folds lack it")
+        splitter: Any = StratifiedKFold(n_splits=cv, shuffle=True, random_state=_seed(split_ss))
+    else:
+        y = None
+        splitter = KFold(n_splits=cv, shuffle=True, random_state=_seed(split_ss))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the rare-class warning is recorded in notes
+        try:
+            splits = list(splitter.split(np.zeros(len(x)), y))
+        except ValueError as e:
+            raise PPDMError(f"cannot split the table into {cv} folds: {e}") from None
+
+    fold_ss = work_ss.spawn(cv)
+    measure_seeds, tech_seeds = [], []
+    for f in range(cv):
+        m_ss, t_ss = fold_ss[f].spawn(2)
+        measure_seeds.append(_seed(m_ss))
+        tech_seeds.append([_seed(s) for s in t_ss.spawn(repeats)])
+
+    base_spec = TechniqueSpec(ORIGINAL, {}, ORIGINAL)
+    base_tasks = [_Task(0, base_spec, None, f, 0, 0, measure_seeds[f]) for f in range(cv)] if baseline else []
+    tech_tasks = [
+        _Task(i + 1, spec, cls, f, r, tech_seeds[f][r], measure_seeds[f])
+        for f in range(cv)
+        for i, (spec, cls) in enumerate(zip(specs, classes, strict=True))
+        for r in range(repeats)
+    ]
+    total = len(base_tasks) + len(tech_tasks)
+    folds = [(x.iloc[tr].reset_index(drop=True), x.iloc[te].reset_index(drop=True)) for tr, te in splits]
+    options = dict(measure_options or {})
+    rules: dict[int, Any] = {}
+    done = 0
+    values: dict[tuple[int, int, int], list[float]] = {}
+
+    def args(t: _Task) -> tuple:
+        return (t, folds[t.fold][0], folds[t.fold][1], schema, mlist, options, rules.get(t.fold))
+
+    def collect(outs: Iterable[tuple[int, int, int, list[float], Any]], tasks: list[_Task]) -> None:
+        nonlocal done
+        for (idx, f, r, vals, ctx_rules), t in zip(outs, tasks, strict=True):
+            values[(idx, f, r)] = vals
+            if ctx_rules is not None and f not in rules:
+                rules[f] = ctx_rules  # Ψx of this fold, shared with every technique of the fold
+            done += 1
+            if progress is not None:
+                progress(done, total, f"fold {f + 1}/{cv} · {t.spec.display_label} · repeat {r + 1}/{repeats}")
+
+    # the baseline runs first so Ψx (built from each training fold) is computed once per fold
+    for batch in (base_tasks, tech_tasks):
+        if not batch:
+            continue
+        if n_jobs in (None, 1) or len(batch) == 1:
+            collect((_run_task(*args(t)) for t in batch), batch)
+        else:
+            from joblib import Parallel, delayed
+
+            par = Parallel(n_jobs=n_jobs, return_as="generator")
+            collect(par(delayed(_run_task)(*args(t)) for t in batch), batch)
+
+    all_specs = ([base_spec] if baseline else []) + specs
+    offset = 0 if baseline else 1
+    rows = []
+    for i, spec in enumerate(all_specs):
+        idx = i + offset
+        tech_name = spec.name
+        reps = 1 if idx == 0 else repeats
+        for f in range(cv):
+            for r in range(reps):
+                vals = values[(idx, f, r)]
+                for m, v in zip(mlist, vals, strict=True):
+                    rows.append((tech_name, spec.display_label, spec.params_json, f, r, m.name, v))
+    data = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    data = data.astype({"fold": "int64", "repeat": "int64", "value": "float64"})
+    meta = {
+        "cv": int(cv),
+        "repeats": int(repeats),
+        "random_state": int(random_state),
+        "splitter": type(splitter).__name__,
+        "fold_sizes": [int(len(te)) for _, te in splits],
+        "dataset": dataset_summary(x, schema, dataset_name),
+        "schema": schema.to_dict(),
+        "techniques": [{"technique": s.name, "label": s.display_label, "params": s.params_json} for s in all_specs],
+        "measures": [m.name for m in mlist],
+        "measure_info": {m.name: {"kind": m.kind, "description": m.description} for m in mlist},
+        "notes": notes,
+    }
+    return ComparisonResult(data, meta)

@@ -1,0 +1,143 @@
+"""Plots of comparison results as PNG (matplotlib's Agg canvas, no display needed).
+
+Figures are built on :class:`matplotlib.figure.Figure` directly (not pyplot), so
+nothing global is touched and the output is byte-identical for the same input:
+PNG metadata that would carry a version or a time is dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from ppdm.report.measure_info import describe_measure, direction_text
+
+_DPI = 96
+
+
+def figure_png(fig: Figure) -> bytes:
+    """Render ``fig`` to PNG bytes without metadata (so the bytes depend on the content only)."""
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None}, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def png_base64(png: bytes) -> str:
+    return base64.b64encode(png).decode("ascii")
+
+
+def measure_plot(summary: pd.DataFrame, measure: str, *, order: Sequence[str] | None = None) -> bytes:
+    """Mean ± standard deviation of one measure for every technique (a point plot, one row per label).
+
+    ``summary`` is :meth:`ComparisonResult.summary`; the baseline is drawn in grey.
+    """
+    s = summary[summary["measure"] == measure].set_index("label")
+    labels = list(order) if order is not None else list(s.index)
+    s = s.loc[[lab for lab in labels if lab in s.index]]
+    n = len(s)
+    fig = Figure(figsize=(6.4, max(1.6, 0.32 * n + 1.0)))
+    ax = fig.add_subplot()
+    ypos = np.arange(n)[::-1]
+    means = s["mean"].to_numpy(dtype=float)
+    stds = np.nan_to_num(s["std"].to_numpy(dtype=float))
+    colors = ["#888888" if t == "original" else "#1f77b4" for t in s["technique"]]
+    ax.barh(ypos, means, color=colors, alpha=0.35, height=0.6)
+    ax.errorbar(means, ypos, xerr=stds, fmt="none", ecolor="black", capsize=3, lw=1)
+    ax.scatter(means, ypos, color=colors, zorder=3, s=18)
+    ax.set_yticks(ypos, labels=list(s.index))
+    info = describe_measure(measure)
+    ax.set_xlabel(f"{measure} (mean ± sd; {direction_text(info.direction)})")
+    ax.grid(axis="x", alpha=0.3)
+    return figure_png(fig)
+
+
+def sweep_series(meta_techniques: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Find parameter sweeps among the compared techniques.
+
+    Returns ``{param: [series, ...]}`` where a series is one technique (and one setting of its
+    other varying parameters) over several numeric values of ``param``:
+    ``{"technique", "fixed", "labels", "values"}``.
+    """
+    by_name: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for t in meta_techniques:
+        if t["technique"] == "original":
+            continue
+        by_name.setdefault(t["technique"], []).append((t["label"], json.loads(t["params"])))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, items in by_name.items():
+        if len(items) < 2:
+            continue
+        keys = sorted({k for _, p in items for k in p})
+        varying = [k for k in keys if len({json.dumps(p.get(k), sort_keys=True) for _, p in items}) > 1]
+        for k in varying:
+            if not all(isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool) for _, p in items):
+                continue
+            groups: dict[str, list[tuple[float, str]]] = {}
+            fixed_of: dict[str, dict[str, Any]] = {}
+            for label, p in items:
+                fixed = {o: p.get(o) for o in varying if o != k}
+                key = json.dumps(fixed, sort_keys=True)
+                groups.setdefault(key, []).append((float(p[k]), label))
+                fixed_of[key] = fixed
+            for key, pts in groups.items():
+                if len(pts) < 2:
+                    continue
+                pts.sort()
+                out.setdefault(k, []).append({"technique": name, "fixed": fixed_of[key],
+                                              "values": [v for v, _ in pts], "labels": [lab for _, lab in pts]})
+    return out
+
+
+def sweep_plot(summary: pd.DataFrame, measure: str, param: str, series: Sequence[dict[str, Any]]) -> bytes:
+    """Mean ± sd of ``measure`` against the swept ``param``: one line per series; the original
+    table's value as a dashed line."""
+    s = summary[summary["measure"] == measure].set_index("label")
+    fig = Figure(figsize=(6.4, 3.6))
+    ax = fig.add_subplot()
+    for ser in series:
+        means = s.loc[ser["labels"], "mean"].to_numpy(dtype=float)
+        stds = np.nan_to_num(s.loc[ser["labels"], "std"].to_numpy(dtype=float))
+        name = ser["technique"]
+        if ser["fixed"]:
+            name += " (" + ", ".join(f"{k}={v}" for k, v in ser["fixed"].items()) + ")"
+        ax.errorbar(ser["values"], means, yerr=stds, marker="o", ms=4, capsize=3, lw=1.2, label=name)
+    if "original" in s.index and math.isfinite(float(s.loc["original", "mean"])):
+        ax.axhline(float(s.loc["original", "mean"]), color="#888888", ls="--", lw=1, label="original")
+    info = describe_measure(measure)
+    ax.set_xlabel(param)
+    ax.set_ylabel(measure)
+    ax.set_title(f"{measure} vs {param} ({direction_text(info.direction)})", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return figure_png(fig)
+
+
+def correlation_heatmap(corr: pd.DataFrame, *, title: str = "") -> bytes:
+    """A heat map of a measure × measure correlation matrix, each cell annotated."""
+    n = len(corr)
+    size = max(3.2, 0.75 * n + 1.6)
+    fig = Figure(figsize=(size + 0.8, size))
+    ax = fig.add_subplot()
+    vals = corr.to_numpy(dtype=float)
+    im = ax.imshow(np.ma.masked_invalid(vals), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set_xticks(range(n), labels=list(corr.columns), rotation=45, ha="right")
+    ax.set_yticks(range(n), labels=list(corr.index))
+    for i in range(n):
+        for j in range(n):
+            v = vals[i, j]
+            ax.text(j, i, "—" if not math.isfinite(v) else f"{v:.2f}", ha="center", va="center",
+                    fontsize=8, color="white" if math.isfinite(v) and abs(v) > 0.6 else "black")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return figure_png(fig)

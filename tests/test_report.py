@@ -1,0 +1,239 @@
+"""HTML reports and plots (ppdm.report) on hand-built comparison and evaluation results."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ppdm.experiments.compare import ComparisonResult, dataset_summary, params_to_json
+from ppdm.metrics.base import MEASURES, MeasureResult, register_measure
+from ppdm.report.html import fmt, render_evaluation_html, render_html, write_evaluation_html
+from ppdm.report.measure_info import describe_measure
+from ppdm.report.plots import correlation_heatmap, sweep_series
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class _Page(HTMLParser):
+    """Collects tables (by id) as lists of row texts, images and headings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.images: list[dict[str, str]] = []
+        self.headings: list[str] = []
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+        self._row: list[str] | None = None
+        self._heading: list[str] | None = None
+        self.bold_cells: list[str] = []
+        self._bold = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self._table = a.get("id") or f"table{len(self.tables)}"
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+            self._bold = "best" in (a.get("class") or "")
+        elif tag == "img":
+            self.images.append(a)
+        elif tag in ("h1", "h2", "h3"):
+            self._heading = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            text = "".join(self._cell).strip()
+            self._row.append(text)
+            if self._bold:
+                self.bold_cells.append(text)
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self._table is not None:
+            self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag == "table":
+            self._table = None
+        elif tag in ("h1", "h2", "h3") and self._heading is not None:
+            self.headings.append("".join(self._heading).strip())
+            self._heading = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._heading is not None:
+            self._heading.append(data)
+
+
+def _parse(html: str) -> _Page:
+    p = _Page()
+    p.feed(html)
+    p.close()
+    return p
+
+
+def _result() -> ComparisonResult:
+    """original + a sweep of 'uniform-noise' over level (3 values) + one 'gadp', 3 folds, 2 repeats."""
+    rng = np.random.default_rng(0)
+    specs = [("original", "original", {})]
+    specs += [("uniform-noise", f"uniform-noise(level={v})", {"level": v}) for v in (0.0, 0.1, 0.2)]
+    specs += [("gadp", "gadp <b>", {})]
+    rows = []
+    for tech, label, params in specs:
+        level = params.get("level", 0.05 if tech == "gadp" else 0.0)
+        for f in range(3):
+            for r in range(1 if tech == "original" else 2):
+                noise = rng.normal(0, 0.005)
+                rows.append((tech, label, params_to_json(params), f, r, "prediction_accuracy", 0.9 - level + noise))
+                rows.append((tech, label, params_to_json(params), f, r, "rule_support_distance", level * 2 + noise))
+                rows.append((tech, label, params_to_json(params), f, r, "custom_thing", float(f)))
+    data = pd.DataFrame(rows, columns=["technique", "label", "params", "fold", "repeat", "measure", "value"])
+    x = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["u", "v", "u", "v"], "y": ["p", "q", "p", "p"]})
+    from ppdm.data.schema import Schema
+
+    meta = {
+        "cv": 3, "repeats": 2, "random_state": 5, "splitter": "StratifiedKFold", "fold_sizes": [2, 1, 1],
+        "dataset": dataset_summary(x, Schema.infer(x, "y"), "toy.csv"),
+        "techniques": [{"technique": t, "label": lab, "params": params_to_json(p)} for t, lab, p in specs],
+        "measures": ["prediction_accuracy", "rule_support_distance", "custom_thing"],
+        "measure_info": {"custom_thing": {"kind": "risk", "description": "a measure known only by its spec"}},
+        "notes": ["the rarest class has 1 record(s)"],
+    }
+    return ComparisonResult(data, meta)
+
+
+def test_comparison_report_parses_and_holds_every_section():
+    r = _result()
+    html = render_html(r, title="Toy comparison")
+    page = _parse(html)
+    assert page.headings[0] == "Toy comparison"
+    for tid in ("dataset", "techniques-table", "measures-table", "summary-table", "correlation-table"):
+        assert tid in page.tables, tid
+    ds = dict(row for row in page.tables["dataset"] if len(row) == 2)
+    assert ds["rows"] == "4" and ds["class"] == "y" and ds["numeric attributes (1)"] == "a"
+    # techniques with their parameters, in order, the label escaped (not markup)
+    techs = page.tables["techniques-table"][1:]
+    assert [t[0] for t in techs] == r.labels
+    assert techs[2][2] == '{"level": 0.1}'
+    assert "gadp <b>" in [t[0] for t in techs] and "gadp &lt;b&gt;" in html
+    # explanation column: direction and meaning per measure
+    meas = {row[0]: row for row in page.tables["measures-table"][1:]}
+    assert meas["prediction_accuracy"][2] == "higher is better"
+    assert meas["rule_support_distance"][2] == "lower is better"
+    assert meas["custom_thing"][1:] == ["risk", "—", "a measure known only by its spec"]
+    # summary: mean ± sd per technique × measure
+    summ = r.summary()
+    head, *body = page.tables["summary-table"]
+    assert head == ["technique", "prediction_accuracy", "rule_support_distance", "custom_thing"]
+    row = next(b for b in body if b[0] == "uniform-noise(level=0.1)")
+    want = summ[(summ.label == "uniform-noise(level=0.1)") & (summ.measure == "prediction_accuracy")].iloc[0]
+    assert row[1] == f"{fmt(want['mean'])} ± {fmt(want['std'], 3)}"
+    # the best technique per measure (original excluded) is marked
+    best_acc = next(b for b in body if b[0] == "uniform-noise(level=0.0)")[1]
+    assert best_acc in page.bold_cells
+    # correlation table: 3 measures
+    corr = page.tables["correlation-table"]
+    assert corr[0][1:] == r.measures and len(corr) == 4
+    assert "the rarest class has 1 record(s)" in html
+
+
+def test_comparison_report_embeds_png_plots():
+    page = _parse(render_html(_result()))
+    # 3 per-measure plots + 3 sweep plots (level) + 1 heat map
+    assert len(page.images) == 7
+    for img in page.images:
+        src = img["src"]
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
+        assert img["alt"]
+    text_only = _parse(render_html(_result(), plots=False))
+    assert text_only.images == []
+
+
+def test_comparison_report_is_deterministic():
+    assert render_html(_result(), title="t") == render_html(_result(), title="t")
+
+
+def test_dataset_info_argument_overrides_the_stored_summary():
+    page = _parse(render_html(_result(), dataset_info={"name": "other", "rows": 99, "columns": 3}, plots=False))
+    ds = dict(row for row in page.tables["dataset"] if len(row) == 2)
+    assert ds["dataset"] == "other" and ds["rows"] == "99" and ds["class"] == "none"
+
+
+def test_sweep_series_finds_numeric_sweeps_per_technique():
+    r = _result()
+    s = sweep_series(r.meta["techniques"])
+    assert list(s) == ["level"]
+    (ser,) = s["level"]
+    assert ser["technique"] == "uniform-noise" and ser["values"] == [0.0, 0.1, 0.2]
+    grid_techs = [{"technique": "mdav", "label": f"m{k}{w}", "params": params_to_json({"k": k, "w": w})}
+                  for k in (3, 5) for w in ("a", "b")]
+    g = sweep_series(grid_techs)
+    assert list(g) == ["k"]  # w is not numeric: one line per value of w
+    assert sorted(ser["fixed"]["w"] for ser in g["k"]) == ["a", "b"]
+
+
+def test_heatmap_png_is_deterministic():
+    c = pd.DataFrame([[1.0, -0.5], [-0.5, 1.0]], index=["a", "b"], columns=["a", "b"])
+    one, two = correlation_heatmap(c), correlation_heatmap(c)
+    assert one.startswith(PNG_MAGIC) and one == two
+
+
+def test_describe_measure_prefers_the_registered_description():
+    assert describe_measure("rule_accuracy").direction == "lower"
+    assert describe_measure("sers").direction == "higher"
+    assert describe_measure("unheard_of").direction is None
+    saved = MEASURES.get("eduds")
+    register_measure("eduds", kind="utility", description="registered text")(lambda ctx: MeasureResult(1.0))
+    try:
+        info = describe_measure("eduds")
+        assert info.meaning == "registered text" and info.direction == "higher"
+    finally:
+        MEASURES.pop("eduds")
+        if saved is not None:
+            MEASURES["eduds"] = saved
+
+
+@dataclass
+class _RuleResult(MeasureResult):
+    n_rules: int = 0
+    per_rule: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
+    per_rule = pd.DataFrame({"rule": ["a <= 3 -> <yes>", "a > 3 -> no", "b = u -> yes"],
+                             "support_x": [10, 5, 7], "support_z": [8, 6, 7]})
+    results = {
+        "rule_support_distance": _RuleResult(0.123456789, n_rules=3, per_rule=per_rule),
+        "prediction_accuracy": MeasureResult(0.9),
+    }
+    html = render_evaluation_html(results, title="Eval", subtitle="x.csv vs z.csv", max_detail_rows=2,
+                                  dataset_info={"rows": 22, "columns": 2, "numeric": ["a"],
+                                                "categorical": ["b"]})
+    page = _parse(html)
+    summary = {row[0]: row for row in page.tables["summary-table"][1:]}
+    assert summary["rule_support_distance"][1] == "0.123457"
+    assert summary["rule_support_distance"][3] == "lower is better"
+    assert summary["prediction_accuracy"][3] == "higher is better"
+    details = [rows for tid, rows in page.tables.items() if tid.startswith("table")]
+    rule_table = next(t for t in details if t and t[0] == ["rule", "support_x", "support_z"])
+    assert rule_table[1] == ["a <= 3 -> <yes>", "10", "8"] and len(rule_table) == 3  # truncated to 2 rows
+    assert "&lt;yes&gt;" in html and "the first 2 shown" in html
+    scalars = [t for t in details if t and t[0] == ["n_rules", "3"]]
+    assert scalars
+    assert render_evaluation_html(results) == render_evaluation_html(results)
+    out = write_evaluation_html(results, tmp_path / "e.html", title="Eval")
+    assert _parse(out.read_text()).headings[0] == "Eval"
+
+
+@pytest.mark.parametrize("v,text", [(None, "—"), (float("nan"), "—"), (3, "3"), (0.123456, "0.1235"),
+                                    (np.float64(2.5), "2.5"), (True, "True")])
+def test_fmt(v, text):
+    assert fmt(v) == text
