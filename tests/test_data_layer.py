@@ -110,3 +110,12 @@ def test_adult_complete_cases_count():
 def test_unknown_dataset():
     with pytest.raises(PPDMError, match="unknown dataset 'nope'"):
         load("nope")
+
+
+def test_written_files_get_the_usual_mode(tmp_path):
+    import os
+
+    p = write_table(_table(), tmp_path / "z.csv")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (p.stat().st_mode & 0o777) == (0o666 & ~umask)

@@ -7,16 +7,41 @@ Exit codes: 0 success, 2 bad input or parameters (one message, no traceback),
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from ppdm.cli.common import console, err_console, load_input
 from ppdm.errors import PPDMError
 
+
+class _ErrorMappingGroup(TyperGroup):
+    """Maps errors to exit codes for every command, also under Typer's test runner:
+    :class:`PPDMError` → 2 with one line, anything unexpected → 1 (traceback with PPDM_DEBUG=1)."""
+
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except PPDMError as e:
+            err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+            raise typer.Exit(2) from None
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as e:
+            # usage errors of the command-line parser carry their own exit code
+            if hasattr(e, "exit_code") or os.environ.get("PPDM_DEBUG"):
+                raise
+            err_console.print(
+                f"[bold red]internal error:[/bold red] {type(e).__name__}: {e} (set PPDM_DEBUG=1 for a traceback)",
+                highlight=False,
+            )
+            raise typer.Exit(1) from None
+
+
 app = typer.Typer(
+    cls=_ErrorMappingGroup,
     name="ppdm",
     help="Privacy-preserving publishing of tabular microdata: anonymize, evaluate, compare.",
     no_args_is_help=True,
@@ -102,29 +127,8 @@ _register_commands()
 
 
 def main() -> None:
-    """Entry point: run the app, mapping errors to exit codes 2 (bad input) and 1 (internal)."""
-    try:
-        # without standalone mode click returns the code of a ``typer.Exit`` instead of raising it
-        rc = app(standalone_mode=False)
-    except PPDMError as e:
-        err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False)
-        sys.exit(2)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(1)
-    except Exception as e:  # click usage errors carry their own exit code (2)
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        if os.environ.get("PPDM_DEBUG"):
-            raise
-        err_console.print(f"[bold red]internal error:[/bold red] {type(e).__name__}: {e} (set PPDM_DEBUG=1 for a traceback)")
-        sys.exit(1)
-    sys.exit(rc if isinstance(rc, int) else 0)
+    """Entry point (exit codes are set by :class:`_ErrorMappingGroup`)."""
+    app()
 
 
 if __name__ == "__main__":  # pragma: no cover

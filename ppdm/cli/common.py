@@ -16,7 +16,7 @@ from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.errors import PPDMError
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # one message, one line
 
 BUILTIN = "builtin:"
 

@@ -71,6 +71,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise PPDMError(f"output folder {str(p.parent)!r} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
     os.close(fd)
+    # mkstemp creates 0600 files; give outputs the usual mode (0666 less the umask)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
