@@ -86,6 +86,29 @@ def anonymize(
     console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}")
 
 
+def _exit_2_on_bad_input(fn):
+    """Wrap a command so a :class:`PPDMError` prints one line and exits with code 2.
+
+    ``main`` maps errors the same way; doing it per command as well gives the same exit
+    codes when the app is invoked directly (e.g. by Typer's ``CliRunner`` in tests).
+    """
+    import functools
+
+    if getattr(fn, "_ppdm_wrapped", False):
+        return fn
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except PPDMError as e:
+            err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    run._ppdm_wrapped = True  # type: ignore[attr-defined]
+    return run
+
+
 def _register_commands() -> None:
     # each command family lives in its own module and adds itself to ``app``
     import importlib
@@ -96,17 +119,37 @@ def _register_commands() -> None:
     for mod in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
         if mod.startswith("cmd_"):
             importlib.import_module(f"ppdm.cli.{mod}")
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.callback = _exit_2_on_bad_input(info.callback)
 
 
 _register_commands()
 
 
+def _is_click_exception(e: BaseException) -> bool:
+    """Click's usage errors; recent Typer versions ship their own copy of click."""
+    import click
+
+    kinds: list[type] = [click.exceptions.ClickException]
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+
+        kinds.append(TyperClickException)
+    except ImportError:  # pragma: no cover - Typer without a vendored click
+        pass
+    return isinstance(e, tuple(kinds))
+
+
 def main() -> None:
     """Entry point: run the app, mapping errors to exit codes 2 (bad input) and 1 (internal)."""
     try:
-        app(standalone_mode=False)
+        # without standalone mode click returns the code of a ``typer.Exit`` instead of exiting
+        rv = app(standalone_mode=False)
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+            sys.exit(rv)
     except PPDMError as e:
-        err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+        err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -114,9 +157,7 @@ def main() -> None:
         err_console.print("aborted")
         sys.exit(1)
     except Exception as e:  # click usage errors carry their own exit code (2)
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
+        if _is_click_exception(e):
             e.show()
             sys.exit(e.exit_code)
         if os.environ.get("PPDM_DEBUG"):
