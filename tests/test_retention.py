@@ -242,3 +242,17 @@ def test_iter_masks_agree_with_rule_mask(data):
     x.loc[len(x) - 1, "v"] = np.nan
     for i, m in rs.iter_masks(x):
         assert m.tolist() == rs[i].mask(x).tolist()
+
+
+def test_many_classes_counted_like_bincount():
+    # more than 16 classes takes the bincount path of count_rules
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame({"v": rng.integers(0, 10, 500), "y": rng.integers(0, 20, 500)})
+    z = x.assign(v=rng.integers(0, 10, 500))
+    rs = RuleSet.from_text("v <= 3 -> 1\nv > 3 AND v <= 6 -> 2\nv > 6 -> 19", "y")
+    rr = rule_retention(x, z, rs)
+    for d, counts in ((x, rr.x), (z, rr.z)):
+        cov = rs.coverage(d)
+        for i in range(len(rs)):
+            assert (counts.class_counts[i] == np.bincount(d["y"][cov[i]], minlength=20)).all()
+        assert counts.n_correct == sum(int(((d["y"] == r.prediction) & cov[i]).sum()) for i, r in enumerate(rs))

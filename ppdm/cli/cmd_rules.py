@@ -45,4 +45,5 @@ def rules(
         sys.stdout.write(rs.to_text())
         return
     rs.save(out)
-    console.print(f"wrote {len(rs)} rules predicting {rs.class_column!r} from {len(x)} records to {out}")
+    console.print(f"wrote {len(rs)} rules predicting {rs.class_column!r} from {len(x)} records to {out}",
+                  emoji=False, markup=False)

@@ -76,23 +76,31 @@ def count_rules(
     y = df[class_column]
     if y.isna().any():
         raise SchemaError(f"class column {class_column!r} has missing values")
-    ycodes = classes.get_indexer(y)
+    # factorize first: looking up a million values in an object index is slow
+    codes, uniques = pd.factorize(y)
+    ycodes = classes.get_indexer(pd.Index(uniques, dtype=object))[codes]
     if (ycodes < 0).any():  # pragma: no cover - classes is built from the data
         raise SchemaError(f"class column {class_column!r} holds a value outside {list(classes)}")
     k = len(classes)
+    # few classes: one boolean mask per class makes the class counts of a rule k cheap ANDs
+    class_masks = {j: ycodes == j for j in range(k)} if k <= 16 else {}
+    few_classes = bool(class_masks)
     n = len(df)
     support = np.zeros(len(rules), dtype=np.int64)
     counts = np.zeros((len(rules), k), dtype=np.int64)
     pred_codes = classes.get_indexer(pd.Index([r.prediction for r in rules], dtype=object)) if len(rules) else []
     seen = np.zeros(n, dtype=bool)
     overlap = np.zeros(n, dtype=bool)
-    class_masks: dict[int, np.ndarray] = {}
     n_correct = 0
     for i, m in rules.iter_masks(df):
         support[i] = np.count_nonzero(m)
         if support[i] == 0:
             continue
-        counts[i] = np.bincount(ycodes[m], minlength=k)
+        if few_classes:
+            counts[i, 1:] = [np.count_nonzero(m & class_masks[j]) for j in range(1, k)]
+            counts[i, 0] = support[i] - counts[i, 1:].sum()
+        else:
+            counts[i] = np.bincount(ycodes[m], minlength=k)
         newly = m & ~seen
         overlap |= m & seen
         seen |= m
