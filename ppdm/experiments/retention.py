@@ -43,10 +43,12 @@ class RetentionExperiment:
 
     def markdown(self) -> str:
         """The summary as a Markdown table (means ± standard deviations)."""
-        head = "| noise level | " + " | ".join(MEASURES) + " |\n|---|" + "---|" * len(MEASURES) + "\n"
+        head = ("| noise level | " + " | ".join(MEASURES) + " | rules flipped |\n|---|"
+                + "---|" * (len(MEASURES) + 1) + "\n")
         lines = []
         for level, row in self.summary.iterrows():
             cells = [f"{row[(m, 'mean')]:.4f} ± {row[(m, 'std')]:.4f}" for m in MEASURES]
+            cells.append(f"{row[('n_flipped', 'mean')]:.1f}")
             lines.append(f"| {level:.0%} | " + " | ".join(cells) + " |")
         return head + "\n".join(lines) + "\n"
 
@@ -116,5 +118,5 @@ def run_retention_experiment(
             if progress is not None:
                 progress()
     runs = pd.DataFrame(rows)
-    summary = runs.groupby("level")[list(MEASURES)].agg(["mean", "std"])
+    summary = runs.groupby("level")[[*MEASURES, "n_flipped"]].agg(["mean", "std"])
     return RetentionExperiment(runs, summary, rules, len(x), noise)
