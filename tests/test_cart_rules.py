@@ -99,3 +99,23 @@ def test_bad_cart_parameters():
         rules_from_cart(x, sch, min_leaf_frac="big")  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="max_depth"):
         rules_from_cart(x, sch, max_depth=0)
+
+
+def test_thresholds_are_midpoints_of_data_values_and_match_the_tree():
+    from ppdm.trees.cart import CARTClassifier
+
+    x, sch = load("wine")
+    tree = CARTClassifier(min_leaf_frac=0.02, max_depth=12).fit(x[sch.attributes], x[sch.class_column])
+    leaves = tree.leaf_rules()
+    rs = RuleSet([leaves[k] for k in sorted(leaves)], sch.class_column)
+    # each threshold lies halfway between two values of its attribute (no float32 artefacts)
+    for rule in rs:
+        for c in rule.conditions:
+            vals = np.unique(x[c.attribute].to_numpy(float))
+            lo, hi = vals[vals <= c.value], vals[vals > c.value]
+            mids = lo[:, None] + (hi[None, :] - lo[:, None]) / 2
+            assert (mids == c.value).any()
+    # and the rules route every training record to the leaf the tree routes it to
+    cov = rs.coverage(x)
+    assert (cov.sum(axis=0) == 1).all()
+    assert (np.array(sorted(leaves))[cov.argmax(axis=0)] == tree.apply(x[sch.attributes])).all()
