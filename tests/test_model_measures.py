@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score, fbeta_score, roc_auc_score
 from sklearn.tree import DecisionTreeClassifier
 
@@ -123,3 +125,15 @@ def test_models_see_categorical_attributes_directly():
     x, t = _split(df)
     mc = compare_models(x, x, t, sch.class_column, Schema.from_dict(sch.to_dict()))
     assert (mc.pred_x == mc.pred_z).all() and mc.proba_x.shape == (len(t), 2)
+
+
+@settings(max_examples=15)
+@given(seed=st.integers(0, 10**6), n=st.integers(30, 120))
+def test_model_measures_are_zero_when_z_equals_x(seed, n):
+    rng = np.random.default_rng(seed)
+    x = pd.DataFrame({"a": rng.normal(size=n), "g": rng.choice(["u", "v"], n)})
+    x["y"] = np.where(x["a"] + (x["g"] == "u") + rng.normal(0, 0.5, n) > 0.5, "p", "q")
+    x.loc[:1, "y"] = ["p", "q"]  # both classes present
+    t = x.copy()  # holds both classes, so AUC is defined
+    for fn in (prediction_accuracy, auc, f_measure):
+        assert fn(x, x.copy(), t, "y").value == 0.0
