@@ -87,9 +87,10 @@ class _Noise(Technique, ABC):
 
 @register("uniform-noise")
 class UniformNoise(_Noise):
-    """Uniform Noise (UN, paper 000 §7.1): each attribute value is replaced with probability
-    ``level`` by a uniform draw over the attribute's range (numeric) or its distinct values
-    (categorical); the class is never changed.
+    """Uniform Noise (paper 000 §7.1): values replaced by uniform draws with probability level.
+
+    Each attribute value is replaced with probability ``level`` by a uniform draw over the
+    attribute's range (numeric) or its distinct values (categorical); the class is never changed.
 
     Parameters
     ----------
@@ -118,9 +119,11 @@ class UniformNoise(_Noise):
 
 @register("gaussian-noise")
 class GaussianNoise(_Noise):
-    """Gaussian Noise (GN, paper 000 §7.1): with probability ``level`` a numeric value gets
-    N(0, var A) noise added and a categorical value is redrawn from the attribute's
-    original values (with their frequencies); the class is never changed.
+    """Gaussian Noise (paper 000 §7.1): N(0, var) noise or a redrawn category with probability level.
+
+    With probability ``level`` a numeric value gets N(0, var A) noise added and a categorical
+    value is redrawn from the attribute's original values (with their frequencies); the class
+    is never changed.
 
     Parameters
     ----------
