@@ -280,12 +280,14 @@ class _TableView:
             a = self._num.get(c.attribute)
             if a is None:
                 s = self._column(c, rule_index)
-                if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+                try:
+                    a = s.to_numpy(dtype=float, na_value=np.nan)
+                except (TypeError, ValueError):
                     raise PPDMError(
                         f"rule {rule_index} compares attribute {c.attribute!r} with a number ({c.to_text()}), "
                         "but the column is not numeric"
-                    )
-                a = self._num[c.attribute] = s.to_numpy(dtype=float, na_value=np.nan)
+                    ) from None
+                self._num[c.attribute] = a
             with np.errstate(invalid="ignore"):
                 if c.op == "<=":
                     return a <= c.value
