@@ -184,27 +184,45 @@ class RuleSet(Sequence[Rule]):
         return f"RuleSet({len(self.rules)} rules, class_column={self.class_column!r})"
 
     def coverage(self, df: pd.DataFrame) -> np.ndarray:
-        """Boolean matrix (n_rules × n_records): one coverage mask per rule.
-
-        Column arrays are taken from ``df`` once and shared by all rules.
-        """
-        cache: dict[tuple[str, str, Any], np.ndarray] = {}
+        """Boolean matrix (n_rules × n_records): one coverage mask per rule (σψ of each ψ)."""
         out = np.empty((len(self.rules), len(df)), dtype=bool)
-        cols: dict[str, pd.Series] = {}
-        for i, rule in enumerate(self.rules):
-            m = np.ones(len(df), dtype=bool)
-            for c in rule.conditions:
-                key = (c.attribute, c.op, c.value)
-                cm = cache.get(key)
-                if cm is None:
-                    if c.attribute not in cols:
-                        if c.attribute not in df.columns:
-                            raise PPDMError(f"rule {i} tests attribute {c.attribute!r}, which the table does not have")
-                        cols[c.attribute] = df[c.attribute]
-                    cm = cache[key] = c.mask(cols[c.attribute])
-                m &= cm
+        for i, m in self.iter_masks(df):
             out[i] = m
         return out
+
+    def iter_masks(self, df: pd.DataFrame) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(i, mask)`` for every rule in order, one boolean coverage mask at a time.
+
+        Cheaper than :meth:`coverage` in memory (no n_rules × n matrix): each column is
+        converted once (numbers to float, categorical columns factorized to integer codes),
+        a condition shared by several rules is evaluated once and kept only until its last
+        use, and the yielded mask is a fresh array the caller may modify.
+        """
+        view = _TableView(df)
+        uses: dict[Condition, int] = {}
+        for rule in self.rules:
+            for c in dict.fromkeys(rule.conditions):
+                uses[c] = uses.get(c, 0) + 1
+        cache: dict[Condition, np.ndarray] = {}
+        n = len(df)
+        for i, rule in enumerate(self.rules):
+            m: np.ndarray | None = None
+            for c in dict.fromkeys(rule.conditions):
+                cm = cache.get(c)
+                if cm is None:
+                    cm = view.mask(c, i)
+                    if uses[c] > 1:
+                        cache[c] = cm
+                uses[c] -= 1
+                if uses[c] == 0:
+                    cache.pop(c, None)
+                # a mask still held by the cache must not be modified in place
+                shared = c in cache
+                if m is None:
+                    m = cm.copy() if shared else cm
+                else:
+                    m &= cm
+            yield i, (np.ones(n, dtype=bool) if m is None else m)
 
     def to_text(self) -> str:
         head = f"# class: {_fmt_name(self.class_column)}\n" if self.class_column else ""
@@ -236,6 +254,62 @@ class RuleSet(Sequence[Rule]):
         if not p.exists():
             raise PPDMError(f"rule file {str(p)!r} does not exist")
         return cls.from_text(p.read_text(), class_column)
+
+
+class _TableView:
+    """One table's columns prepared for evaluating many conditions quickly.
+
+    Numeric tests compare a float array made once per column; other tests are
+    evaluated on the column's distinct values only (``pd.factorize``) and mapped back
+    through the integer codes, which gives :meth:`Condition.mask`'s answer for every
+    record (missing values never satisfy a condition) at a fraction of the cost.
+    """
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df = df
+        self._num: dict[str, np.ndarray] = {}
+        self._cat: dict[str, tuple[np.ndarray, pd.Series]] = {}
+
+    def _column(self, c: Condition, rule_index: int) -> pd.Series:
+        if c.attribute not in self.df.columns:
+            raise PPDMError(f"rule {rule_index} tests attribute {c.attribute!r}, which the table does not have")
+        return self.df[c.attribute]
+
+    def mask(self, c: Condition, rule_index: int = 0) -> np.ndarray:
+        if c.op in NUMERIC_OPS:
+            a = self._num.get(c.attribute)
+            if a is None:
+                s = self._column(c, rule_index)
+                try:
+                    a = s.to_numpy(dtype=float, na_value=np.nan)
+                except (TypeError, ValueError):
+                    raise PPDMError(
+                        f"rule {rule_index} compares attribute {c.attribute!r} with a number ({c.to_text()}), "
+                        "but the column is not numeric"
+                    ) from None
+                self._num[c.attribute] = a
+            with np.errstate(invalid="ignore"):
+                if c.op == "<=":
+                    return a <= c.value
+                if c.op == ">":
+                    return a > c.value
+                if c.op == "<":
+                    return a < c.value
+                return a >= c.value
+        got = self._cat.get(c.attribute)
+        if got is None:
+            s = self._column(c, rule_index)
+            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+            got = self._cat[c.attribute] = (codes, pd.Series(uniques))
+        codes, uniques = got
+        on_values = c.mask(uniques)
+        hits = np.flatnonzero(on_values)
+        if hits.size == 0:
+            return np.zeros(len(codes), dtype=bool)
+        if hits.size == 1:
+            return codes == hits[0]
+        # code -1 (missing) reads the appended False
+        return np.append(on_values, False)[codes]
 
 
 # ------------------------------------------------------------------ formatting

@@ -106,9 +106,11 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         if cat is None:
             cat = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])]
         self.encoder_ = _Encoder(X, cat)
+        Xe = self.encoder_.transform(X)
         self.tree_model_ = DecisionTreeClassifier(
             criterion=self.criterion, min_samples_leaf=leaf, max_depth=self.max_depth, random_state=self.random_state
-        ).fit(self.encoder_.transform(X), y)
+        ).fit(Xe, y)
+        self.rule_thresholds_ = _data_thresholds(self.tree_model_, Xe, self.encoder_.features)
         self.classes_ = self.tree_model_.classes_
         self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.n_features_in_ = X.shape[1]
@@ -130,7 +132,7 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
     def leaf_rules(self) -> dict[int, Rule]:
         """Every leaf as a rule in the original attributes, with training class counts."""
         check_is_fitted(self, "tree_model_")
-        return tree_leaf_rules(self.tree_model_, self.encoder_.features)
+        return tree_leaf_rules(self.tree_model_, self.encoder_.features, getattr(self, "rule_thresholds_", None))
 
 
 def _frame(X) -> pd.DataFrame:
@@ -142,12 +144,43 @@ def _frame(X) -> pd.DataFrame:
     return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
 
 
-def tree_leaf_rules(tree: DecisionTreeClassifier, features: Sequence[tuple[str, object]] | Sequence[str]) -> dict[int, Rule]:
+def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequence[tuple[str, object]]) -> np.ndarray:
+    """Split points of the numeric tests restated in the training values they separate.
+
+    scikit-learn compares float32 copies of the inputs, so its thresholds are midpoints of
+    float32 values (``hue <= 0.9350000023841858``). For a rule in the original values each
+    threshold is moved to the midpoint of the two float64 values of the node's training
+    records on either side of it (``hue <= 0.935``), so every training record falls on the
+    same side as in the tree.
+    """
+    t = tree.tree_
+    out = t.threshold.astype(float).copy()
+    paths = tree.decision_path(X.astype(np.float32)).tocsc()
+    for node in np.flatnonzero(t.children_left != -1):
+        f = int(t.feature[node])
+        if features[f][1] is not None:
+            continue  # a one-hot indicator: the rule reads attr = value, no threshold
+        rows = paths.indices[paths.indptr[node]:paths.indptr[node + 1]]
+        v = X[rows, f]
+        v = v[np.isfinite(v)]
+        left = v.astype(np.float32) <= out[node]
+        if left.any() and not left.all():
+            lo, hi = v[left].max(), v[~left].min()
+            out[node] = lo + (hi - lo) / 2
+    return out
+
+
+def tree_leaf_rules(
+    tree: DecisionTreeClassifier,
+    features: Sequence[tuple[str, object]] | Sequence[str],
+    thresholds: np.ndarray | None = None,
+) -> dict[int, Rule]:
     """Rules of the leaves of a fitted scikit-learn tree.
 
     ``features`` names the tree's input columns: plain names for numeric inputs, or
     ``(attribute, value)`` pairs where an input is the one-hot indicator of ``attribute = value``
-    (``value`` None for a numeric input). Bounds on one attribute are merged into the
+    (``value`` None for a numeric input). ``thresholds`` replaces the tree's split points
+    (see :func:`_data_thresholds`). Bounds on one attribute are merged into the
     tightest ``>``/``<=`` pair, and ``!=`` tests implied by an ``=`` test are dropped.
     """
     feats = [f if isinstance(f, tuple) else (f, None) for f in features]
@@ -169,7 +202,7 @@ def tree_leaf_rules(tree: DecisionTreeClassifier, features: Sequence[tuple[str, 
             out[int(node)] = Rule(_simplify(path), pred, cc)
             continue
         attr, value = feats[t.feature[node]]
-        thr = float(t.threshold[node])
+        thr = float(t.threshold[node] if thresholds is None else thresholds[node])
         stack.append((right, [*path, (attr, value, ">", thr)]))
         stack.append((left, [*path, (attr, value, "<=", thr)]))
     return out
@@ -217,6 +250,10 @@ def rules_from_cart(
     """Ψx as the papers find it (paper 000 §7): the leaves of a CART tree grown on ``x``
     with minimum leaf size ``min_leaf_frac``·|x| and maximum depth ``max_depth``."""
     cls = schema.require_class()
+    if isinstance(min_leaf_frac, bool) or not isinstance(min_leaf_frac, (int, float)) or not 0 < min_leaf_frac < 0.5:
+        raise ParameterError(f"min_leaf_frac must be a number in (0, 0.5), got {min_leaf_frac!r}")
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1):
+        raise ParameterError(f"max_depth must be a whole number ≥ 1 or None, got {max_depth!r}")
     x, _ = schema.validate(x, missing="error", min_classes=2)
     tree = CARTClassifier(
         min_leaf_frac=min_leaf_frac, max_depth=max_depth, categorical=schema.categorical, random_state=random_state

@@ -1,0 +1,162 @@
+"""``ppdm evaluate``: measure an anonymized table z against the original x.
+
+Measures are found by name in the registry of :mod:`ppdm.metrics.base`, so every
+measure any module registers works here without change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+
+from ppdm.cli.app import ClassOpt, MissingOpt, SchemaOpt, SeedOpt, _missing, app
+from ppdm.cli.common import BUILTIN, console, err_console, load_input, print_json
+from ppdm.data.schema import Schema
+from ppdm.errors import PPDMError, SchemaError
+
+
+def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: str) -> pd.DataFrame:
+    """Read table ``spec`` (path or builtin:NAME) and check it has exactly the columns of x.
+
+    Columns are put in x's order; the table is validated against x's schema.
+    """
+    if spec.startswith(BUILTIN):
+        from ppdm.data.datasets import load
+
+        df, _ = load(spec[len(BUILTIN):])
+    else:
+        from ppdm.data.io import read_table
+
+        df = read_table(spec)
+    cols, want = [str(c) for c in df.columns], [str(c) for c in x.columns]
+    if set(cols) != set(want):
+        lacks = [c for c in want if c not in cols]
+        extra = [c for c in cols if c not in want]
+        parts = []
+        if lacks:
+            parts.append(f"lacks {', '.join(map(repr, lacks))}")
+        if extra:
+            parts.append(f"has extra {', '.join(map(repr, extra))}")
+        raise SchemaError(f"the {what} table {spec!r} does not have the columns of the original: it {' and '.join(parts)}")
+    df = df[list(x.columns)]
+    df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]
+    if dropped:
+        err_console.print(f"[yellow]dropped {dropped} incomplete row(s) from {spec}[/yellow]")
+        df = df.reset_index(drop=True)
+    return df
+
+
+def _load_rules(path: Path, x: pd.DataFrame, schema: Schema):
+    from ppdm.rules.core import RuleSet
+
+    rs = RuleSet.load(path)
+    cls = schema.class_column
+    if rs.class_column is not None and cls is not None and rs.class_column != cls:
+        raise PPDMError(f"the rule file {str(path)!r} predicts {rs.class_column!r}, but the class column is {cls!r}")
+    if len(rs) == 0:
+        raise PPDMError(f"the rule file {str(path)!r} holds no rule")
+    for i, r in enumerate(rs):
+        for a in r.attributes:
+            if a not in x.columns:
+                raise PPDMError(f"rule {i} of {str(path)!r} tests attribute {a!r}, which the table does not have")
+    return RuleSet(rs.rules, rs.class_column or cls)
+
+
+def _summary(res: Any) -> str:
+    """One line of context for the table: the scores behind a difference."""
+    parts = []
+    for name in ("accuracy_x", "accuracy_z", "score_x", "score_z", "n_used", "n_rules", "pos_label", "average",
+                 "test_source"):
+        if hasattr(res, name) and getattr(res, name) is not None:
+            v = getattr(res, name)
+            parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")
+    return ", ".join(parts)
+
+
+@app.command()
+def evaluate(
+    original: Annotated[str, typer.Option("--original", "-x", help="Original table x (path or builtin:NAME).")],
+    anonymized: Annotated[str, typer.Option("--anonymized", "-z", help="Anonymized table z (path or builtin:NAME).")],
+    class_column: ClassOpt = None,
+    rules: Annotated[Path | None, typer.Option("--rules", "-r", help="Rule file Ψx (default: CART rules of x).")] = None,
+    test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: hold out 1/3 of x).")] = None,
+    measures: Annotated[str | None, typer.Option("--measures", "-m", help="Comma list of measure names, or 'all' (default: the default set).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=macro.")] = None,
+    seed: SeedOpt = 0,
+    missing: MissingOpt = "error",
+    schema: SchemaOpt = None,
+) -> None:
+    """Measure how much of x an anonymized table z keeps: rule retention (Rule Accuracy, RSD, RLD),
+    model performance (prediction accuracy, AUC, F-measure) and any other registered measure."""
+    from ppdm.metrics.base import EvaluationContext, _jsonable, resolve_measures
+    from ppdm.utils import parse_params
+
+    miss = _missing(missing)
+    specs = resolve_measures(measures)
+    options = parse_params(param)
+    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss)
+    z = load_like(anonymized, x, sch, miss, "anonymized")
+    t = load_like(test, x, sch, miss, "test") if test is not None else None
+    if sch.class_column is None:
+        needing = [s.name for s in specs if s.needs_class]
+        if needing:
+            raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
+    rs = _load_rules(rules, x, sch) if rules is not None else None
+    if rs is None and sch.class_column is not None and ({"min_leaf_frac", "max_depth"} & set(options)):
+        from ppdm.rules.cart import rules_from_cart
+
+        cart = {k: options[k] for k in ("min_leaf_frac", "max_depth") if k in options}
+        rs = rules_from_cart(x, sch, random_state=seed, **cart)
+    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed, options=options)
+
+    results: dict[str, Any] = {}
+    for spec in specs:
+        with err_console.status(f"computing {spec.name}…"):
+            results[spec.name] = spec.fn(ctx)
+
+    per_rule = next((r.per_rule for r in results.values() if isinstance(getattr(r, "per_rule", None), pd.DataFrame)),
+                    None)
+    if json_out:
+        obj: dict[str, Any] = {name: _jsonable(r.value) for name, r in results.items()}
+        obj["per_rule"] = _jsonable(per_rule.reset_index()) if per_rule is not None else []
+        obj["details"] = {name: r.to_dict() for name, r in results.items()}
+        print_json(obj)
+        return
+    _print_tables(results, per_rule, specs)
+
+
+def _print_tables(results: dict[str, Any], per_rule: pd.DataFrame | None, specs: list) -> None:
+    from rich.table import Table
+
+    kinds = {s.name: s for s in specs}
+    table = Table(title="ppdm evaluate")
+    table.add_column("measure")
+    table.add_column("kind")
+    table.add_column("value", justify="right")
+    table.add_column("details")
+    for name, r in results.items():
+        v = r.value
+        table.add_row(name, kinds[name].kind, "nan" if v != v else f"{v:.4f}", _summary(r))
+    console.print(table)
+    if per_rule is None:
+        return
+    pr = Table(title="rules Ψx in x and z (per rule; texts below)")
+    for col in ("#", "support x", "support z", "χ²", "majority x", "majority z", "flipped"):
+        pr.add_column(col, justify="right" if col in ("#", "support x", "support z", "χ²") else "left")
+    for i, row in per_rule.iterrows():
+        flags = []
+        if row["flipped"]:
+            flags.append("yes")
+        if row["zero_support_z"]:
+            flags.append("empty in z")
+        if row["discounted"]:
+            flags.append("discounted")
+        pr.add_row(str(i), str(row["support_x"]), str(row["support_z"]), f"{row['chi2']:.4f}",
+                   str(row["predicted_x"]), str(row["predicted_z"]), ", ".join(flags) or "no")
+    console.print(pr)
+    for i, row in per_rule.iterrows():
+        console.print(f"{i:>3}: {row['rule']} → {row['consequent']}", highlight=False, soft_wrap=True)
