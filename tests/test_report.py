@@ -125,7 +125,7 @@ def test_comparison_report_parses_and_holds_every_section():
     assert "gadp <b>" in [t[0] for t in techs] and "gadp &lt;b&gt;" in html
     # explanation column: direction and meaning per measure
     meas = {row[0]: row for row in page.tables["measures-table"][1:]}
-    assert meas["prediction_accuracy"][2] == "higher is better"
+    assert meas["prediction_accuracy"][2] == "lower is better"
     assert meas["rule_support_distance"][2] == "lower is better"
     assert meas["custom_thing"][1:] == ["risk", "—", "a measure known only by its spec"]
     # summary: mean ± sd per technique × measure
@@ -135,8 +135,11 @@ def test_comparison_report_parses_and_holds_every_section():
     row = next(b for b in body if b[0] == "uniform-noise(level=0.1)")
     want = summ[(summ.label == "uniform-noise(level=0.1)") & (summ.measure == "prediction_accuracy")].iloc[0]
     assert row[1] == f"{fmt(want['mean'])} ± {fmt(want['std'], 3)}"
-    # the best technique per measure (original excluded) is marked
-    best_acc = next(b for b in body if b[0] == "uniform-noise(level=0.0)")[1]
+    # the best technique per measure (original excluded) is marked; prediction_accuracy is
+    # the loss against x (lower is better)
+    acc = summ[(summ.measure == "prediction_accuracy") & (summ.label != "original")]
+    best_label = acc.sort_values("mean").iloc[0]["label"]
+    best_acc = next(b for b in body if b[0] == best_label)[1]
     assert best_acc in page.bold_cells
     # correlation table: 3 measures
     corr = page.tables["correlation-table"]
@@ -221,7 +224,7 @@ def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
     summary = {row[0]: row for row in page.tables["summary-table"][1:]}
     assert summary["rule_support_distance"][1] == "0.123457"
     assert summary["rule_support_distance"][3] == "lower is better"
-    assert summary["prediction_accuracy"][3] == "higher is better"
+    assert summary["prediction_accuracy"][3] == "lower is better"
     details = [rows for tid, rows in page.tables.items() if tid.startswith("table")]
     rule_table = next(t for t in details if t and t[0] == ["rule", "support_x", "support_z"])
     assert rule_table[1] == ["a <= 3 -> <yes>", "10", "8"] and len(rule_table) == 3  # truncated to 2 rows

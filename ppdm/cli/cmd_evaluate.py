@@ -86,6 +86,7 @@ def evaluate(
     measures: Annotated[str | None, typer.Option("--measures", "-m", help="Comma list of measure names, or 'all' (default: the default set).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=macro.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report of every measure.")] = None,
     seed: SeedOpt = 0,
     missing: MissingOpt = "error",
     schema: SchemaOpt = None,
@@ -117,6 +118,16 @@ def evaluate(
     for spec in specs:
         with err_console.status(f"computing {spec.name}…"):
             results[spec.name] = spec.fn(ctx)
+
+    if html is not None:
+        from ppdm.experiments.compare import dataset_summary
+        from ppdm.report import write_evaluation_html
+
+        write_evaluation_html(
+            results, html, dataset_info=dataset_summary(x, sch, original),
+            subtitle=f"x = {original}, z = {anonymized}" + (f", t = {test}" if test else ""),
+        )
+        err_console.print(f"wrote {html}")
 
     per_rule = next((r.per_rule for r in results.values() if isinstance(getattr(r, "per_rule", None), pd.DataFrame)),
                     None)

@@ -30,11 +30,12 @@ MEASURE_INFO: dict[str, MeasureInfo] = {
         "lower", "RLD: mean χ² histogram distance between the class distributions each rule covers in x and z "
         "(paper 000 §5); 0 when labels inside rules are unchanged.", "utility"),
     "prediction_accuracy": MeasureInfo(
-        "higher", "Accuracy on the held-out table t of a classifier trained on z (papers 000 §7, 004 §7).",
-        "utility"),
-    "auc": MeasureInfo("higher", "Area under the ROC curve on t of a classifier trained on z (paper 000 §7).",
-                       "utility"),
-    "f_measure": MeasureInfo("higher", "F-measure on t of a classifier trained on z (paper 000 §7).", "utility"),
+        "lower", "Accuracy on the held-out table t of a classifier trained on x minus that of one trained on z "
+        "(papers 000 §3, 004 §7); 0 means no loss.", "utility"),
+    "auc": MeasureInfo("lower", "AUC on t of a classifier trained on x minus that of one trained on z "
+                       "(paper 000 §3); 0 means no loss.", "utility"),
+    "f_measure": MeasureInfo("lower", "F-measure on t of a classifier trained on x minus that of one trained on z "
+                             "(paper 000 §3); 0 means no loss.", "utility"),
     "il_metrics": MeasureInfo(
         "lower", "Information loss from differences in means, covariances and correlations (paper 003 §3.3).",
         "utility"),
