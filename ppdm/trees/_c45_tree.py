@@ -59,22 +59,31 @@ def _z(cf: float) -> float:
 def max_class(dist: np.ndarray) -> int:
     """Index of the largest class weight; ties go to the lowest index (1e-6 tolerance)."""
     best, idx = 0.0, 0
-    for i, v in enumerate(dist):
+    for i, v in enumerate(dist.tolist()):
         if v > best + SMALL:
             best, idx = v, i
     return idx
 
 
+def _total_and_errors(dist: np.ndarray) -> tuple[float, float]:
+    # plain-float loop: these arrays are tiny and this runs for every node many times
+    best, total = 0.0, 0.0
+    for v in dist.tolist():
+        total += v
+        if v > best + SMALL:
+            best = v
+    return total, total - best
+
+
 def num_incorrect(dist: np.ndarray) -> float:
-    return float(dist.sum() - dist[max_class(dist)])
+    return _total_and_errors(dist)[1]
 
 
 def estimated_errors(dist: np.ndarray, cf: float) -> float:
     """Pessimistic error count of a leaf holding ``dist`` (0 for an empty leaf)."""
-    total = float(dist.sum())
+    total, e = _total_and_errors(dist)
     if abs(total) < SMALL:
         return 0.0
-    e = num_incorrect(dist)
     return e + add_errs(total, e, cf)
 
 
@@ -278,27 +287,29 @@ class Grower:
 
 
 # ----------------------------------------------------------------------------- pruning
-def training_errors(node: Node) -> float:
-    if node.is_leaf:
-        return num_incorrect(node.dist)
-    return sum(training_errors(c) for c in node.children)
+def collapse(root: Node) -> None:
+    """Replace a subtree by a leaf when it does not reduce training errors (J48 ``collapse``).
 
-
-def collapse(node: Node) -> None:
-    """Replace a subtree by a leaf when it does not reduce training errors (J48 ``collapse``)."""
-    if node.is_leaf:
-        return
-    if training_errors(node) >= num_incorrect(node.dist) - 1e-3:
-        node.make_leaf()
-    else:
-        for c in node.children:
-            collapse(c)
-
-
-def subtree_estimate(node: Node, cf: float) -> float:
-    if node.is_leaf:
-        return estimated_errors(node.dist, cf)
-    return sum(subtree_estimate(c, cf) for c in node.children)
+    Decisions are taken top-down on the grown tree, so every subtree's training errors
+    can be summed once, bottom-up, before any node is collapsed."""
+    errs: dict[int, float] = {}
+    order: list[Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    for node in reversed(order):
+        errs[id(node)] = num_incorrect(node.dist) if node.is_leaf else sum(errs[id(c)] for c in node.children)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_leaf:
+            continue
+        if errs[id(node)] >= num_incorrect(node.dist) - 1e-3:
+            node.make_leaf()
+        else:
+            stack.extend(node.children)
 
 
 class Pruner:
@@ -329,10 +340,12 @@ class Pruner:
         for c, (cr, cw) in zip(node.children, parts, strict=True):
             self.redistribute(c, cr, cw)
 
-    def prune(self, node: Node) -> None:
-        while not node.is_leaf:
-            for c in node.children:
-                self.prune(c)
+    def prune(self, node: Node) -> float:
+        """Prune the subtree at ``node``; return its estimated errors afterwards."""
+        if node.is_leaf:
+            return estimated_errors(node.dist, self.cf)
+        while True:
+            e_tree = sum([self.prune(c) for c in node.children])
             assert node.bag_dist is not None
             largest = max_bag(node.bag_dist.sum(axis=1))
             if self.raising:
@@ -341,10 +354,9 @@ class Pruner:
             else:
                 e_branch = math.inf
             e_leaf = estimated_errors(node.dist, self.cf)
-            e_tree = subtree_estimate(node, self.cf)
             if e_leaf <= e_tree + 0.1 + SMALL and e_leaf <= e_branch + 0.1 + SMALL:
                 node.make_leaf()
-                return
+                return e_leaf
             if e_branch <= e_tree + 0.1 + SMALL:
                 child = node.children[largest]
                 node.attr, node.threshold, node.nominal = child.attr, child.threshold, child.nominal
@@ -353,8 +365,10 @@ class Pruner:
                     node.bag_dist = None
                 assert node.rows is not None and node.w is not None
                 self.redistribute(node, node.rows, node.w)
+                if node.is_leaf:
+                    return estimated_errors(node.dist, self.cf)
                 continue  # prune this node again with its new subtree
-            return
+            return e_tree
 
 
 def build_tree(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,

@@ -146,7 +146,12 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         self.n_leaves_ = finalize(root)
         self.tree_size_ = _count_nodes(root)
         self._leaf_nodes = _leaves(root)
-        self._leaf_pred = np.array([_leaf_prediction(n, p) for n, p in self._leaf_parents()], dtype=np.int64)
+        pairs = self._leaf_parents()
+        self._leaf_pred = np.array([_leaf_prediction(n, p) for n, p in pairs], dtype=np.int64)
+        # class weights a leaf answers with: its own, or its parent's when it is empty
+        self.leaf_class_weights_ = np.stack(
+            [n.dist if abs(n.dist.sum()) >= SMALL or p is None else p.dist for n, p in pairs]
+        ).astype(float)
 
     @classmethod
     def _from_tree(cls, params: dict[str, Any], enc: Encoding, classes: np.ndarray, root: Node) -> C45Classifier:
@@ -196,7 +201,10 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
 
         A row missing a tested value follows the branch with the most training weight, so
         every row lands in exactly one leaf."""
-        Xf = self._encode(X)
+        return self.apply_encoded(self._encode(X))
+
+    def apply_encoded(self, Xf: np.ndarray) -> np.ndarray:
+        """:meth:`apply` on an already encoded matrix (see ``encoding_``)."""
         out = np.full(Xf.shape[0], -1, dtype=np.int64)
         stack = [(self.tree_, np.arange(Xf.shape[0]))]
         while stack:
