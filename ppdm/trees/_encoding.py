@@ -47,10 +47,18 @@ class Encoding:
                 out[:, j] = _numeric(s, c)
             else:
                 # values never seen at fit time are treated as unknown
-                codes = pd.Categorical(_plain(s), categories=cats).codes.astype(float)
+                codes = _codes(s, cats).astype(float)
                 codes[codes < 0] = np.nan
                 out[:, j] = codes
         return out
+
+
+def _codes(s: pd.Series, cats: list[Any]) -> np.ndarray:
+    """Position of each value in ``cats`` (−1 for missing or unseen values)."""
+    vals = _plain(s)
+    codes = pd.Index(cats, dtype=object).get_indexer(pd.Index(vals, dtype=object))
+    codes[vals.isna().to_numpy()] = -1
+    return codes
 
 
 def _plain(s: pd.Series) -> pd.Series:
@@ -160,7 +168,7 @@ def encode_labels(y: Any, value_order: str) -> tuple[np.ndarray, np.ndarray]:
     if s.isna().any():
         raise PPDMError(f"the class has a missing value at row {s.index[s.isna().to_numpy()][0]!r}")
     classes = declared_values(s, value_order)
-    codes = pd.Categorical(_plain(s), categories=classes).codes.astype(np.int64)
+    codes = _codes(s, classes).astype(np.int64)
     arr = np.empty(len(classes), dtype=object)
     arr[:] = classes
     if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in classes):
