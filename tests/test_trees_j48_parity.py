@@ -76,3 +76,24 @@ def test_against_installed_weka(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=True).stdout
     tree = C45Classifier().fit(X, y)
     assert tree_body(tree.export_text()) == tree_body(out)
+
+
+@pytest.mark.parametrize("key", ["wine_M2", "wbc_M45", "credit_M2", "cmc_M60", "banknote_M2"])
+def test_weka_ten_fold_accuracy(shared_dir: Path, key: str) -> None:
+    """Weka's folds (java.util.Random(1) shuffle, class stratification) reproduce J48's 10-fold accuracy."""
+    from ppdm.trees.evaluation import weka_cross_val_accuracy
+
+    summary = json.loads((shared_dir / "oracles/j48/summary.json").read_text())[key]
+    name, m = key.rsplit("_M", 1)
+    df, schema = load(name, missing="drop")
+    X, y = df.drop(columns=schema.class_column), df[schema.class_column]
+    acc = weka_cross_val_accuracy(lambda: C45Classifier(min_leaf=int(m)), X, y, schema.categorical)
+    assert round(acc, 4) == pytest.approx(summary["cv_accuracy_pct"], abs=1e-4)
+
+
+def test_java_random_matches_known_sequence() -> None:
+    from ppdm.trees.evaluation import JavaRandom
+
+    # java.util.Random(42).nextInt(10) x5 = 0, 3, 8, 4, 0
+    r = JavaRandom(42)
+    assert [r.next_int(10) for _ in range(5)] == [0, 3, 8, 4, 0]
