@@ -237,3 +237,63 @@ def select_split(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_m
     if best < 0 or abs(best_gr) < SMALL:
         return -1, 0.0, 0.0, 0.0
     return best, thrs[best], gains[best], ratios[best]
+
+
+@njit(cache=True)
+def _add_errs(n: float, e: float, cf: float, z: float) -> float:
+    # same formula as _c45_tree.add_errs (kept in one place for the interpreted path)
+    if cf > 0.5:
+        return 0.0
+    if e < 1.0:
+        base = n * (1.0 - cf ** (1.0 / n))
+        if e == 0.0:
+            return base
+        return base + e * (_add_errs(n, 1.0, cf, z) - base)
+    if e + 0.5 >= n:
+        return max(n - e, 0.0)
+    f = (e + 0.5) / n
+    r = (f + (z * z) / (2 * n) + z * np.sqrt((f / n) - (f * f / n) + (z * z / (4 * n * n)))) / (1 + (z * z) / n)
+    return (r * n) - e
+
+
+@njit(cache=True)
+def route_estimate(X, y, rows, w, start, attr, thr, nominal, is_leaf, kid_start, kids, acc, cf, z):
+    """Pessimistic errors if ``rows`` (no unknown values on the way) were classified by the
+    subtree rooted at node ``start`` of a flattened tree: each row follows its branch to a
+    leaf, and the leaf estimates are summed in leaf (pre-)order. ``acc`` is a zeroed
+    node × class scratch table, left zeroed on return."""
+    touched = np.empty(rows.shape[0], dtype=np.int64)
+    nt = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        k = start
+        while not is_leaf[k]:
+            v = X[r, attr[k]]
+            if nominal[k]:
+                b = int(v)
+            elif v <= thr[k]:
+                b = 0
+            else:
+                b = 1
+            k = kids[kid_start[k] + b]
+        if acc[k].sum() == 0.0:
+            touched[nt] = k
+            nt += 1
+        acc[k, y[r]] += w[i]
+    leaves = np.sort(touched[:nt])
+    total = 0.0
+    for t in range(nt):
+        k = leaves[t]
+        tot = 0.0
+        best = 0.0
+        for c in range(acc.shape[1]):
+            v = acc[k, c]
+            tot += v
+            if v > best + SMALL:
+                best = v
+        acc[k, :] = 0.0
+        if abs(tot) < SMALL:
+            continue
+        e = tot - best
+        total += e + _add_errs(tot, e, cf, z)
+    return total

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import norm
 
-from ppdm.trees._c45_kernels import select_split
+from ppdm.trees._c45_kernels import route_estimate, select_split
 
 SMALL = 1e-6
 
@@ -117,6 +117,7 @@ class Node:
     rows: np.ndarray | None = None
     w: np.ndarray | None = None
     leaf_id: int = -1
+    nid: int = -1
 
     @property
     def is_leaf(self) -> bool:
@@ -191,9 +192,10 @@ def split_distribution(data: Data, node: Node, rows: np.ndarray, w: np.ndarray,
 
 
 def partition(data: Data, node: Node, rows: np.ndarray, w: np.ndarray,
-              bags: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+              bags: np.ndarray | None = None, br: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Rows and weights reaching each branch of ``node`` (unknowns go everywhere, reweighted)."""
-    br = branch_of(data, node, rows)
+    if br is None:
+        br = branch_of(data, node, rows)
     nb = n_branches(data, node)
     known = br >= 0
     if known.all():
@@ -282,8 +284,12 @@ class Grower:
     def _expand(self, node: Node, rows: np.ndarray, w: np.ndarray) -> None:
         br = branch_of(self.data, node, rows)
         node.bag_dist = split_distribution(self.data, node, rows, w, br)
-        self._parts = partition(self.data, node, rows, w, node.bag_dist)
-        node.children = [Node(self.data.class_dist(cr, cw)) for cr, cw in self._parts]
+        self._parts = partition(self.data, node, rows, w, node.bag_dist, br)
+        if (br >= 0).all():
+            # every row went to one branch: the branch rows' class weights are the bag rows
+            node.children = [Node(node.bag_dist[j].copy()) for j in range(len(self._parts))]
+        else:
+            node.children = [Node(self.data.class_dist(cr, cw)) for cr, cw in self._parts]
 
 
 # ----------------------------------------------------------------------------- pruning
@@ -316,11 +322,53 @@ class Pruner:
     """C4.5's error-based pruning with subtree replacement and subtree raising
     (Quinlan 1993 §4.2; J48 ``C45PruneableClassifierTree.prune``)."""
 
-    def __init__(self, data: Data, opts: Options) -> None:
+    def __init__(self, data: Data, opts: Options, root: Node) -> None:
         self.data, self.cf, self.raising = data, opts.cf, opts.subtree_raising
+        # without unknown values, branch estimates route rows through a flat copy of the tree
+        self.fast = self.raising and not np.isnan(data.X).any()
+        if self.fast:
+            self._flatten(root)
+
+    def _flatten(self, root: Node) -> None:
+        nodes: list[Node] = []
+        stack = [root]
+        while stack:  # pre-order, so node ids list leaves left to right
+            node = stack.pop()
+            node.nid = len(nodes)
+            nodes.append(node)
+            stack.extend(reversed(node.children))
+        n = len(nodes)
+        self.attr = np.array([max(nd.attr, 0) for nd in nodes], dtype=np.int64)
+        self.thr = np.array([nd.threshold for nd in nodes], dtype=float)
+        self.nominal = np.array([nd.nominal for nd in nodes], dtype=np.bool_)
+        self.is_leaf = np.array([nd.is_leaf for nd in nodes], dtype=np.bool_)
+        self.kid_start = np.zeros(n, dtype=np.int64)
+        kids: list[int] = []
+        for nd in nodes:
+            self.kid_start[nd.nid] = len(kids)
+            kids.extend(c.nid for c in nd.children)
+        self.kids = np.array(kids, dtype=np.int64)
+        self.acc = np.zeros((n, self.data.n_classes))
+        self.cf32 = float(np.float32(self.cf))
+        self.z = _z(self.cf32) if self.cf32 <= 0.5 else 0.0
+
+    def _mark_leaf(self, node: Node) -> None:
+        if self.fast:
+            self.is_leaf[node.nid] = True
+
+    def _mark_raised(self, node: Node, child: Node) -> None:
+        # the node takes over its child's test and children (and their slot in ``kids``)
+        if self.fast:
+            k, c = node.nid, child.nid
+            self.attr[k], self.thr[k], self.nominal[k] = self.attr[c], self.thr[c], self.nominal[c]
+            self.kid_start[k], self.is_leaf[k] = self.kid_start[c], self.is_leaf[c]
 
     def branch_estimate(self, node: Node, rows: np.ndarray, w: np.ndarray) -> float:
         """Estimated errors if ``rows`` were classified by the subtree at ``node``."""
+        if self.fast:
+            d = self.data
+            return float(route_estimate(d.X, d.y, rows, w, node.nid, self.attr, self.thr, self.nominal,
+                                        self.is_leaf, self.kid_start, self.kids, self.acc, self.cf32, self.z))
         if node.is_leaf:
             return estimated_errors(self.data.class_dist(rows, w), self.cf)
         parts = partition(self.data, node, rows, w)
@@ -336,7 +384,7 @@ class Pruner:
             return
         br = branch_of(self.data, node, rows)
         node.bag_dist = split_distribution(self.data, node, rows, w, br)
-        parts = partition(self.data, node, rows, w, node.bag_dist)
+        parts = partition(self.data, node, rows, w, node.bag_dist, br)
         for c, (cr, cw) in zip(node.children, parts, strict=True):
             self.redistribute(c, cr, cw)
 
@@ -356,9 +404,11 @@ class Pruner:
             e_leaf = estimated_errors(node.dist, self.cf)
             if e_leaf <= e_tree + 0.1 + SMALL and e_leaf <= e_branch + 0.1 + SMALL:
                 node.make_leaf()
+                self._mark_leaf(node)
                 return e_leaf
             if e_branch <= e_tree + 0.1 + SMALL:
                 child = node.children[largest]
+                self._mark_raised(node, child)
                 node.attr, node.threshold, node.nominal = child.attr, child.threshold, child.nominal
                 node.children = child.children
                 if node.is_leaf:
@@ -379,7 +429,7 @@ def build_tree(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
     if opts.collapse:
         collapse(root)
     if opts.prune:
-        Pruner(data, opts).prune(root)
+        Pruner(data, opts, root).prune(root)
     return root
 
 
