@@ -33,6 +33,8 @@ class Encoding:
     def transform(self, X: Any) -> np.ndarray:
         """Encode ``X`` (same columns as at fit) as an n × m float matrix."""
         df = _as_frame(X, self.columns if self.from_array else None)
+        if not all(isinstance(c, str) for c in df.columns):
+            df = df.set_axis([str(c) for c in df.columns], axis=1)
         if not self.from_array:
             absent = [c for c in self.columns if c not in df.columns]
             if absent:
