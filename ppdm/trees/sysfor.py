@@ -1,0 +1,436 @@
+"""SysFor: a systematically developed forest of C4.5 trees (Islam & Giggins, AusDM 2011).
+
+Paper 004 (§3 step 1, §5) builds the forest F = {T1..Tf} that Forest Framework
+preserves with SysFor. SysFor first collects the *good attributes* of the data — every
+categorical attribute and every well separated numeric split point whose gain ratio is
+within a *goodness* threshold of the best — then grows one C4.5 tree with each good
+attribute forced at the root (level 1) and, while trees are still wanted, trees whose
+second level is forced to a good attribute of each root partition (level 2). Below the
+forced levels every branch is an ordinary C4.5 (J48) tree with minimum leaf size
+``min_leaf`` and pruning confidence ``confidence``. See the spec
+``trees_and_perturbation.md`` §2 and docs/trees.md for the choices made where the paper
+leaves room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, PPDMError
+from ppdm.rules.core import Rule, RuleSet
+from ppdm.trees._c45_tree import Data, Node, Options, branch_of, build_tree, partition, split_distribution
+from ppdm.trees._encoding import encode_labels, fit_encoding
+from ppdm.trees.c45 import C45Classifier, _argmax_tol, _probs
+
+PAPER_004 = {"min_gain_ratio": 0.01, "confidence": 0.25, "goodness": 0.5, "separation": 0.3, "n_trees": 3}
+
+
+@dataclass(frozen=True)
+class GoodSplit:
+    """One entry of SysFor's good-attribute pool: an attribute, its split point (numeric
+    attributes; ``None`` for a categorical multiway split) and the split's gain ratio."""
+
+    attr: int
+    threshold: float | None
+    gain_ratio: float
+
+
+def _entropy(counts: np.ndarray) -> np.ndarray:
+    """Row-wise log2 entropy of weight vectors (zero terms contribute 0)."""
+    tot = counts.sum(axis=-1, keepdims=True)
+    p = np.divide(counts, tot, out=np.zeros_like(counts, dtype=float), where=tot > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
+    return terms.sum(axis=-1)
+
+
+def good_attributes(
+    data: Data,
+    rows: np.ndarray,
+    w: np.ndarray,
+    *,
+    min_leaf: float,
+    separation: float,
+    goodness: float,
+    goodness_mode: str,
+    min_gain_ratio: float,
+    ranges: np.ndarray,
+) -> list[GoodSplit]:
+    """SysFor's good attributes of the rows ``rows`` (Islam & Giggins 2011, Algorithm 2).
+
+    Plain gain ratios (no MDL correction) over the rows whose value is known. A numeric
+    attribute contributes its best split point, then the best remaining one farther than
+    ``separation × range`` from every chosen point, and so on; a categorical attribute
+    contributes its multiway split if two values hold ``min_leaf`` rows. The pool is sorted
+    by gain ratio (highest first) and cut at ``best − goodness`` (``goodness_mode="relative"``,
+    the reference implementation) or at ``goodness`` (``"absolute"``), and at ``min_gain_ratio``.
+    """
+    pool: list[GoodSplit] = []
+    nc = data.n_classes
+    for a in range(data.X.shape[1]):
+        v = data.X[rows, a]
+        known = ~np.isnan(v)
+        if known.sum() < 2:
+            continue
+        v, c, ww = v[known], data.y[rows[known]], w[known]
+        if data.is_nom[a]:
+            k = int(data.nvals[a])
+            bags = np.bincount(v.astype(np.int64) * nc + c, weights=ww, minlength=k * nc).reshape(k, nc)
+            per_bag = bags.sum(axis=1)
+            if (per_bag >= min_leaf).sum() < 2:
+                continue
+            n = per_bag.sum()
+            gain = _entropy(bags.sum(axis=0)) - float((per_bag / n) @ _entropy(bags))
+            si = float(_entropy(per_bag))
+            if si > 0 and gain > 0:
+                pool.append(GoodSplit(a, None, float(gain / si)))
+            continue
+        order = np.argsort(v, kind="stable")
+        v, c, ww = v[order], c[order], ww[order]
+        onehot = np.zeros((v.shape[0], nc))
+        onehot[np.arange(v.shape[0]), c] = ww
+        cum = np.cumsum(onehot, axis=0)
+        cut = np.nonzero(v[:-1] < v[1:])[0]
+        if cut.size == 0:
+            continue
+        left = cum[cut]
+        total = cum[-1]
+        right = total - left
+        nl, nr = left.sum(axis=1), right.sum(axis=1)
+        n = total.sum()
+        ok = (nl >= min_leaf) & (nr >= min_leaf)
+        if not ok.any():
+            continue
+        cut, left, right, nl, nr = cut[ok], left[ok], right[ok], nl[ok], nr[ok]
+        gain = _entropy(total[None, :])[0] - (nl / n) * _entropy(left) - (nr / n) * _entropy(right)
+        si = _entropy(np.stack([nl, nr], axis=1))
+        gr = np.divide(gain, si, out=np.zeros_like(gain), where=si > 0)
+        mids = (v[cut] + v[cut + 1]) / 2.0
+        avail = gr > 0
+        rng = ranges[a] if ranges[a] > 0 else 1.0
+        while avail.any():
+            i = int(np.argmax(np.where(avail, gr, -np.inf)))
+            pool.append(GoodSplit(a, float(mids[i]), float(gr[i])))
+            avail &= np.abs(mids - mids[i]) / rng > separation
+    pool.sort(key=lambda g: -g.gain_ratio)
+    if not pool:
+        return pool
+    best = pool[0].gain_ratio
+    cutoff = best - goodness if goodness_mode == "relative" else goodness
+    return [g for g in pool if g.gain_ratio >= cutoff - 1e-12 and g.gain_ratio >= min_gain_ratio]
+
+
+class SysForClassifier(ClassifierMixin, BaseEstimator):
+    """SysFor forest (Islam & Giggins 2011) of C4.5 trees with forced root / second-level tests.
+
+    Parameters
+    ----------
+    n_trees:
+        Number of trees wanted; fewer are built when the data have fewer good attributes.
+    min_leaf:
+        Minimum leaf size: J48's ``-M`` for every grown branch and the minimum rows on each
+        side of a good split point.
+    goodness:
+        Goodness threshold: a good attribute's gain ratio is at most this far below the best.
+    separation:
+        Separation threshold: two split points of one numeric attribute must be farther
+        apart than this fraction of the attribute's range.
+    confidence:
+        C4.5 pruning confidence factor.
+    min_gain_ratio:
+        Minimum gain ratio of a good attribute (paper 004 uses 0.01; 0 disables it).
+    goodness_mode:
+        ``"relative"`` (gain ratio ≥ best − goodness, the reference implementation) or
+        ``"absolute"`` (gain ratio ≥ goodness).
+    combiner:
+        ``"majority"`` (each tree votes for its class) or ``"credal"`` (IDM voting: a tree
+        votes for its class only if that class's lower probability beats every other class's
+        upper probability, else splits its vote over the non-dominated classes).
+    idm_s:
+        The IDM's prior strength s for credal voting.
+    missing:
+        ``"drop"`` (the reference: rows with an unknown attribute value are removed before
+        training) or ``"keep"`` (C4.5's fractional weights).
+    categorical, schema, value_order:
+        As for :class:`~ppdm.trees.c45.C45Classifier`.
+
+    Attributes
+    ----------
+    estimators_:
+        The fitted trees, each a :class:`~ppdm.trees.c45.C45Classifier` (a ``TreeModel``).
+    roots_:
+        Per tree, the forced tests: ``(GoodSplit,)`` for level-1 trees, ``(GoodSplit, x)``
+        for level-2 trees (x = which good attribute of each partition was forced).
+    good_attributes_:
+        The good-attribute pool of the whole training data.
+    """
+
+    def __init__(
+        self,
+        n_trees: int = 60,
+        min_leaf: float = 10,
+        goodness: float = 0.3,
+        separation: float = 0.3,
+        confidence: float = 0.25,
+        min_gain_ratio: float = 0.0,
+        goodness_mode: str = "relative",
+        combiner: str = "majority",
+        idm_s: float = 1.0,
+        missing: str = "drop",
+        categorical: Sequence[Hashable] | None = None,
+        schema: Schema | None = None,
+        value_order: str = "appearance",
+    ) -> None:
+        self.n_trees = n_trees
+        self.min_leaf = min_leaf
+        self.goodness = goodness
+        self.separation = separation
+        self.confidence = confidence
+        self.min_gain_ratio = min_gain_ratio
+        self.goodness_mode = goodness_mode
+        self.combiner = combiner
+        self.idm_s = idm_s
+        self.missing = missing
+        self.categorical = categorical
+        self.schema = schema
+        self.value_order = value_order
+
+    @classmethod
+    def paper_004(cls, min_leaf: float = 10, **overrides: Any) -> SysForClassifier:
+        """The settings of paper 004 §5: minimum gain ratio 0.01, confidence 0.25, goodness
+        0.5, separation 0.3, 3 trees; ``min_leaf`` per data set (Wine 10, WBC 45, Credit 30,
+        CMC 60, Abalone 180)."""
+        params = {**PAPER_004, "min_leaf": min_leaf, **overrides}
+        return cls(**params)
+
+    # ------------------------------------------------------------------ fitting
+    def _validate_params(self) -> None:  # type: ignore[override]
+        if not isinstance(self.n_trees, (int, np.integer)) or self.n_trees < 1:
+            raise ParameterError(f"n_trees must be a positive integer, got {self.n_trees!r}")
+        if not isinstance(self.min_leaf, (int, float, np.number)) or not self.min_leaf > 0:
+            raise ParameterError(f"min_leaf must be a positive number, got {self.min_leaf!r}")
+        for name in ("goodness", "separation", "min_gain_ratio"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float, np.number)) or v < 0:
+                raise ParameterError(f"{name} must be a non-negative number, got {v!r}")
+        if not isinstance(self.confidence, (int, float, np.number)) or not 0 < self.confidence <= 1:
+            raise ParameterError(f"confidence must be in (0, 1], got {self.confidence!r}")
+        if self.goodness_mode not in ("relative", "absolute"):
+            raise ParameterError(f"goodness_mode must be 'relative' or 'absolute', got {self.goodness_mode!r}")
+        if self.combiner not in ("majority", "credal"):
+            raise ParameterError(f"combiner must be 'majority' or 'credal', got {self.combiner!r}")
+        if not isinstance(self.idm_s, (int, float, np.number)) or not self.idm_s > 0:
+            raise ParameterError(f"idm_s must be positive, got {self.idm_s!r}")
+        if self.missing not in ("drop", "keep"):
+            raise ParameterError(f"missing must be 'drop' or 'keep', got {self.missing!r}")
+        if self.value_order not in ("appearance", "sorted"):
+            raise ParameterError(f"value_order must be 'appearance' or 'sorted', got {self.value_order!r}")
+
+    def _tree_params(self) -> dict[str, Any]:
+        return {"min_leaf": self.min_leaf, "confidence": self.confidence, "categorical": self.categorical,
+                "schema": self.schema, "value_order": self.value_order}
+
+    def fit(self, X: Any, y: Any) -> SysForClassifier:
+        """Build the forest on ``X`` and class ``y``."""
+        self._validate_params()
+        class_col = self.schema.class_column if self.schema is not None else None
+        enc, Xf = fit_encoding(X, categorical=self.categorical, schema=self.schema,
+                               value_order=self.value_order, class_column=class_col)
+        codes, classes = encode_labels(y, self.value_order)
+        if len(codes) != Xf.shape[0]:
+            raise PPDMError(f"X has {Xf.shape[0]} rows but y has {len(codes)}")
+        if len(classes) < 2:
+            raise PPDMError(f"the class has a single value ({classes[0]!r}); a forest needs at least two")
+        # the range of each numeric attribute over the whole input (before any row is dropped)
+        with np.errstate(all="ignore"):
+            ranges = np.where(enc.is_nom, 0.0, np.nanmax(Xf, axis=0, initial=-np.inf, where=~np.isnan(Xf))
+                              - np.nanmin(Xf, axis=0, initial=np.inf, where=~np.isnan(Xf)))
+        ranges = np.where(np.isfinite(ranges), ranges, 0.0)
+        rows = np.arange(Xf.shape[0], dtype=np.int64)
+        if self.missing == "drop":
+            rows = rows[~np.isnan(Xf).any(axis=1)]
+            if rows.size == 0:
+                raise PPDMError("every row has an unknown attribute value; nothing is left to build a forest on")
+        w = np.ones(rows.shape[0])
+        data = Data(np.asfortranarray(Xf), codes, enc.is_nom, enc.nvals, len(classes))
+        self._data, self._ranges = data, ranges
+        opts = Options(min_obj=float(self.min_leaf), cf=float(self.confidence))
+        self._opts = opts
+        good = self._good(rows, w)
+        self.good_attributes_ = good
+        trees: list[Node] = []
+        roots: list[tuple] = []
+        if not good:
+            # no good attribute: the forest is one ordinary C4.5 tree
+            trees.append(build_tree(data, opts, rows, w))
+            roots.append(())
+        for g in good[: self.n_trees]:
+            trees.append(self._forced(g, rows, w, level2=None))
+            roots.append((g,))
+        for g in good[: len(trees)] if good else []:
+            if len(trees) >= self.n_trees:
+                break
+            probe = self._split_node(g, rows, w)
+            parts = partition(data, probe, rows, w, probe.bag_dist)
+            goods = [self._good(r, ww) if r.size > 1 else [] for r, ww in parts]
+            sizes = np.array([ww.sum() for _, ww in parts])
+            if sizes.sum() <= 0:
+                continue
+            possible = int(np.floor(sum(len(gj) * s for gj, s in zip(goods, sizes, strict=True)) / sizes.sum()))
+            for x in range(possible):
+                if len(trees) >= self.n_trees:
+                    break
+                trees.append(self._forced(g, rows, w, level2=(goods, x)))
+                roots.append((g, x))
+        params = self._tree_params()
+        self.estimators_ = [C45Classifier._from_tree(params, enc, classes, t) for t in trees]
+        self.roots_ = roots
+        self.encoding_ = enc
+        self.classes_ = classes
+        self.n_classes_ = len(classes)
+        self.feature_names_in_ = np.array(enc.columns, dtype=object)
+        self.n_features_in_ = len(enc.columns)
+        del self._data
+        return self
+
+    def _good(self, rows: np.ndarray, w: np.ndarray) -> list[GoodSplit]:
+        return good_attributes(self._data, rows, w, min_leaf=float(self.min_leaf),
+                               separation=float(self.separation), goodness=float(self.goodness),
+                               goodness_mode=self.goodness_mode, min_gain_ratio=float(self.min_gain_ratio),
+                               ranges=self._ranges)
+
+    def _split_node(self, g: GoodSplit, rows: np.ndarray, w: np.ndarray) -> Node:
+        data = self._data
+        node = Node(data.class_dist(rows, w), attr=g.attr, nominal=bool(data.is_nom[g.attr]))
+        if g.threshold is not None:
+            node.threshold = g.threshold  # the midpoint: forced tests are not relocated
+        node.bag_dist = split_distribution(data, node, rows, w, branch_of(data, node, rows))
+        return node
+
+    def _forced(self, g: GoodSplit, rows: np.ndarray, w: np.ndarray,
+                level2: tuple[list[list[GoodSplit]], int] | None) -> Node:
+        """A tree whose root tests ``g``; each branch is a C4.5 tree on its rows, or for a
+        level-2 tree a node forced to a good attribute of that branch, then C4.5 trees."""
+        node = self._split_node(g, rows, w)
+        parts = partition(self._data, node, rows, w, node.bag_dist)
+        children = []
+        for j, (r, ww) in enumerate(parts):
+            if level2 is not None:
+                goods, x = level2
+                gj = goods[j]
+                if gj and r.size > 1:
+                    pick = gj[x + 1] if len(gj) - 1 > x else gj[0]
+                    children.append(self._forced(pick, r, ww, level2=None))
+                    continue
+            children.append(self._grow(r, ww))
+        node.children = children
+        return node
+
+    def _grow(self, rows: np.ndarray, w: np.ndarray) -> Node:
+        if rows.size == 0 or w.sum() <= 0:
+            return Node(self._data.class_dist(rows, w), is_empty=True)
+        return build_tree(self._data, self._opts, rows, w)
+
+    # ------------------------------------------------------------------ prediction
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "estimators_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this SysForClassifier is not fitted yet; call fit first")
+
+    def _votes(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Summed votes per class and the tie-break score (summed confidence / lower probability)."""
+        self._check_fitted()
+        Xf = self.encoding_.transform(X)
+        n, k = Xf.shape[0], self.n_classes_
+        votes = np.zeros((n, k))
+        score = np.zeros((n, k))
+        for est in self.estimators_:
+            if self.combiner == "majority":
+                p = np.zeros((n, k))
+                _probs(est.tree_, Xf, np.arange(n), np.ones(n), p)
+                c = _argmax_tol(p)
+                votes[np.arange(n), c] += 1.0
+                score[np.arange(n), c] += p[np.arange(n), c]
+            else:
+                counts = _leaf_counts(est, Xf)
+                v, lower = credal_vote(counts, float(self.idm_s))
+                votes += v
+                score += lower
+        return votes, score
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Share of the (possibly split) votes each class receives."""
+        votes, _ = self._votes(X)
+        return votes / votes.sum(axis=1, keepdims=True)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Majority (or credal) vote; ties go to the larger summed tree confidence, then to
+        the first class."""
+        votes, score = self._votes(X)
+        top = votes.max(axis=1, keepdims=True)
+        tied = np.isclose(votes, top, rtol=0, atol=1e-9)
+        key = np.where(tied, score, -np.inf)
+        return self.classes_[np.argmax(key, axis=1)]
+
+    def apply(self, X: Any) -> np.ndarray:
+        """Leaf id of every row in every tree (n_rows × n_trees)."""
+        self._check_fitted()
+        return np.column_stack([est.apply(X) for est in self.estimators_])
+
+    def rules(self) -> RuleSet:
+        """Every leaf of every tree as a rule, tree by tree."""
+        self._check_fitted()
+        out: list[Rule] = []
+        for est in self.estimators_:
+            out.extend(est.leaf_rules().values())
+        col = self.schema.class_column if self.schema is not None else None
+        return RuleSet(out, col)
+
+    def export_text(self) -> str:
+        """Every tree in J48's layout, one after the other."""
+        self._check_fitted()
+        parts = []
+        for i, est in enumerate(self.estimators_):
+            body = est.export_text(header=False)
+            parts.append(
+                f"Tree {i + 1} of {len(self.estimators_)}\n------------------\n\n{body}\n\n"
+                f"Number of Leaves  : \t{est.n_leaves_}\n\nSize of the tree : \t{est.tree_size_}\n"
+            )
+        return "\n".join(parts)
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
+
+
+def _leaf_counts(est: C45Classifier, Xf: np.ndarray) -> np.ndarray:
+    """Training class weights of the leaf each row reaches (empty leaves: the parent's)."""
+    return est.leaf_class_weights_[est.apply_encoded(Xf)]
+
+
+def credal_vote(counts: np.ndarray, s: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Votes of one tree under the Imprecise Dirichlet Model (Abellán & Masegosa 2010).
+
+    For class counts n_c (total N) the IDM gives each class the probability interval
+    [n_c/(N+s), (n_c+s)/(N+s)]. A class is dominated when another class's lower bound
+    exceeds its upper bound. The tree gives one vote to its class when every other class
+    is dominated, otherwise 1/|ND| to each non-dominated class. Returns (votes, lower bounds).
+    """
+    counts = np.asarray(counts, dtype=float)
+    tot = counts.sum(axis=1, keepdims=True)
+    lower = counts / (tot + s)
+    upper = (counts + s) / (tot + s)
+    best_lower = lower.max(axis=1, keepdims=True)
+    non_dom = upper >= best_lower  # no other class's lower bound beats this upper bound
+    votes = non_dom / non_dom.sum(axis=1, keepdims=True)
+    return votes, lower
