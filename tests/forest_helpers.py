@@ -83,10 +83,28 @@ class RuleRouted:
     def leaf_rules(self) -> dict[int, Rule]:
         return self.tree.leaf_rules()
 
+    def __post_init__(self) -> None:
+        self._rules = self.tree.leaf_rules()
+
     def apply(self, X: pd.DataFrame) -> np.ndarray:
+        cols = {c: X[c].to_numpy() for c in self.tree.feature_names_in_}
         out = np.full(len(X), -1, dtype=np.int64)
-        for lid, rule in self.tree.leaf_rules().items():
-            out[rule.mask(X)] = lid
+        for lid, rule in self._rules.items():
+            m = np.ones(len(X), dtype=bool)
+            for cond in rule.conditions:
+                v = cols[cond.attribute]
+                if cond.op == "<=":
+                    m &= v.astype(float) <= cond.value
+                elif cond.op == ">":
+                    m &= v.astype(float) > cond.value
+                elif cond.op == "=":
+                    m &= v == cond.value
+                elif cond.op == "!=":
+                    m &= v != cond.value
+                else:
+                    inside = np.isin(v.astype(object), list(cond.value))
+                    m &= inside if cond.op == "in" else ~inside
+            out[m] = lid
         assert (out >= 0).all(), "a record matched no leaf rule"
         return out
 
