@@ -260,7 +260,7 @@ class Framework(Technique):
         new = draw_from_rows(c, rng)
         ok = new >= 0
         if ok.any():
-            levels = np.asarray(self.domain_.categorical[a], dtype=object)
+            levels = pd.Series(self.domain_.categorical[a], dtype=col.dtype).to_numpy()
             col.iloc[sel[ok]] = levels[new[ok]]
         return col
 
@@ -277,5 +277,5 @@ class Framework(Technique):
         out = y.copy()
         if pick.size:
             new = draw_from_rows(counts[lab[pick]], rng)
-            out.iloc[pick] = first.loc[new].to_numpy()
+            out.iloc[pick] = pd.Series(first.loc[new].to_numpy(), dtype=y.dtype).to_numpy()
         return out

@@ -105,6 +105,6 @@ class RandomTechnique(Technique):
             changed = new != codes
             if changed.any():
                 col = df[c].copy()
-                col.iloc[np.flatnonzero(changed)] = np.asarray(levels, dtype=object)[new[changed]]
+                col.iloc[np.flatnonzero(changed)] = pd.Series(levels, dtype=col.dtype).to_numpy()[new[changed]]
                 out[c] = col
         return out
