@@ -249,10 +249,11 @@ class ForestFramework(Technique):
     # -------------------------------------------------------------- transform
     def intersections(self, X: pd.DataFrame) -> Intersections:
         """The observed intersections of the fitted forest on ``X`` (steps 2–3)."""
-        return self.intersector_.find(X)
+        return self.intersector_.find(X[self.schema_.attributes])
 
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
-        inter = self.intersector_.find(df)
+        # trees see the non-class attributes only, as in fit
+        inter = self.intersector_.find(df[schema.attributes])
         lab = inter.labels
         out = df.copy()
         rows: list[dict[str, Any]] = []

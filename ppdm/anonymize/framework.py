@@ -186,7 +186,7 @@ class Framework(Technique):
 
     # -------------------------------------------------------------- transform
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
-        inter = self.intersector_.find(df)
+        inter = self.intersector_.find(df[schema.attributes])
         lab = inter.labels
         out = df.copy()
         rows: list[dict[str, Any]] = []
