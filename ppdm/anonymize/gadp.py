@@ -1,0 +1,203 @@
+"""GADP and EGADP: general additive data perturbation (Muralidhar, Parsa & Sarathy 1999;
+Muralidhar & Sarathy 2005), the comparison technique of paper 004 §2 and §7.
+
+GADP perturbs only the attributes a user deems *confidential* (X), but draws the new
+values from their distribution conditional on the *non-confidential* attributes (S), so
+the mean vector, the covariance matrix of X and the covariance of X with S are kept:
+
+    B = Σ_SS⁻¹ Σ_SX,   Σ_e = Σ_XX − Σ_XS B,   Y = μ_X + (S − μ_S) B + e,   e ~ N(0, Σ_e).
+
+GADP keeps these moments in expectation. EGADP (``exact=True``) removes the sampling
+error: the noise is made exactly orthogonal to ``[1, S]`` and rescaled so its sample
+covariance is exactly Σ_e, so the release has the original sample mean vector,
+covariance matrix and covariance with S (spec trees_and_perturbation.md §5).
+
+Non-confidential categorical attributes and the class enter S as 0/1 indicators, one
+per value except the first. The moments are those of the table being transformed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppdm.anonymize.base import Technique
+from ppdm.anonymize.registry import register
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError
+
+
+def _names(value: Any, what: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    raise ParameterError(f"{what} must be a list of column names, got {value!r}")
+
+
+def psd_sqrt(cov: np.ndarray) -> np.ndarray:
+    """A matrix L with L Lᵀ = cov, negative eigenvalues (rounding) clipped to zero."""
+    cov = (cov + cov.T) / 2
+    w, v = np.linalg.eigh(cov)
+    return v * np.sqrt(np.clip(w, 0.0, None))
+
+
+def gadp_moments(X: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(μ_X, μ_S, B, Σ_e)`` from the sample moments (ddof = 1)."""
+    mu_x, mu_s = X.mean(axis=0), S.mean(axis=0)
+    Xc, Sc = X - mu_x, S - mu_s
+    n = X.shape[0]
+    sxx = Xc.T @ Xc / (n - 1)
+    if S.shape[1] == 0:
+        return mu_x, mu_s, np.zeros((0, X.shape[1])), sxx
+    sss = Sc.T @ Sc / (n - 1)
+    ssx = Sc.T @ Xc / (n - 1)
+    B = np.linalg.pinv(sss) @ ssx
+    se = sxx - ssx.T @ B
+    return mu_x, mu_s, B, (se + se.T) / 2
+
+
+def gadp_values(X: np.ndarray, S: np.ndarray, rng: np.random.Generator, *, exact: bool) -> np.ndarray:
+    """Perturbed confidential values Y for confidential X given non-confidential S.
+
+    ``exact=True`` is EGADP: ``E0 ~ N(0, 1)`` is regressed on ``[1, S]``, the residuals
+    ``E1`` are whitened by their own sample covariance and coloured by Σ_e, so that
+    mean(Y) = mean(X), cov(Y) = cov(X) and cov(Y, S) = cov(X, S) hold exactly.
+    """
+    n, p = X.shape
+    mu_x, mu_s, B, se = gadp_moments(X, S)
+    le = psd_sqrt(se)
+    E0 = rng.standard_normal((n, p))
+    if not exact:
+        e = E0 @ le.T
+    else:
+        A = np.column_stack([np.ones(n), S - mu_s])
+        coef, *_ = np.linalg.lstsq(A, E0, rcond=None)
+        E1 = E0 - A @ coef
+        c1 = E1.T @ E1 / (n - 1)
+        # whiten E1 with a symmetric inverse square root (robust where Cholesky is not)
+        w, v = np.linalg.eigh((c1 + c1.T) / 2)
+        inv_sqrt = (v / np.sqrt(w)) @ v.T
+        e = E1 @ inv_sqrt @ le.T
+    return mu_x + (S - mu_s) @ B + e
+
+
+@register("gadp")
+class GADP(Technique):
+    """GADP / EGADP: confidential numeric attributes redrawn given the others, keeping means and covariances.
+
+    Parameters
+    ----------
+    confidential:
+        Numeric attributes to perturb (a list, or a comma-separated string on the command
+        line). Default: every numeric non-class attribute.
+    non_confidential:
+        Attributes the perturbation conditions on (S). Default: every other attribute and
+        the class. Categorical ones enter as 0/1 indicators (first value dropped); constant
+        columns are left out. Listed columns are output unchanged.
+    exact:
+        ``False`` (default): GADP, moments kept in expectation. ``True``: EGADP, moments kept
+        exactly (needs more records than confidential + indicator columns + 1; otherwise GADP
+        is used with a warning).
+    clip_to_range:
+        Clip perturbed values to the attribute's [min, max] (breaks exactness).
+    round_integers:
+        Round whole-valued float attributes (the schema's ``integer``) to whole numbers
+        (breaks exactness). Integer-dtype columns are always rounded, since their dtype is kept.
+    """
+
+    def __init__(
+        self,
+        class_column: str | None = None,
+        schema: Schema | dict | None = None,
+        random_state: Any = None,
+        confidential: list[str] | str | None = None,
+        non_confidential: list[str] | str | None = None,
+        exact: bool = False,
+        clip_to_range: bool = False,
+        round_integers: bool = False,
+    ) -> None:
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
+        self.confidential = confidential
+        self.non_confidential = non_confidential
+        self.exact = exact
+        self.clip_to_range = clip_to_range
+        self.round_integers = round_integers
+
+    def _validate_params(self) -> None:
+        for name in ("exact", "clip_to_range", "round_integers"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        _names(self.confidential, "confidential")
+        _names(self.non_confidential, "non_confidential")
+
+    def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        conf = _names(self.confidential, "confidential")
+        conf = list(schema.numeric) if conf is None else conf
+        if not conf:
+            raise ParameterError("GADP needs at least one confidential numeric attribute")
+        for c in conf:
+            if c not in df.columns:
+                raise ParameterError(f"confidential attribute {c!r} is not in the table")
+            if c not in schema.numeric:
+                raise ParameterError(f"confidential attribute {c!r} is not numeric; GADP perturbs numeric attributes only")
+        if len(set(conf)) != len(conf):
+            raise ParameterError("confidential lists an attribute twice")
+        others = [c for c in schema.columns if c not in set(conf)]
+        nonconf = _names(self.non_confidential, "non_confidential")
+        nonconf = others if nonconf is None else nonconf
+        for c in nonconf:
+            if c not in others:
+                raise ParameterError(f"non_confidential attribute {c!r} is not a non-confidential column of the table")
+        self.confidential_ = conf
+        self.non_confidential_ = nonconf
+        numeric = set(schema.numeric)
+        self.levels_ = {c: list(pd.unique(df[c].dropna())) for c in nonconf if c not in numeric}
+        self.range_ = {c: (float(df[c].min()), float(df[c].max())) for c in conf}
+        self.integer_ = {c for c in conf if pd.api.types.is_integer_dtype(df[c])
+                         or (self.round_integers and c in schema.integer)}
+
+    def design(self, df: pd.DataFrame) -> np.ndarray:
+        """S: non-confidential numeric columns as they are, categorical ones as indicators."""
+        cols: list[np.ndarray] = []
+        for c in self.non_confidential_:
+            if c in self.levels_:
+                vals = df[c].to_numpy(dtype=object)
+                cols.extend((vals == lv).astype(float) for lv in self.levels_[c][1:])
+            else:
+                cols.append(df[c].to_numpy(dtype=float))
+        if not cols:
+            return np.zeros((len(df), 0))
+        S = np.column_stack(cols)
+        keep = S.std(axis=0) > 0 if len(df) > 1 else np.zeros(S.shape[1], dtype=bool)
+        return S[:, keep]
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        X = df[self.confidential_].to_numpy(dtype=float)
+        S = self.design(df)
+        n, p = X.shape
+        if n < 2:
+            raise ParameterError("GADP needs at least two records")
+        exact = bool(self.exact)
+        if exact and n <= p + S.shape[1] + 1:
+            warnings.warn(
+                f"EGADP needs more than {p + S.shape[1] + 1} records (got {n}); using GADP", stacklevel=2
+            )
+            exact = False
+        Y = gadp_values(X, S, rng, exact=exact)
+        out = df.copy()
+        for j, c in enumerate(self.confidential_):
+            y = Y[:, j]
+            if self.clip_to_range:
+                y = np.clip(y, *self.range_[c])
+            if c in self.integer_:
+                y = np.rint(y)
+            out[c] = y
+        return out

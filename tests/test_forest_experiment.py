@@ -1,0 +1,52 @@
+"""Paper 004 Fig. 2 experiment, run small with CART learners."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from ppdm.cli.app import app
+from ppdm.errors import ParameterError
+from ppdm.experiments.forest_framework import PAPER_MIN_LEAF, run_forest_experiment
+
+
+def test_small_experiment_with_cart_learners():
+    res = run_forest_experiment(["wine", "cmc"], folds=2, repeats=2, learner="cart", progress=False,
+                                min_leaf={"cmc": 100})
+    assert list(res.summary.index) == ["wine", "cmc"]
+    assert list(res.summary.columns) == ["Original", "FF", "F", "GADP", "RT"]
+    runs = res.runs
+    assert len(runs) == 2 * 2 * (1 + 4 * 2)
+    assert runs["accuracy"].between(0, 1).all()
+    # the summary is the mean over folds of the per-fold mean over repetitions, in percent
+    wine_ff = runs[(runs.dataset == "wine") & (runs.technique == "FF")].groupby("fold")["accuracy"].mean().mean()
+    assert res.summary.loc["wine", "FF"] == pytest.approx(100 * wine_ff)
+    # forests from the original wine data predict far better than chance
+    assert res.summary.loc["wine", "Original"] > 80
+    assert "| wine |" in res.to_markdown()
+    assert PAPER_MIN_LEAF == {"wine": 10, "wbc": 45, "credit": 30, "cmc": 60, "abalone": 180}
+
+
+def test_experiment_is_seeded_and_checks_arguments():
+    a = run_forest_experiment(["wine"], folds=2, repeats=1, learner="cart", techniques=["FF", "RT"], progress=False)
+    b = run_forest_experiment(["wine"], folds=2, repeats=1, learner="cart", techniques=["FF", "RT"], progress=False)
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    for kw in ({"folds": 1}, {"techniques": ["XX"]}, {"learner": "weka"}):
+        with pytest.raises(ParameterError):
+            run_forest_experiment(["wine"], **{"learner": "cart", "progress": False, **kw})
+
+
+def test_cli_forest_experiment(tmp_path):
+    out = tmp_path / "fig2"
+    res = CliRunner().invoke(app, ["forest-experiment", "--out", str(out), "--datasets", "wine", "--folds", "2",
+                                   "--repeats", "1", "--learner", "cart", "--techniques", "FF,GADP"])
+    assert res.exit_code == 0, res.output
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary.columns) == ["dataset", "Original", "FF", "GADP"]
+    assert np.isfinite(summary[["Original", "FF", "GADP"]].to_numpy()).all()
+    assert (out / "summary.md").read_text().count("| wine |") == 1
+    bad = tmp_path / "bad"
+    res = CliRunner().invoke(app, ["forest-experiment", "--out", str(bad), "--datasets", "nope", "--learner", "cart"])
+    assert res.exit_code != 0 and not bad.exists()
