@@ -103,8 +103,10 @@ _register_commands()
 
 def main() -> None:
     """Entry point: run the app, mapping errors to exit codes 2 (bad input) and 1 (internal)."""
+    rc = 0
     try:
-        app(standalone_mode=False)
+        # without standalone mode click *returns* the code of a typer.Exit (e.g. from fail())
+        rc = app(standalone_mode=False)
     except PPDMError as e:
         err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False)
         sys.exit(2)
@@ -123,7 +125,7 @@ def main() -> None:
             raise
         err_console.print(f"[bold red]internal error:[/bold red] {type(e).__name__}: {e} (set PPDM_DEBUG=1 for a traceback)")
         sys.exit(1)
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) and not isinstance(rc, bool) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover
