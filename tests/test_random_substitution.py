@@ -397,3 +397,12 @@ def test_reconstruct_table_and_errors():
 def test_cli_registry_builds_it():
     t = make_technique("random-substitution", class_column="y", params={"gamma": 10, "n_bins": 20})
     assert isinstance(t, RandomSubstitution) and t.n_bins == 20
+
+
+def test_float_column_marked_integer_stays_whole():
+    df = _table()
+    df["age"] = df["age"].astype(float)  # whole values stored as float (e.g. read with NaNs)
+    t = _fit(df, n_bins=20)
+    assert t.metadata_.attributes["age"].integer
+    z = t.transform(df)
+    assert z["age"].dtype == float and (z["age"] == z["age"].round()).all()

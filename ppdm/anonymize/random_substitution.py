@@ -11,8 +11,8 @@ replaced by one of the other ``N−1`` values, each with probability ``1/(γ+N�
   (001 §2.2): the centre by default, the low/high endpoint, or a random value inside
   the bin. When the attribute has at most ``N`` distinct values they are used as the
   domain directly (``distinct_domain=True``; 001 §6 advises ``N = d`` then).
-* **Integer columns** keep their integer dtype: their representatives are rounded half
-  up (``⌊c + 0.5⌋``), which keeps distinct bins distinct because integer bins are at
+* **Integer columns** (integer dtype, or listed in ``Schema.integer``) stay whole: their
+  representatives are rounded half up (``⌊c + 0.5⌋``), which keeps distinct bins distinct because integer bins are at
   least one unit wide; a random representative is a whole number drawn inside the bin.
 
 The class attribute is left alone unless ``perturb_class=True``. The fitted domains and
@@ -421,7 +421,9 @@ class RandomSubstitution(Technique):
             g = self._gamma_for(c)
             s = df[c]
             if c in schema.numeric:
-                attrs[c] = self._numeric_domain(c, s, g, integer=pd.api.types.is_integer_dtype(s))
+                # Schema.integer marks whole-valued attributes (also float-typed ones); keep them whole
+                whole = c in schema.integer or pd.api.types.is_integer_dtype(s)
+                attrs[c] = self._numeric_domain(c, s, g, integer=whole)
             else:
                 values = sorted(s.unique().tolist(), key=_sort_key)
                 attrs[c] = AttributeDomain(c, "categorical", [_py(v) for v in values], gamma_diagonal(g, len(values)), g)
