@@ -1,0 +1,501 @@
+"""Random substitution perturbation, RSP (Dowd, Xu & Zhang 2006, paper 001 §2, Algorithm 1).
+
+Each perturbed attribute ``A`` has a finite domain ``U = {u_1..u_N}`` and a gamma-diagonal
+perturbation matrix ``M`` over it (001 §4). Every record's value ``u_k`` is replaced by
+``u_h`` drawn from column ``k`` of ``M``: kept with probability ``γ/(γ+N−1)``, otherwise
+replaced by one of the other ``N−1`` values, each with probability ``1/(γ+N−1)``.
+
+* A **categorical** attribute's domain is the set of its values in the fitted table.
+* A **numeric** attribute is cut into ``N`` equal-width bins over ``[min, max]`` (or the
+  public ``bounds``) and every released value is the *representative* of its bin
+  (001 §2.2): the centre by default, the low/high endpoint, or a random value inside
+  the bin. When the attribute has at most ``N`` distinct values they are used as the
+  domain directly (``distinct_domain=True``; 001 §6 advises ``N = d`` then).
+* **Integer columns** (integer dtype, or listed in ``Schema.integer``) stay whole: their
+  representatives are rounded half up (``⌊c + 0.5⌋``), which keeps distinct bins distinct because integer bins are at
+  least one unit wide; a random representative is a whole number drawn inside the bin.
+
+The class attribute is left alone unless ``perturb_class=True``. The fitted domains and
+matrices (not the seed) are what an analyst needs to rebuild the data
+(:mod:`ppdm.anonymize.reconstruct`); :meth:`RandomSubstitution.write_sidecars` writes
+them beside a release as ``<stem>.matrices.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ppdm.anonymize.base import Technique
+from ppdm.anonymize.perturbation_matrix import (
+    check_gamma,
+    check_stochastic,
+    gamma_diagonal,
+    gamma_from_privacy,
+    keep_probability,
+)
+from ppdm.anonymize.registry import register
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, PPDMError, SchemaError
+
+Representative = Literal["centre", "low", "high", "random"]
+REPRESENTATIVES = ("centre", "low", "high", "random")
+DomainKind = Literal["categorical", "binned", "distinct"]
+FORMAT = "ppdm.random-substitution/1"
+DEFAULT_BINS = 10
+
+
+def _py(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+# --------------------------------------------------------------------------- domain
+@dataclass
+class AttributeDomain:
+    """One perturbed attribute: its domain ``U``, how values map to it, and its matrix.
+
+    ``kind`` is ``"categorical"`` (values are the categories), ``"distinct"`` (a numeric
+    attribute whose distinct values are the domain) or ``"binned"`` (equal-width bins with
+    ``edges``; ``values`` are the bin representatives, i.e. ``getValue``). ``matrix`` is
+    ``M`` with ``M[h, k] = p(k → h)``.
+    """
+
+    column: str
+    kind: DomainKind
+    values: list[Any]
+    matrix: np.ndarray
+    gamma: float | None = None
+    edges: list[float] | None = None
+    representative: Representative = "centre"
+    integer: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    # 001 §2.1 getIndex: value -> index of its domain element (vectorised)
+    def get_index(self, values: pd.Series | np.ndarray, *, released: bool = False) -> np.ndarray:
+        """Indices ``k`` of ``values`` in the domain (``getIndex``).
+
+        For binned attributes an original value goes to the bin containing it (values
+        outside the bounds go to the nearest end bin). A ``released`` value (a
+        representative) of a fixed-representative attribute goes to the nearest
+        representative, so the rounding of integer representatives cannot move it.
+        """
+        if self.kind == "categorical":
+            return self._categorical_index(values)
+        v = np.asarray(values, dtype=float)
+        if self.kind == "distinct" or (released and self.representative != "random"):
+            reps = np.asarray(self.values, dtype=float)
+            if reps.size == 1:
+                return np.zeros(v.shape, dtype=np.int64)
+            mids = (reps[1:] + reps[:-1]) / 2.0
+            return np.searchsorted(mids, v, side="right").astype(np.int64)
+        edges = np.asarray(self.edges, dtype=float)
+        idx = np.searchsorted(edges[1:-1], v, side="right")
+        return idx.astype(np.int64)
+
+    def _categorical_index(self, values: pd.Series | np.ndarray) -> np.ndarray:
+        s = pd.Series(np.asarray(values, dtype=object))
+        lookup = {v: i for i, v in enumerate(self.values)}
+        idx = s.map(lookup)
+        if idx.isna().any():  # a CSV round trip may turn codes into strings or back
+            by_str = {str(v): i for i, v in enumerate(self.values)}
+            idx = idx.fillna(s.astype(str).map(by_str))
+        if idx.isna().any():
+            bad = s[idx.isna()].iloc[0]
+            raise SchemaError(f"column {self.column!r} holds {bad!r}, which is not in its perturbation domain")
+        return idx.to_numpy(dtype=np.int64)
+
+    def get_values(self, idx: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        """``getValue``: the released value of each domain index (a random one inside the bin
+        when ``representative="random"`` and ``rng`` is given)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if self.kind == "binned" and self.representative == "random" and rng is not None:
+            edges = np.asarray(self.edges, dtype=float)
+            lo, hi = edges[idx], edges[idx + 1]
+            if self.integer:
+                # a whole number inside [lo, hi) (the last bin includes hi)
+                first = np.ceil(lo)
+                last = np.where(idx == len(self.values) - 1, np.floor(hi), np.ceil(hi) - 1)
+                last = np.maximum(last, first)
+                return first + np.floor(rng.random(idx.size) * (last - first + 1))
+            return lo + rng.random(idx.size) * (hi - lo)
+        vals = np.asarray(self.values, dtype=object if self.kind == "categorical" else float)
+        return vals[idx]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "column": self.column,
+            "kind": self.kind,
+            "n": self.n,
+            "gamma": self.gamma,
+            "keep_probability": float(self.matrix[0, 0]) if self.gamma is not None else None,
+            "representative": self.representative,
+            "integer": self.integer,
+            "values": [_py(v) for v in self.values],
+            "edges": None if self.edges is None else [float(e) for e in self.edges],
+            "matrix": self.matrix.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AttributeDomain:
+        try:
+            column = str(d["column"])
+            kind = d["kind"]
+            values = list(d["values"])
+            gamma = d.get("gamma")
+            matrix = d.get("matrix")
+        except (KeyError, TypeError) as e:
+            raise PPDMError(f"malformed perturbation metadata: an attribute entry lacks {e}") from None
+        if kind not in ("categorical", "binned", "distinct"):
+            raise PPDMError(f"malformed perturbation metadata: column {column!r} has unknown kind {kind!r}")
+        if matrix is None:
+            if gamma is None:
+                raise PPDMError(f"perturbation metadata for column {column!r} has neither a matrix nor a gamma")
+            m = gamma_diagonal(gamma, len(values))
+        else:
+            m = check_stochastic(matrix, f"the matrix of column {column!r}")
+        if m.shape[0] != len(values):
+            raise PPDMError(f"column {column!r}: the matrix is {m.shape[0]}×{m.shape[0]} but the domain has {len(values)} values")
+        edges = d.get("edges")
+        if kind == "binned" and (edges is None or len(edges) != len(values) + 1):
+            raise PPDMError(f"column {column!r}: a binned attribute needs {len(values) + 1} bin edges")
+        rep = d.get("representative", "centre")
+        if rep not in REPRESENTATIVES:
+            raise PPDMError(f"column {column!r}: unknown representative {rep!r}")
+        return cls(column, kind, values, m, None if gamma is None else float(gamma),
+                   None if edges is None else [float(e) for e in edges], rep, bool(d.get("integer", False)))
+
+
+@dataclass
+class SubstitutionMetadata:
+    """What an analyst needs to reconstruct a random-substitution release: every perturbed
+    attribute's domain and perturbation matrix. It never holds the random seed."""
+
+    attributes: dict[str, AttributeDomain] = field(default_factory=dict)
+    class_column: str | None = None
+    perturb_class: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "format": FORMAT,
+                "method": "random-substitution",
+                "reference": "Dowd, Xu & Zhang 2006, Algorithm 1 (RSP) and Algorithm 2 (MR)",
+                "class_column": self.class_column,
+                "perturb_class": self.perturb_class,
+                "attributes": [a.to_dict() for a in self.attributes.values()],
+            },
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SubstitutionMetadata:
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PPDMError(f"perturbation metadata is not valid JSON: {e}") from None
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise PPDMError(f"perturbation metadata must be a JSON object with format {FORMAT!r}")
+        attrs = d.get("attributes")
+        if not isinstance(attrs, list):
+            raise PPDMError("perturbation metadata has no list of attributes")
+        doms = [AttributeDomain.from_dict(a) for a in attrs]
+        return cls({a.column: a for a in doms}, d.get("class_column"), bool(d.get("perturb_class", False)))
+
+    def save(self, path: str | Path) -> Path:
+        from ppdm.data.io import atomic_write_text
+
+        return atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> SubstitutionMetadata:
+        p = Path(path)
+        if not p.is_file():
+            raise PPDMError(f"perturbation metadata file {str(p)!r} does not exist")
+        return cls.from_json(p.read_text())
+
+
+def sidecar_path(out_path: str | Path) -> Path:
+    """``Z.csv`` → ``Z.matrices.json`` (also for ``.csv.gz``, ``.parquet``, ``.pq``, ``.txt``)."""
+    p = Path(out_path)
+    name = p.name
+    for suf in (".csv.gz", ".csv", ".parquet", ".pq", ".txt"):
+        if name.lower().endswith(suf):
+            name = name[: -len(suf)]
+            break
+    else:
+        name = p.stem
+    return p.with_name(f"{name}.matrices.json")
+
+
+# ----------------------------------------------------------------------- algorithm 1
+def substitute(idx: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Algorithm 1 (RSP) on domain indices: replace each ``k`` by ``h`` drawn from column ``k``.
+
+    Step 3 draws ``r`` uniform on ``(0, 1]``; step 4 finds ``h`` with
+    ``F(h−1) < r ≤ F(h)`` for the column's cumulative distribution ``F``. Records are
+    grouped by ``k`` so the cost is ``O(n log N + N²)``.
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    m = np.asarray(matrix, dtype=float)
+    n_dom = m.shape[0]
+    r = 1.0 - rng.random(idx.size)  # (0, 1]
+    cum = np.cumsum(m, axis=0)
+    out = np.empty_like(idx)
+    order = np.argsort(idx, kind="stable")
+    bounds = np.searchsorted(idx[order], np.arange(n_dom + 1))
+    for k in range(n_dom):
+        rows = order[bounds[k]: bounds[k + 1]]
+        if rows.size:
+            out[rows] = np.searchsorted(cum[:, k], r[rows], side="left")
+    # r = 1 can fall just past a cumulative sum of 1 − ε: it belongs to the last value
+    return np.minimum(out, n_dom - 1)
+
+
+def equal_width_edges(lo: float, hi: float, n: int) -> np.ndarray:
+    """``N + 1`` edges of equal-width bins ``[l_i, u_i)`` over ``[lo, hi]`` (001 §2.2)."""
+    return np.linspace(lo, hi, n + 1)
+
+
+def bin_representatives(edges: np.ndarray, how: Representative, integer: bool) -> np.ndarray:
+    """``getValue`` of each bin: its centre, low or high end (integer columns: rounded half up).
+
+    For ``how="random"`` the centre is returned; it is what a reconstruction writes back.
+    """
+    if how == "low":
+        reps = edges[:-1].astype(float)
+    elif how == "high":
+        reps = edges[1:].astype(float)
+    else:
+        reps = (edges[:-1] + edges[1:]) / 2.0
+    if integer:
+        if how == "low":
+            reps = np.ceil(reps)
+        elif how == "high":
+            # the largest whole number inside [l_i, u_i); the last bin is closed
+            reps = np.concatenate([np.ceil(edges[1:-1]) - 1, [np.floor(edges[-1])]])
+        else:
+            reps = np.floor(reps + 0.5)
+    return reps
+
+
+# ------------------------------------------------------------------------- technique
+@register("random-substitution")
+class RandomSubstitution(Technique):
+    """Random substitution with gamma-diagonal matrices (Dowd et al. 2006, Algorithm 1).
+
+    Parameters
+    ----------
+    gamma:
+        γ > 1 of the gamma-diagonal matrix, a number or a dict column → γ (a ``"*"`` key
+        gives the value for columns not named). Larger γ keeps more values (less privacy).
+    rho1, rho2:
+        Instead of ``gamma``: the ρ1-to-ρ2 privacy requirement; γ is then the largest value
+        allowed, ``ρ2(1−ρ1)/(ρ1(1−ρ2))`` (001 §4).
+    n_bins:
+        N, the number of equal-width bins of a numeric attribute (≥ 2), a number or a dict
+        column → N (``"*"`` for the rest; otherwise 10). Categorical attributes use their
+        own domain size.
+    representative:
+        Released value of a bin: ``"centre"`` (the paper's choice), ``"low"``, ``"high"``
+        (endpoints) or ``"random"`` (uniform inside the bin).
+    columns:
+        Attributes to perturb (default: every non-class attribute).
+    perturb_class:
+        Perturb the class attribute too (default ``False``).
+    distinct_domain:
+        A numeric attribute with at most N distinct values uses them as its domain instead
+        of bins (001 §6). Must stay ``True`` for integer columns narrower than N units.
+    bounds:
+        Public ``{column: (low, high)}`` bounds of numeric domains (default: fitted min/max).
+    """
+
+    def __init__(
+        self,
+        class_column: str | None = None,
+        schema: Schema | dict | None = None,
+        random_state: Any = None,
+        gamma: float | dict[str, float] | None = None,
+        rho1: float | None = None,
+        rho2: float | None = None,
+        n_bins: int | dict[str, int] = DEFAULT_BINS,
+        representative: Representative = "centre",
+        columns: list[str] | None = None,
+        perturb_class: bool = False,
+        distinct_domain: bool = True,
+        bounds: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
+        self.gamma = gamma
+        self.rho1 = rho1
+        self.rho2 = rho2
+        self.n_bins = n_bins
+        self.representative = representative
+        self.columns = columns
+        self.perturb_class = perturb_class
+        self.distinct_domain = distinct_domain
+        self.bounds = bounds
+
+    # ------------------------------------------------------------------ params
+    def _validate_params(self) -> None:
+        if self.gamma is None:
+            if self.rho1 is None or self.rho2 is None:
+                raise ParameterError("random substitution needs gamma= or both rho1= and rho2=")
+            gamma_from_privacy(self.rho1, self.rho2)
+        else:
+            if self.rho1 is not None or self.rho2 is not None:
+                raise ParameterError("give either gamma or (rho1, rho2), not both")
+            for key, g in (self.gamma.items() if isinstance(self.gamma, Mapping) else [("", self.gamma)]):
+                check_gamma(g, f"gamma[{key!r}]" if key else "gamma")
+        for key, nb in (self.n_bins.items() if isinstance(self.n_bins, Mapping) else [("", self.n_bins)]):
+            name = f"n_bins[{key!r}]" if key else "n_bins"
+            if isinstance(nb, bool) or not isinstance(nb, (int, np.integer)) or nb < 2:
+                raise ParameterError(f"{name} must be a whole number of at least 2, got {nb!r}")
+        if self.representative not in REPRESENTATIVES:
+            raise ParameterError(f"representative must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")
+        if not isinstance(self.perturb_class, bool):
+            raise ParameterError(f"perturb_class must be True or False, got {self.perturb_class!r}")
+        if not isinstance(self.distinct_domain, bool):
+            raise ParameterError(f"distinct_domain must be True or False, got {self.distinct_domain!r}")
+        if self.columns is not None and (isinstance(self.columns, str) or not all(isinstance(c, str) for c in self.columns)):
+            raise ParameterError(f"columns must be a list of column names, got {self.columns!r}")
+        if self.bounds is not None:
+            if not isinstance(self.bounds, Mapping):
+                raise ParameterError("bounds must be a dict column -> (low, high)")
+            for c, b in self.bounds.items():
+                try:
+                    lo, hi = (float(v) for v in b)
+                except (TypeError, ValueError):
+                    raise ParameterError(f"bounds[{c!r}] must be a pair (low, high)") from None
+                if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                    raise ParameterError(f"bounds[{c!r}] must be finite with low < high, got {b!r}")
+
+    def _gamma_for(self, column: str) -> float:
+        if self.gamma is None:
+            return gamma_from_privacy(self.rho1, self.rho2)  # type: ignore[arg-type]
+        if isinstance(self.gamma, Mapping):
+            if column in self.gamma:
+                return float(self.gamma[column])
+            if "*" in self.gamma:
+                return float(self.gamma["*"])
+            raise ParameterError(f"gamma has no entry for column {column!r} (add it or a '*' default)")
+        return float(self.gamma)
+
+    def _bins_for(self, column: str) -> int:
+        if isinstance(self.n_bins, Mapping):
+            return int(self.n_bins.get(column, self.n_bins.get("*", DEFAULT_BINS)))
+        return int(self.n_bins)
+
+    def _targets(self, schema: Schema) -> list[str]:
+        if self.columns is None:
+            cols = list(schema.attributes)
+        else:
+            known = set(schema.attributes) | ({schema.class_column} if schema.class_column else set())
+            unknown = [c for c in self.columns if c not in known]
+            if unknown:
+                raise ParameterError(f"columns names {unknown[0]!r}, which is not an attribute of the table")
+            cols = [c for c in self.columns if c != schema.class_column]
+        if self.perturb_class:
+            cols.append(schema.require_class())
+        for name, val in (("gamma", self.gamma), ("n_bins", self.n_bins), ("bounds", self.bounds)):
+            if isinstance(val, Mapping):
+                extra = sorted(set(val) - set(cols) - {"*"})
+                if extra:
+                    raise ParameterError(f"{name} names column {extra[0]!r}, which is not perturbed")
+        return cols
+
+    # --------------------------------------------------------------------- fit
+    def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        attrs: dict[str, AttributeDomain] = {}
+        for c in self._targets(schema):
+            g = self._gamma_for(c)
+            s = df[c]
+            if c in schema.numeric:
+                # Schema.integer marks whole-valued attributes (also float-typed ones); keep them whole
+                whole = c in schema.integer or pd.api.types.is_integer_dtype(s)
+                attrs[c] = self._numeric_domain(c, s, g, integer=whole)
+            else:
+                values = sorted(s.unique().tolist(), key=_sort_key)
+                attrs[c] = AttributeDomain(c, "categorical", [_py(v) for v in values], gamma_diagonal(g, len(values)), g)
+        self.metadata_ = SubstitutionMetadata(attrs, schema.class_column, self.perturb_class)
+
+    def _numeric_domain(self, c: str, s: pd.Series, g: float, *, integer: bool) -> AttributeDomain:
+        n = self._bins_for(c)
+        v = s.to_numpy(dtype=float)
+        if self.bounds is not None and c in self.bounds:
+            lo, hi = (float(b) for b in self.bounds[c])
+        else:
+            lo, hi = float(v.min()), float(v.max())
+        distinct = np.unique(v)
+        if hi <= lo or (self.distinct_domain and distinct.size <= n and (self.bounds is None or c not in self.bounds)):
+            return AttributeDomain(c, "distinct", distinct.tolist(), gamma_diagonal(g, distinct.size), g,
+                                   None, self.representative, integer)
+        if integer and hi - lo < n:
+            raise ParameterError(
+                f"integer column {c!r} spans {hi - lo:g} units, fewer than its {n} bins; lower n_bins or keep distinct_domain=True"
+            )
+        edges = equal_width_edges(lo, hi, n)
+        reps = bin_representatives(edges, self.representative, integer)
+        return AttributeDomain(c, "binned", reps.tolist(), gamma_diagonal(g, n), g, edges.tolist(),
+                               self.representative, integer)
+
+    # --------------------------------------------------------------- transform
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        out = df.copy()
+        for c, dom in self.metadata_.attributes.items():
+            k = dom.get_index(df[c])
+            h = substitute(k, dom.matrix, rng)
+            vals = dom.get_values(h, rng)
+            if dom.kind == "categorical":
+                out[c] = pd.Series(vals, index=df.index, dtype=df[c].dtype)
+            else:
+                out[c] = pd.Series(vals.astype(float), index=df.index)
+        return out
+
+    # -------------------------------------------------------------- metadata
+    @property
+    def matrices_(self) -> dict[str, np.ndarray]:
+        """Perturbation matrix of every perturbed attribute."""
+        return {c: a.matrix for c, a in self.metadata_.attributes.items()}
+
+    def keep_probabilities(self) -> dict[str, float]:
+        """``γ/(γ+N−1)`` of every perturbed attribute."""
+        return {c: keep_probability(a.gamma, a.n) if a.gamma is not None else float(a.matrix[0, 0])
+                for c, a in self.metadata_.attributes.items()}
+
+    def to_json(self) -> str:
+        """The fitted domains and matrices as JSON (see :class:`SubstitutionMetadata`)."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "metadata_")
+        return self.metadata_.to_json()
+
+    @staticmethod
+    def from_json(text: str) -> SubstitutionMetadata:
+        """Parse metadata written by :meth:`to_json` / :meth:`write_sidecars`."""
+        return SubstitutionMetadata.from_json(text)
+
+    def write_sidecars(self, out_path: str | Path) -> list[Path]:
+        """Write ``<out stem>.matrices.json`` beside the release, atomically."""
+        from ppdm.data.io import atomic_write_text
+
+        p = sidecar_path(out_path)
+        atomic_write_text(p, self.to_json())
+        return [p]
+
+
+def _sort_key(v: Any) -> tuple[int, Any]:
+    # mixed-type categories sort numbers first, then by text
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        return (0, float(v))
+    return (1, str(v))
