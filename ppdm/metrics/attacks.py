@@ -317,6 +317,7 @@ def _spectral_filtering_measure(ctx: EvaluationContext) -> SpectralFilteringResu
     description="Repeated-perturbation attack on a random-substitution release (001 §4): best gain in exact "
     "recovery; option matrices=<release>.matrices.json",
     needs_class=False,
+    requires=("matrices",),
 )
 def _repeated_perturbation_measure(ctx: EvaluationContext) -> RepeatedPerturbationResult:
     path = ctx.options.get("matrices")

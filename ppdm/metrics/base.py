@@ -112,18 +112,29 @@ class MeasureSpec:
     description: str
     needs_class: bool = True
     default: bool = False  # part of the default ``ppdm evaluate`` set
+    requires: tuple[str, ...] = ()  # options without which it cannot run; left out of "all"
 
 
 MEASURES: dict[str, MeasureSpec] = {}
 
 
 def register_measure(
-    name: str, *, kind: str, description: str, needs_class: bool = True, default: bool = False
+    name: str,
+    *,
+    kind: str,
+    description: str,
+    needs_class: bool = True,
+    default: bool = False,
+    requires: tuple[str, ...] = (),
 ) -> Callable[[MeasureFn], MeasureFn]:
-    """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``."""
+    """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
+
+    ``requires`` names options the measure cannot run without (e.g. the perturbation
+    matrices of an attack); such a measure runs only when named, never as part of ``all``.
+    """
 
     def deco(fn: MeasureFn) -> MeasureFn:
-        MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default)
+        MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires))
         return fn
 
     return deco
@@ -136,7 +147,7 @@ def resolve_measures(spec: str | None) -> list[MeasureSpec]:
     if spec is None:
         return [m for m in MEASURES.values() if m.default]
     if spec.strip() == "all":
-        return list(MEASURES.values())
+        return [m for m in MEASURES.values() if not m.requires]
     out = []
     for name in (s.strip() for s in spec.split(",")):
         if not name:
