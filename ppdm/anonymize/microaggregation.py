@@ -214,14 +214,14 @@ def vmdav_1d(x: object, k: int, gamma: float = 0.2) -> np.ndarray:
     grp = _vmdav_sorted(s, k, float(gamma))
     left = np.flatnonzero(grp < 0)
     if left.size:
-        assigned = grp >= 0
-        cnt = np.bincount(grp[assigned])
-        cents = np.bincount(grp[assigned], weights=s[assigned]) / np.maximum(cnt, 1)
-        ids = np.flatnonzero(cnt)
-        for i in left:  # fewer than k of them
-            grp[i] = ids[np.argmin(np.abs(cents[ids] - s[i]))]  # lowest id on equal distance
-        # leftovers lie between the low-end and high-end groups and the centroids are ordered,
-        # so each joins an adjacent group and runs stay contiguous; split any run over 2k-1
+        # the (< k) leftovers form one sorted slice between the groups built from the low end
+        # and those from the high end; the nearest centroid is that of an adjacent group
+        a, b = int(left[0]), int(left[-1])
+        near = [g for g in (grp[a - 1] if a > 0 else -1, grp[b + 1] if b + 1 < s.size else -1) if g >= 0]
+        cents = {g: s[grp == g].mean() for g in near}
+        for i in left:  # equal distance -> the lower group, so runs stay contiguous
+            grp[i] = min(near, key=lambda g: (abs(cents[g] - s[i]), cents[g]))
+        # split any run pushed over 2k-1 members
         grp = _relabel_sorted(grp)
         out = grp.copy()
         bounds = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1], True])
@@ -345,43 +345,70 @@ def _before(d1: float, i1: int, d2: float, i2: int, tie_high: bool) -> bool:
 
 
 @njit(cache=True)
+def _compact(Y: np.ndarray, idx: np.ndarray, taken: np.ndarray, m: int, sums: np.ndarray) -> int:
+    # stable compaction of the remaining records; their column sums are re-accumulated in
+    # ascending index order (the order in which sdcMicro sums the centroid)
+    p = Y.shape[0]
+    q = 0
+    for t in range(m):
+        if not taken[t]:
+            idx[q] = idx[t]
+            q += 1
+    for j in range(p):
+        q = 0
+        acc = 0.0
+        for t in range(m):
+            if not taken[t]:
+                v = Y[j, t]
+                Y[j, q] = v
+                acc += v
+                q += 1
+        sums[j] = acc
+    for t in range(m):
+        taken[t] = False
+    return q
+
+
+@njit(cache=True)
 def _mdav_core(X: np.ndarray, w: np.ndarray, k: int, f32: bool, tie_high: bool) -> np.ndarray:
     n, p = X.shape
-    Y = np.ascontiguousarray(X.T)  # remaining records, compacted in ascending original index
+    Y = np.ascontiguousarray(X.T)  # remaining records (one attribute per row), index order
     idx = np.arange(n)
     labels = np.full(n, -1, dtype=np.int64)
     taken = np.zeros(n, dtype=np.bool_)
     d64 = np.empty(n)
     d32 = np.empty(n, dtype=np.float32)
     sums = np.zeros(p)
-    for j in range(p):
-        for t in range(n):
-            sums[j] += Y[j, t]
+    m_arr = _compact(Y, idx, taken, n, sums)  # live prefix of Y (may hold taken records)
+    m = n  # records not yet grouped
     center = np.empty(p)
     row = np.empty(p)
     sel_d = np.empty(k)
     sel_t = np.empty(k, dtype=np.int64)
-    m = n
     g = 0
     while m >= 2 * k:
+        # compaction is lazy: grouped records are skipped until they are a quarter of the
+        # array, which saves a read-write pass over the data in most rounds
+        if 4 * (m_arr - m) >= m_arr:
+            m_arr = _compact(Y, idx, taken, m_arr, sums)
         ngroups = 2 if m >= 3 * k else 1
         for j in range(p):
             center[j] = sums[j] / m
-        _dist_pass(Y, m, center, w, f32, d64, d32)
+        _dist_pass(Y, m_arr, center, w, f32, d64, d32)
         r = 0
         best = -1.0
-        for t in range(m):
-            if d64[t] > best:  # first (lowest index) farthest record
+        for t in range(m_arr):
+            if not taken[t] and d64[t] > best:  # first (lowest index) farthest record
                 best = d64[t]
                 r = t
         for _ in range(ngroups):
             for j in range(p):
                 row[j] = Y[j, r]
-            _dist_pass(Y, m, row, w, f32, d64, d32)
+            _dist_pass(Y, m_arr, row, w, f32, d64, d32)
             far = -1
             far_d = -1.0
             cnt = 0
-            for t in range(m):
+            for t in range(m_arr):
                 if taken[t]:
                     continue
                 d = d64[t]
@@ -403,32 +430,17 @@ def _mdav_core(X: np.ndarray, w: np.ndarray, k: int, f32: bool, tie_high: bool) 
                 sel_d[pos] = d
                 sel_t[pos] = t
             for q in range(k):
-                taken[sel_t[q]] = True
-                labels[idx[sel_t[q]]] = g
+                t = sel_t[q]
+                taken[t] = True
+                labels[idx[t]] = g
+                for j in range(p):
+                    sums[j] -= Y[j, t]
             g += 1
+            m -= k
             r = far
-        # stable compaction; the column sums for the next centroid are re-accumulated in
-        # ascending index order (sdcMicro recomputes the centroid the same way)
-        q = 0
-        for t in range(m):
-            if not taken[t]:
-                idx[q] = idx[t]
-                q += 1
-        for j in range(p):
-            q = 0
-            s = 0.0
-            for t in range(m):
-                if not taken[t]:
-                    v = Y[j, t]
-                    Y[j, q] = v
-                    s += v
-                    q += 1
-            sums[j] = s
-        for t in range(m):
-            taken[t] = False
-        m = q
-    for t in range(m):
-        labels[idx[t]] = g
+    for t in range(m_arr):
+        if not taken[t]:
+            labels[idx[t]] = g
     return labels
 
 
