@@ -219,6 +219,8 @@ def resampling(
     c = check_c(c)
     if n_quantiles < 1:
         raise ParameterError(f"n_quantiles must be at least 1, got {n_quantiles}")
+    if v.min() == v.max():
+        return v[:1].copy()  # bootstrap means of a constant could drift by rounding
     strata = equal_frequency(v, n_quantiles) if n_quantiles >= 2 else np.zeros(v.size, dtype=np.int64)
     pooled: list[np.ndarray] = []
     for g in range(int(strata.max()) + 1):
