@@ -149,5 +149,5 @@ def test_reproduce_cli_rejects_unknown_paper(tmp_path: Path) -> None:
     from ppdm.cli.app import app
 
     res = CliRunner().invoke(app, ["reproduce", "nope", "--out", str(tmp_path / "o")])
-    assert isinstance(res.exception, PPDMError)
+    assert res.exit_code == 2 and "no reproduction named 'nope'" in res.output
     assert not (tmp_path / "o").exists()
