@@ -13,10 +13,10 @@ import numpy as np
 from numba import njit, prange
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, fastmath=True)
 def sers_rows(
     on: np.ndarray,  # (r, N) numeric originals, each column divided by its domain size
-    oc: np.ndarray,  # (r, C) categorical originals as int64 codes
+    oc: np.ndarray,  # (r, C) categorical originals as int32 codes
     pn: np.ndarray,  # (N, nP) numeric perturbed, transposed, same scaling
     pc: np.ndarray,  # (C, nP) categorical perturbed codes, transposed
     inv_m: float,  # 1 / number of attributes
@@ -25,7 +25,8 @@ def sers_rows(
 ) -> np.ndarray:
     """Entropy H_i (bits) of each given original record's normalised similarity row.
 
-    Uses H_i = log2 Z_i − (1/Z_i) Σ_k S_ik log2 S_ik with Z_i = Σ_k S_ik (paper 004
+    Compiled with fastmath so the sums vectorise (they are reassociated; the result
+    agrees with a plain evaluation to ~1e-13). Uses H_i = log2 Z_i − (1/Z_i) Σ_k S_ik log2 S_ik with Z_i = Σ_k S_ik (paper 004
     eq. 7–8 rewritten so that one pass over k suffices); NaN when Z_i = 0.
     """
     r = on.shape[0]
@@ -39,7 +40,8 @@ def sers_rows(
         hi = min(r, lo + chunk)
         d = np.empty(n_p)
         for i in range(lo, hi):
-            d[:] = 0.0
+            for k in range(n_p):
+                d[k] = 0.0
             for j in range(n_num):
                 v = on[i, j]
                 row = pn[j]
@@ -49,8 +51,7 @@ def sers_rows(
                 v = oc[i, j]
                 row = pc[j]
                 for k in range(n_p):
-                    if row[k] != v:
-                        d[k] += 1.0
+                    d[k] += 1.0 if row[k] != v else 0.0
             z = 0.0
             sl = 0.0
             for k in range(n_p):
@@ -58,8 +59,7 @@ def sers_rows(
                 if clip and s < 0.0:
                     s = 0.0
                 z += s
-                if s > 0.0:
-                    sl += s * math.log2(s)
+                sl += s * math.log2(s) if s > 0.0 else 0.0
             if z > 0.0:
                 out[i] = math.log2(z) - sl / z
             else:

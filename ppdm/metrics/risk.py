@@ -297,8 +297,8 @@ def _sers_prepare(
         scale = 1.0 / dom if dom > 0 else 0.0
         on[:, j] = a * scale
         pn[j, :] = b * scale
-    oc = np.empty((len(x), len(categorical)), dtype=np.int64)
-    pc = np.empty((len(categorical), len(z)), dtype=np.int64)
+    oc = np.empty((len(x), len(categorical)), dtype=np.int32)
+    pc = np.empty((len(categorical), len(z)), dtype=np.int32)
     for j, c in enumerate(categorical):
         both = pd.concat([x[c], z[c]], ignore_index=True)
         codes, _ = pd.factorize(both, use_na_sentinel=False)  # NaN == NaN counts as equal
