@@ -240,3 +240,25 @@ def test_sers_range(seed, n_o, n_p):
     # entropy of a distribution over n_P records lies in [0, log2 n_P]
     assert -1e-12 <= r.value <= math.log2(n_p) + 1e-12
     assert r.value == pytest.approx(sers_reference(o, p, ["a"], ["k"]), rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 10_000), st.floats(0.0, 2.0), st.integers(1, 4))
+def test_idr_properties(seed, k, m):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(12, m))
+    z = x + rng.normal(0, 0.5, size=x.shape)
+    a = idr(x, z, k).value
+    leg = idr(x, z, k, rule="legacy").value
+    assert 0.0 <= a <= leg <= 1.0
+    # a wider interval never puts fewer records at risk
+    assert idr(x, z, k + 0.5).value >= a
+
+
+def test_ddr_auto_probe_on_a_large_input_gives_the_same_links():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(20_000, 2))
+    z = x + rng.normal(0, 0.05, size=x.shape)
+    auto = ddr(x, z)
+    assert auto.method in ("kdtree", "brute")
+    assert auto.value == ddr(x, z, method="kdtree").value

@@ -69,44 +69,55 @@ def sers_rows(
 
 @njit(cache=True, parallel=True)
 def nearest_ties_brute(
-    xs: np.ndarray,  # (n, m) originals, contiguous
-    zs: np.ndarray,  # (n, m) masked, contiguous
+    xt: np.ndarray,  # (m, nx) originals, transposed and contiguous
+    zs: np.ndarray,  # (n, m) masked
     rel_tol: float,
     abs_tol: float,
+    n_chunks: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each masked record i: whether original i is among its nearest originals T_i,
-    |T_i|, and min(T_i) (squared Euclidean distance; T_i within the tolerance of the minimum)."""
+    |T_i|, and min(T_i) (squared Euclidean distance; T_i within the tolerance of the minimum).
+
+    Each thread fills one buffer with the distances from z_i to every original, attribute
+    by attribute (a contiguous, vectorisable loop), then reads off the minimum and the ties.
+    """
     n = zs.shape[0]
-    nx = xs.shape[0]
     m = zs.shape[1]
+    nx = xt.shape[1]
     own = np.zeros(n, dtype=np.bool_)
     count = np.zeros(n, dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
-    for i in prange(n):
-        best = np.inf
-        for j in range(nx):
-            s = 0.0
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        d = np.empty(nx)
+        for i in range(lo, hi):
+            for j in range(nx):
+                d[j] = 0.0
             for a in range(m):
-                t = zs[i, a] - xs[j, a]
-                s += t * t
-            if s < best:
-                best = s
-        lim = best * (1.0 + rel_tol) + abs_tol
-        cnt = 0
-        f = -1
-        mine = False
-        for j in range(nx):
-            s = 0.0
-            for a in range(m):
-                t = zs[i, a] - xs[j, a]
-                s += t * t
-            if s <= lim:
-                cnt += 1
-                if f < 0:
-                    f = j
-                if j == i:
-                    mine = True
-        own[i] = mine
-        count[i] = cnt
-        first[i] = f
+                v = zs[i, a]
+                col = xt[a]
+                for j in range(nx):
+                    t = v - col[j]
+                    d[j] += t * t
+            best = np.inf
+            arg = -1
+            for j in range(nx):
+                if d[j] < best:
+                    best = d[j]
+                    arg = j
+            lim = best * (1.0 + rel_tol) + abs_tol
+            cnt = 0
+            for j in range(nx):
+                cnt += 1 if d[j] <= lim else 0
+            f = arg
+            if cnt > 1:
+                for j in range(nx):
+                    if d[j] <= lim:
+                        f = j
+                        break
+            own[i] = i < nx and d[i] <= lim
+            count[i] = cnt
+            first[i] = f
     return own, count, first

@@ -30,6 +30,7 @@ from ppdm.utils import RandomState, check_random_state
 
 TIE_REL_TOL = 1e-12
 TIE_ABS_TOL = 1e-15
+AUTO_PROBE_MIN_N = 20_000  # below this every method takes well under a second
 
 
 def _threads() -> int:
@@ -69,29 +70,73 @@ def _standardize(X: np.ndarray, Z: np.ndarray, how: str) -> tuple[np.ndarray, np
     return z_of(X, mx, sx), z_of(Z, Z.mean(axis=0), Z.std(axis=0, ddof=1))
 
 
-def _link_kdtree(Xs: np.ndarray, Zs: np.ndarray, need_first: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _brute(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from ppdm.metrics._kernels import nearest_ties_brute
+
+    return nearest_ties_brute(np.ascontiguousarray(Xs.T), np.ascontiguousarray(Zs), TIE_REL_TOL, TIE_ABS_TOL,
+                              max(1, min(len(Zs), 8 * _threads())))
+
+
+def _choose_method(Xs: np.ndarray, Zs: np.ndarray, tree: Any) -> str:
+    """Time both searches on a few hundred masked records and keep the faster.
+
+    A kd-tree is fast when the data have few (intrinsic) dimensions or the masking moves
+    records little; in many dimensions with strong masking it degrades below brute force.
+    Both give the same links, so only the running time depends on this choice.
+    """
+    import time
+
+    n = len(Zs)
+    probe = np.random.default_rng(0).choice(n, size=min(n, 500), replace=False)
+    t0 = time.perf_counter()
+    tree.query(Zs[probe], k=1, workers=_threads())
+    t_kd = (time.perf_counter() - t0) * 2.0  # the linkage query costs about two plain ones
+    t0 = time.perf_counter()
+    _brute(Xs, Zs[probe])
+    t_brute = time.perf_counter() - t0
+    return "kdtree" if t_kd <= t_brute else "brute"
+
+
+def _link_kdtree(
+    Xs: np.ndarray, Zs: np.ndarray, need_first: bool, tree: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     from scipy.spatial import cKDTree
 
-    tree = cKDTree(Xs)
-    d, _ = tree.query(Zs, k=1, workers=_threads())
-    lim2 = d * d * (1.0 + TIE_REL_TOL) + TIE_ABS_TOL
-    own = ((Zs - Xs) ** 2).sum(axis=1) <= lim2
+    if tree is None:
+        tree = cKDTree(Xs)
     n = len(Zs)
+    own2 = ((Zs - Xs) ** 2).sum(axis=1)
+    d1 = np.empty(n)
+    d2 = np.full(n, np.inf)
+    k = 2 if len(Xs) > 1 else 1
+    # Only originals at most as far as the own record matter: search for the two nearest
+    # within that radius. Records are grouped by their own distance so that each group's
+    # (scalar) search bound is tight; an unbounded 2-NN search is far slower in many
+    # dimensions, where the second neighbour is usually distant.
+    order = np.argsort(own2, kind="stable")
+    n_groups = max(1, min(64, n // 512))
+    for g in np.array_split(order, n_groups):
+        if g.size == 0:
+            continue
+        bound = math.sqrt(float(own2[g].max()) * (1.0 + 1e-9)) * (1.0 + 1e-9) + 1e-150
+        d, _ = tree.query(Zs[g], k=k, distance_upper_bound=bound, workers=_threads())
+        d = d.reshape(g.size, k)
+        d1[g] = d[:, 0]
+        if k == 2:
+            d2[g] = d[:, 1]
+    d1 = np.minimum(d1, np.sqrt(own2))  # the own record is always within the bound
+    lim2 = d1 * d1 * (1.0 + TIE_REL_TOL) + TIE_ABS_TOL
+    own = own2 <= lim2
     count = np.ones(n, dtype=np.int64)
     first = np.arange(n)
-    # |T_i| matters only where the own record is among the nearest; the ball is tiny there.
-    # (Asking for the 2 nearest instead is far slower in many dimensions: the second
-    # neighbour is usually distant and the tree cannot prune.)
-    idx = np.flatnonzero(own)
+    idx = np.flatnonzero(own & (d2 * d2 <= lim2))  # a second record as near: count the tie
     if idx.size:
         r = np.sqrt(lim2[idx])
         cnt = np.asarray(tree.query_ball_point(Zs[idx], r, return_length=True, workers=_threads()))
-        count[idx] = np.maximum(cnt, 1)
+        count[idx] = np.maximum(cnt, 2)
         if need_first:
-            many = idx[count[idx] > 1]
-            if many.size:
-                lists = tree.query_ball_point(Zs[many], np.sqrt(lim2[many]), workers=_threads())
-                first[many] = [min(min(lst), i) if lst else i for lst, i in zip(lists, many, strict=True)]
+            lists = tree.query_ball_point(Zs[idx], r, workers=_threads())
+            first[idx] = [min(min(lst), i) if lst else i for lst, i in zip(lists, idx, strict=True)]
     return own, count, first
 
 
@@ -117,8 +162,10 @@ def ddr(
     ``standardize``: ``"per_file"`` z-scores each file with its own column means and
     sds (sd 0 → only centred), ``"original"`` uses the original's for both, ``"none"``
     uses raw values. ``method``: ``"kdtree"`` (scipy cKDTree, O(n log n) in low
-    dimension), ``"brute"`` (Numba, O(n²·m) time, O(n) memory), ``"auto"`` = kdtree up to
-    16 attributes. The result is the same for every method.
+    dimension), ``"brute"`` (Numba, O(n²·m) time, O(n) memory), ``"auto"``: brute force
+    above 16 attributes; otherwise the kd-tree, unless n ≥ 20000 and a timing probe on
+    500 records finds brute force faster (many dimensions, strong masking). The result
+    is the same for every method.
     """
     if standardize not in ("per_file", "original", "none"):
         raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
@@ -129,13 +176,19 @@ def ddr(
     names, X, Z = numeric_pair(x, z, columns, measure="DDR")
     Xs, Zs = _standardize(X, Z, standardize)
     Xs, Zs = np.ascontiguousarray(Xs), np.ascontiguousarray(Zs)
-    use = method if method != "auto" else ("kdtree" if X.shape[1] <= 16 else "brute")
-    if use == "kdtree":
-        own, count, first = _link_kdtree(Xs, Zs, ties == "first")
-    else:
-        from ppdm.metrics._kernels import nearest_ties_brute
+    tree = None
+    use = method
+    if method == "auto":
+        use = "kdtree" if X.shape[1] <= 16 else "brute"
+        if use == "kdtree" and len(Z) >= AUTO_PROBE_MIN_N:
+            from scipy.spatial import cKDTree
 
-        own, count, first = nearest_ties_brute(Xs, Zs, TIE_REL_TOL, TIE_ABS_TOL)
+            tree = cKDTree(Xs)
+            use = _choose_method(Xs, Zs, tree)
+    if use == "kdtree":
+        own, count, first = _link_kdtree(Xs, Zs, ties == "first", tree)
+    else:
+        own, count, first = _brute(Xs, Zs)
     n = len(Z)
     if ties == "fractional":
         credit = np.where(own, 1.0 / count, 0.0)
