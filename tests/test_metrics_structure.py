@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -253,6 +255,15 @@ def test_registered_adapters_use_the_factory_option():
     a = specs["eduds"].fn(ctx)
     b = specs["edusc"].fn(ctx)
     assert 0 <= a.value <= 1 and 0 <= b.value <= 1
+    json.dumps(a.to_dict())
+    json.dumps(b.to_dict())
     assert a.value == pytest.approx(eduds(x, z, class_column="y", make_tree=lambda: CartForest(2)).value)
     # the forest of x was fitted once and shared
     assert sum(1 for k in ctx.cache if k[0] == "structure_forest") == 2
+
+
+def test_unknown_leaf_id_is_reported():
+    x = pd.DataFrame({"a": [1.0, 9.0], "y": ["A", "B"]})
+    partial = HandTree({1: Rule((Condition("a", "<=", 5.0),), "A")})  # record a=9 reaches no leaf (-1)
+    with pytest.raises(ParameterError, match="leaf id"):
+        eduds(x, x, class_column="y", trees_x=partial, trees_z=stump("a", 5))

@@ -122,9 +122,25 @@ class EDUDSResult(MeasureResult):
 
 
 def _leaf_positions(tree: TreeModel, data: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
+    """Each record's leaf as a position in the tree's leaf list, and that list of rules."""
     ids = np.asarray(tree.apply(data)).ravel()
     rules = tree.leaf_rules()
     keys = list(rules)
+    try:
+        karr = np.asarray(keys, dtype=np.int64)
+        ids_i = ids.astype(np.int64)
+    except (TypeError, ValueError):
+        karr = None
+    if karr is not None and len(karr) and np.array_equal(ids_i, ids):
+        sorter = np.argsort(karr)
+        at = np.searchsorted(karr, ids_i, sorter=sorter)
+        at = np.minimum(at, len(karr) - 1)
+        idx = sorter[at]
+        bad = karr[idx] != ids_i
+        if bad.any():
+            raise ParameterError(f"a tree's apply() returned leaf id {ids[bad.argmax()]!r}, "
+                                 "which leaf_rules() does not list")
+        return idx, [rules[k] for k in keys]
     pos = {k: i for i, k in enumerate(keys)}
     try:
         idx = np.fromiter((pos[i.item() if isinstance(i, np.generic) else i] for i in ids), dtype=np.int64,
