@@ -262,3 +262,15 @@ def test_ddr_auto_probe_on_a_large_input_gives_the_same_links():
     auto = ddr(x, z)
     assert auto.method in ("kdtree", "brute")
     assert auto.value == ddr(x, z, method="kdtree").value
+
+
+def test_sers_records_without_similarity_are_counted_not_averaged():
+    o = pd.DataFrame({"a": [0.0, 1.0]})
+    p = pd.DataFrame({"a": [10.0, 0.0]})
+    # original-only domain (width 1): record 0 matches P1 exactly (H = 0); record 1 has S = 0 everywhere
+    r = sers(o, p, ["a"], [], domain="original", return_records=True)
+    assert r.undefined == 1
+    assert np.isnan(r.record_entropy[1])
+    assert r.value == pytest.approx(0.0)
+    with pytest.raises(ParameterError, match="undefined"):
+        sers(o, pd.DataFrame({"a": [10.0, 11.0]}), ["a"], [], domain="original")

@@ -51,13 +51,14 @@ def default_tree_factory() -> TreeFactory:
 
 
 def trees_of(model: Any) -> list[TreeModel]:
-    """The individual trees of a tree, a list of trees, or a forest (``trees_``/``estimators_``)."""
+    """The individual trees of a tree, a list of trees, or a forest that keeps its fitted
+    trees in ``trees_``, ``estimators_`` or ``forest_``."""
     if isinstance(model, (list, tuple)):
         out: list[TreeModel] = []
         for m in model:
             out.extend(trees_of(m))
         return out
-    for attr in ("trees_", "estimators_"):
+    for attr in ("trees_", "estimators_", "forest_"):
         inner = getattr(model, attr, None)
         if isinstance(inner, (list, tuple)) and inner and all(isinstance(t, TreeModel) for t in inner):
             return list(inner)
@@ -65,7 +66,7 @@ def trees_of(model: Any) -> list[TreeModel]:
         return [model]
     raise ParameterError(
         f"{type(model).__name__} is not a tree model: it needs apply(X), leaf_rules() and classes_ "
-        "(ppdm.trees.base.TreeModel), or trees_/estimators_ holding such trees"
+        "(ppdm.trees.base.TreeModel), or trees_/estimators_/forest_ holding such trees"
     )
 
 
