@@ -362,7 +362,10 @@ def split_score(values: np.ndarray, y: np.ndarray, n_classes: int, *, numeric: b
     if numeric:
         order = np.argsort(values, kind="stable")
         v = values[order]
-        cum = np.cumsum(np.eye(n_classes)[y[order]], axis=0)
+        ys = y[order]
+        cum = np.empty((n, n_classes))
+        for c in range(n_classes):
+            np.cumsum(ys == c, out=cum[:, c])
         cut = np.flatnonzero(v[1:] != v[:-1])  # split after position cut
         if cut.size == 0:
             return 0.0
