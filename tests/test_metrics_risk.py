@@ -128,6 +128,8 @@ def test_il_dr_arithmetic_of_paper_table_1():
     v = il_dr_combine(103.26, 542.51, 0.00, 0.05)
     assert v == pytest.approx(161.455, abs=1e-9)
     assert round(v, 2) == 161.45
+    # the next row (k = 100): IL metrics 43.06, IL1s 179.47, IDR 0.24, DDR 0.03 → 55.70
+    assert round(il_dr_combine(43.06, 179.47, 0.03, 0.24), 2) == 55.70
     assert il_dr_combine(1, 2, 0.5, 0.5, dr_scale=100) == pytest.approx(0.25 * 103)
 
 
