@@ -1,0 +1,89 @@
+"""Speed and memory of the quadratic risk measures (SERS, DDR) and the column-wise SDC measures.
+
+Goals: SERS exact on adult (30162 × 14) ≤ 10 s with peak RSS ≤ 1 GB; SERS exact on
+10⁵ records with peak RSS ≤ 2 GB; DDR on 10⁵ records ≤ 10 s. Run with
+``python benchmarks/run.py measures`` (``--quick`` for a smoke run on small inputs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from benchmarks._util import measure
+
+
+def _perturb_adult(n: int | None, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, list[str], list[str]]:
+    """adult's 14 attributes (complete cases), resampled to n rows if asked, and a noisy release."""
+    from ppdm.datasets import load
+
+    x, sch = load("adult", missing="drop")
+    rng = np.random.default_rng(seed)
+    if n is not None and n != len(x):
+        x = x.iloc[rng.integers(0, len(x), n)].reset_index(drop=True)
+    numeric, categorical = list(sch.numeric), list(sch.categorical)
+    x = x[numeric + categorical]
+    z = x.copy()
+    for c in numeric:
+        v = x[c].to_numpy(float)
+        z[c] = v + rng.normal(0, 0.1 * v.std(), len(v))
+    for c in categorical[:3]:
+        z[c] = rng.permutation(z[c].to_numpy())
+    return x, z, numeric, categorical
+
+
+def _row(name: str, n: int, m: int, seconds: float, rss: float, goal_s: float | None, goal_mb: float | None,
+         **extra) -> dict:
+    misses = []
+    if goal_s is not None and seconds > goal_s:
+        misses.append(f"time ×{seconds / goal_s:.2f}")
+    if goal_mb is not None and rss > goal_mb:
+        misses.append(f"memory ×{rss / goal_mb:.2f}")
+    goal = " ".join(g for g in (f"≤{goal_s:g} s" if goal_s else "", f"≤{goal_mb:g} MB" if goal_mb else "") if g)
+    return {"benchmark": name, "n": n, "m": m, "seconds": seconds, "peak_rss_mb": rss, "goal": goal or "-",
+            "meets": "yes" if not misses else "no (" + ", ".join(misses) + ")", **extra}
+
+
+def run(quick: bool = False) -> list[dict]:
+    from ppdm.metrics.info_loss import il1s, sse_sst
+    from ppdm.metrics.risk import ddr, idr, sers
+
+    rows: list[dict] = []
+    # compile the Numba kernels outside the timings
+    x0, z0, num0, cat0 = _perturb_adult(200, 0)
+    sers(x0, z0, num0, cat0)
+    ddr(x0[num0], z0[num0], method="brute")
+
+    n_adult = 3000 if quick else None
+    x, z, num, cat = _perturb_adult(n_adult, 1)
+    res, sec, rss = measure(lambda: sers(x, z, num, cat))
+    rows.append(_row("sers exact, adult", len(x), len(num) + len(cat), sec, rss, 10.0, 1024.0,
+                     value=round(res.value, 4)))
+
+    n_big = 10_000 if quick else 100_000
+    xb, zb, num, cat = _perturb_adult(n_big, 2)
+    res, sec, rss = measure(lambda: sers(xb, zb, num, cat))
+    rows.append(_row("sers exact, resampled adult", n_big, len(num) + len(cat), sec, rss, None, 2048.0,
+                     value=round(res.value, 4)))
+    res, sec, rss = measure(lambda: sers(xb, zb, num, cat, sample=2000, random_state=0))
+    rows.append(_row("sers sample=2000 (95% CI)", n_big, len(num) + len(cat), sec, rss, None, None,
+                     value=f"{res.value:.4f} [{res.ci_low:.4f}, {res.ci_high:.4f}]"))
+
+    rng = np.random.default_rng(3)
+    res, sec, rss = measure(lambda: ddr(xb[num], zb[num]))
+    rows.append(_row(f"ddr ({res.method}), resampled adult numeric + noise", n_big, len(num), sec, rss, 10.0, None,
+                     value=round(res.value, 4)))
+    # stress cases: 13 independent dimensions (no structure for a kd-tree to exploit)
+    for sd in (0.25, 1.0):
+        xs = rng.normal(size=(n_big, 13))
+        zs = xs + rng.normal(0, sd, size=xs.shape)
+        res, sec, rss = measure(lambda xs=xs, zs=zs: ddr(xs, zs))
+        rows.append(_row(f"ddr ({res.method}), 13-d gaussian + noise sd {sd}", n_big, 13, sec, rss, 10.0, None,
+                         value=round(res.value, 4)))
+
+    n_col = 100_000 if quick else 1_000_000
+    xc = pd.DataFrame(rng.normal(size=(n_col, 10)), columns=[f"v{j}" for j in range(10)])
+    zc = xc + rng.normal(0, 0.1, size=xc.shape)
+    _, sec, rss = measure(lambda: (il1s(xc, zc), sse_sst(xc, zc), idr(xc, zc)))
+    rows.append(_row("il1s + sse_sst + idr", n_col, 10, sec, rss, None, None))
+    return rows

@@ -1,0 +1,484 @@
+"""Disclosure risk of a release: record linkage, interval disclosure, record-similarity
+entropy, and the IL-DR trade-off score.
+
+* :func:`ddr` — distance-based record linkage (paper 003 §3.3.2 "DDR"): the share of
+  masked records whose nearest original record is their own.
+* :func:`idr` — interval disclosure (paper 003 §3.3.2 "IDR"), sdcMicro's ``dRisk``.
+* :func:`il_dr_score` — paper 003 §3.3.3: 0.25·(IL metrics + IL1s + DDR + IDR).
+* :func:`sers` — Security Evaluation using Record Similarity (paper 004 §6, eq. 6–8):
+  mean entropy of each original record's normalised similarity to every perturbed record.
+
+DDR and SERS compare every record with every record of the other file; neither ever
+holds an n × n matrix (a KD-tree, or Numba kernels with one length-n buffer per thread).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ppdm.errors import ParameterError, SchemaError
+from ppdm.metrics import _dask
+from ppdm.metrics._common import context_numeric, is_dask, numeric_pair, pick_options
+from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+from ppdm.utils import RandomState, check_random_state
+
+TIE_REL_TOL = 1e-12
+TIE_ABS_TOL = 1e-15
+AUTO_PROBE_MIN_N = 20_000  # below this every method takes well under a second
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ----------------------------------------------------------------------------- DDR
+@dataclass
+class DDRResult(MeasureResult):
+    """Distance-based record linkage: ``value`` = correctly linked share of masked records
+    (a fraction in [0, 1]; ×100 when ``percent``). ``linked`` is the credit summed over
+    records; ``tied`` counts the records whose own original shares the smallest distance
+    with other originals."""
+
+    linked: float = 0.0
+    n: int = 0
+    tied: int = 0
+    standardize: str = "per_file"
+    ties: str = "fractional"
+    method: str = "kdtree"
+    percent: bool = False
+
+
+def _standardize(X: np.ndarray, Z: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
+    def z_of(A: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+        # a constant column carries no linkage information in that file: centre it only
+        return (A - mean) / np.where(sd > 0, sd, 1.0)
+
+    if how == "none":
+        return X, Z
+    mx, sx = X.mean(axis=0), X.std(axis=0, ddof=1)
+    if how == "original":
+        return z_of(X, mx, sx), z_of(Z, mx, sx)
+    return z_of(X, mx, sx), z_of(Z, Z.mean(axis=0), Z.std(axis=0, ddof=1))
+
+
+def _brute(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from ppdm.metrics._kernels import nearest_ties_brute
+
+    return nearest_ties_brute(np.ascontiguousarray(Xs.T), np.ascontiguousarray(Zs), TIE_REL_TOL, TIE_ABS_TOL,
+                              max(1, min(len(Zs), 8 * _threads())))
+
+
+def _choose_method(Xs: np.ndarray, Zs: np.ndarray, tree: Any) -> str:
+    """Time both searches on a few hundred masked records and keep the faster.
+
+    A kd-tree is fast when the data have few (intrinsic) dimensions or the masking moves
+    records little; in many dimensions with strong masking it degrades below brute force.
+    Both give the same links, so only the running time depends on this choice.
+    """
+    import time
+
+    n = len(Zs)
+    probe = np.random.default_rng(0).choice(n, size=min(n, 500), replace=False)
+    t0 = time.perf_counter()
+    tree.query(Zs[probe], k=1, workers=_threads())
+    t_kd = (time.perf_counter() - t0) * 2.0  # the linkage query costs about two plain ones
+    t0 = time.perf_counter()
+    _brute(Xs, Zs[probe])
+    t_brute = time.perf_counter() - t0
+    return "kdtree" if t_kd <= t_brute else "brute"
+
+
+def _link_kdtree(
+    Xs: np.ndarray, Zs: np.ndarray, need_first: bool, tree: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from scipy.spatial import cKDTree
+
+    if tree is None:
+        tree = cKDTree(Xs)
+    n = len(Zs)
+    own2 = ((Zs - Xs) ** 2).sum(axis=1)
+    d1 = np.empty(n)
+    d2 = np.full(n, np.inf)
+    k = 2 if len(Xs) > 1 else 1
+    # Only originals at most as far as the own record matter: search for the two nearest
+    # within that radius. Records are grouped by their own distance so that each group's
+    # (scalar) search bound is tight; an unbounded 2-NN search is far slower in many
+    # dimensions, where the second neighbour is usually distant.
+    order = np.argsort(own2, kind="stable")
+    n_groups = max(1, min(64, n // 512))
+    for g in np.array_split(order, n_groups):
+        if g.size == 0:
+            continue
+        bound = math.sqrt(float(own2[g].max()) * (1.0 + 1e-9)) * (1.0 + 1e-9) + 1e-150
+        d, _ = tree.query(Zs[g], k=k, distance_upper_bound=bound, workers=_threads())
+        d = d.reshape(g.size, k)
+        d1[g] = d[:, 0]
+        if k == 2:
+            d2[g] = d[:, 1]
+    d1 = np.minimum(d1, np.sqrt(own2))  # the own record is always within the bound
+    lim2 = d1 * d1 * (1.0 + TIE_REL_TOL) + TIE_ABS_TOL
+    own = own2 <= lim2
+    count = np.ones(n, dtype=np.int64)
+    first = np.arange(n)
+    idx = np.flatnonzero(own & (d2 * d2 <= lim2))  # a second record as near: count the tie
+    if idx.size:
+        r = np.sqrt(lim2[idx])
+        cnt = np.asarray(tree.query_ball_point(Zs[idx], r, return_length=True, workers=_threads()))
+        count[idx] = np.maximum(cnt, 2)
+        if need_first:
+            lists = tree.query_ball_point(Zs[idx], r, workers=_threads())
+            first[idx] = [min(min(lst), i) if lst else i for lst, i in zip(lists, idx, strict=True)]
+    return own, count, first
+
+
+def ddr(
+    x: Any,
+    z: Any,
+    columns: list[str] | None = None,
+    *,
+    standardize: Literal["per_file", "original", "none"] = "per_file",
+    ties: Literal["fractional", "first", "strict"] = "fractional",
+    method: Literal["auto", "kdtree", "brute"] = "auto",
+    percent: bool = False,
+) -> DDRResult:
+    """Distance-based record linkage (paper 003 §3.3.2; Domingo-Ferrer & Torra 2001).
+
+    Each masked record z_i is linked to the original records at the smallest Euclidean
+    distance, T_i = {j : d(z_i, x_j)² ≤ min_j d² · (1 + 1e-12) + 1e-15}; the link is correct
+    when i ∈ T_i. ``ties`` says how a tie counts: ``"fractional"`` credits 1/|T_i| (the
+    expected rate when the intruder picks among the tied records at random — rounding
+    creates many exact ties), ``"first"`` credits iff i is the lowest index in T_i (a
+    plain argmin), ``"strict"`` iff T_i = {i}.
+
+    ``standardize``: ``"per_file"`` z-scores each file with its own column means and
+    sds (sd 0 → only centred), ``"original"`` uses the original's for both, ``"none"``
+    uses raw values. ``method``: ``"kdtree"`` (scipy cKDTree, O(n log n) in low
+    dimension), ``"brute"`` (Numba, O(n²·m) time, O(n) memory), ``"auto"``: brute force
+    above 16 attributes; otherwise the kd-tree, unless n ≥ 20000 and a timing probe on
+    500 records finds brute force faster (many dimensions, strong masking). The result
+    is the same for every method.
+    """
+    if standardize not in ("per_file", "original", "none"):
+        raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
+    if ties not in ("fractional", "first", "strict"):
+        raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
+    if method not in ("auto", "kdtree", "brute"):
+        raise ParameterError(f"DDR method must be 'auto', 'kdtree' or 'brute', got {method!r}")
+    names, X, Z = numeric_pair(x, z, columns, measure="DDR")
+    Xs, Zs = _standardize(X, Z, standardize)
+    Xs, Zs = np.ascontiguousarray(Xs), np.ascontiguousarray(Zs)
+    tree = None
+    use = method
+    if method == "auto":
+        use = "kdtree" if X.shape[1] <= 16 else "brute"
+        if use == "kdtree" and len(Z) >= AUTO_PROBE_MIN_N:
+            from scipy.spatial import cKDTree
+
+            tree = cKDTree(Xs)
+            use = _choose_method(Xs, Zs, tree)
+    if use == "kdtree":
+        own, count, first = _link_kdtree(Xs, Zs, ties == "first", tree)
+    else:
+        own, count, first = _brute(Xs, Zs)
+    n = len(Z)
+    if ties == "fractional":
+        credit = np.where(own, 1.0 / count, 0.0)
+    elif ties == "first":
+        credit = (own & (first == np.arange(n))).astype(float)
+    else:
+        credit = (own & (count == 1)).astype(float)
+    linked = float(credit.sum())
+    frac = linked / n
+    return DDRResult(value=100.0 * frac if percent else frac, linked=linked, n=n, tied=int((own & (count > 1)).sum()),
+                     standardize=standardize, ties=ties, method=use, percent=percent)
+
+
+# ----------------------------------------------------------------------------- IDR
+@dataclass
+class IDRResult(MeasureResult):
+    """Interval disclosure: ``value`` = share of records at risk (sdcMicro ``dRisk``)."""
+
+    at_risk: int = 0
+    n: int = 0
+    k: float = 0.05
+    rule: str = "all"
+    per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def _idr_counts(X: np.ndarray, Z: np.ndarray, sd: np.ndarray, k: float, rule: str) -> tuple[int, np.ndarray]:
+    half = k * sd
+    # inclusive bounds, compared exactly as x < z − k·s or x > z + k·s
+    outside = (X < Z - half) | (X > Z + half)
+    n_out = outside.sum(axis=1)
+    risky = n_out == 0 if rule == "all" else n_out <= 1
+    return int(risky.sum()), (~outside).sum(axis=0)
+
+
+def idr(
+    x: Any,
+    z: Any,
+    k: float = 0.05,
+    columns: list[str] | None = None,
+    *,
+    rule: Literal["all", "legacy"] = "all",
+) -> IDRResult:
+    """Interval disclosure risk with sdcMicro ``dRisk`` semantics (paper 003 §3.3.2).
+
+    Around each masked value the interval [z_ij − k·s_j, z_ij + k·s_j] is drawn, s_j the
+    sample sd (ddof = 1) of the *masked* column j, bounds inclusive. ``rule="all"``
+    (sdcMicro ≥ 5.6): a record is at risk when its original value lies inside the interval
+    for every attribute. ``rule="legacy"`` (sdcMicro before the 2020 fix): at risk when at
+    most one attribute lies outside. ``value`` is the share of records at risk.
+    ``per_attribute`` gives the share of cells inside their interval, column by column.
+    Accepts a pair of dask DataFrames too.
+    """
+    if not (isinstance(k, (int, float)) and math.isfinite(k) and k >= 0):
+        raise ParameterError(f"IDR k must be a finite number ≥ 0, got {k!r}")
+    if rule not in ("all", "legacy"):
+        raise ParameterError(f"IDR rule must be 'all' or 'legacy', got {rule!r}")
+    if is_dask(x) or is_dask(z):
+        names = list(columns) if columns is not None else list(x.columns)
+        if not names:
+            raise ParameterError("IDR needs at least one numeric attribute; none was given")
+        n, sz = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], Z.sum(0)), measure="IDR"))
+        if n < 2:
+            raise SchemaError("IDR needs at least 2 records")
+        mz = sz / n
+        (ss,) = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (((Z - mz) ** 2).sum(0),), measure="IDR"))
+        sd = np.sqrt(ss / (n - 1))
+        risky, inside = _dask.add(_dask.reduce_pairs(
+            x, z, names, lambda X, Z: _idr_counts(X, Z, sd, k, rule), measure="IDR"))
+        n = int(n)
+    else:
+        names, X, Z = numeric_pair(x, z, columns, measure="IDR")
+        n = X.shape[0]
+        sd = Z.std(axis=0, ddof=1)
+        risky, inside = _idr_counts(X, Z, sd, k, rule)
+    per = pd.DataFrame({"attribute": names, "sd_masked": sd, "share_inside": np.asarray(inside) / n})
+    return IDRResult(value=int(risky) / n, at_risk=int(risky), n=n, k=float(k), rule=rule, per_attribute=per)
+
+
+# ------------------------------------------------------------------------- IL-DR
+@dataclass
+class ILDRResult(MeasureResult):
+    """Paper 003 §3.3.3 IL-DR score: 0.25·(IL metrics + IL1s + DDR + IDR); lower is better."""
+
+    il_metrics: float = 0.0
+    il1s: float = 0.0
+    ddr: float = 0.0
+    idr: float = 0.0
+    dr_scale: float = 1.0
+
+
+def il_dr_combine(il_metrics_value: float, il1s_value: float, ddr_value: float, idr_value: float,
+                  dr_scale: float = 1.0) -> float:
+    """0.25·(ILmetrics + IL1s + dr_scale·DDR + dr_scale·IDR).
+
+    With ``dr_scale=1`` (the paper's numbers: IL metrics in percent, IL1s as sdcMicro's
+    sum, DDR and IDR as fractions) this reproduces paper 003's tables, e.g. Table 1's
+    MDAV row k = 167: (103.26 + 542.51 + 0.00 + 0.05)/4 = 161.455 → printed 161.45.
+    ``dr_scale=100`` puts the risks in percent too (not the paper's score).
+    """
+    return 0.25 * (il_metrics_value + il1s_value + dr_scale * ddr_value + dr_scale * idr_value)
+
+
+def il_dr_score(
+    x: Any,
+    z: Any,
+    columns: list[str] | None = None,
+    *,
+    dr_scale: float = 1.0,
+    il1s_form: Literal["sum", "mean"] = "sum",
+    idr_k: float = 0.05,
+    idr_rule: Literal["all", "legacy"] = "all",
+    ddr_standardize: Literal["per_file", "original", "none"] = "per_file",
+    ddr_ties: Literal["fractional", "first", "strict"] = "fractional",
+) -> ILDRResult:
+    """IL-DR score of paper 003 §3.3.3 computed from x and z with the measures of this package."""
+    from ppdm.metrics.info_loss import il1s, il_metrics
+
+    ilm = il_metrics(x, z, columns).value
+    il1 = il1s(x, z, columns, form=il1s_form).value
+    dd = ddr(x, z, columns, standardize=ddr_standardize, ties=ddr_ties).value
+    ii = idr(x, z, idr_k, columns, rule=idr_rule).value
+    return ILDRResult(value=il_dr_combine(ilm, il1, dd, ii, dr_scale), il_metrics=ilm, il1s=il1, ddr=dd, idr=ii,
+                      dr_scale=dr_scale)
+
+
+# ---------------------------------------------------------------------------- SERS
+@dataclass
+class SERSResult(MeasureResult):
+    """SERS (paper 004 §6): mean entropy (bits) of the original records' normalised
+    similarity rows; higher means more uncertainty for an intruder, i.e. more security."""
+
+    n_original: int = 0
+    n_perturbed: int = 0
+    undefined: int = 0
+    normalized: bool = False
+    domain: str = "union"
+    exact: bool = True
+    sample_size: int = 0
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    confidence: float = 0.95
+    record_entropy: np.ndarray | None = None
+
+
+def _sers_prepare(
+    x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], categorical: list[str], domain: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    on = np.empty((len(x), len(numeric)))
+    pn = np.empty((len(numeric), len(z)))
+    for j, c in enumerate(numeric):
+        for label, df in (("original", x), ("perturbed", z)):
+            s = df[c]
+            if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+                raise SchemaError(f"SERS: numeric column {c!r} of the {label} table is not numeric (dtype {s.dtype})")
+        a = x[c].to_numpy(dtype=float, na_value=np.nan)
+        b = z[c].to_numpy(dtype=float, na_value=np.nan)
+        for label, v in (("original", a), ("perturbed", b)):
+            if not np.isfinite(v).all():
+                raise SchemaError(f"SERS: numeric column {c!r} of the {label} table holds a missing or infinite value")
+        lo, hi = (min(a.min(), b.min()), max(a.max(), b.max())) if domain == "union" else (a.min(), a.max())
+        dom = hi - lo
+        # a zero-width domain makes the attribute's term 0 for every pair
+        scale = 1.0 / dom if dom > 0 else 0.0
+        on[:, j] = a * scale
+        pn[j, :] = b * scale
+    oc = np.empty((len(x), len(categorical)), dtype=np.int32)
+    pc = np.empty((len(categorical), len(z)), dtype=np.int32)
+    for j, c in enumerate(categorical):
+        both = pd.concat([x[c], z[c]], ignore_index=True)
+        codes, _ = pd.factorize(both, use_na_sentinel=False)  # NaN == NaN counts as equal
+        oc[:, j] = codes[: len(x)]
+        pc[j, :] = codes[len(x):]
+    return on, oc, np.ascontiguousarray(pn), np.ascontiguousarray(pc)
+
+
+def sers(
+    x: pd.DataFrame,
+    z: pd.DataFrame,
+    numeric: list[str] | None = None,
+    categorical: list[str] | None = None,
+    *,
+    domain: Literal["union", "original"] = "union",
+    normalized: bool = False,
+    sample: int | None = None,
+    confidence: float = 0.95,
+    random_state: RandomState = 0,
+    return_records: bool = False,
+) -> SERSResult:
+    """Security Evaluation using Record Similarity (paper 004 §6, eq. 6–8).
+
+    d_ik = (Σ_num |O_ij − P_kj| / dom_j + Σ_cat [O_ij ≠ P_kj]) / m, S_ik = 1 − d_ik,
+    S̃_ik = S_ik / Σ_l S_il, H_i = −Σ_k S̃_ik log2 S̃_ik, SERS = mean_i H_i.
+
+    ``numeric``/``categorical`` name the attributes (default: numeric dtypes of ``x`` are
+    numeric, the rest categorical). ``domain``: dom_j is the range over original ∪
+    perturbed values (``"union"``, keeps 0 ≤ S ≤ 1) or over the original only
+    (``"original"``; negative similarities are then clipped at 0). Records with Σ_k S_ik = 0
+    have no entropy; they are left out and counted in ``undefined``. ``normalized`` divides
+    by log2 n_P (so 1 = uniform over all perturbed records).
+
+    Exact computation costs O(n_O·n_P·m) time and O(threads·n_P) memory. ``sample=s``
+    computes H_i exactly for s original records drawn without replacement and returns
+    their mean with a ``confidence`` interval (t-interval with finite-population correction).
+    """
+    if domain not in ("union", "original"):
+        raise ParameterError(f"SERS domain must be 'union' or 'original', got {domain!r}")
+    if not isinstance(x, pd.DataFrame) or not isinstance(z, pd.DataFrame):
+        raise SchemaError("SERS compares two DataFrames (original and perturbed)")
+    if numeric is None and categorical is None:
+        numeric = [c for c in x.columns if pd.api.types.is_numeric_dtype(x[c]) and not pd.api.types.is_bool_dtype(x[c])]
+        categorical = [c for c in x.columns if c not in numeric]
+    numeric, categorical = list(numeric or []), list(categorical or [])
+    cols = numeric + categorical
+    if not cols:
+        raise ParameterError("SERS needs at least one attribute; none was given")
+    for label, df in (("original", x), ("perturbed", z)):
+        absent = [c for c in cols if c not in df.columns]
+        if absent:
+            raise SchemaError(f"SERS: column(s) {', '.join(map(repr, absent))} not in the {label} table")
+    if len(x) == 0 or len(z) == 0:
+        raise SchemaError("SERS needs at least one original and one perturbed record")
+    if not 0 < confidence < 1:
+        raise ParameterError(f"SERS confidence must be in (0, 1), got {confidence!r}")
+    n_o, n_p = len(x), len(z)
+    on, oc, pn, pc = _sers_prepare(x, z, numeric, categorical, domain)
+    exact = sample is None or sample >= n_o
+    if exact:
+        rows = np.arange(n_o)
+    else:
+        if not isinstance(sample, (int, np.integer)) or sample < 2:
+            raise ParameterError(f"SERS sample must be an integer ≥ 2, got {sample!r}")
+        rows = np.sort(check_random_state(random_state).choice(n_o, size=int(sample), replace=False))
+    from ppdm.metrics._kernels import sers_rows
+
+    h = sers_rows(np.ascontiguousarray(on[rows]), np.ascontiguousarray(oc[rows]), pn, pc, 1.0 / len(cols),
+                  domain == "original", max(1, min(len(rows), 8 * _threads())))
+    if normalized:
+        h = h / math.log2(n_p) if n_p > 1 else np.zeros_like(h)
+    ok = np.isfinite(h)
+    undefined = int((~ok).sum())
+    if not ok.any():
+        raise ParameterError("SERS is undefined: every original record has zero similarity to every perturbed record")
+    value = float(h[ok].mean())
+    lo = hi = value
+    if not exact:
+        from scipy import stats
+
+        s = int(ok.sum())
+        sd = float(h[ok].std(ddof=1)) if s > 1 else 0.0
+        fpc = math.sqrt(max(0.0, (n_o - len(rows)) / (n_o - 1)))
+        half = float(stats.t.ppf(0.5 + confidence / 2, df=max(s - 1, 1))) * sd / math.sqrt(s) * fpc
+        lo, hi = value - half, value + half
+    return SERSResult(value=value, n_original=n_o, n_perturbed=n_p, undefined=undefined, normalized=normalized,
+                      domain=domain, exact=exact, sample_size=len(rows), ci_low=lo, ci_high=hi,
+                      confidence=confidence, record_entropy=h if return_records else None)
+
+
+# --------------------------------------------------------------- CLI registrations
+@register_measure("ddr", kind="risk", needs_class=False,
+                  description="distance-based record linkage: share of masked records linked to their own original")
+def _ddr_measure(ctx: EvaluationContext) -> DDRResult:
+    cols = context_numeric(ctx, "ddr")
+    return ddr(ctx.x, ctx.z, cols, **pick_options(ctx.options, "ddr", ["standardize", "ties", "method", "percent"]))
+
+
+@register_measure("idr", kind="risk", needs_class=False,
+                  description="interval disclosure (sdcMicro dRisk, k = 0.05): share of records at risk")
+def _idr_measure(ctx: EvaluationContext) -> IDRResult:
+    cols = context_numeric(ctx, "idr")
+    opts = pick_options(ctx.options, "idr", ["k", "rule"])
+    return idr(ctx.x, ctx.z, opts.pop("k", 0.05), cols, **opts)
+
+
+@register_measure("il_dr_score", kind="risk", needs_class=False,
+                  description="IL-DR score 0.25·(IL metrics + IL1s + DDR + IDR) of paper 003 §3.3.3; lower is better")
+def _il_dr_measure(ctx: EvaluationContext) -> ILDRResult:
+    cols = context_numeric(ctx, "il_dr_score")
+    opts = pick_options(ctx.options, "il_dr_score",
+                        ["dr_scale", "il1s_form", "idr_k", "idr_rule", "ddr_standardize", "ddr_ties"])
+    return il_dr_score(ctx.x, ctx.z, cols, **opts)
+
+
+@register_measure("sers", kind="risk", needs_class=False,
+                  description="SERS record-similarity entropy in bits (paper 004 §6); higher is more secure")
+def _sers_measure(ctx: EvaluationContext) -> SERSResult:
+    opts = pick_options(ctx.options, "sers", ["domain", "normalized", "sample", "confidence", "include_class"])
+    include_class = bool(opts.pop("include_class", True))
+    sch = ctx.schema
+    numeric = list(sch.numeric)
+    categorical = list(sch.categorical)
+    if include_class and sch.class_column is not None and sch.class_column in ctx.z.columns:
+        categorical.append(sch.class_column)
+    return sers(ctx.x, ctx.z, numeric, categorical, random_state=ctx.random_state, **opts)

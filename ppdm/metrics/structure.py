@@ -1,0 +1,561 @@
+"""Utility of a release judged by the decision trees it yields (paper 004 §4–§5).
+
+* :func:`eduds` — "Evaluation of Data Utility using Domain Similarity" (EDUDS, paper 004
+  §4, eq. 1–3): a forest is built on the original x and one on the perturbed z; every
+  original record falls in one intersection of leaves of each forest, and the
+  sub-domains of those two intersections are compared attribute by attribute.
+* :func:`edusc` — "Evaluation of Data Utility using Splitting Criteria" (EDUSC, paper 004
+  §5, eq. 4–5): every node of each tree built on x is imposed on z ("forced tree"), and
+  the gain ratios of every attribute in the matching original and perturbed segments
+  are compared.
+
+Trees are anything satisfying :class:`ppdm.trees.base.TreeModel` (``apply``,
+``leaf_rules``, ``classes_``). Pass fitted trees (a single tree, a list of trees, or a
+forest object exposing them as ``trees_`` or ``estimators_``), or a factory
+``make_tree()`` returning an unfitted scikit-learn-style classifier, fitted here on x
+and on z with the same settings. Without either, SysFor (``ppdm.trees.SysForClassifier``)
+is used when it is installed, as in the paper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, SchemaError
+from ppdm.metrics._common import pick_options
+from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+from ppdm.rules.core import NUMERIC_OPS, Condition
+from ppdm.trees.base import TreeModel
+
+TreeFactory = Callable[[], Any]
+
+
+# ------------------------------------------------------------------------ trees
+def default_tree_factory() -> TreeFactory:
+    """The paper's learner, SysFor, resolved when first needed."""
+    try:
+        from ppdm.trees import SysForClassifier  # type: ignore[attr-defined]
+    except ImportError:
+        raise ParameterError(
+            "no tree learner is available: pass fitted trees or make_tree= (a callable returning an "
+            "unfitted classifier that satisfies ppdm.trees.base.TreeModel)"
+        ) from None
+    return SysForClassifier
+
+
+def trees_of(model: Any) -> list[TreeModel]:
+    """The individual trees of a tree, a list of trees, or a forest that keeps its fitted
+    trees in ``trees_``, ``estimators_`` or ``forest_``."""
+    if isinstance(model, (list, tuple)):
+        out: list[TreeModel] = []
+        for m in model:
+            out.extend(trees_of(m))
+        return out
+    for attr in ("trees_", "estimators_", "forest_"):
+        inner = getattr(model, attr, None)
+        if isinstance(inner, (list, tuple)) and inner and all(isinstance(t, TreeModel) for t in inner):
+            return list(inner)
+    if isinstance(model, TreeModel):
+        return [model]
+    raise ParameterError(
+        f"{type(model).__name__} is not a tree model: it needs apply(X), leaf_rules() and classes_ "
+        "(ppdm.trees.base.TreeModel), or trees_/estimators_/forest_ holding such trees"
+    )
+
+
+def _fit(make_tree: TreeFactory, data: pd.DataFrame, attrs: list[str], cls: str) -> list[TreeModel]:
+    model = make_tree()
+    model.fit(data[attrs], data[cls])
+    return trees_of(model)
+
+
+def _resolve_schema(x: pd.DataFrame, schema: Schema | None, class_column: str | None, measure: str) -> Schema:
+    if not isinstance(x, pd.DataFrame):
+        raise SchemaError(f"{measure} works on DataFrames (original and perturbed)")
+    sch = schema if schema is not None else Schema.infer(x, class_column)
+    if class_column is not None and class_column != sch.class_column:
+        sch = sch.with_class(class_column)
+    if sch.class_column is None:
+        raise SchemaError(f"{measure} builds decision trees and needs a class column; name it with class_column=")
+    return sch
+
+
+def _check_tables(x: pd.DataFrame, z: pd.DataFrame, sch: Schema, measure: str) -> None:
+    for label, df in (("original", x), ("perturbed", z)):
+        if not isinstance(df, pd.DataFrame):
+            raise SchemaError(f"{measure}: the {label} table must be a DataFrame")
+        absent = [c for c in sch.columns if c not in df.columns]
+        if absent:
+            raise SchemaError(f"{measure}: column(s) {', '.join(map(repr, absent))} not in the {label} table")
+        for c in sch.numeric:
+            v = df[c].to_numpy(dtype=float, na_value=np.nan)
+            if not np.isfinite(v).all():
+                raise SchemaError(f"{measure}: numeric column {c!r} of the {label} table holds a missing or infinite value")
+        if len(df) == 0:
+            raise SchemaError(f"{measure}: the {label} table has no rows")
+
+
+# ------------------------------------------------------------------------ EDUDS
+@dataclass
+class EDUDSResult(MeasureResult):
+    """EDUDS sub-domain similarity SDS_{O,P} (paper 004 eq. 3), in [0, 1]; 1 = same regions.
+
+    ``per_attribute``: for each attribute, the records on which it counted and their mean
+    similarity 1 − Diff. ``per_tree``: the same measure for the t-th tree of each forest
+    alone (when both forests have as many trees). ``skipped``: original records on which no
+    attribute counted (tested by neither forest).
+    """
+
+    n_records: int = 0
+    skipped: int = 0
+    n_trees_original: int = 0
+    n_trees_perturbed: int = 0
+    domain: str = "union"
+    per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
+    per_tree: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def _leaf_positions(tree: TreeModel, data: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
+    """Each record's leaf as a position in the tree's leaf list, and that list of rules."""
+    ids = np.asarray(tree.apply(data)).ravel()
+    rules = tree.leaf_rules()
+    keys = list(rules)
+    try:
+        karr = np.asarray(keys, dtype=np.int64)
+        ids_i = ids.astype(np.int64)
+    except (TypeError, ValueError):
+        karr = None
+    if karr is not None and len(karr) and np.array_equal(ids_i, ids):
+        sorter = np.argsort(karr)
+        at = np.searchsorted(karr, ids_i, sorter=sorter)
+        at = np.minimum(at, len(karr) - 1)
+        idx = sorter[at]
+        bad = karr[idx] != ids_i
+        if bad.any():
+            raise ParameterError(f"a tree's apply() returned leaf id {ids[bad.argmax()]!r}, "
+                                 "which leaf_rules() does not list")
+        return idx, [rules[k] for k in keys]
+    pos = {k: i for i, k in enumerate(keys)}
+    try:
+        idx = np.fromiter((pos[i.item() if isinstance(i, np.generic) else i] for i in ids), dtype=np.int64,
+                          count=len(ids))
+    except KeyError as e:
+        raise ParameterError(f"a tree's apply() returned leaf id {e.args[0]!r}, which leaf_rules() does not list") \
+            from None
+    return idx, [rules[k] for k in keys]
+
+
+def _regions(
+    trees: list[TreeModel], data: pd.DataFrame, attrs: list[str], numeric: set[str], lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per record: lower and upper bounds and tested flags of the intersection of its leaves."""
+    n, a = len(data), len(attrs)
+    col = {c: j for j, c in enumerate(attrs)}
+    low = np.broadcast_to(lo, (n, a)).copy()
+    up = np.broadcast_to(hi, (n, a)).copy()
+    tested = np.zeros((n, a), dtype=bool)
+    for tree in trees:
+        idx, rules = _leaf_positions(tree, data)
+        L = np.broadcast_to(lo, (len(rules), a)).copy()
+        H = np.broadcast_to(hi, (len(rules), a)).copy()
+        T = np.zeros((len(rules), a), dtype=bool)
+        for r, rule in enumerate(rules):
+            for cond in rule.conditions:
+                j = col.get(cond.attribute)
+                if j is None:
+                    continue  # a test on something that is not an attribute here (never the class)
+                T[r, j] = True
+                if cond.attribute in numeric and cond.op in NUMERIC_OPS:
+                    if cond.op in ("<=", "<"):
+                        H[r, j] = min(H[r, j], float(cond.value))
+                    else:
+                        L[r, j] = max(L[r, j], float(cond.value))
+        np.maximum(low, L[idx], out=low)
+        np.minimum(up, H[idx], out=up)
+        tested |= T[idx]
+    # thresholds outside the domain (possible for a forest of the other table) are clipped
+    np.clip(low, lo, hi, out=low)
+    np.clip(up, lo, hi, out=up)
+    return low, up, tested
+
+
+def _sds(
+    regions_o: tuple[np.ndarray, np.ndarray, np.ndarray],
+    regions_p: tuple[np.ndarray, np.ndarray, np.ndarray],
+    is_num: np.ndarray,
+    dom: np.ndarray,
+    domain: str,
+    count_untested: bool,
+    empty_records: str,
+) -> tuple[float, int, np.ndarray, np.ndarray]:
+    lo_o, hi_o, t_o = regions_o
+    lo_p, hi_p, t_p = regions_p
+    with np.errstate(invalid="ignore", divide="ignore"):
+        width = (hi_o - lo_o) if domain == "segment" else np.broadcast_to(dom, lo_o.shape)
+        num_diff = (np.abs(lo_o - lo_p) + np.abs(hi_o - hi_p)) / width
+    num_diff = np.where(width > 0, num_diff, 0.0)
+    num_diff = np.minimum(num_diff, 1.0)
+    cat_diff = (t_o != t_p).astype(float)
+    diff = np.where(is_num[None, :], num_diff, cat_diff)
+    counted = (t_o | t_p) if not count_untested else np.ones_like(t_o)
+    if count_untested:
+        # an attribute neither forest tests keeps its whole domain in both: Diff = 0
+        diff = np.where(t_o | t_p, diff, 0.0)
+    k = counted.sum(axis=1)
+    sim_sum = np.where(counted, 1.0 - diff, 0.0).sum(axis=1)
+    has = k > 0
+    per_record = np.full(len(k), np.nan)
+    per_record[has] = sim_sum[has] / k[has]
+    skipped = int((~has).sum())
+    if empty_records == "one":
+        per_record[~has] = 1.0
+    ok = np.isfinite(per_record)
+    value = float(per_record[ok].mean()) if ok.any() else float("nan")
+    sim_attr = np.where(counted, 1.0 - diff, np.nan)
+    return value, skipped, sim_attr, counted
+
+
+def eduds(
+    x: pd.DataFrame,
+    z: pd.DataFrame,
+    *,
+    class_column: str | None = None,
+    schema: Schema | None = None,
+    trees_x: Any = None,
+    trees_z: Any = None,
+    make_tree: TreeFactory | None = None,
+    domain: Literal["union", "original", "segment"] | Mapping[str, tuple[float, float]] = "union",
+    count_untested: bool = False,
+    empty_records: Literal["skip", "one"] = "skip",
+) -> EDUDSResult:
+    """EDUDS (paper 004 §4): SDS_{O,P} = (1/n) Σ_r (1/k) Σ_a (1 − Diff_a^r).
+
+    Every original record r is routed through the forest of x and the forest of z; in each
+    it lies in the intersection of one leaf per tree. For a numeric attribute a, that
+    intersection's sub-domain is [LDom, HDom], starting from the attribute's domain and
+    narrowed by every test on a along the record's paths; Diff_a^r =
+    (|LDom_O − LDom_P| + |HDom_O − HDom_P|) / domain_a (eq. 1). A categorical attribute has
+    Diff 1 when exactly one intersection tests it and 0 when both do (eq. 2). Attributes
+    tested by neither are discounted, and k counts the rest.
+
+    Parameters (the paper leaves these open):
+    domain:
+        ``"union"`` (default): domain_a = range of a over original ∪ perturbed values;
+        ``"original"``: over the original values; ``"segment"``: the width of the
+        record's original sub-domain (paper Table 1's wording), Diff capped at 1; or a
+        mapping attribute → (low, high).
+    count_untested:
+        ``False`` (paper): attributes tested by neither forest are left out of k;
+        ``True``: they count with Diff 0.
+    empty_records:
+        records with no counted attribute are left out of the mean (``"skip"``, counted in
+        ``skipped``) or count as similarity 1 (``"one"``).
+    """
+    if empty_records not in ("skip", "one"):
+        raise ParameterError(f"EDUDS empty_records must be 'skip' or 'one', got {empty_records!r}")
+    if not isinstance(domain, Mapping) and domain not in ("union", "original", "segment"):
+        raise ParameterError(f"EDUDS domain must be 'union', 'original', 'segment' or a mapping, got {domain!r}")
+    sch = _resolve_schema(x, schema, class_column, "EDUDS")
+    _check_tables(x, z, sch, "EDUDS")
+    attrs = sch.attributes
+    if not attrs:
+        raise ParameterError("EDUDS needs at least one non-class attribute")
+    numeric = set(sch.numeric)
+    if trees_x is None or trees_z is None:
+        factory = make_tree or default_tree_factory()
+        tx = trees_of(trees_x) if trees_x is not None else _fit(factory, x, attrs, sch.class_column)
+        tz = trees_of(trees_z) if trees_z is not None else _fit(factory, z, attrs, sch.class_column)
+    else:
+        tx, tz = trees_of(trees_x), trees_of(trees_z)
+    is_num = np.array([a in numeric for a in attrs])
+    lo = np.zeros(len(attrs))
+    hi = np.zeros(len(attrs))
+    for j, a in enumerate(attrs):
+        if not is_num[j]:
+            continue
+        if isinstance(domain, Mapping):
+            if a not in domain:
+                raise ParameterError(f"EDUDS domain mapping has no range for numeric attribute {a!r}")
+            lo[j], hi[j] = map(float, domain[a])
+        else:
+            vx = x[a].to_numpy(dtype=float)
+            vals = vx if domain == "original" else np.concatenate([vx, z[a].to_numpy(dtype=float)])
+            lo[j], hi[j] = vals.min(), vals.max()
+    dom = hi - lo
+    mode = domain if isinstance(domain, str) else "union"
+    data = x[attrs]
+    reg_o = _regions(tx, data, attrs, numeric, lo, hi)
+    reg_p = _regions(tz, data, attrs, numeric, lo, hi)
+    value, skipped, sim_attr, counted = _sds(reg_o, reg_p, is_num, dom, mode, count_untested, empty_records)
+    with np.errstate(invalid="ignore"):
+        per_attr = pd.DataFrame({
+            "attribute": attrs,
+            "kind": ["numeric" if f else "categorical" for f in is_num],
+            "records_counted": counted.sum(axis=0),
+            "mean_similarity": [float(np.nanmean(sim_attr[:, j])) if counted[:, j].any() else float("nan")
+                                for j in range(len(attrs))],
+        })
+    rows = []
+    if len(tx) == len(tz) and len(tx) > 1:
+        for t, (a_tree, b_tree) in enumerate(zip(tx, tz, strict=True)):
+            v, s, _, _ = _sds(_regions([a_tree], data, attrs, numeric, lo, hi),
+                              _regions([b_tree], data, attrs, numeric, lo, hi),
+                              is_num, dom, mode, count_untested, empty_records)
+            rows.append({"tree": t, "similarity": v, "skipped": s})
+    elif len(tx) == len(tz) == 1:
+        rows.append({"tree": 0, "similarity": value, "skipped": skipped})
+    return EDUDSResult(value=value, n_records=len(x), skipped=skipped, n_trees_original=len(tx),
+                       n_trees_perturbed=len(tz), domain=mode if isinstance(domain, str) else "given",
+                       per_attribute=per_attr, per_tree=pd.DataFrame(rows))
+
+
+# ------------------------------------------------------------------------ EDUSC
+def _entropy_rows(counts: np.ndarray) -> np.ndarray:
+    """Entropy (bits) of each row of class counts."""
+    tot = counts.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(tot > 0, counts / tot, 0.0)
+        h = -np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0)), 0.0).sum(axis=-1)
+    return h
+
+
+def _gini_rows(counts: np.ndarray) -> np.ndarray:
+    tot = counts.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(tot > 0, counts / tot, 0.0)
+    return 1.0 - (p * p).sum(axis=-1)
+
+
+def _impurity(counts: np.ndarray, criterion: str) -> np.ndarray:
+    return _gini_rows(counts) if criterion == "gini" else _entropy_rows(counts)
+
+
+def _split_info(sizes: np.ndarray) -> float:
+    tot = sizes.sum()
+    p = sizes[sizes > 0] / tot
+    return float(-(p * np.log2(p)).sum())
+
+
+def split_score(values: np.ndarray, y: np.ndarray, n_classes: int, *, numeric: bool,
+                criterion: str = "gain_ratio") -> float:
+    """The normalised splitting criterion of one attribute on one data segment.
+
+    Categorical: a multiway split on the values. Numeric: the binary threshold (midpoints
+    of adjacent distinct values) with the highest information gain (Gini gain for
+    ``"gini"``), ties to the smallest threshold. ``"gain_ratio"`` = gain / split info
+    (Quinlan 1993); ``"info_gain"`` the gain; ``"gini"`` the Gini gain. An empty segment,
+    a constant attribute or zero split info gives 0.
+    """
+    n = len(values)
+    if n == 0:
+        return 0.0
+    crit = "gini" if criterion == "gini" else "entropy"
+    parent = np.bincount(y, minlength=n_classes)[None, :].astype(float)
+    base = _impurity(parent, crit)[0]
+    if numeric:
+        order = np.argsort(values, kind="stable")
+        v = values[order]
+        ys = y[order]
+        cum = np.empty((n, n_classes))
+        for c in range(n_classes):
+            np.cumsum(ys == c, out=cum[:, c])
+        cut = np.flatnonzero(v[1:] != v[:-1])  # split after position cut
+        if cut.size == 0:
+            return 0.0
+        left = cum[cut]
+        right = parent - left
+        nl = left.sum(axis=1)
+        nr = n - nl
+        gain = base - (nl * _impurity(left, crit) + nr * _impurity(right, crit)) / n
+        b = int(np.argmax(gain))  # first maximum = smallest threshold
+        g = float(gain[b])
+        if criterion != "gain_ratio":
+            return max(g, 0.0)
+        si = _split_info(np.array([nl[b], nr[b]]))
+        return max(g, 0.0) / si if si > 0 else 0.0
+    codes, uniq = pd.factorize(pd.Series(values), use_na_sentinel=False)
+    if len(uniq) < 2:
+        return 0.0
+    table = np.zeros((len(uniq), n_classes))
+    np.add.at(table, (codes, y), 1.0)
+    sizes = table.sum(axis=1)
+    g = float(base - (sizes * _impurity(table, crit)).sum() / n)
+    if criterion != "gain_ratio":
+        return max(g, 0.0)
+    si = _split_info(sizes)
+    return max(g, 0.0) / si if si > 0 else 0.0
+
+
+@dataclass
+class EDUSCResult(MeasureResult):
+    """EDUSC similarity Sim (paper 004 eq. 5): mean over the trees of x of Sim^t (eq. 4).
+
+    ``per_tree``: Sim^t, node counts. ``per_attribute``: over all nodes where the attribute
+    counted, the mean |G_O − G_P| and how many nodes that was.
+    """
+
+    criterion: str = "gain_ratio"
+    min_gain_ratio: float = 0.01
+    n_trees: int = 0
+    per_tree: pd.DataFrame = field(default_factory=pd.DataFrame)
+    per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def _tree_nodes(tree: TreeModel) -> list[tuple[Condition, ...]]:
+    """Every node of a tree as the tests on its path: the distinct prefixes of the leaf rules."""
+    seen: dict[tuple[Condition, ...], None] = {(): None}
+    for rule in tree.leaf_rules().values():
+        conds = tuple(rule.conditions)
+        for i in range(1, len(conds) + 1):
+            seen.setdefault(conds[:i], None)
+    return list(seen)
+
+
+def edusc(
+    x: pd.DataFrame,
+    z: pd.DataFrame,
+    *,
+    class_column: str | None = None,
+    schema: Schema | None = None,
+    trees_x: Any = None,
+    make_tree: TreeFactory | None = None,
+    criterion: Literal["gain_ratio", "info_gain", "gini"] = "gain_ratio",
+    min_gain_ratio: float = 0.01,
+    node_count: Literal["counted", "all"] = "counted",
+) -> EDUSCResult:
+    """EDUSC (paper 004 §5, eq. 4–5).
+
+    For each tree t of the forest of x and each of its nodes s (leaves included), D_O(s) are
+    the original records reaching s and D_P(s) the perturbed records sent down the same
+    tests (the "forced" tree). With G^a the splitting criterion of attribute a in a segment
+    (see :func:`split_score`), A_s = {a : max(G^a_O, G^a_P) > min_gain_ratio}, k = |A_s|:
+
+        node_s = (1 / (k·N)) Σ_{a∈A_s} |G^a_{O,s} − G^a_{P,s}| · |D_O(s)|,
+        Sim^t = 1 − (1/S_t) Σ_s node_s,   Sim = mean_t Sim^t,
+
+    N the number of original records.
+
+    Parameters (the paper leaves these open):
+    min_gain_ratio:
+        the threshold an attribute's criterion must exceed in one of the two segments; the
+        paper takes SysFor's minimum gain ratio, 0.01 in its experiments.
+    node_count:
+        S_t counts the nodes where some attribute counted (``"counted"``) or every node
+        (``"all"``, eq. 4 read literally).
+    criterion:
+        ``"gain_ratio"`` (paper), ``"info_gain"`` or ``"gini"`` (both named by the paper).
+
+    A node is identified by the tests on its path, so trees whose leaf rules list their
+    tests in root-to-leaf order give exactly the tree's nodes.
+    """
+    if criterion not in ("gain_ratio", "info_gain", "gini"):
+        raise ParameterError(f"EDUSC criterion must be 'gain_ratio', 'info_gain' or 'gini', got {criterion!r}")
+    if node_count not in ("counted", "all"):
+        raise ParameterError(f"EDUSC node_count must be 'counted' or 'all', got {node_count!r}")
+    if not (isinstance(min_gain_ratio, (int, float)) and math.isfinite(min_gain_ratio)):
+        raise ParameterError(f"EDUSC min_gain_ratio must be a number, got {min_gain_ratio!r}")
+    sch = _resolve_schema(x, schema, class_column, "EDUSC")
+    _check_tables(x, z, sch, "EDUSC")
+    attrs = sch.attributes
+    if not attrs:
+        raise ParameterError("EDUSC needs at least one non-class attribute")
+    cls = sch.class_column
+    assert cls is not None
+    if trees_x is None:
+        trees = _fit(make_tree or default_tree_factory(), x, attrs, cls)
+    else:
+        trees = trees_of(trees_x)
+    classes = pd.Index(pd.unique(pd.concat([x[cls], z[cls]], ignore_index=True)))
+    yx = classes.get_indexer(x[cls])
+    yz = classes.get_indexer(z[cls])
+    n_classes = len(classes)
+    numeric = set(sch.numeric)
+    vals_x = {a: (x[a].to_numpy(dtype=float) if a in numeric else x[a].to_numpy()) for a in attrs}
+    vals_z = {a: (z[a].to_numpy(dtype=float) if a in numeric else z[a].to_numpy()) for a in attrs}
+    n_total = len(x)
+    diff_sum = dict.fromkeys(attrs, 0.0)
+    diff_cnt = dict.fromkeys(attrs, 0)
+    tree_rows = []
+    for t, tree in enumerate(trees):
+        nodes = _tree_nodes(tree)
+        masks_x: dict[tuple[Condition, ...], np.ndarray] = {(): np.ones(len(x), dtype=bool)}
+        masks_z: dict[tuple[Condition, ...], np.ndarray] = {(): np.ones(len(z), dtype=bool)}
+        total = 0.0
+        counted_nodes = 0
+        for node in nodes:
+            if node not in masks_x:
+                parent, cond = node[:-1], node[-1]
+                for data, masks in ((x, masks_x), (z, masks_z)):
+                    if cond.attribute not in data.columns:
+                        raise ParameterError(f"EDUSC: a tree tests {cond.attribute!r}, which the table does not have")
+                    masks[node] = masks[parent] & cond.mask(data[cond.attribute])
+            mx, mz = masks_x[node], masks_z[node]
+            k = 0
+            s = 0.0
+            for a in attrs:
+                go = split_score(vals_x[a][mx], yx[mx], n_classes, numeric=a in numeric, criterion=criterion)
+                gp = split_score(vals_z[a][mz], yz[mz], n_classes, numeric=a in numeric, criterion=criterion)
+                if max(go, gp) > min_gain_ratio:
+                    k += 1
+                    s += abs(go - gp)
+                    diff_sum[a] += abs(go - gp)
+                    diff_cnt[a] += 1
+            if k:
+                counted_nodes += 1
+                total += s * int(mx.sum()) / (k * n_total)
+        denom = counted_nodes if node_count == "counted" else len(nodes)
+        sim = 1.0 - total / denom if denom else 1.0
+        tree_rows.append({"tree": t, "similarity": sim, "nodes": len(nodes), "nodes_counted": counted_nodes})
+    if not tree_rows:
+        raise ParameterError("EDUSC got no trees")
+    per_tree = pd.DataFrame(tree_rows)
+    per_attr = pd.DataFrame({
+        "attribute": attrs,
+        "nodes_counted": [diff_cnt[a] for a in attrs],
+        "mean_abs_difference": [diff_sum[a] / diff_cnt[a] if diff_cnt[a] else float("nan") for a in attrs],
+    })
+    return EDUSCResult(value=float(per_tree["similarity"].mean()), criterion=criterion,
+                       min_gain_ratio=float(min_gain_ratio), n_trees=len(trees), per_tree=per_tree,
+                       per_attribute=per_attr)
+
+
+# --------------------------------------------------------------- CLI registrations
+def _ctx_forest(ctx: EvaluationContext, which: str, factory: TreeFactory | None) -> list[TreeModel]:
+    """The forest of x or z for an evaluation, fitted once and shared by EDUDS and EDUSC."""
+    key = ("structure_forest", which, id(factory) if factory is not None else "default")
+    if key not in ctx.cache:
+        data = ctx.x if which == "x" else ctx.z
+        cls = ctx.schema.require_class()
+        ctx.cache[key] = _fit(factory or default_tree_factory(), data, ctx.schema.attributes, cls)
+    return ctx.cache[key]
+
+
+def _structure_options(ctx: EvaluationContext, name: str, allowed: Sequence[str]) -> tuple[dict[str, Any], Any]:
+    opts = pick_options(ctx.options, name, [*allowed, "make_tree"])
+    factory = opts.pop("make_tree", None)
+    if factory is not None and not callable(factory):
+        raise ParameterError(f"{name}: make_tree must be a callable returning an unfitted classifier, got {factory!r}")
+    ctx.schema.require_class()
+    return opts, factory
+
+
+@register_measure("eduds", kind="utility", needs_class=True,
+                  description="EDUDS forest sub-domain similarity (paper 004 §4); 1 = same tree regions")
+def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
+    opts, factory = _structure_options(ctx, "eduds", ["domain", "count_untested", "empty_records"])
+    return eduds(ctx.x, ctx.z, schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),
+                 trees_z=_ctx_forest(ctx, "z", factory), **opts)
+
+
+@register_measure("edusc", kind="utility", needs_class=True,
+                  description="EDUSC gain-ratio similarity of forced trees (paper 004 §5); 1 = same splitting criteria")
+def _edusc_measure(ctx: EvaluationContext) -> EDUSCResult:
+    opts, factory = _structure_options(ctx, "edusc", ["criterion", "min_gain_ratio", "node_count"])
+    return edusc(ctx.x, ctx.z, schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory), **opts)
