@@ -68,7 +68,8 @@ def largest_remainder(weights: np.ndarray, n: int) -> np.ndarray:
     total = w.sum()
     if n < 0 or total <= 0:
         raise PPDMError("cannot share counts: the weights are all zero")
-    share = w * (n / total)
+    # divide first: n / total overflows when the total is subnormal
+    share = (w / total) * n
     base = np.floor(share).astype(np.int64)
     left = int(n - base.sum())
     if left > 0:
