@@ -44,3 +44,23 @@ def test_entry_point_maps_errors_to_2(tmp_path):
     )
     assert r.returncode == 2, r.stderr
     assert "does not exist" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_methods_and_measures_list_every_registered_name():
+    import json
+
+    from ppdm.anonymize.registry import TECHNIQUES, _load_all
+    from ppdm.metrics.base import MEASURES, load_all_measures
+
+    _load_all()
+    load_all_measures()
+    r = runner.invoke(app, ["methods", "--json"])
+    assert r.exit_code == 0
+    listed = json.loads(r.output)
+    assert set(listed) == set(TECHNIQUES)
+    assert listed["uniform-noise"]["parameters"] == {"level": 0.1}
+    r = runner.invoke(app, ["measures", "--json"])
+    assert r.exit_code == 0
+    assert {m["name"] for m in json.loads(r.output)} == set(MEASURES)
+    r = runner.invoke(app, ["methods"])
+    assert r.exit_code == 0 and "forest-framework" in r.output

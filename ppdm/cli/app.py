@@ -63,24 +63,61 @@ def _missing(value: str) -> str:
 
 
 @app.command()
-def methods() -> None:
-    """List the anonymization techniques and their parameters."""
-    from rich.table import Table
-
+def methods(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the techniques and parameters as JSON.")] = False,
+) -> None:
+    """List the anonymization techniques and their parameters with defaults."""
     from ppdm.anonymize.registry import TECHNIQUES, _load_all, technique_params
 
     _load_all()
-    table = Table(title="ppdm techniques (use with: ppdm anonymize --method NAME --param key=value)")
-    table.add_column("method")
-    table.add_column("class")
-    table.add_column("parameters (default)")
-    table.add_column("what it does")
+    if json_out:
+        from ppdm.cli.common import print_json
+
+        print_json({
+            name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
+                   "parameters": technique_params(cls)}
+            for name, cls in sorted(TECHNIQUES.items())
+        })
+        return
+    console.print("[bold]ppdm techniques[/bold] (ppdm anonymize DATA --method NAME --param key=value)\n")
     for name in sorted(TECHNIQUES):
         cls = TECHNIQUES[name]
-        params = ", ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        table.add_row(name, cls.__name__, params, doc)
+        console.print(f"[bold cyan]{name}[/bold cyan] ({cls.__name__}): {_first_line(cls.__doc__)}", highlight=False)
+        params = "  ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
+        console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
+
+
+@app.command()
+def measures(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the measures as JSON.")] = False,
+) -> None:
+    """List the measures ``ppdm evaluate --measures`` knows."""
+    from rich.table import Table
+
+    from ppdm.metrics.base import MEASURES, load_all_measures
+
+    load_all_measures()
+    rows = [
+        {"name": m.name, "kind": m.kind, "default": m.default, "needs_class": m.needs_class,
+         "requires": list(m.requires), "description": m.description}
+        for m in MEASURES.values()
+    ]
+    if json_out:
+        from ppdm.cli.common import print_json
+
+        print_json(rows)
+        return
+    table = Table(title="ppdm measures (ppdm evaluate --measures a,b,c | all)")
+    for col in ("measure", "kind", "default", "needs class", "description"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["kind"], "yes" if r["default"] else "", "yes" if r["needs_class"] else "",
+                      r["description"] + (f" (needs option {', '.join(r['requires'])})" if r["requires"] else ""))
     console.print(table)
+
+
+def _first_line(doc: str | None) -> str:
+    return (doc or "").strip().splitlines()[0] if doc and doc.strip() else ""
 
 
 @app.command()
