@@ -467,3 +467,11 @@ def test_wrongly_typed_parameters_fail_cleanly(name: str) -> None:
                 assert str(e) and "\n" not in str(e)
             else:  # the value was usable: the table contract still holds
                 assert out.shape == df.shape and out.dtypes.equals(df.dtypes)
+
+
+def test_dask_mdav_partition_smaller_than_k() -> None:
+    """MDAV groups records within a partition: one with fewer than k records is refused."""
+    dd = pytest.importorskip("dask.dataframe")
+    t = make_technique("mdav", class_column="label", random_state=7, params={"k": 30}).fit(base_table())
+    with pytest.raises(PPDMError, match="k=30"):
+        t.transform(dd.from_pandas(base_table(), npartitions=3)).compute()
