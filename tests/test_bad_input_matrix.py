@@ -475,3 +475,23 @@ def test_dask_mdav_partition_smaller_than_k() -> None:
     t = make_technique("mdav", class_column="label", random_state=7, params={"k": 30}).fit(base_table())
     with pytest.raises(PPDMError, match="k=30"):
         t.transform(dd.from_pandas(base_table(), npartitions=3)).compute()
+
+
+@pytest.mark.parametrize(("exc", "code", "prefix"), [
+    (RuntimeError("first line\nsecond line"), 1, "internal error: RuntimeError: first line second line"),
+    (PPDMError("column ['x', '[bold]y[/bold]']\nis bad"), 2, "error: column ['x', '[bold]y[/bold]'] is bad"),
+])
+def test_cli_errors_are_one_faithful_line(exc: Exception, code: int, prefix: str, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import ppdm.anonymize.registry as registry
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+
+    monkeypatch.delenv("PPDM_DEBUG", raising=False)
+    monkeypatch.setattr(registry, "make_technique", boom)
+    res = _anonymize_cli(tmp_path, "uniform-noise", base_table())
+    out = res.output.strip()
+    assert res.exit_code == code
+    assert len(out.splitlines()) == 1 and out.startswith(prefix), out
+    assert {p.name for p in tmp_path.iterdir()} == {"in.csv"}
