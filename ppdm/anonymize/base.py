@@ -92,6 +92,10 @@ class Technique(TransformerMixin, BaseEstimator):
         schema = self._resolve_schema(df)
         missing = "keep" if self.handles_missing else "error"
         df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
+        if not schema.attributes:
+            # nothing to anonymize: a "release" equal to the input must not pass for one
+            only = f" besides the class column {schema.class_column!r}" if schema.class_column else ""
+            raise SchemaError(f"the table has no attribute columns{only}; there is nothing to anonymize")
         self.schema_ = schema
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
         self.n_features_in_ = df.shape[1]
@@ -187,6 +191,21 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
         else:
             out[c] = out[c].astype(want)
     return out
+
+
+def check_column_names(name: str, value: Any) -> list[str] | None:
+    """``value`` as a list of column names (a single name is accepted), or ``None``.
+
+    Raises :class:`ParameterError` for anything else (a number, a dict...), so a bad
+    ``columns=`` / ``integer_attrs=`` fails with a message instead of a ``TypeError``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(c, str) for c in value):
+        return list(value)
+    raise ParameterError(f"{name} must be a column name or a list of column names, got {value!r}")
 
 
 def check_fraction(name: str, value: Any, *, low: float = 0.0, high: float = 1.0, inclusive: bool = True) -> None:

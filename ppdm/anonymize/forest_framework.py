@@ -26,7 +26,7 @@ import pandas as pd
 
 from ppdm.anonymize._learners import paper_learner, resolve_trees
 from ppdm.anonymize._noise import add_wrapped_noise
-from ppdm.anonymize.base import Technique, check_fraction
+from ppdm.anonymize.base import Technique, check_column_names, check_fraction
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
@@ -90,7 +90,8 @@ def permute_within_groups(labels: np.ndarray, rng: np.random.Generator, swap_pro
 def integer_attributes(df: pd.DataFrame, schema: Schema, integer_attrs: list[str] | None) -> set[str]:
     """Numeric attributes perturbed on the whole numbers: the given list (default: the
     schema's whole-valued attributes) plus every integer-dtype column, which must stay whole."""
-    chosen = set(schema.integer if integer_attrs is None else integer_attrs)
+    given = check_column_names("integer_attrs", integer_attrs)
+    chosen = set(schema.integer if given is None else given)
     unknown = sorted(chosen - set(schema.numeric))
     if unknown:
         raise ParameterError(f"integer_attrs names {unknown}, which are not numeric attributes")

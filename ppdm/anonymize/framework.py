@@ -150,6 +150,11 @@ class Framework(Technique):
             raise ParameterError(f"innocent_method must be one of {INNOCENT_METHODS}, got {self.innocent_method!r}")
         if self.class_mode not in CLASS_MODES:
             raise ParameterError(f"class_mode must be one of {CLASS_MODES}, got {self.class_mode!r}")
+        det = self.detective_tree
+        if det is not None and not hasattr(det, "fit") and not callable(det):
+            raise ParameterError(
+                f"detective_tree must be None, an unfitted tree estimator or a factory f(X, y), got {det!r}"
+            )
 
     def _c45(self) -> Any:
         return paper_learner("C45Classifier", min_leaf=self.min_leaf, cf=self.cf)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize.base import Technique
+from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
@@ -574,7 +574,7 @@ def resolve_columns(columns: list[str] | str | None, schema: Schema, df: pd.Data
     if columns is None:
         cols = list(schema.numeric)
     else:
-        cols = [columns] if isinstance(columns, str) else list(columns)
+        cols = check_column_names("columns", columns) or []
         for c in cols:
             if c == schema.class_column:
                 raise ParameterError(f"column {c!r} is the class column; it is never masked")

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ppdm.anonymize.base import Technique
+from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.perturbation_matrix import (
     check_gamma,
     check_stochastic,
@@ -367,8 +367,9 @@ class RandomSubstitution(Technique):
             raise ParameterError(f"perturb_class must be True or False, got {self.perturb_class!r}")
         if not isinstance(self.distinct_domain, bool):
             raise ParameterError(f"distinct_domain must be True or False, got {self.distinct_domain!r}")
-        if self.columns is not None and (isinstance(self.columns, str) or not all(isinstance(c, str) for c in self.columns)):
+        if isinstance(self.columns, str):
             raise ParameterError(f"columns must be a list of column names, got {self.columns!r}")
+        check_column_names("columns", self.columns)
         if self.bounds is not None:
             if not isinstance(self.bounds, Mapping):
                 raise ParameterError("bounds must be a dict column -> (low, high)")

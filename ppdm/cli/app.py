@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from ppdm.cli.common import console, err_console, load_input
+from ppdm.cli.common import console, err_console, load_input, one_line
 from ppdm.errors import PPDMError
 
 
@@ -25,7 +25,7 @@ class _ErrorMappingGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except PPDMError as e:
-            err_console.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+            err_console.print(f"[bold red]error:[/bold red] {one_line(e)}", highlight=False)
             raise typer.Exit(2) from None
         except (typer.Exit, typer.Abort):
             raise
@@ -34,7 +34,8 @@ class _ErrorMappingGroup(TyperGroup):
             if hasattr(e, "exit_code") or os.environ.get("PPDM_DEBUG"):
                 raise
             err_console.print(
-                f"[bold red]internal error:[/bold red] {type(e).__name__}: {e} (set PPDM_DEBUG=1 for a traceback)",
+                f"[bold red]internal error:[/bold red] {type(e).__name__}: {one_line(e)} "
+                "(set PPDM_DEBUG=1 for a traceback)",
                 highlight=False,
             )
             raise typer.Exit(1) from None
@@ -144,7 +145,12 @@ def anonymize(
     write_table(z, out)
     extra = getattr(tech, "write_sidecars", None)
     if callable(extra):
-        extra(out)
+        try:
+            extra(out)
+        except BaseException:
+            # a release without its sidecar is a partial output: take it back
+            out.unlink(missing_ok=True)
+            raise
     console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}")
 
 

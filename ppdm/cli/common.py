@@ -61,7 +61,15 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
+def one_line(message: object) -> str:
+    """``message`` (text or an exception) on one line, rich markup characters escaped."""
+    from rich.markup import escape
+
+    text = " ".join(str(message).split())
+    return escape(text or type(message).__name__)
+
+
 def fail(message: str) -> None:
     """Print one error line and exit with code 2 (bad input)."""
-    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False)
+    err_console.print(f"[bold red]error:[/bold red] {one_line(message)}", highlight=False)
     raise typer.Exit(2)

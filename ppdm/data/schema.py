@@ -111,6 +111,8 @@ class Schema:
                 continue
             s = df[c]
             is_num = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+            if not is_num and c not in force_cat and c not in force_num:
+                _refuse_stray_text(c, s)
             if c in force_cat or (not is_num and c not in force_num):
                 cat.append(c)
             else:
@@ -223,6 +225,33 @@ class Schema:
                     f"class column {self.class_column!r} has {k} distinct value(s); at least {min_classes} are needed"
                 )
         return df, n_dropped
+
+
+#: share of parseable numbers above which a text column is taken for a damaged numeric one
+_NUMERIC_SHARE = 0.9
+
+
+def _refuse_stray_text(column: str, s: pd.Series) -> None:
+    """Refuse a column of numbers spoiled by a few non-numeric cells.
+
+    Read from a CSV, one stray word turns a whole numeric column into text, and the
+    inference would then silently treat it as categorical (every number a category).
+    When at least 90% of the non-missing cells are numbers the column is taken to be
+    numeric and the first offending cell is reported; a column that really is
+    categorical can be declared so (``categorical=[...]`` / a schema file).
+    """
+    vals = s.dropna()
+    if len(vals) < 2 or not (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)):
+        return
+    conv = pd.to_numeric(vals.astype(str).str.strip(), errors="coerce")
+    ok = conv.notna().to_numpy()
+    if ok.all() or ok.mean() < _NUMERIC_SHARE:
+        return
+    row = vals.index[~ok][0]
+    raise SchemaError(
+        f"column {column!r} looks numeric but holds the non-numeric value {s.loc[row]!r} at row {row!r}; "
+        "fix the value, or declare the column categorical in a schema"
+    )
 
 
 def _is_whole(s: pd.Series) -> bool:

@@ -85,6 +85,15 @@ def _frame(z: Any, name: str) -> pd.DataFrame:
     return z
 
 
+def _aligned(x: pd.DataFrame, z: pd.DataFrame, attack: str) -> None:
+    # the attack is scored record by record, so x and z must hold the same records
+    if len(x) != len(z):
+        raise SchemaError(
+            f"{attack} scores the attack record by record, but the original has {len(x)} rows "
+            f"and the release {len(z)}"
+        )
+
+
 def _numeric_columns(z: pd.DataFrame, columns: Sequence[str] | None) -> list[str]:
     if columns is None:
         cols = [c for c in z.columns if pd.api.types.is_numeric_dtype(z[c]) and not pd.api.types.is_bool_dtype(z[c])]
@@ -188,6 +197,7 @@ def spectral_filtering_attack(
         res = SpectralFilteringResult(float("nan"), "exact_recovery", estimate, k, w, s2, lam)
         if x is not None:
             x = _frame(x, "the original table")
+            _aligned(x, z, "spectral filtering")
             truth = np.column_stack([d.get_index(x[c]) for c, d in zip(cols, doms, strict=True)]).astype(float)
             res.exact_release = float(np.mean(u == truth))
             res.exact_estimate = float(np.mean(codes == truth))
@@ -202,7 +212,9 @@ def spectral_filtering_attack(
     res = SpectralFilteringResult(float("nan"), "rmse_ratio", pd.DataFrame(est, columns=cols, index=z.index),
                                   k, w, s2, lam)
     if x is not None:
-        truth = _matrix(_frame(x, "the original table"), cols, "the original table")
+        x = _frame(x, "the original table")
+        _aligned(x, z, "spectral filtering")
+        truth = _matrix(x, cols, "the original table")
         res.rmse_release, res.rmse_estimate = _rmse(u, truth), _rmse(est, truth)
         res.exact_release = float(np.mean(u == truth))
         res.exact_estimate = float(np.mean(est == truth))
@@ -237,7 +249,9 @@ def bayes_estimate_attack(
     est = mu + (u - mu) @ gain.T
     res = BayesEstimateResult(float("nan"), pd.DataFrame(est, columns=cols, index=z.index))
     if x is not None:
-        truth = _matrix(_frame(x, "the original table"), cols, "the original table")
+        x = _frame(x, "the original table")
+        _aligned(x, z, "the Bayes-estimate attack")
+        truth = _matrix(x, cols, "the original table")
         res.rmse_release, res.rmse_estimate = _rmse(u, truth), _rmse(est, truth)
         res.value = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("nan")
     return res
@@ -276,6 +290,7 @@ def repeated_perturbation_attack(
     truth = None
     if x is not None:
         x = _frame(x, "the original table")
+        _aligned(x, z, "the repeated-perturbation attack")
         truth = [d.get_index(x[c]) for c, d in zip(cols, doms, strict=True)]
     rows = []
     powers = [d.matrix.copy() for d in doms]

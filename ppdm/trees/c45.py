@@ -128,7 +128,9 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         self._validate_params()
         enc, Xf, codes, classes = _prepare(X, y, self.categorical, self.schema, self.value_order)
         if len(classes) < 2:
-            raise PPDMError(f"the class has a single value ({classes[0]!r}); a tree needs at least two")
+            name = getattr(y, "name", None)
+            which = f"class column {name!r}" if name is not None else "the class"
+            raise PPDMError(f"{which} has a single value ({classes[0]!r}); a tree needs at least two")
         w = _weights(sample_weight, len(codes))
         data = Data(np.asfortranarray(Xf), codes, enc.is_nom, enc.nvals, len(classes))
         rows = np.arange(len(codes), dtype=np.int64)
