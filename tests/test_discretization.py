@@ -181,3 +181,9 @@ def test_chimerge_max_intervals(pairs: list[tuple[int, int]], mx: int) -> None:
     assert np.all(np.diff(cuts) > 0)
     free = chimerge_cuts(x, y)
     assert free.size + 1 <= np.unique(x).size
+
+
+def test_kmeans_merges_centres_that_coincide_in_floating_point() -> None:
+    # 0 and 4e-219 are distinct values whose cluster means round to the same number
+    centres = resampling(np.array([0.0, 1.0, 4.137719225944687e-219, -1.0]), 4, np.random.default_rng(0))
+    assert np.all(np.diff(centres) > 0)

@@ -193,6 +193,8 @@ def kmeans_1d(x: object, c: int, *, max_iter: int = 300, tol: float = 1e-10) -> 
             centres = new
             break
         centres = new
+    # clusters of values closer than float resolution can end with equal centres: merge them
+    centres = np.unique(centres)
     mids = (centres[1:] + centres[:-1]) / 2
     labels = np.searchsorted(mids, v, side="left")
     return centres, labels.astype(np.int64)
