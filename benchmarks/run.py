@@ -36,15 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         mod = importlib.import_module(f"benchmarks.bench_{name}")
         rows.extend(mod.run(quick=args.quick))
-    cols: list[str] = []
-    for r in rows:
-        cols.extend(k for k in r if k not in cols)
+    # one readable table: the common columns, then every other key of a row as "key=value"
+    main_cols = ["benchmark", "seconds", "goal", "peak_rss_mb"]
     table = Table(title="ppdm benchmarks" + (" (quick)" if args.quick else ""))
-    for c in cols:
-        table.add_column(c)
+    for c in [*main_cols, "details"]:
+        table.add_column(c, overflow="fold")
     for r in rows:
-        table.add_row(*[_fmt(r.get(c, "")) for c in cols])
-    Console().print(table)
+        details = ", ".join(f"{k}={_fmt(v)}" for k, v in r.items() if k not in main_cols)
+        table.add_row(*[_fmt(r.get(c, "")) for c in main_cols], details)
+    Console(width=max(140, Console().width)).print(table)
     return 0
 
 
