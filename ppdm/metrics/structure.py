@@ -30,6 +30,7 @@ import pandas as pd
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics._common import pick_options
+from ppdm.metrics._structure_kernels import segment_scores
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.rules.core import NUMERIC_OPS, Condition
 from ppdm.trees.base import TreeModel
@@ -418,6 +419,135 @@ def _tree_nodes(tree: TreeModel) -> list[tuple[Condition, ...]]:
     return list(seen)
 
 
+class _CodedTable:
+    """One table as EDUSC's kernels read it: per attribute integer codes (the dense rank of
+    the value for a numeric attribute, so sorting codes sorts values; a factorized code for
+    a categorical one, missing values a code of their own, as in :func:`split_score`), plus
+    what tree tests need (float values of numeric columns, codes of the rest)."""
+
+    def __init__(self, data: pd.DataFrame, attrs: list[str], numeric: set[str]) -> None:
+        self.data = data
+        self.numeric = numeric
+        self.floats: dict[str, np.ndarray] = {}
+        self.factor: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # column -> (codes, first row of each code)
+        codes = np.empty((len(attrs), len(data)), dtype=np.int64)
+        n_codes = np.empty(len(attrs), dtype=np.int64)
+        for j, a in enumerate(attrs):
+            if a in numeric:
+                uniq, inv = np.unique(self.float_values(a), return_inverse=True)
+                codes[j], n_codes[j] = inv.ravel(), len(uniq)
+            else:
+                c, _ = self.factorized(a)
+                codes[j], n_codes[j] = c, (int(c.max()) + 1 if len(c) else 0)
+        self.codes, self.n_codes = codes, n_codes
+        self._cond_cache: dict[Condition, np.ndarray] = {}
+
+    def float_values(self, col: str) -> np.ndarray:
+        if col not in self.floats:
+            self.floats[col] = self.data[col].to_numpy(dtype=float, na_value=np.nan)
+        return self.floats[col]
+
+    def factorized(self, col: str) -> tuple[np.ndarray, np.ndarray]:
+        if col not in self.factor:
+            c, uniq = pd.factorize(self.data[col], use_na_sentinel=False)
+            c = np.asarray(c, dtype=np.int64)
+            first = np.full(len(uniq), -1, dtype=np.int64)
+            # first row holding each code: reversed assignment leaves the smallest index
+            first[c[::-1]] = np.arange(len(c) - 1, -1, -1)
+            self.factor[col] = (c, first)
+        return self.factor[col]
+
+    def satisfies(self, cond: Condition, rows: np.ndarray) -> np.ndarray:
+        """``cond.mask`` of the rows ``rows`` of the table, without building a Series per node."""
+        col = cond.attribute
+        if col not in self.data.columns:
+            raise ParameterError(f"EDUSC: a tree tests {col!r}, which the table does not have")
+        if col in self.numeric and cond.op in NUMERIC_OPS:
+            v = self.float_values(col)[rows]
+            with np.errstate(invalid="ignore"):
+                if cond.op == "<=":
+                    return v <= cond.value
+                if cond.op == ">":
+                    return v > cond.value
+                if cond.op == "<":
+                    return v < cond.value
+                return v >= cond.value
+        # any other test is a function of the value: evaluate it once on one row per
+        # distinct value (with the column's own dtype) and look the answer up by code
+        ok = self._cond_cache.get(cond)
+        if ok is None:
+            c, first = self.factorized(col)
+            ok = np.asarray(cond.mask(self.data[col].iloc[first]), dtype=bool)
+            self._cond_cache[cond] = ok
+        return ok[self.factorized(col)[0][rows]]
+
+
+def _node_links(nodes: list[tuple[Condition, ...]]) -> tuple[list[int], list[Condition | None]]:
+    """Parent position and last test of every node (the root: −1 and None)."""
+    pos = {node: i for i, node in enumerate(nodes)}
+    parents = [pos[node[:-1]] if node else -1 for node in nodes]
+    return parents, [node[-1] if node else None for node in nodes]
+
+
+def _segments(tab: _CodedTable, parents: list[int], conds: list[Condition | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The records of every node (ascending), as CSR arrays: a node's records are its
+    parent's records that pass the node's last test (parents come before children)."""
+    n = len(tab.data)
+    rows: list[np.ndarray] = []
+    for p, cond in zip(parents, conds, strict=True):
+        if p < 0:
+            rows.append(np.arange(n, dtype=np.int64))
+            continue
+        assert cond is not None
+        pr = rows[p]
+        rows.append(pr[tab.satisfies(cond, pr)])
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=ptr[1:])
+    return ptr, (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64))
+
+
+def _segment_scores(ptr: np.ndarray, recs: np.ndarray, y: np.ndarray, n_classes: int, tab: _CodedTable,
+                    is_num: np.ndarray, crit_code: int, criterion: str) -> np.ndarray:
+    """:func:`split_score` of every attribute in every node segment (nodes × attributes).
+
+    The kernel scores categorical attributes and screens numeric cut points; the cuts
+    within 1e-9 of a segment's best gain are re-evaluated here with exactly the arithmetic
+    of :func:`split_score`, so the chosen threshold, and hence the score, are the same."""
+    score, c_seg, c_attr, c_left = segment_scores(ptr, recs, y, n_classes, tab.codes, tab.n_codes, is_num,
+                                                  crit_code, 1e-9)
+    if len(c_seg) == 0:
+        return score
+    crit = "gini" if criterion == "gini" else "entropy"
+    n_seg = np.diff(ptr)[c_seg]
+    # class counts of each candidate's segment (exact integers)
+    seg_ids = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    parent_all = np.zeros((len(ptr) - 1, n_classes))
+    np.add.at(parent_all, (seg_ids, y[recs]), 1.0)
+    parent = parent_all[c_seg]
+    base = _impurity(parent, crit)
+    left = c_left
+    right = parent - left
+    nl = left.sum(axis=1)
+    nr = n_seg - nl
+    gain = base - (nl * _impurity(left, crit) + nr * _impurity(right, crit)) / n_seg
+    # first maximum of each (segment, attribute) group; candidates come in cut order
+    key = c_seg * len(is_num) + c_attr
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    gmax = np.maximum.reduceat(gain, starts)
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(key)]))
+    hit = np.flatnonzero(gain == gmax[group])
+    first = hit[np.r_[True, group[hit][1:] != group[hit][:-1]]]
+    g = np.maximum(gain[first], 0.0)
+    if criterion == "gain_ratio":
+        sizes = np.stack([nl[first], nr[first]], axis=1)
+        p = sizes / sizes.sum(axis=1, keepdims=True)
+        si = -(p * np.log2(p)).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g = np.where(si > 0, g / si, 0.0)
+    score[c_seg[first], c_attr[first]] = g
+    return score
+
+
 def edusc(
     x: pd.DataFrame,
     z: pd.DataFrame,
@@ -473,35 +603,32 @@ def edusc(
     else:
         trees = trees_of(trees_x)
     classes = pd.Index(pd.unique(pd.concat([x[cls], z[cls]], ignore_index=True)))
-    yx = classes.get_indexer(x[cls])
-    yz = classes.get_indexer(z[cls])
+    yx = classes.get_indexer(x[cls]).astype(np.int64)
+    yz = classes.get_indexer(z[cls]).astype(np.int64)
     n_classes = len(classes)
     numeric = set(sch.numeric)
-    vals_x = {a: (x[a].to_numpy(dtype=float) if a in numeric else x[a].to_numpy()) for a in attrs}
-    vals_z = {a: (z[a].to_numpy(dtype=float) if a in numeric else z[a].to_numpy()) for a in attrs}
+    is_num = np.array([a in numeric for a in attrs])
+    crit_code = {"gain_ratio": 0, "info_gain": 1, "gini": 2}[criterion]
+    tab_x, tab_z = _CodedTable(x, attrs, numeric), _CodedTable(z, attrs, numeric)
     n_total = len(x)
     diff_sum = dict.fromkeys(attrs, 0.0)
     diff_cnt = dict.fromkeys(attrs, 0)
     tree_rows = []
     for t, tree in enumerate(trees):
         nodes = _tree_nodes(tree)
-        masks_x: dict[tuple[Condition, ...], np.ndarray] = {(): np.ones(len(x), dtype=bool)}
-        masks_z: dict[tuple[Condition, ...], np.ndarray] = {(): np.ones(len(z), dtype=bool)}
+        parents, conds = _node_links(nodes)
+        ptr_x, recs_x = _segments(tab_x, parents, conds)
+        ptr_z, recs_z = _segments(tab_z, parents, conds)
+        g_x = _segment_scores(ptr_x, recs_x, yx, n_classes, tab_x, is_num, crit_code, criterion)
+        g_z = _segment_scores(ptr_z, recs_z, yz, n_classes, tab_z, is_num, crit_code, criterion)
+        sizes = np.diff(ptr_x).tolist()
         total = 0.0
         counted_nodes = 0
-        for node in nodes:
-            if node not in masks_x:
-                parent, cond = node[:-1], node[-1]
-                for data, masks in ((x, masks_x), (z, masks_z)):
-                    if cond.attribute not in data.columns:
-                        raise ParameterError(f"EDUSC: a tree tests {cond.attribute!r}, which the table does not have")
-                    masks[node] = masks[parent] & cond.mask(data[cond.attribute])
-            mx, mz = masks_x[node], masks_z[node]
+        # the sums run in the reference order (node by node, attribute by attribute)
+        for s_i, (row_o, row_p) in enumerate(zip(g_x.tolist(), g_z.tolist(), strict=True)):
             k = 0
             s = 0.0
-            for a in attrs:
-                go = split_score(vals_x[a][mx], yx[mx], n_classes, numeric=a in numeric, criterion=criterion)
-                gp = split_score(vals_z[a][mz], yz[mz], n_classes, numeric=a in numeric, criterion=criterion)
+            for a, go, gp in zip(attrs, row_o, row_p, strict=True):
                 if max(go, gp) > min_gain_ratio:
                     k += 1
                     s += abs(go - gp)
@@ -509,7 +636,7 @@ def edusc(
                     diff_cnt[a] += 1
             if k:
                 counted_nodes += 1
-                total += s * int(mx.sum()) / (k * n_total)
+                total += s * sizes[s_i] / (k * n_total)
         denom = counted_nodes if node_count == "counted" else len(nodes)
         sim = 1.0 - total / denom if denom else 1.0
         tree_rows.append({"tree": t, "similarity": sim, "nodes": len(nodes), "nodes_counted": counted_nodes})
