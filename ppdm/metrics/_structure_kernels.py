@@ -40,6 +40,22 @@ def _imp(counts: np.ndarray, tot: float, gini: bool) -> float:
 
 
 @njit(cache=True)
+def _weighted(left: np.ndarray, right: np.ndarray, nl: float, nr: float, gini: bool, xlogx: np.ndarray) -> float:
+    """nl·I(left) + nr·I(right) of one cut (both sides non-empty, integer counts)."""
+    if gini:
+        sl = 0.0
+        sr = 0.0
+        for c in range(left.shape[0]):
+            sl += left[c] * left[c]
+            sr += right[c] * right[c]
+        return (nl - sl / nl) + (nr - sr / nr)
+    w = xlogx[int(nl)] + xlogx[int(nr)]
+    for c in range(left.shape[0]):
+        w -= xlogx[int(left[c])] + xlogx[int(right[c])]
+    return w
+
+
+@njit(cache=True)
 def _grow(a: np.ndarray, need: int) -> np.ndarray:
     if need <= a.shape[0]:
         return a
@@ -58,10 +74,17 @@ def _grow2(a: np.ndarray, need: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def segment_scores(ptr, recs, y, n_classes, codes, n_codes, is_num, criterion, tol):
+def segment_scores(ptr, recs, y, n_classes, codes, n_codes, is_num, criterion, tol, xlogx):
     """Scores of every (segment, attribute).
 
-    ``criterion``: 0 gain ratio, 1 information gain, 2 Gini gain. Returns the score matrix
+    ``criterion``: 0 gain ratio, 1 information gain, 2 Gini gain. ``xlogx[c]`` = c·log2 c
+    for the integer counts 0..n: with it the entropy screen of a cut needs no logarithm,
+    since |S|·H(S) = |S| log2 |S| − Σ_c n_c log2 n_c.
+
+    Only cuts at boundary points are screened: a cut between two values whose records all
+    belong to one and the same class is strictly worse than a neighbouring cut, since the
+    weighted impurity (entropy or Gini) is strictly concave along such a run (Fayyad &
+    Irani 1992), so it can be neither the best cut nor tied with it. Returns the score matrix
     (segments × attributes; numeric entries are left at 0 for the caller to fill), and the
     screened numeric cuts: their segment, attribute and left class counts.
     """
@@ -81,6 +104,7 @@ def segment_scores(ptr, recs, y, n_classes, codes, n_codes, is_num, criterion, t
     parent = np.zeros(C)
     left = np.zeros(C)
     right = np.zeros(C)
+    grp = np.zeros(C)
     for s in range(n_seg):
         lo, hi = ptr[s], ptr[s + 1]
         k = hi - lo
@@ -135,53 +159,64 @@ def segment_scores(ptr, recs, y, n_classes, codes, n_codes, is_num, criterion, t
                     r = recs[i]
                     keys[i - lo] = col[r] * C + y[r]
                 keys.sort()
-            n_cuts = 0
-            left[:] = 0.0
-            best = -np.inf
-            if use_sort:
-                i = 0
-                while i < k:
-                    v = keys[i] // C
-                    while i < k and keys[i] // C == v:
-                        left[keys[i] % C] += 1.0
-                        i += 1
-                    if i < k:
-                        nl = 0.0
-                        for c in range(C):
-                            right[c] = parent[c] - left[c]
-                            nl += left[c]
-                        nr = k - nl
-                        g = base - (nl * _imp(left, nl, gini) + nr * _imp(right, nr, gini)) / k
-                        gains[n_cuts] = g
-                        cuts_left[n_cuts] = left
-                        n_cuts += 1
-                        best = max(best, g)
             else:
                 for i in range(lo, hi):
                     r = recs[i]
                     bucket[col[r] * C + y[r]] += 1.0
-                seen = 0.0
-                for v in range(D):
-                    sz = 0.0
-                    for c in range(C):
-                        b = bucket[v * C + c]
-                        left[c] += b
-                        sz += b
-                        bucket[v * C + c] = 0.0
-                    if sz == 0:
-                        continue
-                    seen += sz
-                    if seen < k:
-                        nl = 0.0
+            n_cuts = 0
+            left[:] = 0.0
+            best = -np.inf
+            prev_pure = -2  # class of the previous value's records if they share one, −1 if mixed
+            i = 0
+            v = 0
+            seen = 0.0
+            while True:
+                # the next value's class counts into grp
+                grp[:] = 0.0
+                if use_sort:
+                    if i >= k:
+                        break
+                    val = keys[i] // C
+                    while i < k and keys[i] // C == val:
+                        grp[keys[i] % C] += 1.0
+                        i += 1
+                else:
+                    found = False
+                    while v < D and not found:
+                        sz = 0.0
                         for c in range(C):
-                            right[c] = parent[c] - left[c]
-                            nl += left[c]
-                        nr = k - nl
-                        g = base - (nl * _imp(left, nl, gini) + nr * _imp(right, nr, gini)) / k
-                        gains[n_cuts] = g
-                        cuts_left[n_cuts] = left
-                        n_cuts += 1
-                        best = max(best, g)
+                            sz += bucket[v * C + c]
+                        if sz > 0:
+                            found = True
+                            for c in range(C):
+                                grp[c] = bucket[v * C + c]
+                                bucket[v * C + c] = 0.0
+                        v += 1
+                    if not found:
+                        break
+                pure = -1
+                for c in range(C):
+                    if grp[c] > 0:
+                        pure = c if pure == -1 else -3
+                pure = -1 if pure == -3 else pure
+                if prev_pure != -2 and (pure == -1 or pure != prev_pure):
+                    # a boundary point between the previous value and this one
+                    nl = 0.0
+                    for c in range(C):
+                        right[c] = parent[c] - left[c]
+                        nl += left[c]
+                    nr = k - nl
+                    g = base - _weighted(left, right, nl, nr, gini, xlogx) / k
+                    gains[n_cuts] = g
+                    cuts_left[n_cuts] = left
+                    n_cuts += 1
+                    best = max(best, g)
+                for c in range(C):
+                    left[c] += grp[c]
+                    seen += grp[c]
+                prev_pure = pure
+                if seen >= k:
+                    break
             if n_cuts == 0:
                 continue
             floor = best - tol * (1.0 + abs(best))

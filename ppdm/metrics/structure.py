@@ -123,9 +123,10 @@ class EDUDSResult(MeasureResult):
     per_tree: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _leaf_positions(tree: TreeModel, data: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
-    """Each record's leaf as a position in the tree's leaf list, and that list of rules."""
-    ids = np.asarray(tree.apply(data)).ravel()
+def _leaf_positions(tree: TreeModel, data: pd.DataFrame, ids: Any = None) -> tuple[np.ndarray, list[Any]]:
+    """Each record's leaf as a position in the tree's leaf list, and that list of rules
+    (``ids``: the tree's ``apply`` of ``data`` when already known)."""
+    ids = np.asarray(tree.apply(data) if ids is None else ids).ravel()
     rules = tree.leaf_rules()
     keys = list(rules)
     try:
@@ -153,31 +154,60 @@ def _leaf_positions(tree: TreeModel, data: pd.DataFrame) -> tuple[np.ndarray, li
     return idx, [rules[k] for k in keys]
 
 
+def _leaf_boxes(rules: list[Any], attrs: list[str], numeric: set[str], lo: np.ndarray, hi: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lower and upper bounds and tested flags of every leaf's sub-domain (leaves × attributes)."""
+    a = len(attrs)
+    col = {c: j for j, c in enumerate(attrs)}
+    L = np.broadcast_to(lo, (len(rules), a)).copy()
+    H = np.broadcast_to(hi, (len(rules), a)).copy()
+    T = np.zeros((len(rules), a), dtype=bool)
+    for r, rule in enumerate(rules):
+        for cond in rule.conditions:
+            j = col.get(cond.attribute)
+            if j is None:
+                continue  # a test on something that is not an attribute here (never the class)
+            T[r, j] = True
+            if cond.attribute in numeric and cond.op in NUMERIC_OPS:
+                if cond.op in ("<=", "<"):
+                    H[r, j] = min(H[r, j], float(cond.value))
+                else:
+                    L[r, j] = max(L[r, j], float(cond.value))
+    return L, H, T
+
+
+def _forest_leaves(trees: list[TreeModel], data: pd.DataFrame, attrs: list[str], numeric: set[str],
+                   lo: np.ndarray, hi: np.ndarray) -> list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Per tree: each record's leaf position and the leaves' sub-domains.
+
+    Trees sharing one fitted encoding (a SysFor forest's C4.5 trees) route the table
+    encoded once, through ``apply_encoded``; other trees through ``apply``."""
+    encoded: dict[int, np.ndarray] = {}
+    out = []
+    for tree in trees:
+        enc = getattr(tree, "encoding_", None)
+        if enc is not None and callable(getattr(tree, "apply_encoded", None)) and callable(getattr(enc, "transform",
+                                                                                                  None)):
+            if id(enc) not in encoded:
+                encoded[id(enc)] = enc.transform(data)
+            ids = tree.apply_encoded(encoded[id(enc)])
+        else:
+            ids = tree.apply(data)
+        idx, rules = _leaf_positions(tree, data, ids)
+        out.append((idx, _leaf_boxes(rules, attrs, numeric, lo, hi)))
+    return out
+
+
 def _regions(
-    trees: list[TreeModel], data: pd.DataFrame, attrs: list[str], numeric: set[str], lo: np.ndarray, hi: np.ndarray
+    leaves: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]], n: int,
+    lo: np.ndarray, hi: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per record: lower and upper bounds and tested flags of the intersection of its leaves."""
-    n, a = len(data), len(attrs)
-    col = {c: j for j, c in enumerate(attrs)}
+    a = len(lo)
     low = np.broadcast_to(lo, (n, a)).copy()
     up = np.broadcast_to(hi, (n, a)).copy()
     tested = np.zeros((n, a), dtype=bool)
-    for tree in trees:
-        idx, rules = _leaf_positions(tree, data)
-        L = np.broadcast_to(lo, (len(rules), a)).copy()
-        H = np.broadcast_to(hi, (len(rules), a)).copy()
-        T = np.zeros((len(rules), a), dtype=bool)
-        for r, rule in enumerate(rules):
-            for cond in rule.conditions:
-                j = col.get(cond.attribute)
-                if j is None:
-                    continue  # a test on something that is not an attribute here (never the class)
-                T[r, j] = True
-                if cond.attribute in numeric and cond.op in NUMERIC_OPS:
-                    if cond.op in ("<=", "<"):
-                        H[r, j] = min(H[r, j], float(cond.value))
-                    else:
-                        L[r, j] = max(L[r, j], float(cond.value))
+    for idx, (L, H, T) in leaves:
         np.maximum(low, L[idx], out=low)
         np.minimum(up, H[idx], out=up)
         tested |= T[idx]
@@ -292,8 +322,12 @@ def eduds(
     dom = hi - lo
     mode = domain if isinstance(domain, str) else "union"
     data = x[attrs]
-    reg_o = _regions(tx, data, attrs, numeric, lo, hi)
-    reg_p = _regions(tz, data, attrs, numeric, lo, hi)
+    n = len(data)
+    # every tree routes the records once; the forest and per-tree regions reuse the routes
+    leaves_o = _forest_leaves(tx, data, attrs, numeric, lo, hi)
+    leaves_p = _forest_leaves(tz, data, attrs, numeric, lo, hi)
+    reg_o = _regions(leaves_o, n, lo, hi)
+    reg_p = _regions(leaves_p, n, lo, hi)
     value, skipped, sim_attr, counted = _sds(reg_o, reg_p, is_num, dom, mode, count_untested, empty_records)
     with np.errstate(invalid="ignore"):
         per_attr = pd.DataFrame({
@@ -305,9 +339,8 @@ def eduds(
         })
     rows = []
     if len(tx) == len(tz) and len(tx) > 1:
-        for t, (a_tree, b_tree) in enumerate(zip(tx, tz, strict=True)):
-            v, s, _, _ = _sds(_regions([a_tree], data, attrs, numeric, lo, hi),
-                              _regions([b_tree], data, attrs, numeric, lo, hi),
+        for t, (a_leaves, b_leaves) in enumerate(zip(leaves_o, leaves_p, strict=True)):
+            v, s, _, _ = _sds(_regions([a_leaves], n, lo, hi), _regions([b_leaves], n, lo, hi),
                               is_num, dom, mode, count_untested, empty_records)
             rows.append({"tree": t, "similarity": v, "skipped": s})
     elif len(tx) == len(tz) == 1:
@@ -513,17 +546,20 @@ def _segment_scores(ptr: np.ndarray, recs: np.ndarray, y: np.ndarray, n_classes:
     The kernel scores categorical attributes and screens numeric cut points; the cuts
     within 1e-9 of a segment's best gain are re-evaluated here with exactly the arithmetic
     of :func:`split_score`, so the chosen threshold, and hence the score, are the same."""
+    n = len(tab.data)
+    cnt = np.arange(n + 1, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xlogx = np.where(cnt > 0, cnt * np.log2(np.where(cnt > 0, cnt, 1.0)), 0.0)
     score, c_seg, c_attr, c_left = segment_scores(ptr, recs, y, n_classes, tab.codes, tab.n_codes, is_num,
-                                                  crit_code, 1e-9)
+                                                  crit_code, 1e-9, xlogx)
     if len(c_seg) == 0:
         return score
     crit = "gini" if criterion == "gini" else "entropy"
     n_seg = np.diff(ptr)[c_seg]
     # class counts of each candidate's segment (exact integers)
     seg_ids = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-    parent_all = np.zeros((len(ptr) - 1, n_classes))
-    np.add.at(parent_all, (seg_ids, y[recs]), 1.0)
-    parent = parent_all[c_seg]
+    parent_all = np.bincount(seg_ids * n_classes + y[recs], minlength=(len(ptr) - 1) * n_classes)
+    parent = parent_all.reshape(-1, n_classes)[c_seg].astype(float)
     base = _impurity(parent, crit)
     left = c_left
     right = parent - left
