@@ -484,9 +484,7 @@ class _CodedTable:
         if col not in self.factor:
             c, uniq = pd.factorize(self.data[col], use_na_sentinel=False)
             c = np.asarray(c, dtype=np.int64)
-            first = np.full(len(uniq), -1, dtype=np.int64)
-            # first row holding each code: reversed assignment leaves the smallest index
-            first[c[::-1]] = np.arange(len(c) - 1, -1, -1)
+            first = np.unique(c, return_index=True)[1].astype(np.int64)  # a row holding each code
             self.factor[col] = (c, first)
         return self.factor[col]
 
