@@ -73,7 +73,7 @@ def _grow2(a: np.ndarray, need: int) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def segment_scores(ptr, recs, y, n_classes, codes, n_codes, is_num, criterion, tol, xlogx):
     """Scores of every (segment, attribute).
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -582,6 +583,19 @@ def _segment_scores(ptr: np.ndarray, recs: np.ndarray, y: np.ndarray, n_classes:
     return score
 
 
+def _score_tree(tree: TreeModel, tab_x: _CodedTable, tab_z: _CodedTable, yx: np.ndarray, yz: np.ndarray,
+                n_classes: int, is_num: np.ndarray, crit_code: int, criterion: str, pool: ThreadPoolExecutor
+                ) -> tuple[list[tuple[Condition, ...]], np.ndarray, np.ndarray, np.ndarray]:
+    """One tree's nodes, the original segment bounds and both tables' node × attribute scores."""
+    nodes = _tree_nodes(tree)
+    parents, conds = _node_links(nodes)
+    ptr_z, recs_z = _segments(tab_z, parents, conds)
+    fut = pool.submit(_segment_scores, ptr_z, recs_z, yz, n_classes, tab_z, is_num, crit_code, criterion)
+    ptr_x, recs_x = _segments(tab_x, parents, conds)
+    g_x = _segment_scores(ptr_x, recs_x, yx, n_classes, tab_x, is_num, crit_code, criterion)
+    return nodes, ptr_x, g_x, fut.result()
+
+
 def edusc(
     x: pd.DataFrame,
     z: pd.DataFrame,
@@ -648,13 +662,15 @@ def edusc(
     diff_sum = dict.fromkeys(attrs, 0.0)
     diff_cnt = dict.fromkeys(attrs, 0)
     tree_rows = []
-    for t, tree in enumerate(trees):
-        nodes = _tree_nodes(tree)
-        parents, conds = _node_links(nodes)
-        ptr_x, recs_x = _segments(tab_x, parents, conds)
-        ptr_z, recs_z = _segments(tab_z, parents, conds)
-        g_x = _segment_scores(ptr_x, recs_x, yx, n_classes, tab_x, is_num, crit_code, criterion)
-        g_z = _segment_scores(ptr_z, recs_z, yz, n_classes, tab_z, is_num, crit_code, criterion)
+    # the kernel releases the GIL: the perturbed table's segments are scored in a second
+    # thread while the original's are found and scored in this one
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        per_tree = [_score_tree(tree, tab_x, tab_z, yx, yz, n_classes, is_num, crit_code, criterion, pool)
+                    for tree in trees]
+    finally:
+        pool.shutdown()
+    for t, (nodes, ptr_x, g_x, g_z) in enumerate(per_tree):
         sizes = np.diff(ptr_x).tolist()
         total = 0.0
         counted_nodes = 0
