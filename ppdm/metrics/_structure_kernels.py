@@ -1,5 +1,5 @@
 """Numba kernels of EDUSC (paper 004 §5): splitting criteria of every attribute in every
-node segment of a tree, in one pass over the segments.
+node segment of a tree, in one call per tree and table.
 
 A tree's segments are given in CSR form (``ptr``, ``recs``: the records reaching node s are
 ``recs[ptr[s]:ptr[s+1]]``). Each attribute is given as integer codes: for a numeric
@@ -81,10 +81,11 @@ def segment_scores(ptr, recs, y, n_classes, codes, n_codes, is_num, criterion, t
     for the integer counts 0..n: with it the entropy screen of a cut needs no logarithm,
     since |S|·H(S) = |S| log2 |S| − Σ_c n_c log2 n_c.
 
-    Only cuts at boundary points are screened: a cut between two values whose records all
-    belong to one and the same class is strictly worse than a neighbouring cut, since the
-    weighted impurity (entropy or Gini) is strictly concave along such a run (Fayyad &
-    Irani 1992), so it can be neither the best cut nor tied with it. Returns the score matrix
+    Only cuts at boundary points are screened. Inside a run of values whose records all
+    belong to one class, the weighted impurity (entropy or Gini) of the cut is strictly
+    concave in the cut's position unless the segment is pure (Fayyad & Irani 1992), so
+    every cut inside the run is strictly worse than the better of the run's two end cuts
+    (or than no split): it can be neither the best cut nor tied with it. Returns the score matrix
     (segments × attributes; numeric entries are left at 0 for the caller to fill), and the
     screened numeric cuts: their segment, attribute and left class counts.
     """
