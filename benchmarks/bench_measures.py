@@ -1,7 +1,10 @@
 """Speed and memory of the quadratic risk measures (SERS, DDR) and the column-wise SDC measures.
 
 Goals: SERS exact on adult (30162 × 14) ≤ 10 s with peak RSS ≤ 1 GB; SERS exact on
-10⁵ records with peak RSS ≤ 2 GB; DDR on 10⁵ records ≤ 10 s. Run with
+10⁵ records with peak RSS ≤ 2 GB; DDR on 10⁵ records ≤ 10 s; EDUDS and EDUSC on adult
+against a Forest Framework release ≤ 5 s each, through the registered adapters with the
+default SysFor forests (rows "+ fits" include fitting those forests, the others time the
+measure alone on forests fitted beforehand). Run with
 ``python benchmarks/run.py measures`` (``--quick`` for a smoke run on small inputs).
 """
 
@@ -86,4 +89,37 @@ def run(quick: bool = False) -> list[dict]:
     zc = xc + rng.normal(0, 0.1, size=xc.shape)
     _, sec, rss = measure(lambda: (il1s(xc, zc), sse_sst(xc, zc), idr(xc, zc)))
     rows.append(_row("il1s + sse_sst + idr", n_col, 10, sec, rss, None, None))
+    rows.extend(_structure_rows(quick))
+    return rows
+
+
+def _structure_rows(quick: bool) -> list[dict]:
+    """EDUDS and EDUSC (paper 004 §4–§5) on adult and its Forest Framework release."""
+    from ppdm.anonymize import ForestFramework
+    from ppdm.datasets import load
+    from ppdm.metrics.base import EvaluationContext, resolve_measures
+    from ppdm.metrics.structure import _ctx_forest
+
+    x, sch = load("adult", missing="drop")
+    if quick:
+        x = x.iloc[:3000].reset_index(drop=True)
+    z = ForestFramework(class_column=sch.class_column, random_state=1).fit_transform(x)
+    specs = {s.name: s for s in resolve_measures("eduds,edusc")}
+    m = len(sch.attributes)
+    # compile the Numba kernels outside the timings
+    small = EvaluationContext(x=x.iloc[:300], z=z.iloc[:300], schema=sch)
+    specs["edusc"].fn(small)
+    rows = []
+    for name in ("eduds", "edusc"):
+        ctx = EvaluationContext(x=x, z=z, schema=sch)
+        res, sec, rss = measure(lambda ctx=ctx, name=name: specs[name].fn(ctx))
+        rows.append(_row(f"{name} + fits of default SysFor forest(s), adult vs Forest Framework", len(x), m,
+                         sec, rss, 5.0, None, value=round(res.value, 6)))
+        ctx = EvaluationContext(x=x, z=z, schema=sch)
+        _ctx_forest(ctx, "x", None)
+        if name == "eduds":
+            _ctx_forest(ctx, "z", None)
+        res, sec, rss = measure(lambda ctx=ctx, name=name: specs[name].fn(ctx))
+        rows.append(_row(f"{name}, forests fitted beforehand, adult vs Forest Framework", len(x), m, sec, rss,
+                         5.0, None, value=round(res.value, 6)))
     return rows

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ import pandas as pd
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics._common import pick_options
+from ppdm.metrics._structure_kernels import segment_scores
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.rules.core import NUMERIC_OPS, Condition
 from ppdm.trees.base import TreeModel
@@ -122,9 +124,10 @@ class EDUDSResult(MeasureResult):
     per_tree: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _leaf_positions(tree: TreeModel, data: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
-    """Each record's leaf as a position in the tree's leaf list, and that list of rules."""
-    ids = np.asarray(tree.apply(data)).ravel()
+def _leaf_positions(tree: TreeModel, data: pd.DataFrame, ids: Any = None) -> tuple[np.ndarray, list[Any]]:
+    """Each record's leaf as a position in the tree's leaf list, and that list of rules
+    (``ids``: the tree's ``apply`` of ``data`` when already known)."""
+    ids = np.asarray(tree.apply(data) if ids is None else ids).ravel()
     rules = tree.leaf_rules()
     keys = list(rules)
     try:
@@ -152,31 +155,60 @@ def _leaf_positions(tree: TreeModel, data: pd.DataFrame) -> tuple[np.ndarray, li
     return idx, [rules[k] for k in keys]
 
 
+def _leaf_boxes(rules: list[Any], attrs: list[str], numeric: set[str], lo: np.ndarray, hi: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lower and upper bounds and tested flags of every leaf's sub-domain (leaves × attributes)."""
+    a = len(attrs)
+    col = {c: j for j, c in enumerate(attrs)}
+    L = np.broadcast_to(lo, (len(rules), a)).copy()
+    H = np.broadcast_to(hi, (len(rules), a)).copy()
+    T = np.zeros((len(rules), a), dtype=bool)
+    for r, rule in enumerate(rules):
+        for cond in rule.conditions:
+            j = col.get(cond.attribute)
+            if j is None:
+                continue  # a test on something that is not an attribute here (never the class)
+            T[r, j] = True
+            if cond.attribute in numeric and cond.op in NUMERIC_OPS:
+                if cond.op in ("<=", "<"):
+                    H[r, j] = min(H[r, j], float(cond.value))
+                else:
+                    L[r, j] = max(L[r, j], float(cond.value))
+    return L, H, T
+
+
+def _forest_leaves(trees: list[TreeModel], data: pd.DataFrame, attrs: list[str], numeric: set[str],
+                   lo: np.ndarray, hi: np.ndarray) -> list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Per tree: each record's leaf position and the leaves' sub-domains.
+
+    Trees sharing one fitted encoding (a SysFor forest's C4.5 trees) route the table
+    encoded once, through ``apply_encoded``; other trees through ``apply``."""
+    encoded: dict[int, np.ndarray] = {}
+    out = []
+    for tree in trees:
+        enc = getattr(tree, "encoding_", None)
+        if enc is not None and callable(getattr(tree, "apply_encoded", None)) and callable(getattr(enc, "transform",
+                                                                                                  None)):
+            if id(enc) not in encoded:
+                encoded[id(enc)] = enc.transform(data)
+            ids = tree.apply_encoded(encoded[id(enc)])
+        else:
+            ids = tree.apply(data)
+        idx, rules = _leaf_positions(tree, data, ids)
+        out.append((idx, _leaf_boxes(rules, attrs, numeric, lo, hi)))
+    return out
+
+
 def _regions(
-    trees: list[TreeModel], data: pd.DataFrame, attrs: list[str], numeric: set[str], lo: np.ndarray, hi: np.ndarray
+    leaves: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]], n: int,
+    lo: np.ndarray, hi: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per record: lower and upper bounds and tested flags of the intersection of its leaves."""
-    n, a = len(data), len(attrs)
-    col = {c: j for j, c in enumerate(attrs)}
+    a = len(lo)
     low = np.broadcast_to(lo, (n, a)).copy()
     up = np.broadcast_to(hi, (n, a)).copy()
     tested = np.zeros((n, a), dtype=bool)
-    for tree in trees:
-        idx, rules = _leaf_positions(tree, data)
-        L = np.broadcast_to(lo, (len(rules), a)).copy()
-        H = np.broadcast_to(hi, (len(rules), a)).copy()
-        T = np.zeros((len(rules), a), dtype=bool)
-        for r, rule in enumerate(rules):
-            for cond in rule.conditions:
-                j = col.get(cond.attribute)
-                if j is None:
-                    continue  # a test on something that is not an attribute here (never the class)
-                T[r, j] = True
-                if cond.attribute in numeric and cond.op in NUMERIC_OPS:
-                    if cond.op in ("<=", "<"):
-                        H[r, j] = min(H[r, j], float(cond.value))
-                    else:
-                        L[r, j] = max(L[r, j], float(cond.value))
+    for idx, (L, H, T) in leaves:
         np.maximum(low, L[idx], out=low)
         np.minimum(up, H[idx], out=up)
         tested |= T[idx]
@@ -291,8 +323,12 @@ def eduds(
     dom = hi - lo
     mode = domain if isinstance(domain, str) else "union"
     data = x[attrs]
-    reg_o = _regions(tx, data, attrs, numeric, lo, hi)
-    reg_p = _regions(tz, data, attrs, numeric, lo, hi)
+    n = len(data)
+    # every tree routes the records once; the forest and per-tree regions reuse the routes
+    leaves_o = _forest_leaves(tx, data, attrs, numeric, lo, hi)
+    leaves_p = _forest_leaves(tz, data, attrs, numeric, lo, hi)
+    reg_o = _regions(leaves_o, n, lo, hi)
+    reg_p = _regions(leaves_p, n, lo, hi)
     value, skipped, sim_attr, counted = _sds(reg_o, reg_p, is_num, dom, mode, count_untested, empty_records)
     with np.errstate(invalid="ignore"):
         per_attr = pd.DataFrame({
@@ -304,9 +340,8 @@ def eduds(
         })
     rows = []
     if len(tx) == len(tz) and len(tx) > 1:
-        for t, (a_tree, b_tree) in enumerate(zip(tx, tz, strict=True)):
-            v, s, _, _ = _sds(_regions([a_tree], data, attrs, numeric, lo, hi),
-                              _regions([b_tree], data, attrs, numeric, lo, hi),
+        for t, (a_leaves, b_leaves) in enumerate(zip(leaves_o, leaves_p, strict=True)):
+            v, s, _, _ = _sds(_regions([a_leaves], n, lo, hi), _regions([b_leaves], n, lo, hi),
                               is_num, dom, mode, count_untested, empty_records)
             rows.append({"tree": t, "similarity": v, "skipped": s})
     elif len(tx) == len(tz) == 1:
@@ -418,6 +453,149 @@ def _tree_nodes(tree: TreeModel) -> list[tuple[Condition, ...]]:
     return list(seen)
 
 
+class _CodedTable:
+    """One table as EDUSC's kernels read it: per attribute integer codes (the dense rank of
+    the value for a numeric attribute, so sorting codes sorts values; a factorized code for
+    a categorical one, missing values a code of their own, as in :func:`split_score`), plus
+    what tree tests need (float values of numeric columns, codes of the rest)."""
+
+    def __init__(self, data: pd.DataFrame, attrs: list[str], numeric: set[str]) -> None:
+        self.data = data
+        self.numeric = numeric
+        self.floats: dict[str, np.ndarray] = {}
+        self.factor: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # column -> (codes, first row of each code)
+        codes = np.empty((len(attrs), len(data)), dtype=np.int64)
+        n_codes = np.empty(len(attrs), dtype=np.int64)
+        for j, a in enumerate(attrs):
+            if a in numeric:
+                uniq, inv = np.unique(self.float_values(a), return_inverse=True)
+                codes[j], n_codes[j] = inv.ravel(), len(uniq)
+            else:
+                c, _ = self.factorized(a)
+                codes[j], n_codes[j] = c, (int(c.max()) + 1 if len(c) else 0)
+        self.codes, self.n_codes = codes, n_codes
+        self._cond_cache: dict[Condition, np.ndarray] = {}
+
+    def float_values(self, col: str) -> np.ndarray:
+        if col not in self.floats:
+            self.floats[col] = self.data[col].to_numpy(dtype=float, na_value=np.nan)
+        return self.floats[col]
+
+    def factorized(self, col: str) -> tuple[np.ndarray, np.ndarray]:
+        if col not in self.factor:
+            c, uniq = pd.factorize(self.data[col], use_na_sentinel=False)
+            c = np.asarray(c, dtype=np.int64)
+            first = np.unique(c, return_index=True)[1].astype(np.int64)  # a row holding each code
+            self.factor[col] = (c, first)
+        return self.factor[col]
+
+    def satisfies(self, cond: Condition, rows: np.ndarray) -> np.ndarray:
+        """``cond.mask`` of the rows ``rows`` of the table, without building a Series per node."""
+        col = cond.attribute
+        if col not in self.data.columns:
+            raise ParameterError(f"EDUSC: a tree tests {col!r}, which the table does not have")
+        if col in self.numeric and cond.op in NUMERIC_OPS:
+            v = self.float_values(col)[rows]
+            with np.errstate(invalid="ignore"):
+                if cond.op == "<=":
+                    return v <= cond.value
+                if cond.op == ">":
+                    return v > cond.value
+                if cond.op == "<":
+                    return v < cond.value
+                return v >= cond.value
+        # any other test is a function of the value: evaluate it once on one row per
+        # distinct value (with the column's own dtype) and look the answer up by code
+        ok = self._cond_cache.get(cond)
+        if ok is None:
+            c, first = self.factorized(col)
+            ok = np.asarray(cond.mask(self.data[col].iloc[first]), dtype=bool)
+            self._cond_cache[cond] = ok
+        return ok[self.factorized(col)[0][rows]]
+
+
+def _node_links(nodes: list[tuple[Condition, ...]]) -> tuple[list[int], list[Condition | None]]:
+    """Parent position and last test of every node (the root: −1 and None)."""
+    pos = {node: i for i, node in enumerate(nodes)}
+    parents = [pos[node[:-1]] if node else -1 for node in nodes]
+    return parents, [node[-1] if node else None for node in nodes]
+
+
+def _segments(tab: _CodedTable, parents: list[int], conds: list[Condition | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The records of every node (ascending), as CSR arrays: a node's records are its
+    parent's records that pass the node's last test (parents come before children)."""
+    n = len(tab.data)
+    rows: list[np.ndarray] = []
+    for p, cond in zip(parents, conds, strict=True):
+        if p < 0:
+            rows.append(np.arange(n, dtype=np.int64))
+            continue
+        assert cond is not None
+        pr = rows[p]
+        rows.append(pr[tab.satisfies(cond, pr)])
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=ptr[1:])
+    return ptr, (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64))
+
+
+def _segment_scores(ptr: np.ndarray, recs: np.ndarray, y: np.ndarray, n_classes: int, tab: _CodedTable,
+                    is_num: np.ndarray, crit_code: int, criterion: str) -> np.ndarray:
+    """:func:`split_score` of every attribute in every node segment (nodes × attributes).
+
+    The kernel scores categorical attributes and screens numeric cut points; the cuts
+    within 1e-9 of a segment's best gain are re-evaluated here with exactly the arithmetic
+    of :func:`split_score`, so the chosen threshold, and hence the score, are the same."""
+    n = len(tab.data)
+    cnt = np.arange(n + 1, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xlogx = np.where(cnt > 0, cnt * np.log2(np.where(cnt > 0, cnt, 1.0)), 0.0)
+    score, c_seg, c_attr, c_left = segment_scores(ptr, recs, y, n_classes, tab.codes, tab.n_codes, is_num,
+                                                  crit_code, 1e-9, xlogx)
+    if len(c_seg) == 0:
+        return score
+    crit = "gini" if criterion == "gini" else "entropy"
+    n_seg = np.diff(ptr)[c_seg]
+    # class counts of each candidate's segment (exact integers)
+    seg_ids = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    parent_all = np.bincount(seg_ids * n_classes + y[recs], minlength=(len(ptr) - 1) * n_classes)
+    parent = parent_all.reshape(-1, n_classes)[c_seg].astype(float)
+    base = _impurity(parent, crit)
+    left = c_left
+    right = parent - left
+    nl = left.sum(axis=1)
+    nr = n_seg - nl
+    gain = base - (nl * _impurity(left, crit) + nr * _impurity(right, crit)) / n_seg
+    # first maximum of each (segment, attribute) group; candidates come in cut order
+    key = c_seg * len(is_num) + c_attr
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    gmax = np.maximum.reduceat(gain, starts)
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(key)]))
+    hit = np.flatnonzero(gain == gmax[group])
+    first = hit[np.r_[True, group[hit][1:] != group[hit][:-1]]]
+    g = np.maximum(gain[first], 0.0)
+    if criterion == "gain_ratio":
+        sizes = np.stack([nl[first], nr[first]], axis=1)
+        p = sizes / sizes.sum(axis=1, keepdims=True)
+        si = -(p * np.log2(p)).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g = np.where(si > 0, g / si, 0.0)
+    score[c_seg[first], c_attr[first]] = g
+    return score
+
+
+def _score_tree(tree: TreeModel, tab_x: _CodedTable, tab_z: _CodedTable, yx: np.ndarray, yz: np.ndarray,
+                n_classes: int, is_num: np.ndarray, crit_code: int, criterion: str, pool: ThreadPoolExecutor
+                ) -> tuple[list[tuple[Condition, ...]], np.ndarray, np.ndarray, np.ndarray]:
+    """One tree's nodes, the original segment bounds and both tables' node × attribute scores."""
+    nodes = _tree_nodes(tree)
+    parents, conds = _node_links(nodes)
+    ptr_z, recs_z = _segments(tab_z, parents, conds)
+    fut = pool.submit(_segment_scores, ptr_z, recs_z, yz, n_classes, tab_z, is_num, crit_code, criterion)
+    ptr_x, recs_x = _segments(tab_x, parents, conds)
+    g_x = _segment_scores(ptr_x, recs_x, yx, n_classes, tab_x, is_num, crit_code, criterion)
+    return nodes, ptr_x, g_x, fut.result()
+
+
 def edusc(
     x: pd.DataFrame,
     z: pd.DataFrame,
@@ -473,35 +651,34 @@ def edusc(
     else:
         trees = trees_of(trees_x)
     classes = pd.Index(pd.unique(pd.concat([x[cls], z[cls]], ignore_index=True)))
-    yx = classes.get_indexer(x[cls])
-    yz = classes.get_indexer(z[cls])
+    yx = classes.get_indexer(x[cls]).astype(np.int64)
+    yz = classes.get_indexer(z[cls]).astype(np.int64)
     n_classes = len(classes)
     numeric = set(sch.numeric)
-    vals_x = {a: (x[a].to_numpy(dtype=float) if a in numeric else x[a].to_numpy()) for a in attrs}
-    vals_z = {a: (z[a].to_numpy(dtype=float) if a in numeric else z[a].to_numpy()) for a in attrs}
+    is_num = np.array([a in numeric for a in attrs])
+    crit_code = {"gain_ratio": 0, "info_gain": 1, "gini": 2}[criterion]
+    tab_x, tab_z = _CodedTable(x, attrs, numeric), _CodedTable(z, attrs, numeric)
     n_total = len(x)
     diff_sum = dict.fromkeys(attrs, 0.0)
     diff_cnt = dict.fromkeys(attrs, 0)
     tree_rows = []
-    for t, tree in enumerate(trees):
-        nodes = _tree_nodes(tree)
-        masks_x: dict[tuple[Condition, ...], np.ndarray] = {(): np.ones(len(x), dtype=bool)}
-        masks_z: dict[tuple[Condition, ...], np.ndarray] = {(): np.ones(len(z), dtype=bool)}
+    # the kernel releases the GIL: the perturbed table's segments are scored in a second
+    # thread while the original's are found and scored in this one
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        per_tree = [_score_tree(tree, tab_x, tab_z, yx, yz, n_classes, is_num, crit_code, criterion, pool)
+                    for tree in trees]
+    finally:
+        pool.shutdown()
+    for t, (nodes, ptr_x, g_x, g_z) in enumerate(per_tree):
+        sizes = np.diff(ptr_x).tolist()
         total = 0.0
         counted_nodes = 0
-        for node in nodes:
-            if node not in masks_x:
-                parent, cond = node[:-1], node[-1]
-                for data, masks in ((x, masks_x), (z, masks_z)):
-                    if cond.attribute not in data.columns:
-                        raise ParameterError(f"EDUSC: a tree tests {cond.attribute!r}, which the table does not have")
-                    masks[node] = masks[parent] & cond.mask(data[cond.attribute])
-            mx, mz = masks_x[node], masks_z[node]
+        # the sums run in the reference order (node by node, attribute by attribute)
+        for s_i, (row_o, row_p) in enumerate(zip(g_x.tolist(), g_z.tolist(), strict=True)):
             k = 0
             s = 0.0
-            for a in attrs:
-                go = split_score(vals_x[a][mx], yx[mx], n_classes, numeric=a in numeric, criterion=criterion)
-                gp = split_score(vals_z[a][mz], yz[mz], n_classes, numeric=a in numeric, criterion=criterion)
+            for a, go, gp in zip(attrs, row_o, row_p, strict=True):
                 if max(go, gp) > min_gain_ratio:
                     k += 1
                     s += abs(go - gp)
@@ -509,7 +686,7 @@ def edusc(
                     diff_cnt[a] += 1
             if k:
                 counted_nodes += 1
-                total += s * int(mx.sum()) / (k * n_total)
+                total += s * sizes[s_i] / (k * n_total)
         denom = counted_nodes if node_count == "counted" else len(nodes)
         sim = 1.0 - total / denom if denom else 1.0
         tree_rows.append({"tree": t, "similarity": sim, "nodes": len(nodes), "nodes_counted": counted_nodes})
