@@ -113,7 +113,7 @@ def _structure_rows(quick: bool) -> list[dict]:
     for name in ("eduds", "edusc"):
         ctx = EvaluationContext(x=x, z=z, schema=sch)
         res, sec, rss = measure(lambda ctx=ctx, name=name: specs[name].fn(ctx))
-        rows.append(_row(f"{name} + fits of default SysFor forest(s), adult vs Forest Framework", len(x), m,
+        rows.append(_row(f"{name} + fits of the default (paper 004) SysFor forest(s), adult vs Forest Framework", len(x), m,
                          sec, rss, 5.0, None, value=round(res.value, 6)))
         ctx = EvaluationContext(x=x, z=z, schema=sch)
         _ctx_forest(ctx, "x", None)
