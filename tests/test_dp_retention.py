@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from ppdm.anonymize.noise import GaussianNoise, UniformNoise
 from ppdm.data import Schema
 from ppdm.datasets import load
 from ppdm.errors import ParameterError, PPDMError
@@ -21,7 +22,6 @@ from ppdm.experiments.dp_retention import (
     run_dp_retention,
     write_outputs,
 )
-from ppdm.anonymize.noise import GaussianNoise, UniformNoise
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, register_measure
 
 ROOT = Path(__file__).resolve().parents[1]
