@@ -28,10 +28,10 @@ Start = Callable[[int], Callable[[str], None]]
 # §7.1 of paper 000 raises UN/GN from 0 % to 30 %
 _NOISE_LEVELS = (0.0, 0.1, 0.2, 0.3)
 _DP_NOISE_LEVELS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
-# perturbations per training fold in the full paper-004 run; the paper uses 10, fewer keep
-# the run (every release also scored by EDUDS, EDUSC and SERS) near 20 minutes on two
-# shared cores (docs/reproduce.md); `ppdm forest-experiment --repeats 10` gives Fig. 2 alone
-FOREST_REPEATS = 2
+# perturbations per training fold in the full paper-004 run (paper 004 §7: 10); with every
+# release also scored by EDUDS, EDUSC and SERS the run takes about 17 minutes on two shared
+# cores (docs/reproduce.md)
+FOREST_REPEATS = 10
 
 
 def _rounding(out: Path, seed: int, quick: bool, start: Start) -> list[Path]:
