@@ -29,7 +29,7 @@ Start = Callable[[int], Callable[[str], None]]
 _NOISE_LEVELS = (0.0, 0.1, 0.2, 0.3)
 _DP_NOISE_LEVELS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 # perturbations per training fold in the full paper-004 run (paper 004 §7: 10); with every
-# release also scored by EDUDS, EDUSC and SERS the run takes about 17 minutes on two shared
+# release also scored by EDUDS, EDUSC and SERS the run takes about 11 minutes on two shared
 # cores (docs/reproduce.md)
 FOREST_REPEATS = 10
 
