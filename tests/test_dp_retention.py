@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from ppdm.anonymize.noise import GaussianNoise, UniformNoise
 from ppdm.data import Schema
 from ppdm.datasets import load
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.dp_retention import (
     count_runs,
-    gaussian_noise,
+    measure_correlations,
     run_dp_retention,
-    uniform_noise,
     write_outputs,
 )
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, register_measure
@@ -62,26 +62,30 @@ def small_banknote() -> tuple[pd.DataFrame, Schema]:
 
 
 def test_toy_noises_follow_paper_000_section_7_1():
+    """The experiment's UN/GN are the registered techniques; their §7.1 behaviour, as the experiment uses them."""
     rng = np.random.default_rng(0)
     x = pd.DataFrame({"a": rng.normal(size=400), "k": rng.integers(0, 9, 400),
                       "c": rng.choice(["u", "v", "w"], 400, p=[0.8, 0.15, 0.05]), "y": rng.integers(0, 2, 400)})
     s = Schema.infer(x, "y")
-    for fn in (uniform_noise, gaussian_noise):
-        same = fn(x, s, 0.0, np.random.default_rng(1))
-        pd.testing.assert_frame_equal(same, x)
-        z = fn(x, s, 0.5, np.random.default_rng(1))
+
+    def noisy(cls, p, seed):
+        return cls(level=p, schema=s, random_state=seed).fit_transform(x)
+
+    for cls in (UniformNoise, GaussianNoise):
+        pd.testing.assert_frame_equal(noisy(cls, 0.0, 1), x)
+        z = noisy(cls, 0.5, 1)
         assert (z.dtypes == x.dtypes).all() and z.index.equals(x.index)
         assert z["y"].equals(x["y"])  # the label is never perturbed
         changed = (z["a"] != x["a"]).mean()
         assert 0.4 < changed < 0.6
         assert set(z["c"]) <= set(x["c"])
-    u = uniform_noise(x, s, 1.0, np.random.default_rng(2))
+    u = noisy(UniformNoise, 1.0, 2)
     assert u["a"].between(x["a"].min(), x["a"].max()).all()
     # UN flattens the categorical distribution; GN keeps it
-    g = gaussian_noise(x, s, 1.0, np.random.default_rng(2))
+    g = noisy(GaussianNoise, 1.0, 2)
     assert (u["c"] == "u").mean() < 0.45 < 0.7 < (g["c"] == "u").mean()
     with pytest.raises(ParameterError):
-        uniform_noise(x, s, 1.5, rng)
+        run_dp_retention(x, s, epsilons=[1.0], noise_levels=[1.5], repeats=1, folds=2)
 
 
 def test_run_collects_every_measure_per_fold_repeat_and_level(stand_in_measures, small_banknote):
@@ -157,3 +161,21 @@ def test_cli_bad_epsilon_exits_2_and_writes_nothing(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "epsilons" in proc.stderr
     assert not out.exists()
+
+
+def test_correlations_follow_table_6_layout(stand_in_measures, small_banknote):
+    x, s = small_banknote
+    res = run_dp_retention(x, s, epsilons=[1.0, 0.01], noise_levels=[0.1, 0.3], repeats=2, folds=2,
+                           measures=f"{stand_in_measures},rule_accuracy", dataset="banknote")
+    corr = measure_correlations(res)
+    assert set(corr["group"]) == {"UN", "GN", "DPCube", "all"}
+    # one pair of measures; n = releases of the group (levels × folds × repeats), the baseline left out
+    assert (corr["n"] == corr["group"].map({"UN": 8, "GN": 8, "DPCube": 8, "all": 24})).all()
+    # r from the raw runs by hand: rule accuracy |α(Ψx|x) − α(Ψx|z)| against the share obeyed, over UN releases
+    raw = res.raw[res.raw["technique"] == "uniform-noise"]
+    wide = raw.pivot_table(index=["level", "fold", "repeat"], columns="measure", values="value")
+    base = res.raw[res.raw["technique"] == "original"].pivot_table(index="fold", columns="measure", values="value")
+    diff = wide - base.reindex(wide.index.get_level_values("fold")).to_numpy()
+    r = float(np.corrcoef(diff[stand_in_measures], diff["rule_accuracy"])[0, 1])
+    got = corr[corr["group"] == "UN"]["r"].iloc[0]
+    assert got == pytest.approx(r)

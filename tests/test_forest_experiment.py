@@ -50,3 +50,23 @@ def test_cli_forest_experiment(tmp_path):
     bad = tmp_path / "bad"
     res = CliRunner().invoke(app, ["forest-experiment", "--out", str(bad), "--datasets", "nope", "--learner", "cart"])
     assert res.exit_code != 0 and not bad.exists()
+
+
+def test_structure_summary_averages_repeats_then_folds() -> None:
+    import pandas as pd
+
+    from ppdm.experiments.forest_framework import ForestExperimentResult
+
+    runs = pd.DataFrame({
+        "dataset": ["d"] * 5, "technique": ["Original", "FF", "FF", "FF", "RT"], "fold": [0, 0, 0, 1, 0],
+        "repeat": [0, 0, 1, 0, 0], "accuracy": [1.0] * 5,
+        "eduds": [None, 0.2, 0.4, 0.9, 0.5], "edusc": [None, 1.0, 1.0, 0.5, 0.5], "sers": [None, 2.0, 4.0, 6.0, 1.0],
+    })
+    res = ForestExperimentResult(runs, pd.DataFrame(), "test")
+    st = res.structure_summary().set_index("technique")
+    # FF: fold 0 mean 0.3, fold 1 0.9 → 0.6 (not the pooled mean 0.5)
+    assert st.loc["FF", "eduds"] == pytest.approx(0.6)
+    assert st.loc["FF", "sers"] == pytest.approx(4.5)
+    assert "Original" not in st.index
+    md = res.structure_markdown()
+    assert "| d | 0.600 | 0.500 |" in md

@@ -7,7 +7,9 @@ shrinks. As in the rest of its experiments (§7), 10-fold cross-validation split
 data into a training table x and a test table t, the anonymization of x is repeated
 10 times, and Ψx are the leaves of a CART tree on x (minimum leaf 0.02·|x|, depth 12).
 For comparison the same measures are taken for the paper's toy noises (§7.1),
-uniform noise (UN) and Gaussian noise (GN), and for x itself (ε = ∞).
+uniform noise (UN) and Gaussian noise (GN) — the registered techniques
+:class:`~ppdm.anonymize.noise.UniformNoise` and :class:`~ppdm.anonymize.noise.GaussianNoise` —
+and for x itself (ε = ∞).
 
 Measures are looked up by name at run time through
 :func:`ppdm.metrics.base.resolve_measures`, each called with an
@@ -26,8 +28,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from ppdm.anonymize.base import restore_table
 from ppdm.anonymize.differential_privacy import DPCube
+from ppdm.anonymize.noise import GaussianNoise, UniformNoise
 from ppdm.data.io import atomic_path, atomic_write_text, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
@@ -44,58 +46,6 @@ DEFAULT_MEASURES = "rule_accuracy,rule_support_distance,rule_label_distance,pred
 # and z is uniform noise. A coarser grid, no uniformity stop and the class split
 # first keep the partitioning informative; docs/differential_privacy.md discusses this.
 DEFAULT_DPCUBE_PARAMS: dict[str, Any] = {"bins": 4, "split_dimension": "class-first", "uniformity_threshold": 0.0}
-
-
-# ------------------------------------------------------------ paper 000 §7.1 noise
-def uniform_noise(x: pd.DataFrame, schema: Schema, p: float, rng: np.random.Generator) -> pd.DataFrame:
-    """Uniform Noise (UN, paper 000 §7.1): each attribute value is replaced with probability
-    ``p`` by a value drawn uniformly between the attribute's minimum and maximum (numeric)
-    or uniformly from its distinct values (categorical). The class is left alone."""
-    _check_level(p)
-    z = x.copy()
-    n = len(x)
-    for c in schema.attributes:
-        hit = rng.random(n) < p
-        col = x[c]
-        if c in schema.numeric:
-            v = col.to_numpy(dtype=float).copy()
-            v[hit] = rng.uniform(v.min(), v.max(), int(hit.sum()))
-            z[c] = v
-        else:
-            levels = np.asarray(pd.unique(col), dtype=object)
-            v = col.to_numpy(dtype=object).copy()
-            v[hit] = levels[rng.integers(0, len(levels), int(hit.sum()))]
-            z[c] = pd.Series(v, index=x.index, dtype=object)
-    return restore_table(z, x)
-
-
-def gaussian_noise(x: pd.DataFrame, schema: Schema, p: float, rng: np.random.Generator) -> pd.DataFrame:
-    """Gaussian Noise (GN, paper 000 §7.1): each attribute value is changed with probability
-    ``p``: numeric values get ``N(0, var(A))`` added, categorical values are replaced by a
-    value drawn from the column as it is (so frequent values stay frequent). The class is
-    left alone."""
-    _check_level(p)
-    z = x.copy()
-    n = len(x)
-    for c in schema.attributes:
-        hit = rng.random(n) < p
-        col = x[c]
-        if c in schema.numeric:
-            v = col.to_numpy(dtype=float).copy()
-            sd = float(np.std(v, ddof=1)) if n > 1 else 0.0
-            v[hit] += rng.normal(0.0, sd, int(hit.sum()))
-            z[c] = v
-        else:
-            orig = col.to_numpy(dtype=object)
-            v = orig.copy()
-            v[hit] = orig[rng.integers(0, n, int(hit.sum()))]
-            z[c] = pd.Series(v, index=x.index, dtype=object)
-    return restore_table(z, x)
-
-
-def _check_level(p: float) -> None:
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not 0.0 <= p <= 1.0:
-        raise ParameterError(f"a noise level must be a fraction in [0, 1], got {p!r}")
 
 
 # ---------------------------------------------------------------------- result
@@ -154,8 +104,8 @@ def _levels(name: str, values: Sequence[float], *, positive: bool) -> list[float
             raise ParameterError(f"{name} must be numbers, got {v!r}")
         if positive and v <= 0:
             raise ParameterError(f"{name} must be positive privacy budgets, got {v!r}")
-        if not positive:
-            _check_level(v)
+        if not positive and not 0.0 <= v <= 1.0:
+            raise ParameterError(f"a noise level must be a fraction in [0, 1], got {v!r}")
         out.append(float(v))
     return out
 
@@ -223,10 +173,10 @@ def run_dp_retention(
         for e in eps:
             for r in range(repeats):
                 jobs.append(("dpcube", "epsilon", e, r, _dp_job(train, schema, e, params, bounds, domains)))
-        for name, fn in (("uniform-noise", uniform_noise), ("gaussian-noise", gaussian_noise)):
+        for name, cls_ in (("uniform-noise", UniformNoise), ("gaussian-noise", GaussianNoise)):
             for p in noise:
                 for r in range(repeats):
-                    jobs.append((name, "p", p, r, _noise_job(fn, train, schema, p)))
+                    jobs.append((name, "p", p, r, _noise_job(cls_, train, schema, p)))
         for j, (tech, pname, level, rep, make) in enumerate(jobs):
             seed = int(np.random.SeedSequence([random_state, fold, j]).generate_state(1)[0])
             z = make(seed)
@@ -268,8 +218,8 @@ def _const(table: pd.DataFrame):
     return lambda seed: table
 
 
-def _noise_job(fn: Callable, train: pd.DataFrame, schema: Schema, p: float):
-    return lambda seed: fn(train, schema, p, np.random.default_rng(seed))
+def _noise_job(technique: type, train: pd.DataFrame, schema: Schema, p: float):
+    return lambda seed: technique(level=p, schema=schema, random_state=seed).fit_transform(train)
 
 
 # ---------------------------------------------------------------------- output
@@ -320,3 +270,84 @@ def write_outputs(result: DPRetentionResult, out_dir: str | Path) -> list[Path]:
         atomic_write_text(d / "dp_retention.md", result.to_markdown()),
         plot_dp_retention(result, d / "dp_retention.png"),
     ]
+
+
+# ------------------------------------------------------------------ correlations
+CORRELATION_GROUPS: dict[str, tuple[str, ...]] = {
+    "UN": ("uniform-noise",), "GN": ("gaussian-noise",), "DPCube": ("dpcube",),
+    "all": ("uniform-noise", "gaussian-noise", "dpcube"),
+}
+
+
+def as_comparison(result: DPRetentionResult) -> Any:
+    """The runs as a :class:`ppdm.experiments.compare.ComparisonResult` (one label per
+    technique and level, the untouched training fold as the ``original`` baseline), so the
+    comparison tools — correlation matrices among them — apply to them."""
+    from ppdm.experiments.compare import ORIGINAL, ComparisonResult
+
+    raw = result.raw.copy()
+    raw["label"] = [ORIGINAL if t == "original" else f"{t} {p}={lv:g}"
+                    for t, p, lv in zip(raw["technique"], raw["parameter"], raw["level"], strict=True)]
+    raw["technique"] = raw["technique"].replace({"original": ORIGINAL})
+    raw["params"] = [json_params(p, lv) for p, lv in zip(raw["parameter"], raw["level"], strict=True)]
+    techniques = (raw.drop_duplicates("label")[["label", "technique", "params"]].to_dict("records"))
+    data = raw[["technique", "label", "params", "fold", "repeat", "measure", "value"]].reset_index(drop=True)
+    meta = {"techniques": techniques, "measures": list(result.settings.get("measures", raw["measure"].unique())),
+            "folds": result.settings.get("folds"), "repeats": result.settings.get("repeats"),
+            "seed": result.settings.get("random_state")}
+    return ComparisonResult(data, meta)
+
+
+def json_params(parameter: str, level: float) -> str:
+    import json
+
+    return json.dumps({parameter: None if math.isinf(level) else level})
+
+
+def measure_correlations(result: DPRetentionResult, groups: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+    """Pearson's r (and its two-sided p value) between every pair of measures over the
+    fold × repeat × level runs of each technique group (paper 000 §7.3, §8.3, Table 6).
+
+    As in §7.3 each value is first taken as its difference from the value on the
+    untouched training fold; the baseline rows themselves are left out. Returns a long
+    table: ``group, measure, other, r, p, n``.
+    """
+    from ppdm.experiments.compare import correlation_matrix, correlation_pvalues
+
+    cr = as_comparison(result)
+    rows = []
+    for name, techs in (groups or CORRELATION_GROUPS).items():
+        if not set(techs) & set(result.raw["technique"]):
+            continue
+        r = correlation_matrix(cr, difference=True, techniques=list(techs))
+        p = correlation_pvalues(cr, difference=True, techniques=list(techs))
+        mine = result.raw[result.raw["technique"].isin(techs)]
+        n = mine.groupby(["technique", "level", "fold", "repeat"]).ngroups
+        cols = list(r.columns)
+        for i, a in enumerate(cols):
+            for b in cols[i + 1:]:
+                rows.append({"group": name, "measure": a, "other": b, "r": float(r.loc[a, b]),
+                             "p": float(p.loc[a, b]), "n": n})
+    return pd.DataFrame(rows, columns=["group", "measure", "other", "r", "p", "n"])
+
+
+def correlations_markdown(corr: pd.DataFrame) -> str:
+    """Upper-triangular ``r (p)`` matrices, one per group, laid out as paper 000 Table 6."""
+    parts = []
+    for name, g in corr.groupby("group", sort=False):
+        measures = list(dict.fromkeys([*g["measure"], *g["other"]]))
+        cols, rows_ = measures[1:], measures[:-1]
+        lines = [f"**{name}** ({int(g['n'].iloc[0])} runs)", "",
+                 "| measure | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+        cell = {(a, b): (r, p) for a, b, r, p in zip(g["measure"], g["other"], g["r"], g["p"], strict=True)}
+        for a in rows_:
+            out = []
+            for b in cols:
+                if (a, b) not in cell:
+                    out.append("")
+                    continue
+                r, p = cell[(a, b)]
+                out.append("n/a" if math.isnan(r) else f"{r:.2f} ({p:.2f})")
+            lines.append(f"| {a} | " + " | ".join(out) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

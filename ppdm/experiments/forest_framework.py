@@ -12,6 +12,11 @@ confidence 0.25, minimum gain ratio 0.01, Table 3 minimum leaf sizes). The paper
 combines the trees' predictions by Credal Voting; here the forest's own ``predict`` is
 used. Framework's tree is C4.5 with the same minimum leaf size and confidence.
 ``learner="cart"`` swaps in bagged CART forests and CART trees for a quick check.
+
+With ``structure=True`` every perturbed training fold is also scored as in paper 004 §7
+(Figs. 3–4, Table 4): EDUDS (§4) and EDUSC (§5) compare the forest grown on the release
+with the forest of the unperturbed training fold, and SERS (§6) compares the release with
+the training fold record by record.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +37,7 @@ from ppdm.errors import ParameterError
 PAPER_MIN_LEAF: dict[str, int] = {"wine": 10, "wbc": 45, "credit": 30, "cmc": 60, "abalone": 180}
 PAPER_DATASETS: tuple[str, ...] = tuple(PAPER_MIN_LEAF)
 TECHNIQUES: tuple[str, ...] = ("FF", "F", "GADP", "RT")
+STRUCTURE_MEASURES: tuple[str, ...] = ("eduds", "edusc", "sers")
 LEARNERS = ("sysfor", "cart")
 
 # paper 004 §7 SysFor settings (minimum leaf size per dataset)
@@ -93,6 +100,52 @@ class ForestExperimentResult:
             lines.append(f"| {ds} | " + " | ".join(f"{v:.2f}" for v in row) + " |")
         return "\n".join(lines) + "\n"
 
+    def structure_summary(self) -> pd.DataFrame:
+        """Mean EDUDS, EDUSC and SERS per dataset and technique (paper 004 Figs. 3–4, Table 4):
+        the mean over the repetitions of a fold, then over folds. Empty without ``structure=True``."""
+        have = [m for m in STRUCTURE_MEASURES if m in self.runs.columns]
+        if not have:
+            return pd.DataFrame()
+        r = self.runs[self.runs["technique"] != "Original"]
+        per_fold = r.groupby(["dataset", "technique", "fold"], sort=False)[have].mean()
+        out = per_fold.groupby(["dataset", "technique"], sort=False).mean().reset_index()
+        return out
+
+    def structure_markdown(self) -> str:
+        """One table per measure, datasets as rows and techniques as columns (as paper 004 Table 4)."""
+        s = self.structure_summary()
+        if s.empty:
+            return ""
+        parts = []
+        titles = {"eduds": "EDUDS (Fig. 3; 1 = same sub-domains)", "edusc": "EDUSC (Fig. 4; 1 = same gain ratios)",
+                  "sers": "SERS (Table 4; bits, higher = more secure)"}
+        for m in [c for c in STRUCTURE_MEASURES if c in s.columns]:
+            wide = s.pivot(index="dataset", columns="technique", values=m)
+            wide = wide.reindex(index=list(dict.fromkeys(s["dataset"])),
+                                columns=list(dict.fromkeys(s["technique"])))
+            cols = list(wide.columns)
+            lines = [f"{titles[m]}", "", "| dataset | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+            for ds, row in wide.iterrows():
+                lines.append(f"| {ds} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts) + "\n"
+
+
+def structure_measures(train: pd.DataFrame, z: pd.DataFrame, schema: Schema, forest_x: Any,
+                       forest_z: Any) -> dict[str, float]:
+    """EDUDS and EDUSC of the forests of x and z, and SERS of z against x (paper 004 §4–6)."""
+    from ppdm.metrics.risk import sers
+    from ppdm.metrics.structure import eduds, edusc
+
+    attrs = schema.attributes
+    return {
+        "eduds": float(eduds(train, z, schema=schema, trees_x=forest_x, trees_z=forest_z).value),
+        "edusc": float(edusc(train, z, schema=schema, trees_x=forest_x,
+                             min_gain_ratio=SYSFOR_SETTINGS["min_gain_ratio"]).value),
+        "sers": float(sers(train[attrs], z[attrs], numeric=list(schema.numeric),
+                           categorical=list(schema.categorical)).value),
+    }
+
 
 def _folds(y: pd.Series, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     if y.value_counts().max() >= k:
@@ -131,6 +184,11 @@ def make_techniques(schema: Schema, names: Sequence[str], fitted_forest: Any, lr
     return out
 
 
+def count_steps(n_datasets: int, folds: int, repeats: int, n_techniques: int = len(TECHNIQUES)) -> int:
+    """How many forests :func:`run_forest_experiment` grows (one progress step each)."""
+    return n_datasets * folds * (1 + n_techniques * repeats)
+
+
 def run_forest_experiment(
     datasets: Sequence[str] = PAPER_DATASETS,
     *,
@@ -142,6 +200,8 @@ def run_forest_experiment(
     seed: int = 0,
     data: dict[str, tuple[pd.DataFrame, Schema]] | None = None,
     progress: bool = True,
+    structure: bool = False,
+    on_step: Callable[[str], None] | None = None,
 ) -> ForestExperimentResult:
     """Run the Fig. 2 experiment.
 
@@ -159,6 +219,11 @@ def run_forest_experiment(
         Minimum leaf size per dataset; default Table 3 of paper 004 (10 for others).
     data:
         Tables to use instead of the shipped ones (name → (table, schema)).
+    structure:
+        Also score every release with EDUDS, EDUSC and SERS (columns of ``runs``).
+    on_step:
+        Called with a description after every forest; when given, no progress bar of its own
+        is shown (the caller shows one; see :func:`count_steps`).
     """
     if folds < 2 or repeats < 1:
         raise ParameterError(f"folds must be ≥ 2 and repeats ≥ 1, got folds={folds}, repeats={repeats}")
@@ -177,11 +242,11 @@ def run_forest_experiment(
     leaf_sizes = {**PAPER_MIN_LEAF, **(min_leaf or {})}
 
     rows: list[dict[str, Any]] = []
-    total = sum(folds * (1 + len(techniques) * repeats) for _ in tables)
+    total = count_steps(len(tables), folds, repeats, len(techniques))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  disable=not progress, transient=False) as bar:
+                  disable=not progress or on_step is not None, transient=False) as bar:
         task = bar.add_task("forest experiment", total=total)
         for name, (df, schema) in tables.items():
             cls = schema.require_class()
@@ -195,6 +260,8 @@ def run_forest_experiment(
                 rows.append(dict(dataset=name, technique="Original", fold=f, repeat=0,
                                  accuracy=_accuracy(forest, Xte, yte)))
                 bar.advance(task)
+                if on_step is not None:
+                    on_step(f"{name} fold {f + 1}/{folds}: Original")
                 for tname, tech in make_techniques(schema, techniques, forest, lrn, m).items():
                     bar.update(task, description=f"{name} fold {f + 1}/{folds}: {tname}")
                     tech.fit(train)
@@ -202,12 +269,70 @@ def run_forest_experiment(
                         tech.set_params(random_state=seed * 1_000_003 + f * 1009 + r)
                         z = tech.transform(train)
                         model = lrn.forest(m).fit(z[schema.attributes], z[cls])
-                        rows.append(dict(dataset=name, technique=tname, fold=f, repeat=r,
-                                         accuracy=_accuracy(model, Xte, yte)))
+                        row = dict(dataset=name, technique=tname, fold=f, repeat=r,
+                                   accuracy=_accuracy(model, Xte, yte))
+                        if structure:
+                            row.update(structure_measures(train, z, schema, forest, model))
+                        rows.append(row)
                         bar.advance(task)
+                        if on_step is not None:
+                            on_step(f"{name} fold {f + 1}/{folds}: {tname} {r + 1}/{repeats}")
     runs = pd.DataFrame(rows)
     per_fold = runs.groupby(["dataset", "technique", "fold"], sort=False)["accuracy"].mean().reset_index()
     summary = (per_fold.groupby(["dataset", "technique"], sort=False)["accuracy"].mean() * 100).unstack("technique")
     summary = summary[["Original", *[t for t in techniques]]].reindex(list(tables))
     summary.index.name = "dataset"
     return ForestExperimentResult(runs, summary, lrn.name)
+
+
+def plot_forest_experiment(result: ForestExperimentResult, path: str | Path) -> Path:
+    """Grouped bars per dataset and technique: prediction accuracy (paper 004 Fig. 2) and, when
+    measured, EDUDS (Fig. 3) and EDUSC (Fig. 4)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ppdm.data.io import atomic_path
+
+    panels: list[tuple[str, pd.DataFrame]] = [("Prediction accuracy (%) — Fig. 2", result.summary)]
+    st = result.structure_summary()
+    for m, title in (("eduds", "EDUDS — Fig. 3"), ("edusc", "EDUSC — Fig. 4")):
+        if m in st.columns:
+            wide = st.pivot(index="dataset", columns="technique", values=m)
+            panels.append((title, wide.reindex(index=list(result.summary.index),
+                                               columns=[c for c in result.summary.columns if c in wide.columns])))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.8), squeeze=False)
+    for ax, (title, table) in zip(axes[0], panels, strict=True):
+        n = len(table.columns)
+        width = 0.8 / max(n, 1)
+        pos = np.arange(len(table.index))
+        for i, col in enumerate(table.columns):
+            ax.bar(pos + i * width - 0.4 + width / 2, table[col].to_numpy(dtype=float), width, label=str(col),
+                   hatch="//" if col in ("FF", "F") else None)
+        ax.set_xticks(pos, [str(d) for d in table.index])
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    p = Path(path)
+    with atomic_path(p) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    return p
+
+
+def write_outputs(result: ForestExperimentResult, out_dir: str | Path, *, header: str = "") -> list[Path]:
+    """Write ``runs.csv``, ``summary.csv``/``summary.md`` (accuracy), ``structure.csv``/``structure.md``
+    (EDUDS, EDUSC, SERS when measured) and ``forest_experiment.png`` into ``out_dir``, each atomically."""
+    from ppdm.data.io import atomic_write_text, write_table
+
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    files = [write_table(result.runs, d / "runs.csv"), write_table(result.summary.reset_index(), d / "summary.csv"),
+             atomic_write_text(d / "summary.md", header + result.to_markdown())]
+    st = result.structure_summary()
+    if not st.empty:
+        files += [write_table(st, d / "structure.csv"),
+                  atomic_write_text(d / "structure.md", header + result.structure_markdown())]
+    files.append(plot_forest_experiment(result, d / "forest_experiment.png"))
+    return files
