@@ -13,6 +13,7 @@ Subclasses list every parameter explicitly in ``__init__`` (so ``get_params`` an
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +26,7 @@ from ppdm.errors import ParameterError, SchemaError
 from ppdm.utils import check_random_state
 
 
-class Technique(TransformerMixin, BaseEstimator):
+class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of ppdm's anonymization techniques.
 
     Class attributes
@@ -51,8 +52,9 @@ class Technique(TransformerMixin, BaseEstimator):
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         """Learn what the technique needs from the original table ``df``."""
 
+    @abstractmethod
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
-        raise NotImplementedError  # every concrete technique overrides this
+        """Return the anonymized copy of the validated table ``df`` (a copy the technique may modify)."""
 
     # ---------------------------------------------------------------- helpers
     def _resolve_schema(self, df: pd.DataFrame) -> Schema:

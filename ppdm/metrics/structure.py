@@ -33,7 +33,7 @@ from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics._common import pick_options
 from ppdm.metrics._structure_kernels import segment_scores
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
-from ppdm.rules.core import NUMERIC_OPS, Condition
+from ppdm.rules.core import NUMERIC_OPS, Condition, compare_numeric
 from ppdm.trees.base import TreeModel
 
 TreeFactory = Callable[[], Any]
@@ -497,15 +497,7 @@ class _CodedTable:
         if col not in self.data.columns:
             raise ParameterError(f"EDUSC: a tree tests {col!r}, which the table does not have")
         if col in self.numeric and cond.op in NUMERIC_OPS:
-            v = self.float_values(col)[rows]
-            with np.errstate(invalid="ignore"):
-                if cond.op == "<=":
-                    return v <= cond.value
-                if cond.op == ">":
-                    return v > cond.value
-                if cond.op == "<":
-                    return v < cond.value
-                return v >= cond.value
+            return compare_numeric(self.float_values(col)[rows], cond.op, cond.value)
         # any other test is a function of the value: evaluate it once on one row per
         # distinct value (with the column's own dtype) and look the answer up by code
         ok = self._cond_cache.get(cond)

@@ -46,6 +46,18 @@ def _py(v: Any) -> Any:
     return v
 
 
+def compare_numeric(values: np.ndarray, op: str, threshold: float) -> np.ndarray:
+    """``values op threshold`` for a numeric operator; NaN never satisfies a test."""
+    with np.errstate(invalid="ignore"):
+        if op == "<=":
+            return values <= threshold
+        if op == ">":
+            return values > threshold
+        if op == "<":
+            return values < threshold
+        return values >= threshold
+
+
 @dataclass(frozen=True)
 class Condition:
     """One test on one attribute: ``attribute op value``.
@@ -73,15 +85,7 @@ class Condition:
         """Boolean mask of the values satisfying the condition (missing values never do)."""
         s = column if isinstance(column, pd.Series) else pd.Series(column)
         if self.op in NUMERIC_OPS:
-            a = s.to_numpy(dtype=float, na_value=np.nan)
-            with np.errstate(invalid="ignore"):
-                if self.op == "<=":
-                    return a <= self.value
-                if self.op == ">":
-                    return a > self.value
-                if self.op == "<":
-                    return a < self.value
-                return a >= self.value
+            return compare_numeric(s.to_numpy(dtype=float, na_value=np.nan), self.op, self.value)
         if self.op == "=":
             return s.eq(self.value).to_numpy(dtype=bool, na_value=False)
         if self.op == "!=":
@@ -288,14 +292,7 @@ class _TableView:
                         "but the column is not numeric"
                     ) from None
                 self._num[c.attribute] = a
-            with np.errstate(invalid="ignore"):
-                if c.op == "<=":
-                    return a <= c.value
-                if c.op == ">":
-                    return a > c.value
-                if c.op == "<":
-                    return a < c.value
-                return a >= c.value
+            return compare_numeric(a, c.op, c.value)
         got = self._cat.get(c.attribute)
         if got is None:
             s = self._column(c, rule_index)
