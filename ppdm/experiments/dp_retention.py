@@ -30,9 +30,10 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from ppdm.anonymize.differential_privacy import DPCube
 from ppdm.anonymize.noise import GaussianNoise, UniformNoise
-from ppdm.data.io import atomic_path, atomic_write_text, write_table
+from ppdm.data.io import atomic_write_text, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
+from ppdm.report.plots import save_figure
 
 # Paper 000 §7.2: "Common values for the privacy budget parameter range from 0.001 to 1.0";
 # §8.4 names 0.8, 0.08 and 0.02 as points of its Figure 5, whose full axis is not in the text.
@@ -252,11 +253,7 @@ def plot_dp_retention(result: DPRetentionResult, path: str | Path) -> Path:
         ax.set_visible(False)
     fig.suptitle(f"DPCube on {result.settings.get('dataset', 'the data')}: rule retention vs ε")
     fig.tight_layout()
-    p = Path(path)
-    with atomic_path(p) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return p
+    return save_figure(fig, path)
 
 
 def write_outputs(result: DPRetentionResult, out_dir: str | Path) -> list[Path]:

@@ -33,6 +33,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
+from ppdm.report.plots import save_figure
 
 PAPER_MIN_LEAF: dict[str, int] = {"wine": 10, "wbc": 45, "credit": 30, "cmc": 60, "abalone": 180}
 PAPER_DATASETS: tuple[str, ...] = tuple(PAPER_MIN_LEAF)
@@ -293,7 +294,6 @@ def plot_forest_experiment(result: ForestExperimentResult, path: str | Path) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ppdm.data.io import atomic_path
 
     panels: list[tuple[str, pd.DataFrame]] = [("Prediction accuracy (%) — Fig. 2", result.summary)]
     st = result.structure_summary()
@@ -314,11 +314,7 @@ def plot_forest_experiment(result: ForestExperimentResult, path: str | Path) -> 
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    p = Path(path)
-    with atomic_path(p) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return p
+    return save_figure(fig, path)
 
 
 def write_outputs(result: ForestExperimentResult, out_dir: str | Path, *, header: str = "") -> list[Path]:

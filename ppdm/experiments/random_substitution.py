@@ -32,6 +32,7 @@ from ppdm.anonymize.reconstruct import (
     reduce_error,
 )
 from ppdm.errors import ParameterError
+from ppdm.report.plots import save_figure
 from ppdm.utils import check_random_state
 
 GAMMAS: tuple[int, ...] = tuple(range(2, 22))
@@ -259,7 +260,7 @@ def error_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ppdm.data.io import atomic_path, atomic_write_text, write_table
+    from ppdm.data.io import atomic_write_text, write_table
 
     out = _out_dir(out_dir)
     paths = [write_table(results, out / "error_results.csv")]
@@ -296,9 +297,7 @@ def error_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         axes[2].set_ylabel("reduction of E by the heuristic (%)")
         axes[2].legend(fontsize=6, ncol=2)
         fig.tight_layout()
-        with atomic_path(out / f"error_{name}.png") as tmp:
-            fig.savefig(tmp, format="png", dpi=110)
-        plt.close(fig)
+        save_figure(fig, out / f"error_{name}.png")
         paths.append(out / f"error_{name}.png")
     return paths
 
@@ -311,7 +310,7 @@ def tree_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ppdm.data.io import atomic_path, atomic_write_text, write_table
+    from ppdm.data.io import atomic_write_text, write_table
 
     out = _out_dir(out_dir)
     paths = [write_table(results, out / "tree_results.csv")]
@@ -346,9 +345,7 @@ def tree_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         ax.set_title(f"{name} (original {df['accuracy_original'].iloc[0]:.3f})")
         fig.colorbar(im, ax=ax)
     fig.tight_layout()
-    with atomic_path(out / "tree_accuracy.png") as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "tree_accuracy.png")
     paths.append(out / "tree_accuracy.png")
 
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -362,9 +359,7 @@ def tree_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     fig.colorbar(sc, ax=ax, label="N")
     ax.set_title("Entropy vs γ, N and average accuracy (cf. 001 Fig. 5)")
     fig.tight_layout()
-    with atomic_path(out / "tree_entropy.png") as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "tree_entropy.png")
     paths.append(out / "tree_entropy.png")
     return paths
 
