@@ -64,3 +64,12 @@ def test_methods_and_measures_list_every_registered_name():
     assert {m["name"] for m in json.loads(r.output)} == set(MEASURES)
     r = runner.invoke(app, ["methods"])
     assert r.exit_code == 0 and "forest-framework" in r.output
+
+
+def test_unwritable_output_is_refused_before_any_work(tmp_path):
+    r = runner.invoke(app, ["anonymize", "builtin:wine", "--method", "uniform-noise", "--out", str(tmp_path / "z.xlsx")])
+    assert r.exit_code == 2 and "cannot tell the format" in r.output
+    r = runner.invoke(app, ["anonymize", "builtin:wine", "--method", "uniform-noise",
+                            "--out", str(tmp_path / "no" / "z.csv")])
+    assert r.exit_code == 2 and "does not exist" in r.output
+    assert list(tmp_path.iterdir()) == []

@@ -134,9 +134,10 @@ def anonymize(
 ) -> None:
     """Anonymize a table with one technique and write the release z."""
     from ppdm.anonymize.registry import make_technique
-    from ppdm.data.io import write_table
+    from ppdm.data.io import check_output_table, write_table
     from ppdm.utils import parse_params
 
+    check_output_table(out)  # a wrong suffix or folder is refused before the technique runs
     params = parse_params(param)
     x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
     tech = make_technique(method, class_column=sch.class_column, random_state=seed, schema=sch, params=params)

@@ -27,9 +27,10 @@ def reconstruct(
     rebuild the table one attribute at a time (001 Algorithm 2), for any tree learner."""
     from ppdm.anonymize.random_substitution import SubstitutionMetadata, sidecar_path
     from ppdm.anonymize.reconstruct import reconstruct as mr
-    from ppdm.data.io import read_table, write_table
+    from ppdm.data.io import check_output_table, read_table, write_table
 
     try:
+        check_output_table(out)
         z = read_table(data)
         meta = SubstitutionMetadata.load(matrices if matrices is not None else sidecar_path(data))
         if ties not in ("random", "stable"):

@@ -29,6 +29,17 @@ def _kind(path: Path) -> str:
     raise PPDMError(f"cannot tell the format of {str(path)!r}: use a .csv or .parquet file")
 
 
+def check_output_table(path: str | Path) -> Path:
+    """Refuse, before any work is done, an output table path ppdm could not write."""
+    p = Path(path)
+    _kind(p)
+    if not p.parent.exists():
+        raise PPDMError(f"output folder {str(p.parent)!r} does not exist")
+    if p.is_dir():
+        raise PPDMError(f"output {str(p)!r} is a folder, not a file")
+    return p
+
+
 def read_table(path: str | Path, **csv_kwargs) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame.
 
