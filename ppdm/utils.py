@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ppdm.errors import ParameterError
+from ppdm.errors import ParameterError, SchemaError
 
 RandomState = int | np.random.Generator | np.random.RandomState | None
 
@@ -54,3 +54,45 @@ def parse_params(pairs: list[str] | None) -> dict[str, Any]:
             raise ParameterError(f"--param has an empty key in {pair!r}")
         out[key] = parse_value(value)
     return out
+
+
+def check_table_input(X: Any) -> Any:
+    """Refuse input no table can be made of, with the wording scikit-learn's checks expect.
+
+    Sparse matrices, complex numbers, arrays that are not 2-D and tables without rows
+    or columns are refused here, before any column is looked at. Returns ``X`` (a
+    DataFrame unchanged, anything else as a NumPy array).
+    """
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        raise SchemaError("sparse input is not supported; pass a dense table (X.toarray())")
+    if not hasattr(X, "shape") or not hasattr(X, "dtype") and not hasattr(X, "dtypes"):
+        try:
+            X = np.asarray(X, dtype=object if isinstance(X, list) else None)
+        except Exception:
+            raise SchemaError(f"expected a pandas DataFrame or a 2-D array, got {type(X).__name__}") from None
+    if not hasattr(X, "dtypes"):
+        X = np.asarray(X)
+        if X.dtype.kind == "c" or (X.dtype == object and X.size and any(isinstance(v, complex) for v in X.flat)):
+            raise SchemaError("Complex data not supported: a table holds real numbers or categories")
+    if len(X.shape) != 2:
+        raise SchemaError(
+            f"expected a 2-D table, got an array of shape {X.shape}; Reshape your data "
+            "(array.reshape(-1, 1) for a single feature, array.reshape(1, -1) for a single sample)"
+        )
+    n, m = X.shape
+    if m == 0:
+        raise SchemaError(f"Found array with 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required; the table has no columns.")
+    if n == 0:
+        raise SchemaError(f"Found array with 0 sample(s) (shape=(0, {m})) while a minimum of 1 is required; the table has no rows.")
+    return X
+
+
+def check_n_features(owner: object, n_features: int) -> None:
+    """Raise when a fitted estimator is given a table with another number of columns."""
+    expected = getattr(owner, "n_features_in_", None)
+    if expected is not None and n_features != expected:
+        raise SchemaError(
+            f"X has {n_features} features, but {type(owner).__name__} is expecting {expected} features as input"
+        )

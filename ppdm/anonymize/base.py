@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
-from ppdm.utils import check_random_state
+from ppdm.utils import check_n_features, check_random_state, check_table_input
 
 
 class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
@@ -71,15 +71,10 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         return schema
 
     def _as_frame(self, X: Any) -> tuple[pd.DataFrame, bool]:
+        X = check_table_input(X)
         if isinstance(X, pd.DataFrame):
             return X, False
-        try:
-            arr = np.asarray(X)
-        except Exception:
-            raise SchemaError(f"expected a pandas DataFrame, got {type(X).__name__}") from None
-        if arr.ndim != 2:
-            raise SchemaError(f"expected a 2-d table, got an array with {arr.ndim} dimension(s)")
-        return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])]), True
+        return pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]), True
 
     # ------------------------------------------------------------ sklearn API
     def fit(self, X: pd.DataFrame, y: Any = None) -> Technique:
@@ -134,6 +129,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
         df, was_array = self._as_frame(X)
+        check_n_features(self, df.shape[1])
         cols = list(map(str, df.columns))
         fitted = list(map(str, self.feature_names_in_))
         if cols != fitted:

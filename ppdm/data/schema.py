@@ -209,7 +209,7 @@ class Schema:
                 row = incomplete.index[incomplete[col].to_numpy().argmax()]
                 n_rows = int(incomplete.any(axis=1).sum())
                 raise SchemaError(
-                    f"column {col!r} has a missing value at row {row!r} ({n_rows} incomplete rows in all); "
+                    f"column {col!r} has a missing value at row {row!r} (NaN or None; {n_rows} incomplete rows in all); "
                     "drop them with missing='drop' (CLI: --missing drop)"
                 )
             if missing == "drop":

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils.validation import column_or_1d
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError, SchemaError
+from ppdm.utils import check_table_input
 
 
 @dataclass
@@ -86,14 +88,13 @@ def _numeric(s: pd.Series, name: str) -> np.ndarray:
 
 
 def _as_frame(X: Any, columns: list[str] | None) -> pd.DataFrame:
+    X = check_table_input(X)
     if isinstance(X, pd.DataFrame):
         return X
-    arr = np.asarray(X, dtype=object if not isinstance(X, np.ndarray) else None)
-    if arr.ndim != 2:
-        raise SchemaError(f"expected a 2-D table, got an array of shape {arr.shape}")
+    arr = np.asarray(X)
     cols = columns if columns is not None else [f"x{i}" for i in range(arr.shape[1])]
     if len(cols) != arr.shape[1]:
-        raise SchemaError(f"expected {len(cols)} columns, got {arr.shape[1]}")
+        raise SchemaError(f"X has {arr.shape[1]} features, but it is expecting {len(cols)} features as input")
     return pd.DataFrame(arr, columns=cols)
 
 
@@ -166,6 +167,7 @@ def fit_encoding(
 
 def encode_labels(y: Any, value_order: str) -> tuple[np.ndarray, np.ndarray]:
     """Class labels to codes 0..k−1 and the label array (``classes_``)."""
+    y = check_class_labels(y)
     s = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y).ravel() if not isinstance(y, list) else y)
     if s.isna().any():
         raise PPDMError(f"the class has a missing value at row {s.index[s.isna().to_numpy()][0]!r}")
@@ -178,3 +180,25 @@ def encode_labels(y: Any, value_order: str) -> tuple[np.ndarray, np.ndarray]:
     elif all(isinstance(v, (float, int)) and not isinstance(v, bool) for v in classes):
         arr = np.array(classes, dtype=float)
     return codes, arr
+
+
+def check_class_labels(y: Any) -> Any:
+    """Refuse a missing, continuous or multi-column class the way scikit-learn classifiers do.
+
+    A column vector is accepted with a ``DataConversionWarning`` and flattened; a
+    pandas Series is returned as it is (its categories and name are kept).
+    """
+    if y is None:
+        raise PPDMError("a tree requires y to be passed, but the target y is None")
+    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
+        y = y.iloc[:, 0]
+    if not isinstance(y, pd.Series):
+        arr = np.asarray(y, dtype=object if isinstance(y, list) else None)
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            y = column_or_1d(arr, warn=True)
+        elif arr.ndim != 1:
+            raise PPDMError(f"the class must be one column, got an array of shape {arr.shape}")
+    vals = np.asarray(y)
+    if vals.dtype.kind == "f" and not np.all(np.mod(vals[np.isfinite(vals)], 1) == 0):
+        raise PPDMError("Unknown label type: continuous; a tree needs class labels, not a continuous target")
+    return y

@@ -130,7 +130,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             name = getattr(y, "name", None)
             which = f"class column {name!r}" if name is not None else "the class"
-            raise PPDMError(f"{which} has a single value ({classes[0]!r}); a tree needs at least two")
+            raise PPDMError(f"{which} has a single value ({classes[0]!r}), one class only; a tree needs at least two")
         w = _weights(sample_weight, len(codes))
         data = Data(np.asfortranarray(Xf), codes, enc.is_nom, enc.nvals, len(classes))
         rows = np.arange(len(codes), dtype=np.int64)
@@ -285,6 +285,8 @@ def _weights(sample_weight: Any, n: int) -> np.ndarray:
     w = np.asarray(sample_weight, dtype=float).ravel()
     if w.shape[0] != n or not np.all(np.isfinite(w)) or (w < 0).any():
         raise PPDMError("sample_weight must hold one finite, non-negative weight per row")
+    if not w.sum() > 0:
+        raise PPDMError("every sample weight is zero; a tree needs some positive weight")
     return w
 
 

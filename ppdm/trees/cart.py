@@ -20,6 +20,8 @@ from sklearn.utils.validation import check_is_fitted
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.rules.core import Condition, Rule, RuleSet
+from ppdm.trees._encoding import check_class_labels
+from ppdm.utils import check_n_features, check_table_input
 
 
 class _Encoder:
@@ -54,6 +56,9 @@ class _Encoder:
                     blocks.append(X[c].to_numpy(dtype=np.float64).reshape(-1, 1))
                 except (TypeError, ValueError):
                     raise SchemaError(f"numeric attribute {c!r} holds non-numeric values") from None
+                if not np.isfinite(blocks[-1]).all():
+                    # scikit-learn's tree would route NaN silently; the leaf rules could not state it
+                    raise SchemaError(f"numeric attribute {c!r} holds a missing (NaN) or infinite value")
         return np.hstack(blocks) if blocks else np.zeros((len(X), 0))
 
 
@@ -94,7 +99,7 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: pd.DataFrame, y) -> CARTClassifier:
         X = _frame(X)
-        y = np.asarray(y)
+        y = np.asarray(check_class_labels(y))
         if len(X) != len(y):
             raise SchemaError(f"X has {len(X)} rows but y has {len(y)}")
         if len(X) == 0:
@@ -118,16 +123,16 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         check_is_fitted(self, "tree_model_")
-        return self.tree_model_.predict(self.encoder_.transform(_frame(X)))
+        return self.tree_model_.predict(self.encoder_.transform(_frame(X, self)))
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         check_is_fitted(self, "tree_model_")
-        return self.tree_model_.predict_proba(self.encoder_.transform(_frame(X)))
+        return self.tree_model_.predict_proba(self.encoder_.transform(_frame(X, self)))
 
     def apply(self, X: pd.DataFrame) -> np.ndarray:
         """Leaf id (node index of scikit-learn's tree) of every record."""
         check_is_fitted(self, "tree_model_")
-        return self.tree_model_.apply(self.encoder_.transform(_frame(X)))
+        return self.tree_model_.apply(self.encoder_.transform(_frame(X, self)))
 
     def leaf_rules(self) -> dict[int, Rule]:
         """Every leaf as a rule in the original attributes, with training class counts."""
@@ -135,13 +140,13 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         return tree_leaf_rules(self.tree_model_, self.encoder_.features, getattr(self, "rule_thresholds_", None))
 
 
-def _frame(X) -> pd.DataFrame:
-    if isinstance(X, pd.DataFrame):
-        return X
-    arr = np.asarray(X)
-    if arr.ndim != 2:
-        raise SchemaError(f"expected a 2-d table, got {arr.ndim} dimension(s)")
-    return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
+def _frame(X, owner: CARTClassifier | None = None) -> pd.DataFrame:
+    X = check_table_input(X)
+    if not isinstance(X, pd.DataFrame):
+        X = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    if owner is not None:
+        check_n_features(owner, X.shape[1])
+    return X
 
 
 def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequence[tuple[str, object]]) -> np.ndarray:

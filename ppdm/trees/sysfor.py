@@ -248,7 +248,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             name = getattr(y, "name", None)
             which = f"class column {name!r}" if name is not None else "the class"
-            raise PPDMError(f"{which} has a single value ({classes[0]!r}); a forest needs at least two")
+            raise PPDMError(f"{which} has a single value ({classes[0]!r}), one class only; a forest needs at least two")
         # the range of each numeric attribute over the whole input (before any row is dropped)
         with np.errstate(all="ignore"):
             ranges = np.where(enc.is_nom, 0.0, np.nanmax(Xf, axis=0, initial=-np.inf, where=~np.isnan(Xf))
