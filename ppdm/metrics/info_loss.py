@@ -85,7 +85,7 @@ def il1s(
         raise ParameterError(f"IL1s form must be 'sum' or 'mean', got {form!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IL1s")
-        n, sx = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], X.sum(0)), measure="IL1s"))
+        n, sx = _dask.count_and_sums(x, z, names, measure="IL1s")
         mx = sx / n
         ss, sa = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: (((X - mx) ** 2).sum(0), np.abs(X - Z).sum(0)), measure="IL1s"))
@@ -138,7 +138,7 @@ def sse_sst(
         raise ParameterError(f"SSE/SST standardize must be 'none' or 'zscore', got {standardize!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="SSE/SST")
-        n, sx = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], X.sum(0)), measure="SSE/SST"))
+        n, sx = _dask.count_and_sums(x, z, names, measure="SSE/SST")
         mx = sx / n
         ss, se = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: (((X - mx) ** 2).sum(0), ((X - Z) ** 2).sum(0)), measure="SSE/SST"))

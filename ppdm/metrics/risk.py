@@ -247,7 +247,7 @@ def idr(
         raise ParameterError(f"IDR rule must be 'all' or 'legacy', got {rule!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IDR")
-        n, sz = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], Z.sum(0)), measure="IDR"))
+        n, sz = _dask.count_and_sums(x, z, names, side="masked", measure="IDR")
         if n < 2:
             raise SchemaError("IDR needs at least 2 records")
         mz = sz / n
