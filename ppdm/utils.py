@@ -1,4 +1,4 @@
-"""Small shared helpers: random generators and parameter parsing."""
+"""Small shared helpers: random generators, parameter parsing and input vectors."""
 
 from __future__ import annotations
 
@@ -25,6 +25,20 @@ def check_random_state(random_state: RandomState) -> np.random.Generator:
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
     raise ParameterError(f"random_state must be an int, a numpy Generator or None, got {random_state!r}")
+
+
+def finite_vector(x: object, *, task: str) -> np.ndarray:
+    """``x`` flattened to a float64 vector; empty input or NaN/inf refused.
+
+    ``task`` names what the caller does (``"discretize"``, ``"microaggregate"``) so the
+    error says "cannot <task> an empty attribute".
+    """
+    v = np.asarray(x, dtype=float).ravel()
+    if v.size == 0:
+        raise ParameterError(f"cannot {task} an empty attribute")
+    if not np.all(np.isfinite(v)):
+        raise ParameterError(f"cannot {task} an attribute holding NaN or infinite values")
+    return v
 
 
 def parse_value(text: str) -> Any:

@@ -36,7 +36,7 @@ def wrap_continuous(
     lo_closed = np.broadcast_to(np.asarray(lo_closed, dtype=bool), v.shape)
     hi_closed = np.broadcast_to(np.asarray(hi_closed, dtype=bool), v.shape)
     w = hi - lo
-    ok = np.isfinite(w) & (w > 0)
+    ok = _continuous_room(lo, hi, lo_closed, hi_closed)
     out = v.copy()
     if not ok.any():
         return out
@@ -48,13 +48,20 @@ def wrap_continuous(
     # guards against rounding in lo + r (and against r == w when both ends are open)
     z = np.where(loc, np.maximum(z, lov), np.where(z <= lov, np.nextafter(lov, np.inf), z))
     z = np.where(hic, np.minimum(z, hiv), np.where(z >= hiv, np.nextafter(hiv, -np.inf), z))
-    # an interval narrower than two floats with both ends open holds no value: keep v
-    bad = ~loc & ~hic & (np.nextafter(lov, np.inf) >= hiv)
     # a value already inside stays put (the modulo would send a closed upper end to lo)
     vv = v[ok]
     inside = np.where(loc, vv >= lov, vv > lov) & np.where(hic, vv <= hiv, vv < hiv)
-    out[ok] = np.where(bad | inside, vv, z)
+    out[ok] = np.where(inside, vv, z)
     return out
+
+
+def _continuous_room(lo: np.ndarray, hi: np.ndarray, lo_closed: np.ndarray, hi_closed: np.ndarray) -> np.ndarray:
+    """Whether each (broadcast) interval holds more than one real value to wrap onto: finite,
+    wider than zero, and, with both ends open, wider than two neighbouring floats."""
+    w = hi - lo
+    room = np.isfinite(w) & (w > 0)
+    room &= ~(~lo_closed & ~hi_closed & (np.nextafter(lo, np.inf) >= hi))
+    return room
 
 
 def integer_range(
@@ -121,8 +128,5 @@ def add_wrapped_noise(
         zlo, zhi = integer_range(lo_b, hi_b, np.broadcast_to(lo_closed, shape), np.broadcast_to(hi_closed, shape))
         room = np.isfinite(zhi - zlo) & (zhi >= zlo)
     else:
-        w = hi_b - lo_b
-        room = np.isfinite(w) & (w > 0)
-        both_open = ~np.broadcast_to(lo_closed, shape) & ~np.broadcast_to(hi_closed, shape)
-        room &= ~(both_open & (np.nextafter(lo_b, np.inf) >= hi_b))
+        room = _continuous_room(lo_b, hi_b, np.broadcast_to(lo_closed, shape), np.broadcast_to(hi_closed, shape))
     return np.where(room, out, v)

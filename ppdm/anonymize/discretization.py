@@ -18,15 +18,11 @@ import numpy as np
 from scipy.stats import chi2 as chi2_dist
 
 from ppdm.errors import ParameterError
+from ppdm.utils import finite_vector
 
 
 def _as_1d(x: object) -> np.ndarray:
-    v = np.asarray(x, dtype=float).ravel()
-    if v.size == 0:
-        raise ParameterError("cannot discretize an empty attribute")
-    if not np.all(np.isfinite(v)):
-        raise ParameterError("cannot discretize an attribute holding NaN or infinite values")
-    return v
+    return finite_vector(x, task="discretize")
 
 
 def check_c(c: object, *, name: str = "c") -> int:

@@ -27,6 +27,7 @@ from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
+from ppdm.utils import finite_vector
 
 Scaling = Literal["standard", "sdcmicro", "none"]
 
@@ -44,12 +45,7 @@ def check_k(k: object, n: int, *, name: str = "k") -> int:
 
 
 def _as_1d(x: object) -> np.ndarray:
-    v = np.asarray(x, dtype=float).ravel()
-    if v.size == 0:
-        raise ParameterError("cannot microaggregate an empty attribute")
-    if not np.all(np.isfinite(v)):
-        raise ParameterError("cannot microaggregate an attribute holding NaN or infinite values")
-    return v
+    return finite_vector(x, task="microaggregate")
 
 
 def _labels_from_sorted(order: np.ndarray, sorted_labels: np.ndarray) -> np.ndarray:

@@ -367,6 +367,22 @@ def _measure_frame(
     return wide.loc[keep]
 
 
+def _correlation_frame(
+    result: ComparisonResult,
+    method: str,
+    *,
+    difference: bool,
+    include_original: bool,
+    techniques: Sequence[str] | None,
+) -> pd.DataFrame:
+    """The float measure frame that :func:`correlation_matrix` and :func:`correlation_pvalues`
+    correlate, after checking ``method``."""
+    if method not in ("pearson", "spearman"):
+        raise ParameterError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    return _measure_frame(result, difference=difference, include_original=include_original,
+                          techniques=techniques).astype(float)
+
+
 def correlation_matrix(
     result: ComparisonResult,
     method: str = "pearson",
@@ -385,11 +401,9 @@ def correlation_matrix(
     labels (the paper correlates each noise type separately). Pairs are computed on
     rows where both measures are defined; a constant measure has no correlation (NaN).
     """
-    if method not in ("pearson", "spearman"):
-        raise ParameterError(f"method must be 'pearson' or 'spearman', got {method!r}")
-    wide = _measure_frame(result, difference=difference, include_original=include_original,
-                          techniques=techniques)
-    out = wide.astype(float).corr(method=method)
+    wide = _correlation_frame(result, method, difference=difference, include_original=include_original,
+                              techniques=techniques)
+    out = wide.corr(method=method)
     out.index.name = None
     out.columns.name = None
     return out
@@ -406,10 +420,8 @@ def correlation_pvalues(
     """Two-sided p values of :func:`correlation_matrix` (the bracketed numbers of paper 000 Table 6)."""
     from scipy import stats
 
-    if method not in ("pearson", "spearman"):
-        raise ParameterError(f"method must be 'pearson' or 'spearman', got {method!r}")
-    wide = _measure_frame(result, difference=difference, include_original=include_original,
-                          techniques=techniques).astype(float)
+    wide = _correlation_frame(result, method, difference=difference, include_original=include_original,
+                              techniques=techniques)
     cols = list(wide.columns)
     out = pd.DataFrame(np.nan, index=cols, columns=cols)
     test = stats.pearsonr if method == "pearson" else stats.spearmanr

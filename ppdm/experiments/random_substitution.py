@@ -253,6 +253,19 @@ def _show_gammas(gammas: Sequence[float]) -> list[float]:
     return chosen or list(gammas)[:: max(1, len(gammas) // 6)]
 
 
+def _grid_heatmap(fig: Any, ax: Any, df: pd.DataFrame, value: str, title: str, **scale: float) -> None:
+    """``value`` over the N × γ grid as a colour map with its colour bar (001 Figs. 2 and 4);
+    ``scale`` passes ``vmin``/``vmax`` so panels can share one colour range."""
+    piv = df.pivot_table(index="N", columns="gamma", values=value)
+    im = ax.imshow(piv.to_numpy(), aspect="auto", origin="lower", cmap="viridis", **scale)
+    ax.set_xticks(range(len(piv.columns)), [f"{g:g}" for g in piv.columns], fontsize=7)
+    ax.set_yticks(range(len(piv.index)), [str(n) for n in piv.index], fontsize=7)
+    ax.set_xlabel("γ")
+    ax.set_ylabel("N")
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax)
+
+
 def error_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Write ``error_results.csv``, ``error_summary.md`` and one PNG per dataset to ``out_dir``."""
     import matplotlib
@@ -283,14 +296,7 @@ def error_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         vmax = float(df["error_raw"].max())
         for ax, col, title in ((axes[0], "error_raw", "E without heuristic"),
                                (axes[1], "error_heuristic", "E with heuristic")):
-            piv = df.pivot_table(index="N", columns="gamma", values=col)
-            im = ax.imshow(piv.to_numpy(), aspect="auto", origin="lower", vmin=0, vmax=vmax, cmap="viridis")
-            ax.set_xticks(range(len(piv.columns)), [f"{g:g}" for g in piv.columns], fontsize=7)
-            ax.set_yticks(range(len(piv.index)), [str(n) for n in piv.index], fontsize=7)
-            ax.set_xlabel("γ")
-            ax.set_ylabel("N")
-            ax.set_title(f"{name}: {title}")
-            fig.colorbar(im, ax=ax)
+            _grid_heatmap(fig, ax, df, col, f"{name}: {title}", vmin=0, vmax=vmax)
         for n_bins, sub in df.groupby("N"):
             axes[2].plot(sub["gamma"], sub["reduction"] * 100, label=f"N={n_bins}", lw=1)
         axes[2].set_xlabel("γ")
@@ -336,14 +342,7 @@ def tree_report(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4.2), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         df = results[results["dataset"] == name]
-        piv = df.pivot_table(index="N", columns="gamma", values="accuracy")
-        im = ax.imshow(piv.to_numpy(), aspect="auto", origin="lower", cmap="viridis")
-        ax.set_xticks(range(len(piv.columns)), [f"{g:g}" for g in piv.columns], fontsize=7)
-        ax.set_yticks(range(len(piv.index)), [str(n) for n in piv.index], fontsize=7)
-        ax.set_xlabel("γ")
-        ax.set_ylabel("N")
-        ax.set_title(f"{name} (original {df['accuracy_original'].iloc[0]:.3f})")
-        fig.colorbar(im, ax=ax)
+        _grid_heatmap(fig, ax, df, "accuracy", f"{name} (original {df['accuracy_original'].iloc[0]:.3f})")
     fig.tight_layout()
     save_figure(fig, out / "tree_accuracy.png")
     paths.append(out / "tree_accuracy.png")

@@ -37,6 +37,15 @@ def _names_for(obj: Any, columns: Sequence[str] | None) -> list[str]:
     return [f"x{j}" for j in range(m)]
 
 
+def column_names(x: Any, columns: Iterable[str] | None, *, measure: str) -> list[str]:
+    """The attributes a measure compares: ``columns``, else every column of ``x`` (``x0, x1, ...``
+    for an array); refuses an empty selection. Serves the in-memory and the dask paths alike."""
+    names = _names_for(x, None if columns is None else list(columns))
+    if not names:
+        raise ParameterError(f"{measure} needs at least one numeric attribute; none was given")
+    return names
+
+
 def numeric_matrix(obj: Any, names: list[str], *, label: str, measure: str) -> np.ndarray:
     """``obj[names]`` as an (n, m) float64 matrix; NaN/inf and non-numeric values refused."""
     if isinstance(obj, pd.DataFrame):
@@ -75,10 +84,7 @@ def numeric_pair(
     ``x`` and ``z`` are DataFrames (``columns`` defaults to every column of ``x``) or
     2-D arrays (columns named ``x0, x1, ...`` unless ``columns`` names them).
     """
-    cols = list(columns) if columns is not None else None
-    names = _names_for(x, cols)
-    if not names:
-        raise ParameterError(f"{measure} needs at least one numeric attribute; none was given")
+    names = column_names(x, columns, measure=measure)
     X = numeric_matrix(x, names, label="original", measure=measure)
     Z = numeric_matrix(z, names, label="masked", measure=measure)
     if X.shape[0] != Z.shape[0]:

@@ -11,7 +11,7 @@ of rows in each), which is what splitting one table the same way gives.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -49,6 +49,16 @@ def reduce_pairs(
         )
     parts = [dask.delayed(_pair_apply)(a, b, names, fn, measure) for a, b in zip(xs, zs, strict=True)]
     return list(dask.compute(*parts))
+
+
+def count_and_sums(
+    x: Any, z: Any, names: list[str], *, side: Literal["original", "masked"] = "original", measure: str
+) -> tuple[Any, np.ndarray]:
+    """Number of records and column sums of one side of the pair: the first pass of the
+    two-pass means and standard deviations the column-wise measures need."""
+    if side == "original":
+        return add(reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], X.sum(0)), measure=measure))
+    return add(reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], Z.sum(0)), measure=measure))
 
 
 def add(parts: list[Any]) -> Any:

@@ -27,6 +27,7 @@ import pandas as pd
 from ppdm.errors import ParameterError
 from ppdm.metrics import _dask
 from ppdm.metrics._common import (
+    column_names,
     context_numeric,
     is_dask,
     numeric_pair,
@@ -83,10 +84,8 @@ def il1s(
     if form not in ("sum", "mean"):
         raise ParameterError(f"IL1s form must be 'sum' or 'mean', got {form!r}")
     if is_dask(x) or is_dask(z):
-        names = list(columns) if columns is not None else list(x.columns)
-        if not names:
-            raise ParameterError("IL1s needs at least one numeric attribute; none was given")
-        n, sx = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], X.sum(0)), measure="IL1s"))
+        names = column_names(x, columns, measure="IL1s")
+        n, sx = _dask.count_and_sums(x, z, names, measure="IL1s")
         mx = sx / n
         ss, sa = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: (((X - mx) ** 2).sum(0), np.abs(X - Z).sum(0)), measure="IL1s"))
@@ -138,10 +137,8 @@ def sse_sst(
     if standardize not in ("none", "zscore"):
         raise ParameterError(f"SSE/SST standardize must be 'none' or 'zscore', got {standardize!r}")
     if is_dask(x) or is_dask(z):
-        names = list(columns) if columns is not None else list(x.columns)
-        if not names:
-            raise ParameterError("SSE/SST needs at least one numeric attribute; none was given")
-        n, sx = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], X.sum(0)), measure="SSE/SST"))
+        names = column_names(x, columns, measure="SSE/SST")
+        n, sx = _dask.count_and_sums(x, z, names, measure="SSE/SST")
         mx = sx / n
         ss, se = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: (((X - mx) ** 2).sum(0), ((X - Z) ** 2).sum(0)), measure="SSE/SST"))

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics import _dask
-from ppdm.metrics._common import context_numeric, is_dask, numeric_pair, pick_options
+from ppdm.metrics._common import column_names, context_numeric, is_dask, numeric_pair, pick_options
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.utils import RandomState, check_random_state
 
@@ -246,10 +246,8 @@ def idr(
     if rule not in ("all", "legacy"):
         raise ParameterError(f"IDR rule must be 'all' or 'legacy', got {rule!r}")
     if is_dask(x) or is_dask(z):
-        names = list(columns) if columns is not None else list(x.columns)
-        if not names:
-            raise ParameterError("IDR needs at least one numeric attribute; none was given")
-        n, sz = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (X.shape[0], Z.sum(0)), measure="IDR"))
+        names = column_names(x, columns, measure="IDR")
+        n, sz = _dask.count_and_sums(x, z, names, side="masked", measure="IDR")
         if n < 2:
             raise SchemaError("IDR needs at least 2 records")
         mz = sz / n
