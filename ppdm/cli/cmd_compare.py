@@ -44,6 +44,8 @@ def compare_cmd(
                         "(repeatable).")] = None,
     measures: Annotated[str | None, typer.Option(
         "--measures", help="Comma list of measures, or 'all' (default: the default set).")] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", help="Measure option key=value (repeatable), e.g. average=macro.")] = None,
     cv: Annotated[int, typer.Option("--cv", help="Number of cross-validation folds.")] = 10,
     repeats: Annotated[int, typer.Option("--repeats", help="Anonymizations per fold and technique.")] = 1,
     seed: SeedOpt = 0,
@@ -59,8 +61,10 @@ def compare_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ppdm.experiments.compare import compare, parse_technique
+    from ppdm.utils import parse_params
 
     try:
+        options = parse_params(param)
         specs = []
         for t in technique or []:
             specs.extend(parse_technique(t))
@@ -84,7 +88,7 @@ def compare_cmd(
                 bar.update(task, completed=done, total=total, description=what)
 
             result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed, n_jobs=jobs,
-                             progress=progress, dataset_name=name)
+                             progress=progress, dataset_name=name, measure_options=options)
         extra = {}
         if report:
             from ppdm.report.html import render_html
