@@ -64,6 +64,7 @@ def test_learner_parameter_and_default():
     # a stump cannot separate three classes: at most two thirds right
     assert res["accuracy_original"].iloc[0] < 0.7
     model = default_learner()
+    assert type(model).__name__ == "C45Classifier"  # the paper's learner
     # enough records that pruning keeps the split (C4.5 collapses a 4-record tree)
     df = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0] * 3, "b": ["x", "y", "x", "y"] * 3})
     model.fit(df, np.array([0, 1, 0, 1] * 3))

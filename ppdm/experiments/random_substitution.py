@@ -123,27 +123,11 @@ def error_experiment(
 
 # ------------------------------------------------------------- §5.2 tree accuracy
 def default_learner() -> Any:
-    """The tree learner used when none is given, resolved when first needed.
+    """The tree learner used when none is given: ``ppdm.trees.C45Classifier`` with J48's
+    defaults, the C4.5 learner of paper 001 §5.2 (imported when first needed)."""
+    from ppdm.trees import C45Classifier
 
-    ``ppdm.trees.C45Classifier`` (the paper uses C4.5) when it is available; otherwise
-    scikit-learn's ``DecisionTreeClassifier(criterion="entropy")`` behind a one-hot encoder
-    of non-numeric columns.
-    """
-    try:
-        from ppdm.trees import C45Classifier  # type: ignore[attr-defined]
-
-        return C45Classifier()
-    except ImportError:
-        from sklearn.compose import ColumnTransformer, make_column_selector
-        from sklearn.pipeline import Pipeline
-        from sklearn.preprocessing import OneHotEncoder
-        from sklearn.tree import DecisionTreeClassifier
-
-        enc = ColumnTransformer(
-            [("cat", OneHotEncoder(handle_unknown="ignore"), make_column_selector(dtype_exclude="number"))],
-            remainder="passthrough",
-        )
-        return Pipeline([("encode", enc), ("tree", DecisionTreeClassifier(criterion="entropy", random_state=0))])
+    return C45Classifier()
 
 
 def _new_learner(learner: Any) -> Any:
