@@ -42,7 +42,7 @@ def ddr_reference(x: np.ndarray, z: np.ndarray, standardize: str, ties: str) -> 
 
 def test_ddr_spec_examples():
     assert ddr(X, Z_SHUFFLED).value == 0.5
-    for method in ("kdtree", "brute"):
+    for method in ("kdtree", "brute", "blas"):
         assert ddr(X, Z_PAIRS, ties="fractional", method=method).value == 0.5
         assert ddr(X, Z_PAIRS, ties="first", method=method).value == 0.5
         assert ddr(X, Z_PAIRS, ties="strict", method=method).value == 0.0
@@ -54,7 +54,7 @@ def test_ddr_spec_examples():
 def test_ddr_of_x_against_itself_is_one():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(200, 4))
-    for method in ("kdtree", "brute"):
+    for method in ("kdtree", "brute", "blas"):
         assert ddr(x, x, method=method).value == 1.0
     # a copy with every record moved to another's place links nobody
     assert ddr(x, np.roll(x, 1, axis=0)).value == 0.0
@@ -67,7 +67,7 @@ def test_ddr_equals_brute_force_with_many_ties(standardize, ties):
     x = rng.integers(0, 4, size=(120, 3)).astype(float)  # duplicated originals → ties
     z = np.round(x + rng.normal(0, 0.7, size=x.shape))
     ref = ddr_reference(x, z, standardize, ties)
-    for method in ("kdtree", "brute"):
+    for method in ("kdtree", "brute", "blas"):
         assert ddr(x, z, standardize=standardize, ties=ties, method=method).value == pytest.approx(ref, abs=1e-12)
 
 
@@ -82,6 +82,52 @@ def test_ddr_properties(seed, ties):
     assert v == pytest.approx(ddr_reference(x, z, "per_file", ties), abs=1e-12)
     # the strict count never exceeds the fractional credit
     assert ddr(x, z, ties="strict").value <= ddr(x, z, ties="fractional").value + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.integers(1, 4), st.sampled_from([0.0, 0.5, 1e6]),
+       st.booleans())
+def test_ddr_blas_links_are_the_brute_force_links(seed, n, m, offset, small_tiles):
+    """Nearest originals, tie counts and first indices of the product search equal the
+    brute force's exactly, with exact ties, duplicated records and a large offset (which
+    the expansion ‖x‖² − 2 z·x would turn into rounding error without centring)."""
+    import ppdm.metrics.risk as risk
+
+    with pytest.MonkeyPatch.context() as mp:
+        if small_tiles:  # several tiles per row, and candidate lists that overflow
+            mp.setattr(risk, "BLAS_ROWS", 3)
+            mp.setattr(risk, "BLAS_COLS", 5)
+            mp.setattr(risk, "BLAS_CANDIDATES", 2)
+        _check_blas_against_brute(seed, n, m, offset)
+
+
+def _check_blas_against_brute(seed: int, n: int, m: int, offset: float) -> None:
+    import ppdm.metrics.risk as risk
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 3, size=(n, m)) * 0.1 + offset
+    z = x + rng.integers(-1, 2, size=x.shape) * 0.1
+    dup = rng.random(n) < 0.3
+    z[dup] = x[rng.integers(0, n, size=int(dup.sum()))]  # copies of (other) originals
+    x, z = np.ascontiguousarray(x), np.ascontiguousarray(z)
+    got = risk._link_blas(x, z)
+    want = risk._brute(x, z)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    for ties in ("fractional", "first", "strict"):
+        assert ddr(x, z, ties=ties, method="blas").value == ddr(x, z, ties=ties, method="brute").value
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([1e-9, 1e-3, 1.0]))
+def test_ddr_blas_links_on_continuous_data(seed, sd):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(300, 5))
+    z = x + rng.normal(0, sd, size=x.shape)
+    import ppdm.metrics.risk as risk
+
+    for g, w in zip(risk._link_blas(x, z), risk._brute(x, z), strict=True):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_ddr_rejects_bad_parameters():
@@ -262,7 +308,7 @@ def test_ddr_auto_probe_on_a_large_input_gives_the_same_links():
     x = rng.normal(size=(20_000, 2))
     z = x + rng.normal(0, 0.05, size=x.shape)
     auto = ddr(x, z)
-    assert auto.method in ("kdtree", "brute")
+    assert auto.method in ("kdtree", "blas")
     assert auto.value == ddr(x, z, method="kdtree").value
 
 

@@ -121,3 +121,159 @@ def nearest_ties_brute(
             count[i] = cnt
             first[i] = f
     return own, count, first
+
+
+# --------------------------------------------------------------------- DDR via BLAS
+# ``method="blas"`` of ddr: the masked-to-original squared distances come from matrix
+# products (‖x‖² − 2 z·x) tile by tile; these kernels keep, per masked record, the running
+# minimum of the product values and every original whose value is within a safe bound of
+# it, and then re-check those candidates with the direct Σ (z − x)² of the brute force.
+
+
+@njit(cache=True, inline="always")
+def _gemm_threshold(mt: float, nz: float, kw: float, kappa: float, rel_tol: float, abs_tol: float) -> float:
+    """Largest product value ‖x‖² − 2 z·x an original in the tie set can have, given the
+    smallest product value ``mt`` of the row (``nz`` = ‖z‖², ``kw`` = κ (‖z‖² + max ‖x‖²)).
+
+    An upper bound on the nearest direct distance is carried through the tie rule
+    d² ≤ best·(1 + rel) + abs and back, widening by the rounding error of the expansion at
+    each step; it is monotone in ``mt``, so a running minimum gives a looser threshold.
+    """
+    p = mt + nz
+    if p < 0.0:
+        p = 0.0
+    upper = (p + kw) * (1.0 + kappa)
+    lim = (upper * (1.0 + rel_tol) + abs_tol) * (1.0 + kappa)
+    return lim * (1.0 + kappa) + kw - nz
+
+
+@njit(cache=True, fastmath=True)
+def _row_min(row: np.ndarray) -> float:
+    mn = np.inf
+    for j in range(row.shape[0]):
+        v = row[j]
+        mn = v if v < mn else mn
+    return mn
+
+
+@njit(cache=True, nogil=True)
+def gemm_scan_tile(
+    tile: np.ndarray,  # (b, c) product values ‖x_j‖² − 2 z_i·x_j of a row block × column block
+    col0: int,  # index of the tile's first original
+    nz: np.ndarray,  # (b,) ‖z_i‖²
+    kw: np.ndarray,  # (b,) κ (‖z_i‖² + max ‖x‖²)
+    kappa: float,
+    rel_tol: float,
+    abs_tol: float,
+    best: np.ndarray,  # (b,) running minimum of the product values (updated)
+    thr: np.ndarray,  # (b,) current threshold (updated)
+    cand_idx: np.ndarray,  # (b, K) candidate originals (updated)
+    cand_val: np.ndarray,  # (b, K) their product values
+    ncand: np.ndarray,  # (b,) number of candidates
+    full: np.ndarray,  # (b,) candidate list overflowed: the row is searched directly later
+) -> None:
+    b, c = tile.shape
+    cap = cand_idx.shape[1]
+    for r in range(b):
+        if full[r]:
+            continue
+        row = tile[r]
+        mn = _row_min(row)
+        if mn > thr[r]:
+            continue  # nothing in this tile can be near the row's nearest original
+        if mn < best[r]:
+            best[r] = mn
+            thr[r] = _gemm_threshold(mn, nz[r], kw[r], kappa, rel_tol, abs_tol)
+        th = thr[r]
+        k = ncand[r]
+        for j in range(c):
+            if row[j] <= th:
+                if k == cap:  # drop candidates the lower minimum has ruled out
+                    kk = 0
+                    for q in range(k):
+                        if cand_val[r, q] <= th:
+                            cand_idx[r, kk] = cand_idx[r, q]
+                            cand_val[r, kk] = cand_val[r, q]
+                            kk += 1
+                    k = kk
+                    if k == cap:
+                        full[r] = True
+                        break
+                cand_idx[r, k] = col0 + j
+                cand_val[r, k] = row[j]
+                k += 1
+        ncand[r] = k
+
+
+@njit(cache=True)
+def _direct_d2(xt: np.ndarray, zs: np.ndarray, i: int, j: int) -> float:
+    # the same operations in the same order as nearest_ties_brute, so the values are identical
+    d = 0.0
+    for a in range(zs.shape[1]):
+        t = zs[i, a] - xt[a, j]
+        d += t * t
+    return d
+
+
+@njit(cache=True, nogil=True)
+def gemm_resolve_rows(
+    xt: np.ndarray,  # (m, nx) originals (as used by the direct distance), transposed
+    zs: np.ndarray,  # (n, m) masked
+    row0: int,  # index of the block's first masked record
+    thr: np.ndarray,
+    cand_idx: np.ndarray,
+    cand_val: np.ndarray,
+    ncand: np.ndarray,
+    full: np.ndarray,
+    rel_tol: float,
+    abs_tol: float,
+    own: np.ndarray,  # (n,) outputs, filled for the block's rows
+    count: np.ndarray,
+    first: np.ndarray,
+) -> None:
+    """Nearest originals of each masked record of a block from its candidates, with the
+    direct distance; a row whose candidate list overflowed is searched over all originals."""
+    b = thr.shape[0]
+    nx = xt.shape[1]
+    for r in range(b):
+        i = row0 + r
+        if full[r]:
+            best = np.inf
+            for j in range(nx):
+                d = _direct_d2(xt, zs, i, j)
+                if d < best:
+                    best = d
+            lim = best * (1.0 + rel_tol) + abs_tol
+            cnt = 0
+            f = -1
+            for j in range(nx):
+                if _direct_d2(xt, zs, i, j) <= lim:
+                    cnt += 1
+                    if f < 0:
+                        f = j
+            own[i] = i < nx and _direct_d2(xt, zs, i, i) <= lim
+            count[i] = cnt
+            first[i] = f
+            continue
+        th = thr[r]
+        best = np.inf
+        for q in range(ncand[r]):
+            if cand_val[r, q] <= th:
+                d = _direct_d2(xt, zs, i, cand_idx[r, q])
+                if d < best:
+                    best = d
+        lim = best * (1.0 + rel_tol) + abs_tol
+        cnt = 0
+        f = nx
+        is_own = False
+        for q in range(ncand[r]):
+            if cand_val[r, q] <= th:
+                j = cand_idx[r, q]
+                if _direct_d2(xt, zs, i, j) <= lim:
+                    cnt += 1
+                    f = min(f, j)
+                    if j == i:
+                        is_own = True
+        own[i] = is_own
+        count[i] = cnt
+        first[i] = f
