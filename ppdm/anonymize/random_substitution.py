@@ -24,7 +24,7 @@ them beside a release as ``<stem>.matrices.json``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -182,6 +182,17 @@ class SubstitutionMetadata:
     attributes: dict[str, AttributeDomain] = field(default_factory=dict)
     class_column: str | None = None
     perturb_class: bool = False
+
+    def perturbed_columns(self, table: pd.DataFrame, columns: Iterable[str] | None = None) -> list[str]:
+        """The attributes to work on (default: every perturbed one), each checked to have a
+        matrix here and to be a column of ``table``."""
+        cols = list(self.attributes) if columns is None else list(columns)
+        for c in cols:
+            if c not in self.attributes:
+                raise ParameterError(f"column {c!r} has no perturbation matrix in the metadata")
+            if c not in table.columns:
+                raise SchemaError(f"column {c!r} of the perturbation metadata is not in the table")
+        return cols
 
     def to_json(self) -> str:
         return json.dumps(

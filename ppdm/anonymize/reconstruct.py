@@ -173,12 +173,8 @@ def reconstruct(
     """
     if not isinstance(z, pd.DataFrame):
         raise SchemaError(f"expected a pandas DataFrame, got {type(z).__name__}")
-    targets = list(metadata.attributes) if columns is None else list(columns)
+    targets = metadata.perturbed_columns(z, columns)
     for c in targets:
-        if c not in metadata.attributes:
-            raise ParameterError(f"column {c!r} has no perturbation matrix in the metadata")
-        if c not in z.columns:
-            raise SchemaError(f"column {c!r} of the perturbation metadata is not in the table")
         if z[c].isna().any():
             raise SchemaError(f"column {c!r} has a missing value; a random-substitution release has none")
     if len(z) == 0:

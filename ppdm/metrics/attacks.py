@@ -276,12 +276,7 @@ def repeated_perturbation_attack(
     z = _frame(z, "the release")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ParameterError(f"steps must be a whole number ≥ 1, got {steps!r}")
-    cols = list(metadata.attributes) if columns is None else list(columns)
-    for c in cols:
-        if c not in metadata.attributes:
-            raise ParameterError(f"column {c!r} has no perturbation matrix in the metadata")
-        if c not in z.columns:
-            raise SchemaError(f"column {c!r} is not in the release")
+    cols = metadata.perturbed_columns(z, columns)
     if not cols:
         raise ParameterError("the metadata names no perturbed attribute")
     rng = check_random_state(random_state)
