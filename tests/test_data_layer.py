@@ -119,3 +119,22 @@ def test_written_files_get_the_usual_mode(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert (p.stat().st_mode & 0o777) == (0o666 & ~umask)
+
+
+def test_schema_roles_round_trip_and_checks() -> None:
+    from ppdm.data.schema import Schema
+    from ppdm.errors import SchemaError
+
+    s = Schema(["a", "b"], ["c"], "y", identifiers=["id"], quasi_identifiers=["a", "c"], sensitive=["y"],
+               weight="w", bounds={"a": [0, 1]})
+    assert Schema.from_json(s.to_json()) == s
+    assert [s.role(c) for c in ("id", "a", "b", "c", "y", "w")] == [
+        "identifier", "quasi-identifier", "other", "quasi-identifier", "class", "weight"]
+    assert s.all_columns == ["id", "a", "b", "c", "y", "w"]
+    assert "id" not in s.attributes and "w" not in s.attributes
+    # a new class leaves the quasi-identifiers
+    assert s.with_class("c").quasi_identifiers == ["a"]
+    for bad in (dict(identifiers=["a"]), dict(quasi_identifiers=["zz"]), dict(weight="b"),
+                dict(sensitive=["zz"]), dict(bounds={"a": [1, 0]}), dict(bounds={"c": [0, 1]})):
+        with pytest.raises(SchemaError):
+            Schema(["a", "b"], ["c"], "y", **bad)

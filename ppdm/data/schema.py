@@ -1,15 +1,28 @@
-"""Table schema: which columns are numeric attributes, which categorical, which the class.
+"""Table schema: each column's type (numeric or categorical) and its disclosure role.
 
 The papers treat a dataset as records over numeric ("continuous") and categorical
 ("discrete") attributes plus one class attribute (paper 000 §2). Every technique
-and measure in ppdm reads column roles from a :class:`Schema`, never from dtypes
+and measure in ppdm reads column types from a :class:`Schema`, never from dtypes
 alone, because many categorical attributes are stored as integer codes.
+
+Disclosure roles follow statistical disclosure control's vocabulary (sdcMicro's
+keyVars / sensibleVar / weightVar, ARX's identifying / quasi-identifying /
+sensitive attributes):
+
+* **identifier**: a direct identifier (name, record number, e-mail). Not an
+  attribute: never modelled by a technique and never released unless asked for.
+* **quasi-identifier** (key variable): an attribute an intruder may know from
+  other sources and link on; disclosure-risk measures look at these.
+* **sensitive**: an attribute whose value must not be learnt (l-diversity, inference).
+* **class**: the label the papers' classifiers predict.
+* **weight**: a sampling weight (population frequencies Fk); not an attribute.
+* **other**: any remaining attribute.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -35,12 +48,28 @@ class Schema:
         The class (label) attribute, or ``None`` for unlabelled microdata.
     integer:
         Numeric attributes whose values are whole numbers; perturbations keep them whole.
+    identifiers:
+        Direct identifiers. They are not attributes (not in ``numeric``/``categorical``).
+    quasi_identifiers:
+        Key variables: attributes (numeric or categorical) an intruder may link on.
+    sensitive:
+        Sensitive attributes (may include the class column).
+    weight:
+        Sampling-weight column, or ``None``. Not an attribute.
+    bounds:
+        Declared public domain ``[low, high]`` of numeric attributes, by column. Techniques
+        with a formal guarantee (DPCube) take their domain from here, never from the data.
     """
 
     numeric: list[str] = field(default_factory=list)
     categorical: list[str] = field(default_factory=list)
     class_column: str | None = None
     integer: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    quasi_identifiers: list[str] = field(default_factory=list)
+    sensitive: list[str] = field(default_factory=list)
+    weight: str | None = None
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -53,6 +82,22 @@ class Schema:
         bad = sorted(set(self.integer) - set(self.numeric))
         if bad:
             raise SchemaError(f"integer columns {bad} are not numeric attributes")
+        special = {self.class_column, self.weight} - {None}
+        for c in self.identifiers:
+            if c in seen or c in special:
+                raise SchemaError(f"identifier column {c!r} is also listed as an attribute, the class or the weight")
+        if self.weight is not None and (self.weight in seen or self.weight == self.class_column):
+            raise SchemaError(f"weight column {self.weight!r} is also listed as an attribute or the class")
+        bad = [c for c in self.quasi_identifiers if c not in seen]
+        if bad:
+            raise SchemaError(f"quasi-identifier(s) {bad} are not attributes of the schema")
+        bad = [c for c in self.sensitive if c not in seen and c != self.class_column]
+        if bad:
+            raise SchemaError(f"sensitive column(s) {bad} are neither attributes nor the class")
+        self.bounds = {str(c): _check_bounds(c, b) for c, b in dict(self.bounds).items()}
+        bad = [c for c in self.bounds if c not in self.numeric]
+        if bad:
+            raise SchemaError(f"bounds are declared for {bad}, which are not numeric attributes")
 
     # ------------------------------------------------------------------ roles
     @property
@@ -62,8 +107,30 @@ class Schema:
 
     @property
     def columns(self) -> list[str]:
-        """All columns the schema knows, the class last."""
+        """Attributes and the class (last): the columns a technique works on."""
         return self.attributes + ([self.class_column] if self.class_column else [])
+
+    @property
+    def all_columns(self) -> list[str]:
+        """Every column the schema names: identifiers, attributes, the class, the weight."""
+        return [*self.identifiers, *self.columns, *([self.weight] if self.weight else [])]
+
+    def role(self, column: str) -> str:
+        """The disclosure role of ``column``: identifier, quasi-identifier, sensitive, class,
+        weight or other."""
+        if column in self.identifiers:
+            return "identifier"
+        if column == self.class_column:
+            return "class"
+        if column == self.weight:
+            return "weight"
+        if column in self.quasi_identifiers:
+            return "quasi-identifier"
+        if column in self.sensitive:
+            return "sensitive"
+        if column in self.numeric or column in self.categorical:
+            return "other"
+        raise SchemaError(f"column {column!r} is not in the schema")
 
     def is_numeric(self, column: str) -> bool:
         return column in self.numeric
@@ -81,7 +148,12 @@ class Schema:
         categorical = [c for c in self.categorical if c != class_column]
         if self.class_column is not None:
             categorical.append(self.class_column)
-        return Schema(numeric, categorical, class_column, [c for c in self.integer if c in numeric])
+        return replace(
+            self, numeric=numeric, categorical=categorical, class_column=class_column,
+            integer=[c for c in self.integer if c in numeric],
+            quasi_identifiers=[c for c in self.quasi_identifiers if c != class_column],
+            bounds={c: b for c, b in self.bounds.items() if c != class_column},
+        )
 
     # --------------------------------------------------------------- infer/io
     @classmethod
@@ -121,7 +193,9 @@ class Schema:
         return cls(num, cat, class_column, integer)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["bounds"] = {c: list(b) for c, b in self.bounds.items()}
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> Schema:
@@ -131,8 +205,13 @@ class Schema:
                 categorical=list(d.get("categorical", [])),
                 class_column=d.get("class_column"),
                 integer=list(d.get("integer", [])),
+                identifiers=list(d.get("identifiers", [])),
+                quasi_identifiers=list(d.get("quasi_identifiers", [])),
+                sensitive=list(d.get("sensitive", [])),
+                weight=d.get("weight"),
+                bounds=dict(d.get("bounds") or {}),
             )
-        except TypeError as e:  # pragma: no cover - malformed json
+        except (TypeError, ValueError) as e:  # malformed json
             raise SchemaError(f"malformed schema: {e}") from None
 
     def to_json(self) -> str:
@@ -252,6 +331,16 @@ def _refuse_stray_text(column: str, s: pd.Series) -> None:
         f"column {column!r} looks numeric but holds the non-numeric value {s.loc[row]!r} at row {row!r}; "
         "fix the value, or declare the column categorical in a schema"
     )
+
+
+def _check_bounds(column: str, b: object) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in b)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise SchemaError(f"bounds of {column!r} must be a pair [low, high], got {b!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise SchemaError(f"bounds of {column!r} must be finite with low < high, got [{lo}, {hi}]")
+    return (lo, hi)
 
 
 def _is_whole(s: pd.Series) -> bool:

@@ -113,6 +113,8 @@ class MeasureSpec:
     needs_class: bool = True
     default: bool = False  # part of the default ``ppdm evaluate`` set
     requires: tuple[str, ...] = ()  # options without which it cannot run; left out of "all"
+    direction: str | None = None  # "higher" or "lower" is better (for risk: better protected); None: neither
+    value_range: tuple[float | None, float | None] = (None, None)  # bounds of ``value``; None = unbounded
 
 
 MEASURES: dict[str, MeasureSpec] = {}
@@ -126,15 +128,22 @@ def register_measure(
     needs_class: bool = True,
     default: bool = False,
     requires: tuple[str, ...] = (),
+    direction: str | None = None,
+    value_range: tuple[float | None, float | None] = (None, None),
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
     ``requires`` names options the measure cannot run without (e.g. the perturbation
     matrices of an attack); such a measure runs only when named, never as part of ``all``.
+    ``direction`` says whether a higher or a lower ``value`` is better ("higher"/"lower";
+    for a risk measure, better protected) and ``value_range`` the bounds of ``value``.
     """
+    if direction not in (None, "higher", "lower"):
+        raise ValueError(f"direction must be 'higher', 'lower' or None, got {direction!r}")
 
     def deco(fn: MeasureFn) -> MeasureFn:
-        MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires))
+        MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
+                                     direction, tuple(value_range))  # type: ignore[arg-type]
         return fn
 
     return deco
