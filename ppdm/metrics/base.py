@@ -67,14 +67,17 @@ class EvaluationContext:
     """Everything a measure may need when called by name from ``ppdm evaluate``.
 
     ``x`` is the original table, ``z`` the anonymized one, ``test`` an optional
-    held-out table t; ``rules`` is Ψx (built lazily from ``x`` by CART when absent);
-    ``options`` carries measure parameters from the command line.
+    held-out table t; ``control`` an optional control set of original records that
+    were not used to make ``z`` (attack-based risk, Giomi et al. 2023); ``rules`` is
+    Ψx (built lazily from ``x`` by CART when absent); ``options`` carries measure
+    parameters from the command line.
     """
 
     x: pd.DataFrame
     z: pd.DataFrame
     schema: Schema
     test: pd.DataFrame | None = None
+    control: pd.DataFrame | None = None
     rules: Any = None
     random_state: int | None = 0
     options: dict[str, Any] = field(default_factory=dict)
