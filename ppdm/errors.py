@@ -18,3 +18,9 @@ class SchemaError(PPDMError):
 
 class ParameterError(PPDMError):
     """A technique or measure was given an unknown or impossible parameter."""
+
+
+class MeasureNotApplicable(PPDMError):
+    """A measure cannot be computed on this table or with these inputs (no quasi-identifiers
+    declared, no control set, a constant column...). An evaluation reports the measure as
+    skipped with this message as its reason instead of aborting."""
