@@ -110,9 +110,50 @@ def key_codes(df: pd.DataFrame, keys: list[str]) -> np.ndarray:
     return np.column_stack([_codes(df[k]) for k in keys]) if keys else np.zeros((len(df), 0), np.int64)
 
 
+#: a mixed-radix key code is counted with a direct ``bincount`` up to this many cells per record
+DIRECT_CELLS_PER_ROW = 8
+
+
+def _radix(codes: np.ndarray) -> tuple[np.ndarray, int, list[int]] | None:
+    """One int64 per row encoding the whole row (mixed radix over the code ranges, −1 shifted to
+    0), the number of possible codes and each column's stride; ``None`` when the codes do not
+    fit in int64."""
+    n, m = codes.shape
+    cards = [int(codes[:, j].max()) + 2 if n else 1 for j in range(m)]
+    size = 1
+    for card in cards:
+        if size > (2**62) // card:
+            return None
+        size *= card
+    strides = [int(np.prod(cards[j + 1:], dtype=np.int64)) for j in range(m)]
+    out = np.zeros(n, dtype=np.int64)
+    for j in range(m):
+        out += (codes[:, j] + 1) * strides[j]
+    return out, size, strides
+
+
+def _small(size: int, n: int) -> bool:
+    """Whether ``size`` possible codes can be counted with a direct ``bincount``."""
+    return size <= max(DIRECT_CELLS_PER_ROW * n, 1 << 16)
+
+
+def _dense(radix: np.ndarray, size: int) -> np.ndarray:
+    """Dense ids of radix codes: a lookup table when it is small, else a hash factorisation."""
+    if _small(size, len(radix)):
+        present = np.zeros(size, dtype=bool)
+        present[radix] = True
+        ids = np.cumsum(present) - 1
+        return ids[radix]
+    codes, _ = pd.factorize(radix)
+    return codes.astype(np.int64, copy=False)
+
+
 def group_codes(codes: np.ndarray) -> np.ndarray:
     """Dense group id of each row of a code matrix (rows equal iff same id; −1 is a value here)."""
     n, m = codes.shape
+    r = _radix(codes)
+    if r is not None:
+        return _dense(r[0], r[1])
     g = np.zeros(n, dtype=np.int64)
     for j in range(m):
         g = _combine(g, codes[:, j] + 1)
@@ -127,8 +168,9 @@ class KeyFrequencies:
     keys: list[str]
     fk: np.ndarray  # float64 holding whole numbers
     Fk: np.ndarray
-    group: np.ndarray  # dense id of each record's key combination (missing values as their own value)
+    n_groups: int  # distinct key combinations (a missing value counted as a value of its own)
     weighted: bool
+    codes: np.ndarray  # (n, len(keys)) value codes, −1 for a missing value
 
     @property
     def n(self) -> int:
@@ -147,21 +189,31 @@ def key_frequencies(df: pd.DataFrame, keys: Any, weight: str | None = None) -> K
     keys = check_keys(df, keys, measure="key frequencies")
     w = check_weights(df, weight, measure="key frequencies")
     codes = key_codes(df, keys)
-    group = group_codes(codes)
-    n = len(df)
-    wt = np.ones(n) if w is None else w
-    size = np.bincount(group).astype(float)
-    wsum = np.bincount(group, weights=wt)
-    fk, Fk = size[group], wsum[group]
+    fk, Fk, n_groups = _frequencies(codes, w)
+    return KeyFrequencies(keys=keys, fk=fk, Fk=Fk, n_groups=n_groups, weighted=w is not None, codes=codes)
+
+
+def _frequencies(codes: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """fk, Fk (= fk without weights) and the number of distinct keys of a code matrix."""
+    n = len(codes)
+    r = _radix(codes)
+    if r is not None and _small(r[1], n):
+        group = r[0]
+    else:
+        group = group_codes(codes)
+    cnt = np.bincount(group)
+    n_groups = int(np.count_nonzero(cnt))
+    fk = cnt[group].astype(float)
+    Fk = fk if w is None else np.bincount(group, weights=w)[group]
     miss = codes < 0
     if miss.any():
-        fk, Fk = _wildcard_frequencies(codes, miss, group, wt, fk, Fk)
-    return KeyFrequencies(keys=keys, fk=fk, Fk=Fk, group=group, weighted=w is not None)
+        fk, Fk = _wildcard_frequencies(codes, miss, np.ones(n) if w is None else w)
+        if w is None:
+            Fk = fk
+    return fk, Fk, n_groups
 
 
-def _wildcard_frequencies(
-    codes: np.ndarray, miss: np.ndarray, group: np.ndarray, wt: np.ndarray, fk: np.ndarray, Fk: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _wildcard_frequencies(codes: np.ndarray, miss: np.ndarray, wt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Frequencies when some key values are missing (sdcMicro ``freqCalc``, alpha = 1).
 
     Records are grouped by their pattern of missing keys. For two patterns P and Q, a
@@ -169,7 +221,6 @@ def _wildcard_frequencies(
     keys missing in neither: one grouped count per pair of patterns, O(#patterns² · n).
     """
     n, m = codes.shape
-    del group, fk, Fk  # recomputed from the patterns
     fk = np.zeros(n)
     Fk = np.zeros(n)
     pat_id, patterns = pd.factorize(pd.Series([row.tobytes() for row in np.packbits(miss, axis=1)]))
@@ -237,17 +288,23 @@ def _check_fraction(kf: KeyFrequencies, weight: str | None, measure: str) -> Non
 
 
 # ------------------------------------------------------------ per-key summaries
-def _per_key(df: pd.DataFrame, keys: list[str], codes: np.ndarray, uniques: int) -> pd.DataFrame:
-    """Per key variable: its number of distinct values and the sample uniques left without it."""
+def _per_key(keys: list[str], codes: np.ndarray, uniques: int) -> pd.DataFrame:
+    """Per key variable: its number of distinct values and missing values, and the sample
+    uniques that would remain without it (which keys make records unique)."""
+    n, m = codes.shape
+    r = _radix(codes) if not (codes < 0).any() else None
     rows = []
     for j, k in enumerate(keys):
-        rest = [i for i in range(len(keys)) if i != j]
-        if rest:
-            g = group_codes(codes[:, rest])
-            u = int((np.bincount(g)[g] == 1).sum())
-        else:
+        if m == 1:
             u = 0
-        rows.append({"key": k, "distinct_values": int(df[k].nunique(dropna=True)),
+        elif r is not None and _small(r[1], n):
+            # zeroing key j's digit of the radix code gives the code of the other keys
+            cnt = np.bincount(r[0] - (codes[:, j] + 1) * r[2][j])
+            u = int(np.count_nonzero(cnt == 1))
+        else:
+            fk, _, _ = _frequencies(np.delete(codes, j, axis=1), None)
+            u = int((fk == 1).sum())
+        rows.append({"key": k, "distinct_values": int(codes[:, j].max()) + 1,
                      "missing": int((codes[:, j] < 0).sum()), "uniques_without": u,
                      "uniques_removed_by_dropping": uniques - u})
     return pd.DataFrame(rows)
@@ -283,13 +340,13 @@ def k_anonymity(df: pd.DataFrame, keys: Any, k: int = 3) -> KAnonymityResult:
         raise ParameterError(f"k-anonymity k must be an integer ≥ 1, got {k!r}")
     keys = check_keys(df, keys, measure="k-anonymity")
     kf = key_frequencies(df, keys)
-    codes = key_codes(df, keys)
+    codes = kf.codes
     viol = int((kf.fk < k).sum())
     uniq = int((kf.fk == 1).sum())
     n = kf.n
     return KAnonymityResult(value=viol / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,
-                            achieved_k=int(kf.fk.min()), n_combinations=int(kf.group.max()) + 1,
-                            per_key=_per_key(df, keys, codes, uniq), fk=kf.fk)
+                            achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups,
+                            per_key=_per_key(keys, codes, uniq), fk=kf.fk)
 
 
 @dataclass
@@ -314,7 +371,7 @@ def sample_uniques(df: pd.DataFrame, keys: Any) -> SampleUniquesResult:
     uniq = kf.fk == 1
     u = int(uniq.sum())
     return SampleUniquesResult(value=u / kf.n, keys=keys, n=kf.n, sample_uniques=u,
-                               per_key=_per_key(df, keys, key_codes(df, keys), u), unique=uniq)
+                               per_key=_per_key(keys, kf.codes, u), unique=uniq)
 
 
 # -------------------------------------------------------- re-identification risk
@@ -358,8 +415,8 @@ def reidentification_risk(df: pd.DataFrame, keys: Any, weight: str | None = None
     uniq = int((kf.fk == 1).sum())
     return ReidentificationRiskResult(
         value=er / n, keys=keys, weight=weight, n=n, expected_reidentifications=er, global_risk_pct=100.0 * er / n,
-        max_risk=float(np.nanmax(r)), sample_uniques=uniq, n_combinations=int(kf.group.max()) + 1,
-        per_key=_per_key(df, keys, key_codes(df, keys), uniq), fk=kf.fk, Fk=kf.Fk, risk=r)
+        max_risk=float(np.nanmax(r)), sample_uniques=uniq, n_combinations=kf.n_groups,
+        per_key=_per_key(keys, kf.codes, uniq), fk=kf.fk, Fk=kf.Fk, risk=r)
 
 
 # ----------------------------------------------------------------- l-diversity
