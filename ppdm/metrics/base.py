@@ -92,16 +92,21 @@ class EvaluationContext:
         return self.rules
 
 
+#: packages whose public modules register measures (attack-based risk lives a layer above the
+#: measures, so it is found by name here rather than imported)
+MEASURE_PACKAGES = ("ppdm.metrics", "ppdm.attacks")
+
+
 def load_all_measures() -> None:
-    """Import every module of :mod:`ppdm.metrics` so each registers its measures."""
+    """Import every public module of the measure packages so each registers its measures."""
     import importlib
     import pkgutil
 
-    import ppdm.metrics as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if not mod.name.startswith("_"):
-            importlib.import_module(f"ppdm.metrics.{mod.name}")
+    for name in MEASURE_PACKAGES:
+        pkg = importlib.import_module(name)
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{name}.{mod.name}")
 
 
 MeasureFn = Callable[[EvaluationContext], MeasureResult]
