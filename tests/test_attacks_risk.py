@@ -177,9 +177,9 @@ def test_nearest_neighbours_equal_brute_force(seed, n, k, n_cat, n_num):
 
 def test_knn_kernel_visits_groups_in_distance_order():
     # one categorical column, three groups; the query matches group "1": its member wins
-    q_cat = np.array([[1]])
+    q_cat = np.array([[1]], dtype=np.int32)
     q_num = np.zeros((1, 0))
-    g_codes = np.array([[0, 1, 2]])
+    g_codes = np.array([[0, 1, 2]], dtype=np.int32)
     g_start = np.array([0, 2, 3, 5])
     # grouped row j has priority j and original index 4 - j
     idx = knn_gower(q_cat, q_num, g_codes, g_start, np.zeros((5, 0)), np.arange(5), np.array([4, 3, 2, 1, 0]), 2, 1)

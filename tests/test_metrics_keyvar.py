@@ -293,3 +293,26 @@ def test_parity_with_sdcmicro_measure_risk(shared_dir, name):
     ld = l_diversity(df, meta["keys"], meta["sensitive"])
     np.testing.assert_array_equal(ld.distinct_l[meta["sensitive"]], ref["distinct_l"].to_numpy())
     assert ld.value == meta["min_distinct_l"]
+
+
+# ------------------------------------------------------------------ command line
+def test_evaluate_runs_key_variable_risk_and_explains_missing_quasi_identifiers(tmp_path):
+    from typer.testing import CliRunner
+
+    from ppdm.cli.app import app
+
+    x = pd.DataFrame({"age": [30, 30, 41, 41, 52], "sex": ["f", "f", "m", "m", "f"], "y": list("ababa")})
+    xp = tmp_path / "x.csv"
+    x.to_csv(xp, index=False)
+    runner = CliRunner()
+    r = runner.invoke(app, ["evaluate", "-x", str(xp), "-z", str(xp), "--class", "y", "--measures",
+                            "k_anonymity,sample_uniques,record_linkage", "-p", "keys=age,sex", "-p",
+                            "k_anonymity.k=2", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["k_anonymity"] == pytest.approx(0.2)  # the 52-year-old is alone: fk = 1 < 2
+    assert out["sample_uniques"] == pytest.approx(0.2)
+    assert "fk" not in out["details"]["k_anonymity"]  # no per-record detail in the output
+    r = runner.invoke(app, ["evaluate", "-x", str(xp), "-z", str(xp), "--class", "y", "--measures", "k_anonymity"])
+    assert r.exit_code == 2
+    assert "quasi_identifiers" in r.output and "Traceback" not in r.output

@@ -212,9 +212,9 @@ def rng_of(random_state: RandomState) -> np.random.Generator:
 # --------------------------------------------------------- nearest neighbours
 @njit(cache=True, parallel=True)
 def knn_gower(
-    q_cat: np.ndarray,  # (nq, C) categorical codes of the queries (−1 = missing)
+    q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
     q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
-    g_codes: np.ndarray,  # (C, G) categorical codes of each group of candidates
+    g_codes: np.ndarray,  # (C, G) int32 categorical codes of each group of candidates
     g_start: np.ndarray,  # (G + 1,) candidates of group g are rows g_start[g]:g_start[g + 1]
     c_num: np.ndarray,  # (n, P) numeric values of the candidates, grouped
     c_prio: np.ndarray,  # (n,) distinct random ranks: among equally near candidates, lower wins
@@ -226,8 +226,8 @@ def knn_gower(
     in ``c_prio`` order.
 
     Candidates are grouped by their categorical values, so the categorical part of the
-    distance is computed once per group; groups are visited in increasing categorical
-    distance and the visit stops once that alone exceeds the current k-th distance. Within
+    distance is computed once per group; groups are visited level by level of categorical
+    distance and the visit stops once a level alone exceeds the current k-th distance. Within
     a group the numeric terms are added in column order and abandoned once the sum passes
     the k-th distance. Every distance is the categorical count plus the numeric terms in
     one fixed order, so equal distances are equal bit for bit."""
@@ -237,9 +237,7 @@ def knn_gower(
     out = np.empty((nq, k), dtype=np.int64)
     chunk = (nq + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
-        dc = np.empty(n_groups, dtype=np.int64)
-        bucket = np.empty(n_cat + 2, dtype=np.int64)
-        sorted_g = np.empty(n_groups, dtype=np.int64)
+        dc = np.empty(n_groups, dtype=np.int32)
         bd = np.empty(k)
         bp = np.empty(k, dtype=np.int64)
         bi = np.empty(k, dtype=np.int64)
@@ -251,48 +249,41 @@ def knn_gower(
                 row = g_codes[a]
                 for g in range(n_groups):
                     dc[g] += 1 if row[g] != v else 0
-            # counting sort of the groups by categorical distance
-            for t in range(n_cat + 2):
-                bucket[t] = 0
-            for g in range(n_groups):
-                bucket[dc[g] + 1] += 1
-            for t in range(1, n_cat + 2):
-                bucket[t] += bucket[t - 1]
-            for g in range(n_groups):
-                sorted_g[bucket[dc[g]]] = g
-                bucket[dc[g]] += 1
             for r in range(k):
                 bd[r] = np.inf
                 bp[r] = np.iinfo(np.int64).max
                 bi[r] = -1
-            for t in range(n_groups):
-                g = sorted_g[t]
-                base = float(dc[g])
+            # groups level by level of categorical distance, while a level can still beat the k-th
+            for level in range(n_cat + 1):
+                base = float(level)
                 if base > bd[k - 1]:
                     break
-                for j in range(g_start[g], g_start[g + 1]):
-                    worst = bd[k - 1]
-                    d = base
-                    for a in range(n_num):
-                        u = q_num[q, a]
-                        w = c_num[j, a]
-                        if u != u or w != w:  # missing: 0 against missing, 1 against a value
-                            d += 0.0 if (u != u and w != w) else 1.0
-                        else:
-                            d += abs(u - w)
-                        if d > worst:
-                            break
-                    if d > worst or (d == worst and c_prio[j] > bp[k - 1]):
+                for g in range(n_groups):
+                    if dc[g] != level:
                         continue
-                    r = k - 1
-                    while r > 0 and (bd[r - 1] > d or (bd[r - 1] == d and bp[r - 1] > c_prio[j])):
-                        bd[r] = bd[r - 1]
-                        bp[r] = bp[r - 1]
-                        bi[r] = bi[r - 1]
-                        r -= 1
-                    bd[r] = d
-                    bp[r] = c_prio[j]
-                    bi[r] = c_idx[j]
+                    for j in range(g_start[g], g_start[g + 1]):
+                        worst = bd[k - 1]
+                        d = base
+                        for a in range(n_num):
+                            u = q_num[q, a]
+                            w = c_num[j, a]
+                            if u != u or w != w:  # missing: 0 against missing, 1 against a value
+                                d += 0.0 if (u != u and w != w) else 1.0
+                            else:
+                                d += abs(u - w)
+                            if d > worst:
+                                break
+                        if d > worst or (d == worst and c_prio[j] > bp[k - 1]):
+                            continue
+                        r = k - 1
+                        while r > 0 and (bd[r - 1] > d or (bd[r - 1] == d and bp[r - 1] > c_prio[j])):
+                            bd[r] = bd[r - 1]
+                            bp[r] = bp[r - 1]
+                            bi[r] = bi[r - 1]
+                            r -= 1
+                        bd[r] = d
+                        bp[r] = c_prio[j]
+                        bi[r] = c_idx[j]
             for r in range(k):
                 out[q, r] = bi[r]
     return out
@@ -323,14 +314,14 @@ def nearest(
     queries = enc.tables[query_tab][rows]
     n = len(cands)
     k = min(k, n)
-    c_cat = np.nan_to_num(cands[:, cat], nan=-1.0).astype(np.int64)
-    q_cat = np.ascontiguousarray(np.nan_to_num(queries[:, cat], nan=-1.0).astype(np.int64))
-    group = group_codes(c_cat) if cat else np.zeros(n, dtype=np.int64)
+    c_cat = np.nan_to_num(cands[:, cat], nan=-1.0).astype(np.int32)
+    q_cat = np.ascontiguousarray(np.nan_to_num(queries[:, cat], nan=-1.0).astype(np.int32))
+    group = group_codes(c_cat.astype(np.int64)) if cat else np.zeros(n, dtype=np.int64)
     order = np.argsort(group, kind="stable")
     n_groups = int(group.max()) + 1 if n else 0
     g_start = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=n_groups))]).astype(np.int64)
     first = order[g_start[:-1]]
-    g_codes = np.ascontiguousarray(c_cat[first].T) if cat else np.zeros((0, n_groups), dtype=np.int64)
+    g_codes = np.ascontiguousarray(c_cat[first].T) if cat else np.zeros((0, n_groups), dtype=np.int32)
     scale = 1.0 / enc.ranges[num]
     c_num = np.ascontiguousarray(cands[order][:, num] * scale)
     q_num = np.ascontiguousarray(queries[:, num] * scale)

@@ -178,6 +178,18 @@ class Indexed:
                              np.iinfo(np.int64).max if cap is None else cap)
 
 
+def _without_duplicates(t: np.ndarray) -> np.ndarray:
+    """The rows of an encoded table without repeats, first occurrences in order: duplicate
+    records are one record to a query (missing values compare equal here)."""
+    from ppdm.metrics.keyvar import group_codes
+
+    if len(t) == 0:
+        return t
+    codes = np.column_stack([pd.factorize(t[:, a], use_na_sentinel=False)[0] for a in range(t.shape[1])])
+    _, first = np.unique(group_codes(codes.astype(np.int64)), return_index=True)
+    return t[np.sort(first)]
+
+
 def _univariate_counts(data: np.ndarray, col: np.ndarray, op: np.ndarray, val: np.ndarray) -> np.ndarray:
     """Exact counts of one-condition queries, column by column with sorted values (no scan)."""
     out = np.zeros(len(col), dtype=np.int64)
@@ -381,8 +393,7 @@ def singling_out(
         raise ParameterError(f"singling out: n_cols = {n_cols} but the table has {len(cols)} attributes")
     rng = rng_of(random_state)
     enc = encode([ori, syn, control], cols, numeric_columns(ori, numeric))
-    # duplicate records are one record to a query (missing values compare equal here)
-    o, s, c = (Indexed.of(t[~pd.DataFrame(t).duplicated().to_numpy()]) for t in enc.tables)
+    o, s, c = (Indexed.of(_without_duplicates(t)) for t in enc.tables)
     k = 1 if mode == "univariate" else n_cols
     if mode == "univariate":
         queries = _univariate_queries(s, enc, rng, n_attacks)

@@ -128,7 +128,7 @@ def _radix(codes: np.ndarray) -> tuple[np.ndarray, int, list[int]] | None:
     strides = [int(np.prod(cards[j + 1:], dtype=np.int64)) for j in range(m)]
     out = np.zeros(n, dtype=np.int64)
     for j in range(m):
-        out += (codes[:, j] + 1) * strides[j]
+        out += (codes[:, j].astype(np.int64) + 1) * strides[j]
     return out, size, strides
 
 
