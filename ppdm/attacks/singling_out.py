@@ -57,6 +57,7 @@ from ppdm.metrics.base import EvaluationContext, register_measure
 from ppdm.utils import RandomState
 
 EQ, NE, LT, GT, LE, GE, ISNULL, NOTNULL = range(8)
+Queries = tuple[np.ndarray, np.ndarray, np.ndarray]  # columns, operators, values: (n_queries, conditions)
 OP_TEXT = {EQ: "==", NE: "!=", LT: "<", GT: ">", LE: "<=", GE: ">=", ISNULL: "is missing", NOTNULL: "is not missing"}
 
 
@@ -212,7 +213,7 @@ def _univariate_counts(data: np.ndarray, col: np.ndarray, op: np.ndarray, val: n
     return out
 
 
-def _counts(tab: Indexed, q: tuple[np.ndarray, np.ndarray, np.ndarray], cap: int | None) -> np.ndarray:
+def _counts(tab: Indexed, q: Queries, cap: int | None) -> np.ndarray:
     col, op, val = q
     if col.shape[1] == 1:
         c = _univariate_counts(tab.data, col[:, 0], op[:, 0], val[:, 0])
@@ -221,7 +222,7 @@ def _counts(tab: Indexed, q: tuple[np.ndarray, np.ndarray, np.ndarray], cap: int
 
 
 # --------------------------------------------------------------- query makers
-def _univariate_queries(tab: Indexed, enc: Encoded, rng: np.random.Generator, n_queries: int):
+def _univariate_queries(tab: Indexed, enc: Encoded, rng: np.random.Generator, n_queries: int) -> Queries:
     syn = tab.data
     cols, ops, vals = [], [], []
     for a in range(syn.shape[1]):
@@ -253,7 +254,7 @@ def _univariate_queries(tab: Indexed, enc: Encoded, rng: np.random.Generator, n_
 def _multivariate_queries(
     tab: Indexed, enc: Encoded, rng: np.random.Generator, n_queries: int, n_cols: int, max_attempts: int | None,
     batch: int = 1000,
-):
+) -> Queries:
     syn = tab.data
     n, m = syn.shape
     medians = np.array([np.nanmedian(syn[:, a]) if enc.is_numeric[a] and not np.isnan(syn[:, a]).all() else np.nan
@@ -287,7 +288,7 @@ def _multivariate_queries(
     return np.array(out_c), np.array(out_o), np.array(out_v)
 
 
-def _random_queries(syn: np.ndarray, enc: Encoded, rng: np.random.Generator, n_queries: int, n_cols: int):
+def _random_queries(syn: np.ndarray, enc: Encoded, rng: np.random.Generator, n_queries: int, n_cols: int) -> Queries:
     """The baseline attacker's queries: random attributes, a random value of z (missing
     included) and a random operator (== or != for categorical attributes, any comparison
     for numeric ones; a missing value gives ``is missing`` or ``is not missing``)."""
