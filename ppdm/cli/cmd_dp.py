@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ParamOpt, SeedOpt, app
-from ppdm.cli.common import console, load_input
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, ParamOpt, app
+from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
 
 
@@ -45,7 +45,7 @@ def dp_experiment(
     data: Annotated[str, typer.Option("--data", help="Table (CSV/Parquet) or builtin:NAME.")] = "builtin:banknote",
     class_column: ClassOpt = None,
     param: ParamOpt = None,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
 ) -> None:
     """Paper 000 §8.4: Rule Accuracy, RSD, RLD and model measures of DPCube releases per ε."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -68,6 +68,7 @@ def dp_experiment(
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a folder")
     x, schema, _ = load_input(data, class_column)
+    research_seed_note(seed)
     total = count_runs(len(eps), len(noise), repeats, folds)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:
