@@ -82,20 +82,20 @@ def anonymize(
         err_console.print(f"[yellow]warning:[/yellow] {line}", highlight=False, markup=True, soft_wrap=True)
     if rel.removed_identifiers:
         console.print(f"removed identifier column(s) {', '.join(rel.removed_identifiers)} from the release "
-                      "(keep them with --keep-identifiers)", highlight=False)
+                      "(keep them with --keep-identifiers)", highlight=False, markup=False, soft_wrap=True)
     elif rel.kept_identifiers:
         console.print(f"kept identifier column(s) {', '.join(rel.kept_identifiers)} in the release, unchanged",
-                      highlight=False)
+                      highlight=False, markup=False, soft_wrap=True)
     console.print("release check:", highlight=False)
     for line in rel.check.summary_lines():
-        console.print(f"  {line}", highlight=False, markup=False)
+        console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     if random_state is not None:
         console.print("seeded: anyone who knows the seed can redo the random draws and undo much of the release; "
-                      "keep it secret, with x (it is not stored)", highlight=False)
+                      "keep it secret, with x (it is not stored)", highlight=False, soft_wrap=True)
     written = save_release(rel, out)
     z = rel.data
     console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}, and "
-                  f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False)
+                  f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _input_sha256(spec: str) -> str:
