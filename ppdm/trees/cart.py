@@ -23,7 +23,6 @@ from ppdm.rules.core import Condition, Rule, RuleSet
 from ppdm.trees._encoding import check_class_labels
 from ppdm.utils import check_n_features, check_table_input
 
-
 #: scikit-learn's trees compare float32 copies; numeric attributes larger than this are scaled
 _FLOAT32_SAFE = 2.0**100
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
