@@ -217,3 +217,26 @@ def test_schema_file_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match="unknown key 'quasi_identifier'"):
         Schema.from_dict({"numeric": ["a"], "quasi_identifier": ["a"]})
     assert Schema.from_dict({"numeric": ["a"], "_comment": "ignored"}) == Schema(["a"])
+
+
+def test_every_command_that_reads_a_table_has_sep() -> None:
+    """The separator hint names --sep: every command that reads a user's table must offer it."""
+    import typer
+
+    root = typer.main.get_command(app)
+    commands = {"anonymize", "evaluate", "rules", "tree", "compare", "schema", "reconstruct",
+                "retention-experiment", "dp-experiment"}
+    for name in commands:
+        opts = {o for p in root.commands[name].params for o in getattr(p, "opts", [])}
+        assert "--sep" in opts, name
+
+
+def test_tree_and_reconstruct_outputs_are_not_inputs(tmp_path: Path) -> None:
+    x = tmp_path / "x.csv"
+    x.write_text("a,b,label\n" + _rows(40))
+    data = x.read_bytes()
+    for args in (["tree", str(x), "--class", "label", "--rules-out", str(x)],
+                 ["reconstruct", str(x), "--matrices", str(tmp_path / "m.json"), "-o", str(x)]):
+        res = runner.invoke(app, args)
+        one_line_exit_2(res, tmp_path, {"x.csv"}, "is the input")
+        assert x.read_bytes() == data

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, _missing, app
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing, app
 from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
 
@@ -33,6 +33,7 @@ def retention_experiment(
     seed: ExperimentSeedOpt = 0,
     missing: MissingOpt = "drop",
     schema: SchemaOpt = None,
+    sep: SepOpt = None,
 ) -> None:
     """Mean Rule Accuracy, RSD and RLD of x's CART rules on noisy copies of x, per noise level.
 
@@ -47,7 +48,7 @@ def retention_experiment(
         raise ParameterError(f"--noise must be uniform-noise or gaussian-noise, got {noise!r}")
     lv = _levels(levels)
     research_seed_note(seed)
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{noise} on {data}", total=len(lv) * repetitions)
         exp = run_retention_experiment(x, sch, noise=noise, levels=lv, repetitions=repetitions, seed=seed,
