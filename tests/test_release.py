@@ -276,3 +276,16 @@ def test_evaluate_and_compare_show_the_provenance(tmp_path: Path) -> None:
     meta = json.loads((tmp_path / "cmp" / "meta.json").read_text())
     assert meta["provenance"]["technique"]["name"] == "uniform-noise"
     assert "Provenance: the dataset is a release" in (tmp_path / "cmp" / "report.html").read_text()
+
+
+def test_release_keeps_a_fitted_tree_given_to_the_technique() -> None:
+    """release() fits a new instance with the same parameter objects: a fitted tree= stays fitted."""
+    from ppdm.trees import C45Classifier
+
+    x = named_records(300, 0).drop(columns="record")
+    attrs = [c for c in x.columns if c != "label"]
+    tree = C45Classifier(min_leaf=40).fit(x[attrs], x["label"])
+    given = Framework(class_column="label", tree=tree, random_state=0)
+    rel = release(x, given)
+    assert rel.technique.tree_ is tree
+    assert rel.technique is not given and not hasattr(given, "tree_")

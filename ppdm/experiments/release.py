@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sklearn.base import clone
 
 from ppdm.data.provenance import build_provenance, jsonable, provenance_path, provenance_text, table_sha256
 from ppdm.data.roles import Roles, resolve_schema
@@ -102,7 +101,8 @@ def release(
         The original table, with any identifier and weight columns.
     technique:
         E.g. ``make_technique("gadp", class_column="y")``; its ``schema`` is used when
-        ``schema`` is not given. It is cloned, never modified.
+        ``schema`` is not given. A new instance with the same parameters is fitted; the
+        one given is not modified.
     schema:
         Types and roles of every column; every column it names counts as declared.
         Without it the types are inferred and only the role arguments declare columns.
@@ -136,8 +136,10 @@ def release(
                          detect=detect_identifiers)
     ids = [c for c in sch.identifiers if c in x.columns]
     work = x.drop(columns=ids)
-    # the technique never sees an identifier: its schema has none and its table lacks them
-    tech = clone(technique).set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
+    # the technique never sees an identifier: its schema has none and its table lacks them. A new
+    # instance with the same parameter objects (sklearn's clone would unfit a fitted tree= given)
+    tech = type(technique)(**technique.get_params(deep=False))
+    tech.set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         z = tech.fit_transform(work)
