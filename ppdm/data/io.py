@@ -116,6 +116,14 @@ def _csv_header(p: Path, sep: str) -> list[str] | None:
 def _short_row(p: Path, sep: str, width: int) -> tuple[int, int] | None:
     """(line number, fields) of the first data row with fewer fields than the header."""
     with _open_text(p) as fh:
+        text = fh.read()
+    if '"' not in text:
+        # no quoting: a row's fields are its separators plus one (fast path, no csv parsing)
+        for no, line in enumerate(text.splitlines()[1:], 2):
+            if line.strip() and line.count(sep) + 1 < width:
+                return no, line.count(sep) + 1
+        return None
+    with _open_text(p) as fh:
         reader = csv.reader(fh, delimiter=sep)
         first = True
         for row in reader:
