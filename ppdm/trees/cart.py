@@ -83,9 +83,9 @@ class _Encoder:
                 f = self.scale.get(c, 1.0)
                 if f != 1.0:
                     blocks[-1] = blocks[-1] * f
-                with np.errstate(invalid="ignore"):
-                    if np.any(np.abs(blocks[-1]) > _FLOAT32_MAX):
-                        blocks[-1] = np.clip(blocks[-1], -_FLOAT32_MAX, _FLOAT32_MAX)
+                big = np.isfinite(blocks[-1]) & (np.abs(blocks[-1]) > _FLOAT32_MAX)
+                if big.any():  # finite values only: NaN and inf are refused just below
+                    blocks[-1] = np.where(big, np.sign(blocks[-1]) * _FLOAT32_MAX, blocks[-1])
                 if not np.isfinite(blocks[-1]).all():
                     # scikit-learn's tree would route NaN silently; the leaf rules could not state it
                     raise SchemaError(f"numeric attribute {c!r} holds a missing (NaN) or infinite value")
