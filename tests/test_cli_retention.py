@@ -160,7 +160,8 @@ def test_evaluate_with_rule_file_and_test_table(tables):
             "--measures", "rule_support_distance,prediction_accuracy", "--json")
     assert r.exit_code == 0, r.output
     obj = json.loads(r.stdout)
-    assert set(obj) == {"rule_support_distance", "prediction_accuracy", "per_rule", "details"}
+    assert set(obj) == {"rule_support_distance", "prediction_accuracy", "per_rule", "details", "seed", "provenance"}
+    assert obj["provenance"]["technique"]["name"] == "uniform-noise"  # z.provenance.json, read by evaluate
     assert len(obj["per_rule"]) == 2 and obj["details"]["prediction_accuracy"]["n_test"] == 100
     assert obj["details"]["prediction_accuracy"]["test_source"] == "given"
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from ppdm.cli.common import console, err_console, load_input, one_line
+from ppdm.cli.common import console, err_console, one_line
 from ppdm.errors import PPDMError
 
 
@@ -29,6 +29,10 @@ class _ErrorMappingGroup(TyperGroup):
             raise typer.Exit(2) from None
         except (typer.Exit, typer.Abort):
             raise
+        except typer.BadParameter as e:
+            # a bad option value (--seed abc) is one line like any other bad input, not a usage box
+            err_console.print(f"[bold red]error:[/bold red] {one_line(e.format_message())}", highlight=False)
+            raise typer.Exit(2) from None
         except Exception as e:
             # usage errors of the command-line parser carry their own exit code
             if hasattr(e, "exit_code") or os.environ.get("PPDM_DEBUG"):
@@ -51,10 +55,27 @@ app = typer.Typer(
 )
 
 ClassOpt = Annotated[str | None, typer.Option("--class", "-c", help="Class (label) column.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives identical output.")]
+SeedOpt = Annotated[str | None, typer.Option(
+    "--seed", help="Seed of the release's random draws (default: fresh OS entropy). Anyone who knows the seed "
+                   "can redo the draws and undo much of the release: keep it secret, with x.")]
+MeasureSeedOpt = Annotated[str | None, typer.Option(
+    "--seed", help="Seed of the measurement (splits, tie-breaking); default: drawn from OS entropy and "
+                   "printed, so the run can be repeated.")]
+ExperimentSeedOpt = Annotated[int, typer.Option(
+    "--seed", help="Fixed seed of this research run (default 0): anyone can regenerate its draws.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", "-p", help="Technique parameter key=value (repeatable).")]
 MissingOpt = Annotated[str, typer.Option("--missing", help="Incomplete rows: 'error' (default) or 'drop'.")]
-SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="Schema JSON naming numeric/categorical/class columns.")]
+SchemaOpt = Annotated[Path | None, typer.Option(
+    "--schema", help="Schema JSON file: types and roles of every column (see docs/roles_and_release.md).")]
+SepOpt = Annotated[str | None, typer.Option("--sep", help="CSV field separator (default ','; e.g. ';', 'tab', '|').")]
+IdOpt = Annotated[list[str] | None, typer.Option(
+    "--id", help="Identifier column(s) (comma list, repeatable): never modelled, removed from a release.")]
+QiOpt = Annotated[list[str] | None, typer.Option(
+    "--qi", help="Quasi-identifier column(s): attributes an intruder may know and link on.")]
+SensitiveOpt = Annotated[list[str] | None, typer.Option("--sensitive", help="Sensitive column(s).")]
+WeightOpt = Annotated[str | None, typer.Option("--weight", help="Sampling-weight column (not an attribute).")]
+OtherOpt = Annotated[list[str] | None, typer.Option(
+    "--other", help="Ordinary attribute column(s): declared so, they are not screened as identifiers.")]
 
 
 def _missing(value: str) -> str:
@@ -119,40 +140,6 @@ def measures(
 
 def _first_line(doc: str | None) -> str:
     return (doc or "").strip().splitlines()[0] if doc and doc.strip() else ""
-
-
-@app.command()
-def anonymize(
-    data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
-    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see `ppdm methods`).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output table (.csv or .parquet), written atomically.")],
-    class_column: ClassOpt = None,
-    param: ParamOpt = None,
-    seed: SeedOpt = 0,
-    missing: MissingOpt = "error",
-    schema: SchemaOpt = None,
-) -> None:
-    """Anonymize a table with one technique and write the release z."""
-    from ppdm.anonymize.registry import make_technique
-    from ppdm.data.io import check_output_table, write_table
-    from ppdm.utils import parse_params
-
-    check_output_table(out)  # a wrong suffix or folder is refused before the technique runs
-    params = parse_params(param)
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
-    tech = make_technique(method, class_column=sch.class_column, random_state=seed, schema=sch, params=params)
-    with console.status(f"anonymizing {len(x)} records with {method}…"):
-        z = tech.fit_transform(x)
-    write_table(z, out)
-    extra = getattr(tech, "write_sidecars", None)
-    if callable(extra):
-        try:
-            extra(out)
-        except BaseException:
-            # a release without its sidecar is a partial output: take it back
-            out.unlink(missing_ok=True)
-            raise
-    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}")
 
 
 def _register_commands() -> None:

@@ -8,8 +8,16 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MissingOpt, SchemaOpt, SeedOpt, _missing, app
-from ppdm.cli.common import BUILTIN, console, err_console, fail, load_input
+from ppdm.cli.app import ClassOpt, MeasureSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing, app
+from ppdm.cli.common import (
+    BUILTIN,
+    console,
+    err_console,
+    fail,
+    load_input,
+    measurement_seed,
+    report_drawn_seed,
+)
 from ppdm.errors import PPDMError
 
 
@@ -48,7 +56,7 @@ def compare_cmd(
         "--param", "-p", help="Measure option key=value (repeatable), e.g. average=macro.")] = None,
     cv: Annotated[int, typer.Option("--cv", help="Number of cross-validation folds.")] = 10,
     repeats: Annotated[int, typer.Option("--repeats", help="Anonymizations per fold and technique.")] = 1,
-    seed: SeedOpt = 0,
+    seed: MeasureSeedOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Folder for results.csv, summary.csv, correlations.csv, meta.json (all or nothing).")] = None,
     report: Annotated[bool, typer.Option("--report", help="Also write report.html into --out.")] = False,
@@ -56,6 +64,7 @@ def compare_cmd(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers (results do not depend on it).")] = 1,
     missing: MissingOpt = "error",
     schema: SchemaOpt = None,
+    sep: SepOpt = None,
 ) -> None:
     """Compare techniques and parameter sweeps by cross-validation on every measure."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -64,6 +73,7 @@ def compare_cmd(
     from ppdm.utils import parse_params
 
     try:
+        seed_value, drawn = measurement_seed(seed)
         options = parse_params(param)
         specs = []
         for t in technique or []:
@@ -78,7 +88,12 @@ def compare_cmd(
             raise PPDMError(f"--out {str(out)!r} exists and is not a folder")
         if jobs == 0 or jobs < -1:
             raise PPDMError(f"--jobs must be a positive number or -1 (all cores), got {jobs}")
-        x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
+        provenance = None
+        if not data.startswith(BUILTIN):
+            from ppdm.data.provenance import read_provenance
+
+            provenance = read_provenance(data)
+        x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
         name = data[len(BUILTIN):] if data.startswith(BUILTIN) else Path(data).name
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err_console, transient=True) as bar:
@@ -87,8 +102,10 @@ def compare_cmd(
             def progress(done: int, total: int, what: str) -> None:
                 bar.update(task, completed=done, total=total, description=what)
 
-            result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed, n_jobs=jobs,
+            result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed_value, n_jobs=jobs,
                              progress=progress, dataset_name=name, measure_options=options)
+        if provenance is not None:
+            result.meta["provenance"] = provenance
         extra = {}
         if report:
             from ppdm.report.html import render_html
@@ -99,6 +116,12 @@ def compare_cmd(
     except PPDMError as e:
         fail(str(e))
         return
+    if provenance is not None:
+        from ppdm.data.provenance import describe
+
+        err_console.print(f"provenance of {name}: {describe(provenance)}", highlight=False, markup=False,
+                          soft_wrap=True)
+    report_drawn_seed(seed_value, drawn)
     for note in result.meta.get("notes", []):
         err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     console.print(_summary_table(result, f"{name}: mean ± sd over {cv} folds × {repeats} repeat(s)"))

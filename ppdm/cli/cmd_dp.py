@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ParamOpt, SeedOpt, app
-from ppdm.cli.common import console, load_input
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, ParamOpt, SepOpt, app
+from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
 
 
@@ -45,7 +45,8 @@ def dp_experiment(
     data: Annotated[str, typer.Option("--data", help="Table (CSV/Parquet) or builtin:NAME.")] = "builtin:banknote",
     class_column: ClassOpt = None,
     param: ParamOpt = None,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
+    sep: SepOpt = None,
 ) -> None:
     """Paper 000 §8.4: Rule Accuracy, RSD, RLD and model measures of DPCube releases per ε."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -67,7 +68,8 @@ def dp_experiment(
     params = {**DEFAULT_DPCUBE_PARAMS, **parse_params(param)}
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a folder")
-    x, schema, _ = load_input(data, class_column)
+    x, schema, _ = load_input(data, class_column, sep=sep)
+    research_seed_note(seed)
     total = count_runs(len(eps), len(noise), repeats, folds)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:

@@ -12,16 +12,40 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
-from ppdm.cli.app import ClassOpt, MissingOpt, SchemaOpt, SeedOpt, _missing, app
-from ppdm.cli.common import BUILTIN, console, err_console, load_input, print_json
+from ppdm.cli.app import (
+    ClassOpt,
+    IdOpt,
+    MeasureSeedOpt,
+    MissingOpt,
+    OtherOpt,
+    QiOpt,
+    SchemaOpt,
+    SensitiveOpt,
+    SepOpt,
+    WeightOpt,
+    _missing,
+    app,
+)
+from ppdm.cli.common import (
+    BUILTIN,
+    console,
+    err_console,
+    load_input,
+    measurement_seed,
+    print_json,
+    report_drawn_seed,
+    roles_from_options,
+)
 from ppdm.data.schema import Schema
 from ppdm.errors import PPDMError, SchemaError
 
 
-def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: str) -> pd.DataFrame:
+def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: str,
+              sep: str | None = None, ignore: list[str] | None = None) -> pd.DataFrame:
     """Read table ``spec`` (path or builtin:NAME) and check it has exactly the columns of x.
 
-    Columns are put in x's order; the table is validated against x's schema.
+    Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first);
+    the table is validated against x's schema.
     """
     if spec.startswith(BUILTIN):
         from ppdm.data.datasets import load
@@ -30,7 +54,9 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
     else:
         from ppdm.data.io import read_table
 
-        df = read_table(spec)
+        df = read_table(spec, sep=sep)
+    if ignore:
+        df = df.drop(columns=[c for c in ignore if c in df.columns])
     cols, want = [str(c) for c in df.columns], [str(c) for c in x.columns]
     if set(cols) != set(want):
         lacks = [c for c in want if c not in cols]
@@ -65,6 +91,45 @@ def _load_rules(path: Path, x: pd.DataFrame, schema: Schema):
     return RuleSet(rs.rules, rs.class_column or cls)
 
 
+def _provenance(spec: str) -> dict[str, Any] | None:
+    """The provenance sidecar of release ``spec`` (a file), or None."""
+    if spec.startswith(BUILTIN):
+        return None
+    from ppdm.data.provenance import read_provenance
+
+    return read_provenance(spec)
+
+
+def _without_identifiers(x: pd.DataFrame, schema: Schema,
+                         provenance: dict[str, Any] | None) -> tuple[pd.DataFrame, Schema, list[str]]:
+    """x without its identifier columns (declared, or named as removed by the release's
+    provenance): a release does not carry them, and they are never compared."""
+    from dataclasses import replace
+
+    from ppdm.data.roles import Roles, apply_roles
+
+    named = set(schema.identifiers) | set((provenance or {}).get("removed_identifiers") or [])
+    drop = [str(c) for c in x.columns if c in named]
+    if not drop:
+        return x, schema, []
+    sch = apply_roles(schema, Roles(identifiers=tuple(c for c in drop if c not in schema.identifiers)),
+                      list(x.columns))
+    return x.drop(columns=drop), replace(sch, identifiers=[]), drop
+
+
+def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
+    if provenance is None:
+        return
+    from ppdm.data.provenance import describe, file_sha256
+
+    err_console.print(f"provenance of z: {describe(provenance)}", highlight=False, markup=False, soft_wrap=True)
+    recorded = (provenance.get("input") or {}).get("sha256")
+    if recorded and not original.startswith(BUILTIN) and Path(original).is_file() \
+            and file_sha256(original) != recorded:
+        err_console.print("note: --original is not the file z was made from (its sha256 differs from the "
+                          "provenance's)", highlight=False, markup=False)
+
+
 def _summary(res: Any) -> str:
     """One line of context for the table: the scores behind a difference."""
     parts = []
@@ -87,9 +152,15 @@ def evaluate(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=macro.")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report of every measure.")] = None,
-    seed: SeedOpt = 0,
+    seed: MeasureSeedOpt = None,
     missing: MissingOpt = "error",
     schema: SchemaOpt = None,
+    sep: SepOpt = None,
+    identifiers: IdOpt = None,
+    quasi_identifiers: QiOpt = None,
+    sensitive: SensitiveOpt = None,
+    weight: WeightOpt = None,
+    other: OtherOpt = None,
 ) -> None:
     """Measure how much of x an anonymized table z keeps: rule retention (Rule Accuracy, RSD, RLD),
     model performance (prediction accuracy, AUC, F-measure) and any other registered measure."""
@@ -97,11 +168,20 @@ def evaluate(
     from ppdm.utils import parse_params
 
     miss = _missing(missing)
+    seed_value, drawn = measurement_seed(seed)
+    if html is not None:
+        from ppdm.data.io import check_output_path
+
+        check_output_path(html, inputs=tuple(Path(s) for s in (original, anonymized, test)
+                                             if s is not None and not s.startswith(BUILTIN)))
     specs = resolve_measures(measures)
     options = parse_params(param)
-    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss)
-    z = load_like(anonymized, x, sch, miss, "anonymized")
-    t = load_like(test, x, sch, miss, "test") if test is not None else None
+    provenance = _provenance(anonymized)
+    roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
+    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles)
+    x, sch, ids = _without_identifiers(x, sch, provenance)
+    z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids)
+    t = load_like(test, x, sch, miss, "test", sep, ids) if test is not None else None
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         if needing:
@@ -111,8 +191,8 @@ def evaluate(
         from ppdm.rules.cart import rules_from_cart
 
         cart = {k: options[k] for k in ("min_leaf_frac", "max_depth") if k in options}
-        rs = rules_from_cart(x, sch, random_state=seed, **cart)
-    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed, options=options)
+        rs = rules_from_cart(x, sch, random_state=seed_value, **cart)
+    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=options)
 
     results: dict[str, Any] = {}
     for spec in specs:
@@ -125,9 +205,13 @@ def evaluate(
 
         write_evaluation_html(
             results, html, dataset_info=dataset_summary(x, sch, original),
-            subtitle=f"x = {original}, z = {anonymized}" + (f", t = {test}" if test else ""),
+            subtitle=f"x = {original}, z = {anonymized}" + (f", t = {test}" if test else "")
+            + f"; measurement seed {seed_value}",
+            provenance=provenance,
         )
         err_console.print(f"wrote {html}")
+    _show_provenance(provenance, original)
+    report_drawn_seed(seed_value, drawn)
 
     per_rule = next((r.per_rule for r in results.values() if isinstance(getattr(r, "per_rule", None), pd.DataFrame)),
                     None)
@@ -135,6 +219,8 @@ def evaluate(
         obj: dict[str, Any] = {name: _jsonable(r.value) for name, r in results.items()}
         obj["per_rule"] = _jsonable(per_rule.reset_index()) if per_rule is not None else []
         obj["details"] = {name: r.to_dict() for name, r in results.items()}
+        obj["seed"] = seed_value
+        obj["provenance"] = provenance
         print_json(obj)
         return
     _print_tables(results, per_rule, specs)

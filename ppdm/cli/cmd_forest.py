@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import app
-from ppdm.cli.common import console
+from ppdm.cli.app import ExperimentSeedOpt, app
+from ppdm.cli.common import console, research_seed_note
 from ppdm.errors import ParameterError
 
 
@@ -30,7 +30,7 @@ def forest_experiment(
     techniques: Annotated[str, typer.Option("--techniques", help="Comma-separated subset of FF,F,GADP,RT.")] = (
         "FF,F,GADP,RT"
     ),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the folds and perturbations.")] = 0,
+    seed: ExperimentSeedOpt = 0,
 ) -> None:
     """Accuracy of forests built from data perturbed by Forest Framework, Framework, GADP and RT (paper 004 Fig. 2)."""
     from ppdm.data.datasets import names
@@ -50,6 +50,7 @@ def forest_experiment(
         raise ParameterError(f"--learner must be one of {', '.join(LEARNERS)}, got {learner!r}")
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a folder")
+    research_seed_note(seed)
     res = run_forest_experiment(ds, folds=folds, repeats=repeats, learner=learner, techniques=techs, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     write_table(res.runs, out / "runs.csv")

@@ -16,8 +16,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import app
-from ppdm.cli.common import console
+from ppdm.cli.app import ExperimentSeedOpt, app
+from ppdm.cli.common import console, research_seed_note
 from ppdm.errors import PPDMError
 
 Reproduction = Callable[[Path, int, bool, Callable[[int], Callable[[str], None]]], list[Path]]
@@ -151,7 +151,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
 def reproduce(
     paper: Annotated[str, typer.Argument(help=f"Which paper's tables: {', '.join(sorted(REPRODUCTIONS))}.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the CSV and Markdown tables.")],
-    seed: Annotated[int, typer.Option("--seed", help="Random seed of data generation and randomized methods.")] = 0,
+    seed: ExperimentSeedOpt = 0,
     quick: Annotated[bool, typer.Option("--quick", help="Small sizes, for a smoke run.")] = False,
 ) -> None:
     """Regenerate a paper's result tables (CSV + Markdown) into a folder."""
@@ -161,6 +161,7 @@ def reproduce(
         raise PPDMError(f"no reproduction named {paper!r}; available: {', '.join(sorted(REPRODUCTIONS))}")
     if out.exists() and not out.is_dir():
         raise PPDMError(f"--out {str(out)!r} exists and is not a folder")
+    research_seed_note(seed)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as progress:
         task = progress.add_task(f"reproducing {paper}", total=None)

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MissingOpt, SchemaOpt, SeedOpt, _missing, app
-from ppdm.cli.common import console, load_input
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing, app
+from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
 
 
@@ -30,9 +30,10 @@ def retention_experiment(
     noise: Annotated[str, typer.Option("--noise", help="Noise technique: uniform-noise or gaussian-noise.")] = "uniform-noise",
     levels: Annotated[str, typer.Option("--levels", help="Noise levels (fractions), comma separated.")] = "0,0.1,0.2,0.3",
     repetitions: Annotated[int, typer.Option("--repetitions", "-n", help="Noisy copies of x per level.")] = 10,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
     missing: MissingOpt = "drop",
     schema: SchemaOpt = None,
+    sep: SepOpt = None,
 ) -> None:
     """Mean Rule Accuracy, RSD and RLD of x's CART rules on noisy copies of x, per noise level.
 
@@ -46,7 +47,8 @@ def retention_experiment(
     if noise not in ("uniform-noise", "gaussian-noise"):
         raise ParameterError(f"--noise must be uniform-noise or gaussian-noise, got {noise!r}")
     lv = _levels(levels)
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
+    research_seed_note(seed)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{noise} on {data}", total=len(lv) * repetitions)
         exp = run_retention_experiment(x, sch, noise=noise, levels=lv, repetitions=repetitions, seed=seed,

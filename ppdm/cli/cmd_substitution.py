@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import app
-from ppdm.cli.common import console, fail
+from ppdm.cli.app import ExperimentSeedOpt, app
+from ppdm.cli.common import console, fail, research_seed_note
 from ppdm.errors import ParameterError, PPDMError
 
 substitution = typer.Typer(
@@ -22,7 +22,6 @@ OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Folder for the tables
 GammaOpt = Annotated[str | None, typer.Option("--gammas", help="Comma list of γ (default 2,3,...,21).")]
 NOpt = Annotated[str | None, typer.Option("--ns", help="Comma list of N (default 5,10,15,20,30,...,100).")]
 RepOpt = Annotated[int, typer.Option("--repeats", help="Perturbations per grid cell, averaged (paper: 5).")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed.")]
 QuickOpt = Annotated[bool, typer.Option("--quick", help="A small grid (γ ∈ {2,5,10,21}, N ∈ {5,20,50,100}, 2 repeats).")]
 
 
@@ -62,7 +61,7 @@ def error_experiment_cmd(
     ns: NOpt = None,
     repeats: RepOpt = 5,
     records: Annotated[int, typer.Option("--records", help="Records per synthetic dataset.")] = 10_000,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
     quick: QuickOpt = False,
 ) -> None:
     """Estimation error E over γ × N on the plateau and triangles datasets, with and without
@@ -74,6 +73,7 @@ def error_experiment_cmd(
         if records < 1:
             raise ParameterError(f"--records must be positive, got {records}")
         total = 2 * len(grid["gammas"]) * len(grid["ns"])
+        research_seed_note(seed)
         res = _run(total, "estimation error", lambda p: error_experiment(
             n_records=records, random_state=seed, progress=p, **grid))
         paths = error_report(res, out)
@@ -90,7 +90,7 @@ def tree_experiment_cmd(
     ns: NOpt = None,
     repeats: RepOpt = 5,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of records held out for testing.")] = 0.3,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
     quick: QuickOpt = False,
 ) -> None:
     """Accuracy of trees learned from MR-reconstructed data vs γ, N and H(M) (001 §5.2,
@@ -105,6 +105,7 @@ def tree_experiment_cmd(
         if not ds or unknown:
             raise ParameterError(f"unknown dataset {unknown[0] if unknown else '(none)'}; shipped: {', '.join(names())}")
         total = len(ds) * len(grid["gammas"]) * len(grid["ns"])
+        research_seed_note(seed)
         res = _run(total, "tree accuracy", lambda p: tree_experiment(
             datasets=ds, test_fraction=test_fraction, random_state=seed, progress=p, **grid))
         paths = tree_report(res, out)

@@ -498,7 +498,7 @@ def _resolve_measure_list(measures: str | Sequence[str | MeasureSpec] | None, sc
     if schema.class_column is None:
         need = [m.name for m in chosen if m.needs_class]
         if need and explicit:
-            raise ParameterError(f"measure {need[0]!r} needs a class column; name it with --class / class_column=")
+            raise ParameterError(f"measure {need[0]!r} needs a class column; name it with class_column=... (CLI: --class)")
         chosen = [m for m in chosen if not m.needs_class]
     names = [m.name for m in chosen]
     dup = [n for n in names if names.count(n) > 1]

@@ -199,7 +199,7 @@ def rule_retention(
     """
     cls = class_column or rules.class_column
     if cls is None:
-        raise SchemaError("rule retention needs the class column: pass class_column=")
+        raise SchemaError("rule retention needs the class column: pass class_column=... (CLI: --class)")
     if not isinstance(rules, RuleSet):
         raise ParameterError(f"rules must be a RuleSet, got {type(rules).__name__}")
     if len(rules) == 0:

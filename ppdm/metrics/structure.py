@@ -87,7 +87,7 @@ def _resolve_schema(x: pd.DataFrame, schema: Schema | None, class_column: str | 
     if class_column is not None and class_column != sch.class_column:
         sch = sch.with_class(class_column)
     if sch.class_column is None:
-        raise SchemaError(f"{measure} builds decision trees and needs a class column; name it with class_column=")
+        raise SchemaError(f"{measure} builds decision trees and needs a class column; name it with class_column=... (CLI: --class)")
     return sch
 
 

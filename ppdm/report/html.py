@@ -164,6 +164,7 @@ def render_html(
         "measure_plots": measure_plots,
         "sweep_plots": sweep_plots,
         "correlation": corr_ctx,
+        "provenance": meta.get("provenance"),
     }
     return _env().get_template("report.html").render(**ctx)
 
@@ -181,13 +182,15 @@ def render_evaluation_html(
     dataset_info: Mapping[str, Any] | None = None,
     subtitle: str | None = None,
     max_detail_rows: int = 200,
+    provenance: Mapping[str, Any] | None = None,
 ) -> str:
     """The measures of one (x, z) pair as a self-contained HTML page.
 
     ``results`` maps measure names to their :class:`MeasureResult`; each result's
     :meth:`~MeasureResult.details` tables (per rule, per attribute...) are shown, at most
     ``max_detail_rows`` rows each, and its other scalar fields listed. ``subtitle`` can name
-    the files and technique compared.
+    the files and technique compared; ``provenance`` (z's provenance record,
+    :mod:`ppdm.data.provenance`) is shown when given.
     """
     measures = []
     for name, res in results.items():
@@ -209,7 +212,7 @@ def render_evaluation_html(
         row["details"] = details
         measures.append(row)
     ctx = {"title": title, "version": _version(), "subtitle": subtitle, "dataset": _dataset(dataset_info),
-           "measures": measures}
+           "measures": measures, "provenance": provenance}
     return _env().get_template("evaluation.html").render(**ctx)
 
 
