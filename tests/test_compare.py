@@ -236,7 +236,7 @@ def test_a_failing_technique_names_itself_and_its_parameters(registered):
 
 
 def test_rules_are_built_once_per_fold_and_shared(registered, monkeypatch):
-    import ppdm.rules.cart as cart
+    import ppdm.trees.cart as cart
 
     calls: list[int] = []
     real = cart.rules_from_cart

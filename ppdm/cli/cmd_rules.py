@@ -31,7 +31,7 @@ def rules(
     the original attributes and values, one per line, with their class counts; the file
     can be edited and given back to `ppdm evaluate --rules`.
     """
-    from ppdm.rules.cart import rules_from_cart
+    from ppdm.trees.cart import rules_from_cart
     from ppdm.utils import parse_params
 
     params = parse_params(param)

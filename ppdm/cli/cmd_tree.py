@@ -55,7 +55,7 @@ def tree(
     schema: SchemaOpt = None,
 ) -> None:
     """Grow a C4.5 tree (as Weka J48 does) or a SysFor forest; print it and optionally write its rules."""
-    from ppdm.rules.trees import from_forest
+    from ppdm.trees.rules import from_forest
     from ppdm.utils import parse_params
 
     params = parse_params(param)

@@ -157,7 +157,7 @@ def run_dp_retention(
     DPCube(**params)._validate_params()  # fail before any work
 
     from ppdm.metrics.base import EvaluationContext
-    from ppdm.rules.cart import rules_from_cart
+    from ppdm.trees.cart import rules_from_cart
 
     y = x[cls].to_numpy()
     counts = pd.Series(y).value_counts()

@@ -86,7 +86,7 @@ class EvaluationContext:
     def get_rules(self):
         """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7)."""
         if self.rules is None:
-            from ppdm.rules.cart import rules_from_cart
+            from ppdm.trees.cart import rules_from_cart
 
             self.rules = rules_from_cart(self.x, self.schema, random_state=self.random_state)
         return self.rules

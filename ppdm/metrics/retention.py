@@ -179,7 +179,7 @@ def rule_retention(
     x, z:
         Original and anonymized tables with the same columns (z need not have as many rows).
     rules:
-        Ψx, e.g. from :func:`ppdm.rules.cart.rules_from_cart` or a rule file.
+        Ψx, e.g. from :func:`ppdm.trees.cart.rules_from_cart` or a rule file.
     class_column:
         The class attribute C; defaults to ``rules.class_column``.
     min_support:
