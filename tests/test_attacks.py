@@ -9,14 +9,14 @@ import pytest
 
 from ppdm.anonymize.perturbation_matrix import keep_probability, t_step_matrix
 from ppdm.anonymize.random_substitution import RandomSubstitution
-from ppdm.errors import ParameterError
-from ppdm.metrics import MEASURES, EvaluationContext
-from ppdm.metrics.attacks import (
+from ppdm.attacks.reconstruction import (
     bayes_estimate_attack,
     repeated_perturbation_attack,
     spectral_filter,
     spectral_filtering_attack,
 )
+from ppdm.errors import ParameterError
+from ppdm.metrics import MEASURES, EvaluationContext
 
 SEEDS = [0, 1, 2]
 

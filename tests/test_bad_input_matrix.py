@@ -29,7 +29,8 @@ from ppdm.cli.app import app
 from ppdm.data.datasets import load
 from ppdm.data.io import write_table
 from ppdm.errors import PPDMError
-from ppdm.metrics.base import MEASURES, load_all_measures
+from ppdm.experiments.evaluation import load_all_measures
+from ppdm.metrics.base import MEASURES
 
 _load_all()
 load_all_measures()

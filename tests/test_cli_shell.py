@@ -50,7 +50,8 @@ def test_methods_and_measures_list_every_registered_name():
     import json
 
     from ppdm.anonymize.registry import TECHNIQUES, _load_all
-    from ppdm.metrics.base import MEASURES, load_all_measures
+    from ppdm.experiments.evaluation import load_all_measures
+    from ppdm.metrics.base import MEASURES
 
     _load_all()
     load_all_measures()

@@ -10,7 +10,8 @@ import pytest
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
-from ppdm.metrics.base import EvaluationContext, resolve_measures
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext
 from ppdm.metrics.info_loss import il1s
 from ppdm.metrics.risk import idr
 

@@ -16,7 +16,8 @@ from ppdm.anonymize.noise import GaussianNoise
 from ppdm.data.schema import Schema
 from ppdm.datasets import load
 from ppdm.errors import ParameterError
-from ppdm.metrics.base import EvaluationContext, resolve_measures
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext
 from ppdm.metrics.model import auc, compare_models, f_measure, holdout, prediction_accuracy
 
 

@@ -95,7 +95,8 @@ def measures(
     """List the measures ``ppdm evaluate --measures`` knows."""
     from rich.table import Table
 
-    from ppdm.metrics.base import MEASURES, load_all_measures
+    from ppdm.experiments.evaluation import load_all_measures
+    from ppdm.metrics.base import MEASURES
 
     load_all_measures()
     rows = [

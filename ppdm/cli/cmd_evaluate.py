@@ -93,7 +93,8 @@ def evaluate(
 ) -> None:
     """Measure how much of x an anonymized table z keeps: rule retention (Rule Accuracy, RSD, RLD),
     model performance (prediction accuracy, AUC, F-measure) and any other registered measure."""
-    from ppdm.metrics.base import EvaluationContext, _jsonable, resolve_measures
+    from ppdm.experiments.evaluation import resolve_measures
+    from ppdm.metrics.base import EvaluationContext, _jsonable
     from ppdm.utils import parse_params
 
     miss = _missing(missing)

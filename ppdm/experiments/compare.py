@@ -43,7 +43,8 @@ import pandas as pd
 from ppdm.data.io import atomic_write_text, read_table, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.metrics.base import EvaluationContext, MeasureSpec, resolve_measures
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext, MeasureSpec
 from ppdm.utils import parse_value
 
 ORIGINAL = "original"

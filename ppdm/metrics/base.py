@@ -7,6 +7,8 @@ number the paper reports, other fields carry per-rule / per-attribute detail
 
 For ``ppdm evaluate`` each measure also registers an adapter taking an
 :class:`EvaluationContext` under its snake_case name (``rule_accuracy``, ``il1s``...).
+Measures are registered here and found by name through :mod:`ppdm.experiments.evaluation`,
+which imports every module that registers them (:mod:`ppdm.metrics` and :mod:`ppdm.attacks`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError
 
 
 def _jsonable(v: Any) -> Any:
@@ -92,18 +93,6 @@ class EvaluationContext:
         return self.rules
 
 
-def load_all_measures() -> None:
-    """Import every module of :mod:`ppdm.metrics` so each registers its measures."""
-    import importlib
-    import pkgutil
-
-    import ppdm.metrics as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if not mod.name.startswith("_"):
-            importlib.import_module(f"ppdm.metrics.{mod.name}")
-
-
 MeasureFn = Callable[[EvaluationContext], MeasureResult]
 
 
@@ -150,23 +139,3 @@ def register_measure(
         return fn
 
     return deco
-
-
-def resolve_measures(spec: str | None) -> list[MeasureSpec]:
-    """``None`` → the default set; ``"all"`` → every measure; else a comma list of names."""
-    load_all_measures()
-
-    if spec is None:
-        return [m for m in MEASURES.values() if m.default]
-    if spec.strip() == "all":
-        return [m for m in MEASURES.values() if not m.requires]
-    out = []
-    for name in (s.strip() for s in spec.split(",")):
-        if not name:
-            continue
-        if name not in MEASURES:
-            raise ParameterError(f"unknown measure {name!r}; known: {', '.join(sorted(MEASURES))}")
-        out.append(MEASURES[name])
-    if not out:
-        raise ParameterError("no measure named in --measures")
-    return out

@@ -12,7 +12,6 @@ import io
 import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ppdm.data.io import save_figure  # noqa: F401  (kept importable from here)
 from ppdm.report.measure_info import describe_measure, direction_text
 
 _DPI = 96
@@ -31,22 +31,6 @@ def figure_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None}, bbox_inches="tight")
     return buf.getvalue()
-
-
-def save_figure(fig: Figure, path: str | Path, *, dpi: int = 110) -> Path:
-    """Write ``fig`` as a PNG atomically (no metadata, so the same figure gives the same bytes)
-    and close it."""
-    import matplotlib.pyplot as plt
-
-    from ppdm.data.io import atomic_path
-
-    p = Path(path)
-    try:
-        with atomic_path(p) as tmp:
-            fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
-    finally:
-        plt.close(fig)
-    return p
 
 
 def png_base64(png: bytes) -> str:
