@@ -78,8 +78,8 @@ def test_unwritable_output_is_refused_before_any_work(tmp_path):
 
 def test_compare_passes_measure_options(tmp_path):
     args = ["compare", "builtin:wine", "--technique", "uniform-noise:level=0.1", "--measures", "auc", "--cv", "2"]
-    r = runner.invoke(app, args)
-    assert r.exit_code == 2 and "average" in r.output  # multiclass AUC needs an averaging named
-    r = runner.invoke(app, [*args, "--param", "average=macro", "--out", str(tmp_path / "o")])
+    r = runner.invoke(app, [*args, "--param", "average=median"])
+    assert r.exit_code == 2 and "average" in r.output  # a wrong option stops the run
+    r = runner.invoke(app, [*args, "--param", "average=weighted", "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "o" / "summary.csv").exists()
