@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -47,8 +48,6 @@ def test_entry_point_maps_errors_to_2(tmp_path):
 
 
 def test_methods_and_measures_list_every_registered_name():
-    import json
-
     from ppdm.anonymize.registry import TECHNIQUES, _load_all
     from ppdm.experiments.evaluation import load_all_measures
     from ppdm.metrics.base import MEASURES
@@ -57,12 +56,18 @@ def test_methods_and_measures_list_every_registered_name():
     load_all_measures()
     r = runner.invoke(app, ["methods", "--json"])
     assert r.exit_code == 0
-    listed = json.loads(r.output)
-    assert set(listed) == set(TECHNIQUES)
-    assert listed["uniform-noise"]["parameters"] == {"level": 0.1}
+    methods = json.loads(r.output)
+    assert set(methods["methods"]) == set(TECHNIQUES)
+    assert methods["methods"]["uniform-noise"]["parameters"] == {"level": 0.1}
     r = runner.invoke(app, ["measures", "--json"])
     assert r.exit_code == 0
-    assert {m["name"] for m in json.loads(r.output)} == set(MEASURES)
+    measures = json.loads(r.output)
+    assert set(measures["measures"]) == set(MEASURES)
+    assert measures["measures"]["ddr"]["direction"] == "lower" and measures["measures"]["ddr"]["range"] == [0, 1]
+    # both listings have the same shape: a versioned header and an object by name
+    assert {k for k in methods if k != "methods"} == {k for k in measures if k != "measures"} == {
+        "format", "format_version", "ppdm_version"}
+    assert (methods["format"], measures["format"]) == ("ppdm.methods", "ppdm.measures")
     r = runner.invoke(app, ["methods"])
     assert r.exit_code == 0 and "forest-framework" in r.output
 
@@ -83,3 +88,5 @@ def test_compare_passes_measure_options(tmp_path):
     r = runner.invoke(app, [*args, "--param", "average=weighted", "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "o" / "summary.csv").exists()
+    meta = json.loads((tmp_path / "o" / "meta.json").read_text())
+    assert meta["measure_info"]["auc"]["direction"] == "lower"

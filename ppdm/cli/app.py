@@ -2,6 +2,9 @@
 
 Exit codes: 0 success, 2 bad input or parameters (one message, no traceback),
 1 internal error.
+
+Command modules import pandas, NumPy, scikit-learn and the rest of ppdm inside their
+command functions, so ``ppdm --help`` loads none of them; help is plain text.
 """
 
 from __future__ import annotations
@@ -16,10 +19,19 @@ from typer.core import TyperGroup
 from ppdm.cli.common import console, err_console, load_input, one_line
 from ppdm.errors import PPDMError
 
+#: the order ``ppdm --help`` lists the commands in: the user's verbs first
+COMMAND_ORDER = ("anonymize", "evaluate", "compare", "report", "methods", "measures", "rules", "tree",
+                 "reconstruct", "reproduce")
+
 
 class _ErrorMappingGroup(TyperGroup):
     """Maps errors to exit codes for every command, also under Typer's test runner:
     :class:`PPDMError` → 2 with one line, anything unexpected → 1 (traceback with PPDM_DEBUG=1)."""
+
+    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+        names = list(self.commands)
+        rank = {n: i for i, n in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
         try:
@@ -44,10 +56,12 @@ class _ErrorMappingGroup(TyperGroup):
 app = typer.Typer(
     cls=_ErrorMappingGroup,
     name="ppdm",
-    help="Privacy-preserving publishing of tabular microdata: anonymize, evaluate, compare.",
+    help="Privacy-preserving publishing of tabular microdata: anonymize a table, evaluate the release, "
+    "compare techniques. 'ppdm reproduce' reruns the papers' experiments.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 ClassOpt = Annotated[str | None, typer.Option("--class", "-c", help="Class (label) column.")]
@@ -63,7 +77,7 @@ def _missing(value: str) -> str:
     return value
 
 
-@app.command()
+@app.command(short_help="List the techniques and their parameters.")
 def methods(
     json_out: Annotated[bool, typer.Option("--json", help="Print the techniques and parameters as JSON.")] = False,
 ) -> None:
@@ -72,13 +86,19 @@ def methods(
 
     _load_all()
     if json_out:
-        from ppdm.cli.common import print_json
+        import json
 
-        print_json({
+        from ppdm.cli.common import print_json
+        from ppdm.report.evaluation import json_header
+
+        def plain(params: dict) -> dict:
+            return json.loads(json.dumps(params, default=str))
+
+        print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": technique_params(cls)}
+                   "parameters": plain(technique_params(cls))}
             for name, cls in sorted(TECHNIQUES.items())
-        })
+        }})
         return
     console.print("[bold]ppdm techniques[/bold] (ppdm anonymize DATA --method NAME --param key=value)\n")
     for name in sorted(TECHNIQUES):
@@ -88,44 +108,38 @@ def methods(
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
 
 
-@app.command()
+@app.command(short_help="List the measures and which direction is better.")
 def measures(
     json_out: Annotated[bool, typer.Option("--json", help="Print the measures as JSON.")] = False,
 ) -> None:
-    """List the measures ``ppdm evaluate --measures`` knows."""
-    from rich.table import Table
-
+    """List the measures 'ppdm evaluate --measures' knows, with which direction is better."""
+    from ppdm.cli.tables import print_table
     from ppdm.experiments.evaluation import load_all_measures
-    from ppdm.metrics.base import MEASURES
 
-    load_all_measures()
-    rows = [
-        {"name": m.name, "kind": m.kind, "default": m.default, "needs_class": m.needs_class,
-         "requires": list(m.requires), "description": m.description}
-        for m in MEASURES.values()
-    ]
+    registry = load_all_measures()
     if json_out:
         from ppdm.cli.common import print_json
+        from ppdm.report.evaluation import json_header
 
-        print_json(rows)
+        print_json({**json_header("measures"), "measures": {name: m.info() for name, m in registry.items()}})
         return
-    table = Table(title="ppdm measures (ppdm evaluate --measures a,b,c | all)")
-    for col in ("measure", "kind", "default", "needs class", "description"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["name"], r["kind"], "yes" if r["default"] else "", "yes" if r["needs_class"] else "",
-                      r["description"] + (f" (needs option {', '.join(r['requires'])})" if r["requires"] else ""))
-    console.print(table)
+    rows = []
+    for m in registry.values():
+        better = {"higher": "higher", "lower": "lower"}.get(m.direction or "", "neither")
+        rows.append([m.name, m.kind, better, "yes" if m.default else "",
+                     m.description + (f" (needs option {', '.join(m.requires)})" if m.requires else "")])
+    print_table(console, "ppdm measures (ppdm evaluate --measures a,b,c | all)",
+                ["measure", "kind", "better", "default", "description"], rows)
 
 
 def _first_line(doc: str | None) -> str:
     return (doc or "").strip().splitlines()[0] if doc and doc.strip() else ""
 
 
-@app.command()
+@app.command(short_help="Anonymize a table into a release z.")
 def anonymize(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
-    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see `ppdm methods`).")],
+    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see 'ppdm methods').")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output table (.csv or .parquet), written atomically.")],
     class_column: ClassOpt = None,
     param: ParamOpt = None,
@@ -142,8 +156,13 @@ def anonymize(
     params = parse_params(param)
     x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
     tech = make_technique(method, class_column=sch.class_column, random_state=seed, schema=sch, params=params)
-    with console.status(f"anonymizing {len(x)} records with {method}…"):
-        z = tech.fit_transform(x)
+    from ppdm.cli.progress import progress_bar
+
+    with progress_bar(f"{method}: learning from {len(x)} records", total=2) as step:
+        tech.fit(x)  # the technique reports the steps of its long loops inside (ppdm.progress)
+        step(1, description=f"{method}: releasing z")
+        z = tech.transform(x)
+        step(1)
     write_table(z, out)
     extra = getattr(tech, "write_sidecars", None)
     if callable(extra):
