@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppdm import progress
 from ppdm.anonymize import discretization as disc
 from ppdm.anonymize import microaggregation as micro
 from ppdm.anonymize.base import Technique
@@ -318,7 +319,11 @@ class Rounding(Technique):
             if schema.class_column is None:
                 raise SchemaError(f"method={self.method!r} is supervised: name the class column (class_column=...)")
             y = df[schema.class_column].to_numpy()
-        sets = {c: self._fit_column(df[c].to_numpy(dtype=float), y, rng) for c in self.columns_}
+        sets = {}
+        with progress.steps(len(self.columns_), f"rounding sets ({self.method})") as step:
+            for c in self.columns_:
+                sets[c] = self._fit_column(df[c].to_numpy(dtype=float), y, rng)
+                step()
         self._sets = sets
         self.rounding_sets_ = {c: np.unique(s.points) for c, s in sets.items()}
         self.groups_ = {c: s.cells.copy() for c, s in sets.items()}
