@@ -33,6 +33,7 @@ window.addEventListener("load", function () {
     return !inScroller && el.getBoundingClientRect().right > doc.clientWidth + 1;
   }).map(function (el) { return el.tagName + (el.id ? "#" + el.id : ""); });
   var out = {scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, innerWidth: window.innerWidth,
+             scrollHeight: doc.scrollHeight,
              images: Array.prototype.map.call(document.images, function (img) {
                return {alt: img.alt, complete: img.complete, width: img.naturalWidth}; }),
              wide: wide.slice(0, 10), title: document.title};
@@ -94,6 +95,9 @@ def test_report_fits_1280_px_and_every_image_loads(reports: dict[str, Path], whi
     if which == "comparison":
         alts = [img["alt"] for img in seen["images"]]
         assert any(a.startswith("risk–utility map") for a in alts) and len(alts) >= 8
+    else:
+        # every measure of `--measures all`, details folded: far from the 16 000 px it once took
+        assert seen["scrollHeight"] < 12_000, seen["scrollHeight"]
 
 
 def test_the_probe_sees_an_overflow_and_a_broken_image(tmp_path: Path) -> None:

@@ -274,7 +274,7 @@ def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
     assert summary["rule_support_distance"][4] == "misses its threshold"
     assert summary["prediction_accuracy"][4] == "misses its threshold"
     details = [rows for tid, rows in page.tables.items() if tid.startswith("table")]
-    rule_table = next(t for t in details if t and t[0] == ["rule", "support_x", "support_z"])
+    rule_table = next(t for t in details if t and t[0] == ["rule", "support x", "support z"])
     assert rule_table[1] == ["a <= 3 -> <yes>", "10", "8"] and len(rule_table) == 3  # truncated to 2 rows
     assert "&lt;yes&gt;" in html and "The first 2 of 3 rows are shown" in html
     scalars = [t for t in details if t and t[0] == ["n_rules", "3"]]

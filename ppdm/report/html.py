@@ -141,7 +141,8 @@ def _html_table(table: Mapping[str, Any], max_rows: int) -> dict[str, Any]:
     rows = list(table["rows"])
     shown, groups = _grouped_columns(columns)
     index = {c: j for j, c in enumerate(columns)}
-    header = shown + [f"{prefix}[…]" for prefix in groups]
+    # headers wrap at the underscores of column names; long texts (rules) get room to breathe
+    header = [c.replace("_", " ") for c in shown] + [f"{prefix.replace('_', ' ')}[…]" for prefix in groups]
     body = []
     for r in rows[:max_rows]:
         cells = []
@@ -152,6 +153,11 @@ def _html_table(table: Mapping[str, Any], max_rows: int) -> dict[str, Any]:
         for items in groups.values():
             cells.append({"text": ", ".join(f"{k}: {fmt(r[j], 6)}" for j, k in items), "num": False})
         body.append(cells)
+    n_cols = len(header)
+    long_cols = {j for j in range(n_cols) if any(len(row[j]["text"]) > 40 for row in body)}
+    for row in body:
+        for j, cell in enumerate(row):
+            cell["cls"] = "num" if cell["num"] else ("long" if j in long_cols else "")
     return {"header": header, "rows": body, "n_rows": len(rows), "shown": min(len(rows), max_rows),
             "truncated": len(rows) > max_rows}
 
