@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppdm import progress
 from ppdm.anonymize import discretization as disc
 from ppdm.anonymize import microaggregation as micro
 from ppdm.anonymize.base import Technique
@@ -344,8 +345,11 @@ class Rounding(Technique):
                 raise SchemaError(f"method={self.method!r} is supervised: name the class column with class_column=... (CLI: --class)")
             y = df[schema.class_column].to_numpy()
         self._scales = {c: scale_factor(df[c].to_numpy(dtype=float)) for c in self.columns_}
-        sets = {c: self._fit_column(df[c].to_numpy(dtype=float) * self._scales[c], y, rng, self._scales[c])
-                for c in self.columns_}
+        sets = {}
+        with progress.steps(len(self.columns_), f"rounding sets ({self.method})") as step:
+            for c in self.columns_:
+                sets[c] = self._fit_column(df[c].to_numpy(dtype=float) * self._scales[c], y, rng, self._scales[c])
+                step()
         self._sets = sets
         # public attributes in the attribute's own units
         self.rounding_sets_ = {c: np.unique(s.points) / self._scales[c] for c, s in sets.items()}

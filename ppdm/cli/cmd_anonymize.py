@@ -30,10 +30,10 @@ from ppdm.cli.app import (
 from ppdm.cli.common import BUILTIN, console, err_console, load_input, parse_seed, roles_from_options
 
 
-@app.command()
+@app.command(short_help="Anonymize a table into a release z, with its release check.")
 def anonymize(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
-    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see `ppdm methods`).")],
+    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see 'ppdm methods').")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Release table (.csv or .parquet), written atomically with <stem>.provenance.json.")],
     class_column: ClassOpt = None,
@@ -74,7 +74,10 @@ def anonymize(
                           params=params)
     info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
             "rows_used": len(x)}
-    with console.status(f"anonymizing {len(x)} records with {method}…"), warnings.catch_warnings(record=True):
+    from ppdm.cli.progress import progress_of_library
+
+    # release() reports its steps (learn, release, check) and the technique its long loops (ppdm.progress)
+    with progress_of_library(), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                       detect_identifiers=False, input_info=info)

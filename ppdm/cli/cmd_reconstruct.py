@@ -12,7 +12,7 @@ from ppdm.cli.common import console, fail
 from ppdm.errors import PPDMError
 
 
-@app.command()
+@app.command(short_help="Rebuild a random-substitution release (analyst side).")
 def reconstruct(
     data: Annotated[Path, typer.Argument(help="A random-substitution release (CSV/Parquet).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Reconstructed table, written atomically.")],
@@ -37,7 +37,10 @@ def reconstruct(
         meta = SubstitutionMetadata.load(side)
         if ties not in ("random", "stable"):
             raise PPDMError(f"--ties must be 'random' or 'stable', got {ties!r}")
-        r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
+        from ppdm.cli.progress import progress_bar
+
+        with progress_bar("reconstructing"):
+            r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
         write_table(r, out)
     except PPDMError as e:
         fail(str(e))

@@ -21,6 +21,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -258,4 +259,18 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     p = Path(path)
     with atomic_path(p) as tmp:
         tmp.write_text(text)
+    return p
+
+
+def save_figure(fig: Any, path: str | Path, *, dpi: int = 110) -> Path:
+    """Write a matplotlib figure as a PNG atomically (no metadata, so the same figure gives the
+    same bytes) and close it."""
+    import matplotlib.pyplot as plt
+
+    p = Path(path)
+    try:
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
+    finally:
+        plt.close(fig)
     return p

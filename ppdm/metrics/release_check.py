@@ -161,6 +161,9 @@ def release_check(
     needs_class=False,
     direction="lower",
     value_range=(0.0, 1.0),
+    meaning="The share of released records whose quasi-identifiers (all attributes when none are declared) "
+    "are exactly their original values, so an intruder who knows them finds the person unchanged; 0 is best.",
+    threshold=0.05,
 )
 def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
     return release_check(ctx.x, ctx.z, ctx.schema)
