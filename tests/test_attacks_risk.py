@@ -36,8 +36,8 @@ from ppdm.attacks.singling_out import (
 )
 from ppdm.data.schema import Schema
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError
+from ppdm.experiments.evaluation import load_all_measures
 from ppdm.metrics import MEASURES, EvaluationContext
-from ppdm.metrics.base import load_all_measures
 
 Z95 = 1.959963984540054
 

@@ -51,7 +51,8 @@ def test_egadp_reproduces_mean_covariance_and_covariance_with_s_exactly(args):
     seed, n, p, q, L = args
     df = correlated_table(seed, n, p, q, L)
     conf = [f"x{j}" for j in range(p)]
-    tech = GADP(class_column="y", confidential=conf, exact=True, random_state=seed).fit(df)
+    # the algebra is checked on any table: the guard against too little residual variance is off
+    tech = GADP(class_column="y", confidential=conf, exact=True, random_state=seed, min_residual_share=0).fit(df)
     z = tech.transform(df)
     m0, c0, cs0 = _moments(df, conf, tech)
     m1, c1, cs1 = _moments(z, conf, tech)
@@ -75,7 +76,7 @@ def test_gadp_reproduces_moments_within_sampling_error(args):
     seed, n, p, q, L = args
     df = correlated_table(seed, n, p, q, L)
     conf = [f"x{j}" for j in range(p)]
-    tech = GADP(class_column="y", confidential=conf, random_state=seed).fit(df)
+    tech = GADP(class_column="y", confidential=conf, random_state=seed, min_residual_share=0).fit(df)
     z = tech.transform(df)
     m0, c0, cs0 = _moments(df, conf, tech)
     m1, c1, cs1 = _moments(z, conf, tech)
@@ -199,7 +200,9 @@ def test_cli_runs_gadp_and_rt(tmp_path):
     src = tmp_path / "x.csv"
     df.to_csv(src, index=False)
     runner = CliRunner()
-    for method, params in (("gadp", ["exact=True", "confidential=x0,x1"]), ("random-technique", ["p_rt=0.2"])):
+    # s0 and g explain 97% of x0's variance in this table: the residual guard is switched off here
+    gadp_params = ["exact=True", "confidential=x0,x1", "min_residual_share=0"]
+    for method, params in (("gadp", gadp_params), ("random-technique", ["p_rt=0.2"])):
         out = tmp_path / f"{method}.csv"
         args = ["anonymize", str(src), "--method", method, "--class", "y", "--out", str(out)]
         for p in params:

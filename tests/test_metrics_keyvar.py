@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from ppdm.data.schema import Schema
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
+from ppdm.experiments.evaluation import load_all_measures
 from ppdm.metrics import MEASURES, EvaluationContext
-from ppdm.metrics.base import load_all_measures
 from ppdm.metrics.keyvar import (
     individual_risk,
+    infer_quasi_identifiers,
     k_anonymity,
     key_frequencies,
     l_diversity,
@@ -246,12 +247,23 @@ def test_registered_measures_evaluate_the_release_and_show_the_original():
         assert spec.kind == "risk" and spec.direction in ("lower", "higher") and spec.value_range[0] is not None
 
 
-def test_registered_measures_without_quasi_identifiers_are_not_applicable():
+def test_registered_measures_infer_categorical_quasi_identifiers_or_are_not_applicable():
     load_all_measures()
-    ctx = _ctx()
+    ctx = _ctx(sensitive=["s"])
+    # nothing declared: the categorical attributes that are neither class nor sensitive
+    assert infer_quasi_identifiers(ctx.schema, ctx.z) == ["b"]
+    ka = MEASURES["k_anonymity"].fn(ctx)
+    assert ka.keys == ["b"] and ka.key_source == "inferred"
+    assert ka.value == 0  # z: b takes "x" three times and "y" three times
+    # a categorical column with a distinct value in most records is no key
+    z = ctx.z.assign(b=[f"v{i}" for i in range(6)])
+    assert infer_quasi_identifiers(ctx.schema, z) == []
+    ctx = _ctx(sensitive=["s"])
+    ctx.options["infer_keys"] = "false"
     for name in ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2"):
         with pytest.raises(MeasureNotApplicable, match="quasi_identifiers"):
             MEASURES[name].fn(ctx)
+    ctx.options.pop("infer_keys")
     ctx.options["keys"] = "a,b"  # an explicit option works too
     assert MEASURES["k_anonymity"].fn(ctx).keys == ["a", "b"]
     ctx.options["k_anonymity.k"] = 4
@@ -310,9 +322,12 @@ def test_evaluate_runs_key_variable_risk_and_explains_missing_quasi_identifiers(
                             "k_anonymity.k=2", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["k_anonymity"] == pytest.approx(0.2)  # the 52-year-old is alone: fk = 1 < 2
-    assert out["sample_uniques"] == pytest.approx(0.2)
-    assert "fk" not in out["details"]["k_anonymity"]  # no per-record detail in the output
+    m = out["measures"]
+    assert m["k_anonymity"]["value"] == pytest.approx(0.2)  # the 52-year-old is alone: fk = 1 < 2
+    assert m["sample_uniques"]["value"] == pytest.approx(0.2)
+    assert "fk" not in m["k_anonymity"]["details"]  # no per-record detail in the output
+    assert "\"fk\"" not in r.stdout
     r = runner.invoke(app, ["evaluate", "-x", str(xp), "-z", str(xp), "--class", "y", "--measures", "k_anonymity"])
     assert r.exit_code == 2
-    assert "quasi_identifiers" in r.output and "Traceback" not in r.output
+    assert "--qi" in r.output and "quasi_identifiers" in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
+from ppdm.experiments.evaluation import load_all_measures
 from ppdm.metrics import MEASURES, EvaluationContext
-from ppdm.metrics.base import load_all_measures
 from ppdm.metrics.linkage import record_linkage
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics.info_loss import il1s, il_metrics
 from ppdm.metrics.risk import ddr, idr, il_dr_combine, il_dr_score, sers
 
@@ -290,6 +290,8 @@ def test_sers_unequal_sizes_and_normalization():
     r = sers(o, p, ["u", "v"], ["c", "d"])
     assert r.value == pytest.approx(sers_reference(o, p, ["u", "v"], ["c", "d"]), rel=1e-10)
     assert sers(o, p, ["u", "v"], ["c", "d"], normalized=True).value == pytest.approx(r.value / math.log2(45))
+    assert r.ceiling == pytest.approx(math.log2(45)) and r.value <= r.ceiling  # shown beside its ceiling
+    assert sers(o, p, ["u", "v"], ["c", "d"], normalized=True).ceiling == 1.0
 
 
 def test_sers_identical_records_are_most_exposed_among_copies():
@@ -317,7 +319,7 @@ def test_sers_errors():
     o, p = _mixed(10, 0)
     with pytest.raises(SchemaError, match="'zz'"):
         sers(o, p, ["zz"], [])
-    with pytest.raises(ParameterError):
+    with pytest.raises(MeasureNotApplicable):  # no attribute: the table does not allow SERS
         sers(o, p, [], [])
     with pytest.raises(ParameterError):
         sers(o, p, domain="both")
@@ -365,5 +367,5 @@ def test_sers_records_without_similarity_are_counted_not_averaged():
     assert r.undefined == 1
     assert np.isnan(r.record_entropy[1])
     assert r.value == pytest.approx(0.0)
-    with pytest.raises(ParameterError, match="undefined"):
+    with pytest.raises(MeasureNotApplicable, match="undefined"):
         sers(o, pd.DataFrame({"a": [10.0, 11.0]}), ["a"], [], domain="original")

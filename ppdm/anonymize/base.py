@@ -50,7 +50,12 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """Raise :class:`ParameterError` for impossible parameter values."""
 
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
-        """Learn what the technique needs from the original table ``df``."""
+        """Learn what the technique needs from the original table ``df``.
+
+        Only the schema's attributes and class are the technique's to model; identifier
+        and weight columns, if the table has them, are passed through unchanged and never
+        enter a model (:func:`ppdm.experiments.release.release` removes identifiers before
+        the technique sees the table)."""
 
     @abstractmethod
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
@@ -67,7 +72,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             if cls_col is not None and cls_col != schema.class_column:
                 schema = schema.with_class(cls_col)
         if self.needs_class and schema.class_column is None:
-            raise SchemaError(f"{type(self).__name__} needs a class column: pass class_column=...")
+            raise SchemaError(f"{type(self).__name__} needs a class column: pass class_column=... (CLI: --class)")
         return schema
 
     def _as_frame(self, X: Any) -> tuple[pd.DataFrame, bool]:
@@ -87,6 +92,13 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
         df, _ = self._as_frame(X)
         schema = self._resolve_schema(df)
+        left = [str(c) for c in df.columns if c not in set(schema.all_columns)]
+        if left:
+            # a column without a type or role would pass into the release unchanged, unnoticed
+            raise SchemaError(
+                f"the schema leaves out column(s) {', '.join(map(repr, left))} of the table; give each a type "
+                "or role (numeric, categorical, identifiers, weight) or drop it from the table"
+            )
         missing = "keep" if self.handles_missing else "error"
         df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
         if not schema.attributes:

@@ -14,6 +14,21 @@ covariance matrix and covariance with S (spec trees_and_perturbation.md §5).
 
 Non-confidential categorical attributes and the class enter S as 0/1 indicators, one
 per value except the first. The moments are those of the table being transformed.
+
+Conditioning on a column that (nearly) singles out records returns the records: with a
+record-name column as 1,000+ indicators, Σ_e vanishes and Y = X. Two guards keep GADP a
+perturbation:
+
+* identifiers (the schema's ``identifiers``) are never in S, and a categorical attribute
+  with more than ``max_level_share``·n values (default 0.1: fewer than ten records per
+  value on average) is left out of the default S with a warning, and refused when named
+  in ``non_confidential``;
+* when S explains so much of a confidential attribute that less than
+  ``min_residual_share`` of its variance is left to redraw (default 0.05: the new values
+  would scatter around the old ones by less than a quarter of the attribute's standard
+  deviation), GADP refuses, naming the attributes. On adult, for instance,
+  ``education_num`` is a function of ``education``: GADP cannot protect it while
+  ``education`` is released as it is, and says so.
 """
 
 from __future__ import annotations
@@ -24,10 +39,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppdm.anonymize.base import Technique
+from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError
+from ppdm.errors import ParameterError, PPDMError
 
 
 def _names(value: Any, what: str) -> list[str] | None:
@@ -109,6 +124,12 @@ class GADP(Technique):
     round_integers:
         Round whole-valued float attributes (the schema's ``integer``) to whole numbers
         (breaks exactness). Integer-dtype columns are always rounded, since their dtype is kept.
+    max_level_share:
+        A categorical attribute with more values than this share of the records is not a
+        predictor (left out of the default S with a warning; refused if listed).
+    min_residual_share:
+        Refuse when, given S, less than this share of a confidential attribute's variance
+        is left to redraw (1 − R² of its regression on S); 0 switches the guard off.
     """
 
     def __init__(
@@ -121,6 +142,8 @@ class GADP(Technique):
         exact: bool = False,
         clip_to_range: bool = False,
         round_integers: bool = False,
+        max_level_share: float = 0.1,
+        min_residual_share: float = 0.05,
     ) -> None:
         self.class_column = class_column
         self.schema = schema
@@ -130,11 +153,15 @@ class GADP(Technique):
         self.exact = exact
         self.clip_to_range = clip_to_range
         self.round_integers = round_integers
+        self.max_level_share = max_level_share
+        self.min_residual_share = min_residual_share
 
     def _validate_params(self) -> None:
         for name in ("exact", "clip_to_range", "round_integers"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        check_fraction("max_level_share", self.max_level_share)
+        check_fraction("min_residual_share", self.min_residual_share)
         _names(self.confidential, "confidential")
         _names(self.non_confidential, "non_confidential")
 
@@ -151,14 +178,35 @@ class GADP(Technique):
         if len(set(conf)) != len(conf):
             raise ParameterError("confidential lists an attribute twice")
         others = [c for c in schema.columns if c not in set(conf)]
-        nonconf = _names(self.non_confidential, "non_confidential")
-        nonconf = others if nonconf is None else nonconf
-        for c in nonconf:
-            if c not in others:
-                raise ParameterError(f"non_confidential attribute {c!r} is not a non-confidential column of the table")
+        numeric = set(schema.numeric)
+        limit = float(self.max_level_share) * len(df)
+        too_many = {c: int(df[c].nunique()) for c in others if c not in numeric and df[c].nunique() > limit}
+        listed = _names(self.non_confidential, "non_confidential")
+        if listed is None:
+            nonconf = [c for c in others if c not in too_many]
+            if too_many:
+                warnings.warn(
+                    "GADP leaves out of its predictors "
+                    + ", ".join(f"{c!r} ({k} values)" for c, k in too_many.items())
+                    + f": more values than max_level_share={self.max_level_share} of the {len(df)} records",
+                    stacklevel=3,
+                )
+        else:
+            nonconf = listed
+            for c in nonconf:
+                if c in schema.identifiers:
+                    raise ParameterError(f"non_confidential attribute {c!r} is an identifier; GADP never conditions on one")
+                if c not in others:
+                    raise ParameterError(f"non_confidential attribute {c!r} is not a non-confidential column of the table")
+                if c in too_many:
+                    raise ParameterError(
+                        f"non_confidential attribute {c!r} has {too_many[c]} values, more than "
+                        f"max_level_share={self.max_level_share} of the {len(df)} records: conditioning on it "
+                        "would return the records"
+                    )
         self.confidential_ = conf
         self.non_confidential_ = nonconf
-        numeric = set(schema.numeric)
+        self.excluded_predictors_ = [c for c in too_many if c not in nonconf]
         self.levels_ = {c: list(pd.unique(df[c].dropna())) for c in nonconf if c not in numeric}
         self.range_ = {c: (float(df[c].min()), float(df[c].max())) for c in conf}
         self.integer_ = {c for c in conf if pd.api.types.is_integer_dtype(df[c])
@@ -179,12 +227,32 @@ class GADP(Technique):
         keep = S.std(axis=0) > 0 if len(df) > 1 else np.zeros(S.shape[1], dtype=bool)
         return S[:, keep]
 
+    def _check_residual(self, X: np.ndarray, S: np.ndarray) -> None:
+        """Refuse when S leaves less than ``min_residual_share`` of a confidential variance."""
+        if S.shape[1] == 0 or not self.min_residual_share > 0:
+            return
+        _, _, _, se = gadp_moments(X, S)
+        var = X.var(axis=0, ddof=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(var > 0, np.diag(se) / np.where(var > 0, var, 1.0), 1.0)
+        low = [(c, float(r)) for c, r, v in zip(self.confidential_, share, var, strict=True)
+               if v > 0 and r < self.min_residual_share]
+        if low:
+            listed = ", ".join(f"{c!r} ({100 * max(r, 0.0):.2g}%)" for c, r in low)
+            raise PPDMError(
+                f"GADP would release {listed} almost unchanged: the non-confidential attributes "
+                f"{', '.join(map(repr, self.non_confidential_))} leave less than "
+                f"min_residual_share={self.min_residual_share} of their variance to redraw; leave them out of "
+                "confidential=..., condition on fewer attributes (non_confidential=...) or declare identifiers as such"
+            )
+
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         X = df[self.confidential_].to_numpy(dtype=float)
         S = self.design(df)
         n, p = X.shape
         if n < 2:
             raise ParameterError("GADP needs at least two records")
+        self._check_residual(X, S)
         exact = bool(self.exact)
         if exact and n <= p + S.shape[1] + 1:
             warnings.warn(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ppdm import progress
 from ppdm.anonymize.perturbation_matrix import check_stochastic, gamma_diagonal_inverse
 from ppdm.anonymize.random_substitution import AttributeDomain, SubstitutionMetadata
 from ppdm.errors import ParameterError, PPDMError, SchemaError
@@ -181,6 +182,8 @@ def reconstruct(
         raise SchemaError("the table has no rows")
     rng = check_random_state(random_state)
     out = z.copy()
-    for c in targets:
-        out[c] = matrix_reconstruct(z[c], metadata.attributes[c], ties=ties, random_state=rng)
+    with progress.steps(len(targets), "reconstructing attributes") as step:
+        for c in targets:
+            out[c] = matrix_reconstruct(z[c], metadata.attributes[c], ties=ties, random_state=rng)
+            step()
     return out

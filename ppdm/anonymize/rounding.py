@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppdm import progress
 from ppdm.anonymize import discretization as disc
 from ppdm.anonymize import microaggregation as micro
 from ppdm.anonymize.base import Technique
@@ -112,6 +113,29 @@ def choose_base(x: np.ndarray, alpha: int, b0: float) -> float:
         if min_attraction_count(encode_nearest(x, base_points(x, b))) >= alpha:
             return b
     return math.inf  # no base works: one point for the whole attribute
+
+
+# ------------------------------------------------------------------------ scaling
+#: attributes whose largest magnitude lies outside [2^-256, 2^256] are rounded in a scaled space
+_SCALE_LIMIT = 2.0**256
+
+
+def scale_factor(x: np.ndarray) -> float:
+    """A power of two that brings the largest |value| of ``x`` into [1, 2) when the values are
+    so large (or small) that sums of squares would overflow (or underflow), else 1.
+
+    Microaggregation and k-means compare sums of squared deviations: for values near 1e300
+    they overflow to inf, every grouping costs the same, and the whole attribute collapsed
+    into one group. Every rounding method is equivariant under scaling (points, cut points
+    and base scale with the data; counts do not change), and multiplying by a power of two
+    is exact in binary floating point, so rounding ``x·f`` and dividing the points by ``f``
+    gives the rounding of ``x``. Ordinary data keep ``f = 1`` and byte-identical results.
+    """
+    finite = np.abs(x[np.isfinite(x)])
+    top = float(finite.max()) if finite.size else 0.0
+    if top == 0.0 or 1.0 / _SCALE_LIMIT <= top <= _SCALE_LIMIT:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(top)[1] + 1)
 
 
 # ------------------------------------------------------------------------- technique
@@ -251,13 +275,15 @@ class Rounding(Technique):
         return {"c": max(2, disc.freedman_diaconis_bins(x)), "rule": "fd"}
 
     # --------------------------------------------------------------------- fit
-    def _fit_column(self, x: np.ndarray, y: np.ndarray | None, rng: np.random.Generator) -> RoundingSet:
+    def _fit_column(self, x: np.ndarray, y: np.ndarray | None, rng: np.random.Generator,
+                    scale: float = 1.0) -> RoundingSet:
+        """The rounding set of ``x`` (already multiplied by ``scale``, see :func:`scale_factor`)."""
         m = self.method
         size: dict[str, Any]
         if np.unique(x).size == 1:
             return _from_labels(x, np.zeros(x.size, dtype=np.int64), {"constant": True})
         if m == "base":
-            b0 = disc.freedman_diaconis_width(x) if self.b is None or _is_fd(self.b) else float(self.b)
+            b0 = disc.freedman_diaconis_width(x) if self.b is None or _is_fd(self.b) else float(self.b) * scale
             if not b0 > 0:
                 b0 = float(x.max() - x.min()) / (math.ceil(math.log2(x.size)) + 1)
             b = choose_base(x, int(self.alpha), b0) if self.alpha is not None else b0
@@ -283,7 +309,7 @@ class Rounding(Technique):
             return _from_labels(x, labels, size)
         if m in ("mdlp", "chimerge"):
             if y is None:
-                raise SchemaError(f"method={m!r} is supervised: name the class column (class_column=...)")
+                raise SchemaError(f"method={m!r} is supervised: name the class column with class_column=... (CLI: --class)")
             if m == "mdlp":
                 cuts, size = disc.mdlp_cuts(x, y), {}
             else:
@@ -316,20 +342,34 @@ class Rounding(Technique):
         y = None
         if self.method in SUPERVISED:
             if schema.class_column is None:
-                raise SchemaError(f"method={self.method!r} is supervised: name the class column (class_column=...)")
+                raise SchemaError(f"method={self.method!r} is supervised: name the class column with class_column=... (CLI: --class)")
             y = df[schema.class_column].to_numpy()
-        sets = {c: self._fit_column(df[c].to_numpy(dtype=float), y, rng) for c in self.columns_}
+        self._scales = {c: scale_factor(df[c].to_numpy(dtype=float)) for c in self.columns_}
+        sets = {}
+        with progress.steps(len(self.columns_), f"rounding sets ({self.method})") as step:
+            for c in self.columns_:
+                sets[c] = self._fit_column(df[c].to_numpy(dtype=float) * self._scales[c], y, rng, self._scales[c])
+                step()
         self._sets = sets
-        self.rounding_sets_ = {c: np.unique(s.points) for c, s in sets.items()}
-        self.groups_ = {c: s.cells.copy() for c, s in sets.items()}
-        self.sizes_ = {c: dict(s.size) for c, s in sets.items()}
+        # public attributes in the attribute's own units
+        self.rounding_sets_ = {c: np.unique(s.points) / self._scales[c] for c, s in sets.items()}
+        self.groups_ = {}
+        self.sizes_ = {}
+        for c, s in sets.items():
+            f = self._scales[c]
+            cells = s.cells.copy()
+            if f != 1.0:
+                cells[["point", "lower", "upper"]] = cells[["point", "lower", "upper"]] / f
+            self.groups_[c] = cells
+            self.sizes_[c] = {k: (v / f if k in ("b", "b0") and isinstance(v, float) else v) for k, v in s.size.items()}
 
     # --------------------------------------------------------------- transform
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         out = df.copy()
         for c in self.columns_:
             rs = self._sets[c]
-            x = df[c].to_numpy(dtype=float)
+            f = self._scales[c]
+            x = df[c].to_numpy(dtype=float) * f
             if self.encoding == "nearest":
                 z = encode_nearest(x, rs.points)
             elif self.encoding == "stochastic":
@@ -339,7 +379,7 @@ class Rounding(Technique):
             else:
                 cell = np.searchsorted(rs.cut_points(), x, side="right")
                 z = rs.points[cell]
-            out[c] = z
+            out[c] = z / f if f != 1.0 else z
         return out
 
 

@@ -140,8 +140,10 @@ def _secrets(ctx: EvaluationContext, opts: dict[str, Any]) -> list[str]:
     return secrets
 
 
-@register_measure("inference", kind="risk", needs_class=False, requires=("control",), direction="lower",
-                  value_range=(0.0, 1.0),
+@register_measure("inference", kind="risk", needs_class=False, default=True, direction="lower",
+                  value_range=(0.0, 1.0), threshold=0.05,
+                  meaning="How much better the release lets an attacker guess a sensitive value of original people "
+                  "than of control people, as a share (largest over the secrets); 0 is best.",
                   description="attribute-inference risk of each sensitive attribute (else the class) from the "
                               "nearest released record (Giomi et al. 2023, anonymeter); largest over the "
                               "secrets")

@@ -123,8 +123,10 @@ def default_aux_cols(ctx: EvaluationContext, columns: list[str]) -> tuple[list[s
     return attrs[:half], attrs[half:]
 
 
-@register_measure("linkability", kind="risk", needs_class=False, requires=("control",), direction="lower",
-                  value_range=(0.0, 1.0),
+@register_measure("linkability", kind="risk", needs_class=False, default=True, direction="lower",
+                  value_range=(0.0, 1.0), threshold=0.05,
+                  meaning="How much more often the release joins two partial records of the same original person "
+                  "than of a control person, as a share; 0 is best.",
                   description="linkability risk: the release joins two halves of a record through nearest "
                               "neighbours (Giomi et al. 2023, anonymeter)")
 def _linkability_measure(ctx: EvaluationContext) -> AttackResult:

@@ -32,6 +32,7 @@ E is extrapolated with Cohen & Nissim's model E(s) = A·∫₀^w P(u, s) du, P(u
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -262,10 +263,17 @@ def _multivariate_queries(
     seen: set[bytes] = set()
     out_c, out_o, out_v = [], [], []
     attempts = 0
-    while len(out_c) < n_queries and (max_attempts is None or attempts < max_attempts):
+    # a candidate is fixed by its row and its set of columns: N = n·C(m, n_cols) of them. After
+    # N·(ln N + 10) draws every one has been seen except with probability below e^-10, so on a
+    # small table the search stops there instead of running to max_attempts for queries that
+    # do not exist
+    n_cand = n * math.comb(m, n_cols)
+    cover = int(math.ceil(n_cand * (math.log(max(n_cand, 1)) + 10)))
+    max_attempts = cover if max_attempts is None else min(max_attempts, cover)
+    while len(out_c) < n_queries and attempts < max_attempts:
         if out_c:  # size the next batch on the share found so far: few large calls, not many small
             batch = int(min(50_000, max(1000, 1.2 * (n_queries - len(out_c)) * attempts / len(out_c))))
-        b = batch if max_attempts is None else min(batch, max_attempts - attempts)
+        b = min(batch, max_attempts - attempts)
         rows = rng.integers(0, n, size=b)
         cols = np.sort(np.argpartition(rng.random((b, m)), n_cols - 1, axis=1)[:, :n_cols], axis=1)
         vals = syn[rows[:, None], cols]
@@ -376,7 +384,8 @@ def singling_out(
 
     ``n_attacks`` queries (default 2000 univariate, 500 multivariate); ``n_cols`` conditions
     per multivariate query; ``max_attempts`` caps the candidate queries tried (``None``: no
-    cap). ``numeric`` names the numeric attributes (default: numeric dtypes). The result's
+    cap beyond the coverage bound: after N·(ln N + 10) candidates, N = rows × C(attributes,
+    n_cols), every distinct candidate has almost surely been tried, and the search ends). ``numeric`` names the numeric attributes (default: numeric dtypes). The result's
     ``detail`` holds the queries and which of them succeeded (never printed).
     """
     attack = f"singling out ({mode})"
@@ -427,8 +436,10 @@ def query_text(detail: dict, i: int) -> str:
 
 
 # ------------------------------------------------------------ registrations
-@register_measure("singling_out_univariate", kind="risk", needs_class=False, requires=("control",),
-                  direction="lower", value_range=(0.0, 1.0),
+@register_measure("singling_out_univariate", kind="risk", needs_class=False, default=True,
+                  direction="lower", value_range=(0.0, 1.0), threshold=0.05,
+                  meaning="How much more often one-attribute predicates learnt from the release isolate a single "
+                  "original record than a control record, as a share; 0 is best.",
                   description="singling-out risk, one-attribute queries (Giomi et al. 2023, anonymeter)")
 def _so_uni_measure(ctx: EvaluationContext) -> AttackResult:
     x, z, control, num = attack_tables(ctx)
@@ -436,8 +447,10 @@ def _so_uni_measure(ctx: EvaluationContext) -> AttackResult:
     return singling_out(x, z, control, mode="univariate", numeric=num, random_state=ctx.random_state, **opts)
 
 
-@register_measure("singling_out_multivariate", kind="risk", needs_class=False, requires=("control",),
-                  direction="lower", value_range=(0.0, 1.0),
+@register_measure("singling_out_multivariate", kind="risk", needs_class=False, default=True,
+                  direction="lower", value_range=(0.0, 1.0), threshold=0.05,
+                  meaning="How much more often three-attribute predicates learnt from the release isolate a single "
+                  "original record than a control record, as a share; 0 is best.",
                   description="singling-out risk, queries on 3 attributes of a released record (Giomi et al. "
                               "2023, anonymeter)")
 def _so_multi_measure(ctx: EvaluationContext) -> AttackResult:

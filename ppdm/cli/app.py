@@ -2,6 +2,9 @@
 
 Exit codes: 0 success, 2 bad input or parameters (one message, no traceback),
 1 internal error.
+
+Command modules import pandas, NumPy, scikit-learn and the rest of ppdm inside their
+command functions, so ``ppdm --help`` loads none of them; help is plain text.
 """
 
 from __future__ import annotations
@@ -13,13 +16,22 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from ppdm.cli.common import console, err_console, load_input, one_line
+from ppdm.cli.common import console, err_console, one_line
 from ppdm.errors import PPDMError
+
+#: the order ``ppdm --help`` lists the commands in: the user's verbs first
+COMMAND_ORDER = ("anonymize", "evaluate", "compare", "schema", "report", "methods", "measures", "rules", "tree",
+                 "reconstruct", "reproduce")
 
 
 class _ErrorMappingGroup(TyperGroup):
     """Maps errors to exit codes for every command, also under Typer's test runner:
     :class:`PPDMError` → 2 with one line, anything unexpected → 1 (traceback with PPDM_DEBUG=1)."""
+
+    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+        names = list(self.commands)
+        rank = {n: i for i, n in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
         try:
@@ -29,6 +41,10 @@ class _ErrorMappingGroup(TyperGroup):
             raise typer.Exit(2) from None
         except (typer.Exit, typer.Abort):
             raise
+        except typer.BadParameter as e:
+            # a bad option value (--seed abc) is one line like any other bad input, not a usage box
+            err_console.print(f"[bold red]error:[/bold red] {one_line(e.format_message())}", highlight=False)
+            raise typer.Exit(2) from None
         except Exception as e:
             # usage errors of the command-line parser carry their own exit code
             if hasattr(e, "exit_code") or os.environ.get("PPDM_DEBUG"):
@@ -44,17 +60,36 @@ class _ErrorMappingGroup(TyperGroup):
 app = typer.Typer(
     cls=_ErrorMappingGroup,
     name="ppdm",
-    help="Privacy-preserving publishing of tabular microdata: anonymize, evaluate, compare.",
+    help="Privacy-preserving publishing of tabular microdata: anonymize a table, evaluate the release, "
+    "compare techniques. 'ppdm reproduce' reruns the papers' experiments.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 ClassOpt = Annotated[str | None, typer.Option("--class", "-c", help="Class (label) column.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives identical output.")]
+SeedOpt = Annotated[str | None, typer.Option(
+    "--seed", help="Seed of the release's random draws (default: fresh OS entropy). Anyone who knows the seed "
+                   "can redo the draws and undo much of the release: keep it secret, with x.")]
+MeasureSeedOpt = Annotated[str | None, typer.Option(
+    "--seed", help="Seed of the measurement (splits, tie-breaking); default: drawn from OS entropy and "
+                   "printed, so the run can be repeated.")]
+ExperimentSeedOpt = Annotated[int, typer.Option(
+    "--seed", help="Fixed seed of this research run (default 0): anyone can regenerate its draws.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", "-p", help="Technique parameter key=value (repeatable).")]
 MissingOpt = Annotated[str, typer.Option("--missing", help="Incomplete rows: 'error' (default) or 'drop'.")]
-SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="Schema JSON naming numeric/categorical/class columns.")]
+SchemaOpt = Annotated[Path | None, typer.Option(
+    "--schema", help="Schema JSON file: types and roles of every column (see docs/roles_and_release.md).")]
+SepOpt = Annotated[str | None, typer.Option("--sep", help="CSV field separator (default ','; e.g. ';', 'tab', '|').")]
+IdOpt = Annotated[list[str] | None, typer.Option(
+    "--id", help="Identifier column(s) (comma list, repeatable): never modelled, removed from a release.")]
+QiOpt = Annotated[list[str] | None, typer.Option(
+    "--qi", help="Quasi-identifier column(s): attributes an intruder may know and link on.")]
+SensitiveOpt = Annotated[list[str] | None, typer.Option("--sensitive", help="Sensitive column(s).")]
+WeightOpt = Annotated[str | None, typer.Option("--weight", help="Sampling-weight column (not an attribute).")]
+OtherOpt = Annotated[list[str] | None, typer.Option(
+    "--other", help="Ordinary attribute column(s): declared so, they are not screened as identifiers.")]
 
 
 def _missing(value: str) -> str:
@@ -63,7 +98,7 @@ def _missing(value: str) -> str:
     return value
 
 
-@app.command()
+@app.command(short_help="List the techniques and their parameters.")
 def methods(
     json_out: Annotated[bool, typer.Option("--json", help="Print the techniques and parameters as JSON.")] = False,
 ) -> None:
@@ -72,13 +107,19 @@ def methods(
 
     _load_all()
     if json_out:
-        from ppdm.cli.common import print_json
+        import json
 
-        print_json({
+        from ppdm.cli.common import print_json
+        from ppdm.report.evaluation import json_header
+
+        def plain(params: dict) -> dict:
+            return json.loads(json.dumps(params, default=str))
+
+        print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": technique_params(cls)}
+                   "parameters": plain(technique_params(cls))}
             for name, cls in sorted(TECHNIQUES.items())
-        })
+        }})
         return
     console.print("[bold]ppdm techniques[/bold] (ppdm anonymize DATA --method NAME --param key=value)\n")
     for name in sorted(TECHNIQUES):
@@ -88,71 +129,32 @@ def methods(
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
 
 
-@app.command()
+@app.command(short_help="List the measures and which direction is better.")
 def measures(
     json_out: Annotated[bool, typer.Option("--json", help="Print the measures as JSON.")] = False,
 ) -> None:
-    """List the measures ``ppdm evaluate --measures`` knows."""
-    from rich.table import Table
+    """List the measures 'ppdm evaluate --measures' knows, with which direction is better."""
+    from ppdm.cli.tables import print_table
+    from ppdm.experiments.evaluation import load_all_measures
 
-    from ppdm.metrics.base import MEASURES, load_all_measures
-
-    load_all_measures()
-    rows = [
-        {"name": m.name, "kind": m.kind, "default": m.default, "needs_class": m.needs_class,
-         "requires": list(m.requires), "description": m.description}
-        for m in MEASURES.values()
-    ]
+    registry = load_all_measures()
     if json_out:
         from ppdm.cli.common import print_json
+        from ppdm.report.evaluation import json_header
 
-        print_json(rows)
+        print_json({**json_header("measures"), "measures": {name: m.info() for name, m in registry.items()}})
         return
-    table = Table(title="ppdm measures (ppdm evaluate --measures a,b,c | all)")
-    for col in ("measure", "kind", "default", "needs class", "description"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["name"], r["kind"], "yes" if r["default"] else "", "yes" if r["needs_class"] else "",
-                      r["description"] + (f" (needs option {', '.join(r['requires'])})" if r["requires"] else ""))
-    console.print(table)
+    rows = []
+    for m in registry.values():
+        better = {"higher": "higher", "lower": "lower"}.get(m.direction or "", "neither")
+        rows.append([m.name, m.kind, better, "yes" if m.default else "",
+                     m.description + (f" (needs option {', '.join(m.requires)})" if m.requires else "")])
+    print_table(console, "ppdm measures (ppdm evaluate --measures a,b,c | all)",
+                ["measure", "kind", "better", "default", "description"], rows)
 
 
 def _first_line(doc: str | None) -> str:
     return (doc or "").strip().splitlines()[0] if doc and doc.strip() else ""
-
-
-@app.command()
-def anonymize(
-    data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
-    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see `ppdm methods`).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output table (.csv or .parquet), written atomically.")],
-    class_column: ClassOpt = None,
-    param: ParamOpt = None,
-    seed: SeedOpt = 0,
-    missing: MissingOpt = "error",
-    schema: SchemaOpt = None,
-) -> None:
-    """Anonymize a table with one technique and write the release z."""
-    from ppdm.anonymize.registry import make_technique
-    from ppdm.data.io import check_output_table, write_table
-    from ppdm.utils import parse_params
-
-    check_output_table(out)  # a wrong suffix or folder is refused before the technique runs
-    params = parse_params(param)
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
-    tech = make_technique(method, class_column=sch.class_column, random_state=seed, schema=sch, params=params)
-    with console.status(f"anonymizing {len(x)} records with {method}…"):
-        z = tech.fit_transform(x)
-    write_table(z, out)
-    extra = getattr(tech, "write_sidecars", None)
-    if callable(extra):
-        try:
-            extra(out)
-        except BaseException:
-            # a release without its sidecar is a partial output: take it back
-            out.unlink(missing_ok=True)
-            raise
-    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}")
 
 
 def _register_commands() -> None:

@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import app
+from ppdm.cli.app import SepOpt, app
 from ppdm.cli.common import console, fail
 from ppdm.errors import PPDMError
 
 
-@app.command()
+@app.command(short_help="Rebuild a random-substitution release (analyst side).")
 def reconstruct(
     data: Annotated[Path, typer.Argument(help="A random-substitution release (CSV/Parquet).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Reconstructed table, written atomically.")],
@@ -21,7 +21,8 @@ def reconstruct(
         typer.Option("--matrices", "-M", help="Perturbation metadata JSON (default: <data stem>.matrices.json)."),
     ] = None,
     ties: Annotated[str, typer.Option("--ties", help="Order of records with equal released values: random or stable.")] = "random",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random tie order.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random tie order (the analyst's; default 0).")] = 0,
+    sep: SepOpt = None,
 ) -> None:
     """Estimate each perturbed attribute's distribution (X̂ = M⁻¹y, negatives clipped) and
     rebuild the table one attribute at a time (001 Algorithm 2), for any tree learner."""
@@ -30,12 +31,16 @@ def reconstruct(
     from ppdm.data.io import check_output_table, read_table, write_table
 
     try:
-        check_output_table(out)
-        z = read_table(data)
-        meta = SubstitutionMetadata.load(matrices if matrices is not None else sidecar_path(data))
+        side = matrices if matrices is not None else sidecar_path(data)
+        check_output_table(out, inputs=(data, side))
+        z = read_table(data, sep=sep)
+        meta = SubstitutionMetadata.load(side)
         if ties not in ("random", "stable"):
             raise PPDMError(f"--ties must be 'random' or 'stable', got {ties!r}")
-        r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
+        from ppdm.cli.progress import progress_bar
+
+        with progress_bar("reconstructing"):
+            r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
         write_table(r, out)
     except PPDMError as e:
         fail(str(e))

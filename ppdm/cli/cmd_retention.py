@@ -1,4 +1,4 @@
-"""``ppdm retention-experiment``: rule retention as toy noise grows (paper 000 §8.2)."""
+"""``ppdm reproduce retention-experiment``: rule retention as toy noise grows (paper 000 §8.2)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MissingOpt, SchemaOpt, SeedOpt, _missing, app
-from ppdm.cli.common import console, load_input
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing
+from ppdm.cli.cmd_reproduce import reproduce_app
+from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
 
 
@@ -22,7 +23,7 @@ def _levels(text: str) -> list[float]:
     return levels
 
 
-@app.command("retention-experiment")
+@reproduce_app.command("retention-experiment", short_help="Rule retention as noise grows (paper 000).")
 def retention_experiment(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for runs.csv, summary.csv, summary.md, rules.txt.")],
     data: Annotated[str, typer.Option("--data", "-d", help="Table x (path or builtin:NAME).")] = "builtin:adult",
@@ -30,27 +31,28 @@ def retention_experiment(
     noise: Annotated[str, typer.Option("--noise", help="Noise technique: uniform-noise or gaussian-noise.")] = "uniform-noise",
     levels: Annotated[str, typer.Option("--levels", help="Noise levels (fractions), comma separated.")] = "0,0.1,0.2,0.3",
     repetitions: Annotated[int, typer.Option("--repetitions", "-n", help="Noisy copies of x per level.")] = 10,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
     missing: MissingOpt = "drop",
     schema: SchemaOpt = None,
+    sep: SepOpt = None,
 ) -> None:
-    """Mean Rule Accuracy, RSD and RLD of x's CART rules on noisy copies of x, per noise level.
+    """Rule retention under noise: mean Rule Accuracy, RSD and RLD of the CART rules of x on
+    noisy copies of x, per noise level (paper 000 §8.2).
 
     The defaults reproduce the adult table of docs/retention.md (complete records only:
     30162; 36 rules; uniform noise 0, 10, 20, 30 %; 10 repetitions).
     """
-    from rich.progress import Progress
-
+    from ppdm.cli.progress import progress_bar
     from ppdm.experiments.retention import run_retention_experiment
 
     if noise not in ("uniform-noise", "gaussian-noise"):
         raise ParameterError(f"--noise must be uniform-noise or gaussian-noise, got {noise!r}")
     lv = _levels(levels)
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(f"{noise} on {data}", total=len(lv) * repetitions)
+    research_seed_note(seed)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
+    with progress_bar(f"{noise} on {data}", total=len(lv) * repetitions) as step:
         exp = run_retention_experiment(x, sch, noise=noise, levels=lv, repetitions=repetitions, seed=seed,
-                                       progress=lambda: bar.advance(task))
+                                       progress=step)
     exp.save(out)
     console.print(f"{data}: {exp.n_records} records, {len(exp.rules)} rules, {noise}, {repetitions} repetitions",
                   highlight=False, emoji=False, markup=False)

@@ -1,4 +1,4 @@
-"""``ppdm substitution ...``: the random-substitution experiments of paper 001 §5."""
+"""``ppdm reproduce substitution ...``: the random-substitution experiments of paper 001 §5."""
 
 from __future__ import annotations
 
@@ -7,22 +7,24 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import app
-from ppdm.cli.common import console, fail
+from ppdm.cli.app import ExperimentSeedOpt
+from ppdm.cli.cmd_reproduce import reproduce_app
+from ppdm.cli.common import console, fail, research_seed_note
 from ppdm.errors import ParameterError, PPDMError
 
 substitution = typer.Typer(
     name="substitution",
+    short_help="Random substitution experiments (paper 001).",
     help="Random substitution experiments (Dowd, Xu & Zhang 2006): estimation error and tree accuracy.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
-app.add_typer(substitution, name="substitution")
+reproduce_app.add_typer(substitution, name="substitution")
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Folder for the tables (CSV, Markdown) and PNG plots.")]
 GammaOpt = Annotated[str | None, typer.Option("--gammas", help="Comma list of γ (default 2,3,...,21).")]
 NOpt = Annotated[str | None, typer.Option("--ns", help="Comma list of N (default 5,10,15,20,30,...,100).")]
 RepOpt = Annotated[int, typer.Option("--repeats", help="Perturbations per grid cell, averaged (paper: 5).")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed.")]
 QuickOpt = Annotated[bool, typer.Option("--quick", help="A small grid (γ ∈ {2,5,10,21}, N ∈ {5,20,50,100}, 2 repeats).")]
 
 
@@ -47,22 +49,20 @@ def _grid(gammas: str | None, ns: str | None, repeats: int, quick: bool) -> dict
 
 
 def _run(total: int, label: str, fn):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from ppdm.cli.progress import progress_bar
 
-    with Progress(TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeRemainingColumn(), console=console, transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        return fn(lambda k: bar.advance(task, k))
+    with progress_bar(label, total=total) as step:
+        return fn(step)
 
 
-@substitution.command("error-experiment")
+@substitution.command("error-experiment", short_help="Estimation error over gamma and N (paper 001).")
 def error_experiment_cmd(
     out: OutOpt,
     gammas: GammaOpt = None,
     ns: NOpt = None,
     repeats: RepOpt = 5,
     records: Annotated[int, typer.Option("--records", help="Records per synthetic dataset.")] = 10_000,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
     quick: QuickOpt = False,
 ) -> None:
     """Estimation error E over γ × N on the plateau and triangles datasets, with and without
@@ -74,6 +74,7 @@ def error_experiment_cmd(
         if records < 1:
             raise ParameterError(f"--records must be positive, got {records}")
         total = 2 * len(grid["gammas"]) * len(grid["ns"])
+        research_seed_note(seed)
         res = _run(total, "estimation error", lambda p: error_experiment(
             n_records=records, random_state=seed, progress=p, **grid))
         paths = error_report(res, out)
@@ -82,7 +83,7 @@ def error_experiment_cmd(
     console.print(f"wrote {', '.join(str(p) for p in paths)}")
 
 
-@substitution.command("tree-experiment")
+@substitution.command("tree-experiment", short_help="Trees on reconstructed data (paper 001).")
 def tree_experiment_cmd(
     out: OutOpt,
     datasets: Annotated[str, typer.Option("--datasets", help="Comma list of shipped datasets with a class.")] = "wine,wbc,banknote",
@@ -90,7 +91,7 @@ def tree_experiment_cmd(
     ns: NOpt = None,
     repeats: RepOpt = 5,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of records held out for testing.")] = 0.3,
-    seed: SeedOpt = 0,
+    seed: ExperimentSeedOpt = 0,
     quick: QuickOpt = False,
 ) -> None:
     """Accuracy of trees learned from MR-reconstructed data vs γ, N and H(M) (001 §5.2,
@@ -105,6 +106,7 @@ def tree_experiment_cmd(
         if not ds or unknown:
             raise ParameterError(f"unknown dataset {unknown[0] if unknown else '(none)'}; shipped: {', '.join(names())}")
         total = len(ds) * len(grid["gammas"]) * len(grid["ns"])
+        research_seed_note(seed)
         res = _run(total, "tree accuracy", lambda p: tree_experiment(
             datasets=ds, test_fraction=test_fraction, random_state=seed, progress=p, **grid))
         paths = tree_report(res, out)

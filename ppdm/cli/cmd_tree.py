@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MissingOpt, ParamOpt, SchemaOpt, _missing, app
+from ppdm.cli.app import ClassOpt, MissingOpt, ParamOpt, SchemaOpt, SepOpt, _missing, app
 from ppdm.cli.common import console, load_input
 from ppdm.errors import ParameterError, PPDMError
 
@@ -42,7 +42,7 @@ def make_tree_learner(algorithm: str, params: dict[str, Any], schema: Any = None
         raise ParameterError(f"bad parameters for {algorithm}: {e}") from None
 
 
-@app.command()
+@app.command(short_help="Grow a C4.5 tree or a SysFor forest.")
 def tree(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     class_column: ClassOpt = None,
@@ -53,21 +53,28 @@ def tree(
     ] = None,
     missing: MissingOpt = "error",
     schema: SchemaOpt = None,
+    sep: SepOpt = None,
 ) -> None:
     """Grow a C4.5 tree (as Weka J48 does) or a SysFor forest; print it and optionally write its rules."""
-    from ppdm.rules.trees import from_forest
+    from ppdm.trees.rules import from_forest
     from ppdm.utils import parse_params
 
     params = parse_params(param)
     if algorithm not in ("c45", "sysfor"):
         raise ParameterError(f"unknown algorithm {algorithm!r}; use 'c45' or 'sysfor'")
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing))
+    if rules_out is not None:
+        from ppdm.data.io import check_output_path
+
+        check_output_path(rules_out, inputs=(None if data.startswith("builtin:") else Path(data), schema))
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
     cls_col = sch.require_class()
     model = make_tree_learner(algorithm, params, schema=sch)
     X = x[[c for c in x.columns if c != cls_col and c in sch.attributes]]
     if X.shape[1] == 0:
         raise PPDMError("the table has no attribute columns besides the class")
-    with console.status(f"growing {algorithm} on {len(x)} records…"):
+    from ppdm.cli.progress import progress_bar
+
+    with progress_bar(f"growing {algorithm} on {len(x)} records"):
         model.fit(X, x[cls_col])
     typer.echo(model.export_text())
     if rules_out is not None:

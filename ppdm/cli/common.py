@@ -1,24 +1,58 @@
-"""Shared pieces of the command-line interface: loading inputs, printing, errors."""
+"""Shared pieces of the command-line interface: loading inputs, printing, errors.
+
+Nothing heavy is imported at module level (pandas, NumPy, rich's console are loaded on
+first use), so ``ppdm --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import typer
-from rich.console import Console
 
-from ppdm.data.io import read_table
-from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.errors import PPDMError
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)  # one message, one line
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+    from ppdm.data.roles import Roles
+    from ppdm.data.schema import MissingPolicy, Schema
 
 BUILTIN = "builtin:"
+
+
+class _LazyConsole:
+    """A rich console made on first use (importing rich's console costs a tenth of a second)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    # special methods are looked up on the type, so they are forwarded one by one
+    def __enter__(self) -> Console:
+        return self.real.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.real.__exit__(*exc)
+
+
+console: Any = _LazyConsole()
+err_console: Any = _LazyConsole(stderr=True, soft_wrap=True)  # one message, one line
 
 
 def load_input(
@@ -27,30 +61,89 @@ def load_input(
     *,
     schema_path: Path | None = None,
     missing: MissingPolicy = "error",
+    sep: str | None = None,
+    roles: Roles | None = None,
+    detect: bool = False,
 ) -> tuple[pd.DataFrame, Schema, int]:
-    """Read ``spec`` (a path or ``builtin:NAME``) and its schema.
+    """Read ``spec`` (a path or ``builtin:NAME``) and its schema with the user's roles.
 
     Returns ``(table, schema, n_dropped)``; incomplete rows are handled by ``missing``.
+    A schema file that leaves out columns of the table is refused; with ``detect``, so
+    are undeclared columns that look like direct identifiers (for releases).
     """
+    from ppdm.data.io import read_table
+    from ppdm.data.roles import resolve_schema
+    from ppdm.data.schema import Schema
+
     if spec.startswith(BUILTIN):
         from ppdm.data.datasets import load
 
         df, schema = load(spec[len(BUILTIN):])
         if class_column is not None and class_column != schema.class_column:
             schema = schema.with_class(class_column) if class_column in df.columns else _no_class(class_column, df)
+        schema = resolve_schema(df, schema=schema, roles=roles, detect=detect, what="the dataset's schema")
     else:
-        df = read_table(spec)
+        df = read_table(spec, sep=sep)
         if schema_path is not None:
-            schema = Schema.load(schema_path)
-            if class_column is not None:
-                schema = schema.with_class(class_column)
+            loaded = Schema.load(schema_path)
+            schema = resolve_schema(df, schema=loaded, class_column=class_column, roles=roles, detect=detect,
+                                    what=f"schema file {str(schema_path)!r}")
         else:
-            schema = Schema.infer(df, class_column)
+            schema = resolve_schema(df, class_column=class_column, roles=roles, detect=detect)
     df, dropped = schema.validate(df, missing=missing)
     if dropped:
         err_console.print(f"[yellow]dropped {dropped} incomplete row(s) from {spec}[/yellow]")
         df = df.reset_index(drop=True)
     return df, schema, dropped
+
+
+def roles_from_options(
+    identifiers: list[str] | None = None,
+    quasi_identifiers: list[str] | None = None,
+    sensitive: list[str] | None = None,
+    weight: str | None = None,
+    other: list[str] | None = None,
+) -> Roles:
+    """The roles set by ``--id``, ``--qi``, ``--sensitive``, ``--weight`` and ``--other``."""
+    from ppdm.data.roles import Roles
+
+    return Roles.of(identifiers, quasi_identifiers, sensitive, weight, other)
+
+
+def parse_seed(text: str | None, option: str = "--seed") -> int | None:
+    """``--seed`` as a non-negative whole number, or ``None`` when not given."""
+    if text is None:
+        return None
+    t = text.strip()
+    if not t.isdigit():
+        raise PPDMError(f"{option} must be a non-negative whole number, got {text!r}")
+    return int(t)
+
+
+def measurement_seed(text: str | None) -> tuple[int, bool]:
+    """The seed of a measurement and whether it was drawn: ``--seed`` when given, else drawn
+    from the operating system's entropy, to be reported with :func:`report_drawn_seed` so the
+    measurement can be repeated (a measurement is not a release: its seed protects nobody
+    and is worth keeping)."""
+    seed = parse_seed(text)
+    if seed is not None:
+        return seed, False
+    import secrets
+
+    return secrets.randbits(32), True
+
+
+def report_drawn_seed(seed: int, drawn: bool) -> None:
+    """After a successful measurement: say which seed was drawn, so the run can be repeated."""
+    if drawn:
+        err_console.print(f"seed {seed} drawn from OS entropy (repeat this run with --seed {seed})",
+                          highlight=False)
+
+
+def research_seed_note(seed: int) -> None:
+    """Say that a research run uses a fixed, public seed (it is not a release)."""
+    err_console.print(f"fixed seed {seed}: a research run that anyone can repeat draw for draw "
+                      "(not a way to make a release)", highlight=False)
 
 
 def _no_class(name: str, df: pd.DataFrame) -> Schema:
@@ -61,11 +154,20 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
+def cli_wording(text: str) -> str:
+    """Library messages name a keyword argument and its option, ``class_column=... (CLI:
+    --class)``; on the command line only the option is shown (``--class``)."""
+    import re
+
+    return re.sub(r"\S+ \(CLI: ([^)]+)\)", r"\1", text)
+
+
 def one_line(message: object) -> str:
-    """``message`` (text or an exception) on one line, rich markup characters escaped."""
+    """``message`` (text or an exception) on one line in the command line's words, rich
+    markup characters escaped."""
     from rich.markup import escape
 
-    text = " ".join(str(message).split())
+    text = cli_wording(" ".join(str(message).split()))
     return escape(text or type(message).__name__)
 
 

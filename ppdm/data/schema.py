@@ -22,7 +22,7 @@ sensitive attributes):
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
@@ -137,7 +137,7 @@ class Schema:
 
     def require_class(self) -> str:
         if self.class_column is None:
-            raise SchemaError("this operation needs a class column; name it with --class / class_column=")
+            raise SchemaError("this operation needs a class column; name it with class_column=... (CLI: --class)")
         return self.class_column
 
     def with_class(self, class_column: str | None) -> Schema:
@@ -164,22 +164,24 @@ class Schema:
         *,
         numeric: list[str] | None = None,
         categorical: list[str] | None = None,
+        identifiers: list[str] | None = None,
+        weight: str | None = None,
     ) -> Schema:
-        """Infer roles from dtypes: numeric dtypes are numeric attributes, everything else
-        categorical. ``numeric``/``categorical`` override the guess for the named columns."""
+        """Infer types from dtypes: numeric dtypes are numeric attributes, everything else
+        categorical. ``numeric``/``categorical`` override the guess for the named columns;
+        ``identifiers`` and ``weight`` are given their role and left out of the attributes."""
         if class_column is not None and class_column not in df.columns:
-            raise SchemaError(
-                f"class column {class_column!r} is not in the table (columns: {', '.join(map(str, df.columns))})"
-            )
+            raise SchemaError(f"class column {class_column!r} is not in the table{_near(class_column, df.columns)}")
         force_num = set(numeric or [])
         force_cat = set(categorical or [])
-        for c in force_num | force_cat:
+        ids = list(identifiers or [])
+        for c in force_num | force_cat | set(ids) | ({weight} if weight else set()):
             if c not in df.columns:
-                raise SchemaError(f"column {c!r} named in the schema is not in the table")
+                raise SchemaError(f"column {c!r} named in the schema is not in the table{_near(c, df.columns)}")
         num: list[str] = []
         cat: list[str] = []
         for c in df.columns:
-            if c == class_column:
+            if c == class_column or c in ids or c == weight:
                 continue
             s = df[c]
             is_num = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
@@ -190,7 +192,7 @@ class Schema:
             else:
                 num.append(c)
         integer = [c for c in num if _is_whole(df[c])]
-        return cls(num, cat, class_column, integer)
+        return cls(num, cat, class_column, integer, identifiers=ids, weight=weight)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -199,6 +201,14 @@ class Schema:
 
     @classmethod
     def from_dict(cls, d: dict) -> Schema:
+        """A schema from its dict form; keys starting with ``_`` are comments and ignored,
+        any other unknown key is refused (a misspelt role must not be dropped silently)."""
+        if not isinstance(d, dict):
+            raise SchemaError(f"malformed schema: expected a JSON object, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = [k for k in d if k not in known and not str(k).startswith("_")]
+        if unknown:
+            raise SchemaError(f"schema has an unknown key {unknown[0]!r}; its keys: {', '.join(sorted(known))}")
         try:
             return cls(
                 numeric=list(d.get("numeric", [])),
@@ -261,10 +271,7 @@ class Schema:
         absent = [c for c in self.columns if c not in df.columns]
         if absent:
             what = "class column" if absent == [self.class_column] else "column(s)"
-            raise SchemaError(
-                f"{what} {', '.join(map(repr, absent))} not in the table "
-                f"(columns: {', '.join(map(str, df.columns))})"
-            )
+            raise SchemaError(f"{what} {', '.join(map(repr, absent))} not in the table{_near(absent[0], df.columns)}")
         for c in self.numeric:
             s = df[c]
             if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
@@ -304,6 +311,16 @@ class Schema:
                     f"class column {self.class_column!r} has {k} distinct value(s); at least {min_classes} are needed"
                 )
         return df, n_dropped
+
+
+def _near(name: str, columns: object) -> str:
+    """The table's columns for an error message, pointing out one that differs from
+    ``name`` by spaces only (names keep their spaces exactly as written)."""
+    cols = [str(c) for c in columns]  # type: ignore[attr-defined]
+    spaced = [c for c in cols if c != name and c.strip() == str(name).strip()]
+    if spaced:
+        return f"; column {spaced[0]!r} differs from it by spaces, which are kept as written"
+    return f" (columns: {', '.join(cols)})"
 
 
 #: share of parseable numbers above which a text column is taken for a damaged numeric one

@@ -26,6 +26,6 @@ def record_field(default: Any = None) -> Any:
 class RecordDetailMixin(MeasureResult):
     """Leaves :func:`record_field` fields out of :meth:`to_dict`."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, records: bool = False) -> dict[str, Any]:
         return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if not f.metadata.get(RECORD_DETAIL)}
+                if records or not f.metadata.get(RECORD_DETAIL)}

@@ -42,10 +42,9 @@ from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaE
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
 
-#: ``requires`` of the registered key-variable measures: they run when named (or when an evaluation
-#: that skips inapplicable measures asks for them), not as part of ``--measures all``, because a
-#: table without declared quasi-identifiers cannot have them
-QI_REQUIRED = ("quasi_identifiers",)
+#: the registered measures that read quasi-identifiers (named on the command line, they need
+#: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
+KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2")
 
 HOW_TO_DECLARE = ("declare them with --qi or with quasi_identifiers in a schema file "
                   "(Schema(quasi_identifiers=[...]) in Python)")
@@ -323,6 +322,7 @@ class KAnonymityResult(RecordDetailMixin):
     achieved_k: int = 0  # smallest fk: the table is achieved_k-anonymous on these keys
     n_combinations: int = 0
     original: float | None = None  # the same measure on the original x, for reference
+    key_source: str = ""  # 'declared' or 'inferred' (see infer_quasi_identifiers)
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     fk: np.ndarray | None = record_field()
 
@@ -357,6 +357,7 @@ class SampleUniquesResult(RecordDetailMixin):
     n: int = 0
     sample_uniques: int = 0
     original: float | None = None
+    key_source: str = ""
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     unique: np.ndarray | None = record_field()
 
@@ -389,6 +390,7 @@ class ReidentificationRiskResult(RecordDetailMixin):
     sample_uniques: int = 0
     n_combinations: int = 0
     original: float | None = None
+    key_source: str = ""
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     fk: np.ndarray | None = record_field()
     Fk: np.ndarray | None = record_field()
@@ -430,6 +432,7 @@ class LDiversityResult(RecordDetailMixin):
     l_target: int = 2
     n: int = 0
     original: float | None = None
+    key_source: str = ""
     per_sensitive: pd.DataFrame = field(default_factory=pd.DataFrame)
     distinct_l: dict[str, np.ndarray] | None = record_field()
     entropy_l: dict[str, np.ndarray] | None = record_field()
@@ -480,7 +483,7 @@ def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) 
     sensitive = list(sensitive or [])
     if not sensitive:
         raise MeasureNotApplicable(
-            "l-diversity needs a sensitive attribute; declare it with sensitive in a schema file "
+            "l-diversity needs a sensitive attribute; declare it with --sensitive or sensitive in a schema file "
             "(Schema(sensitive=[...]) in Python)")
     absent = [s for s in sensitive if s not in df.columns]
     if absent:
@@ -501,18 +504,43 @@ def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) 
 
 
 # ------------------------------------------------------------ registrations
-def context_keys(ctx: EvaluationContext, measure: str) -> list[str]:
-    """The quasi-identifiers of an evaluation: the ``keys`` option, else the schema's.
+def infer_quasi_identifiers(schema: Any, df: pd.DataFrame | None = None) -> list[str]:
+    """Quasi-identifiers guessed from the roles when none are declared: the categorical
+    attributes that are not the class, not sensitive and not the weight, and (given ``df``)
+    not nearly unique (fewer distinct values than half the records, so a free-text or code
+    column is not taken for a key). At most 12 are taken, in column order.
 
-    Nothing is inferred: which attributes an intruder knows is a fact about the world
-    outside the table, so an evaluation without declared quasi-identifiers skips these
-    measures (:class:`~ppdm.errors.MeasureNotApplicable`) rather than guessing.
+    Numeric attributes are left out: a released numeric value is compared by value, and a
+    perturbed one rarely equals another record's, so every record would look unique. The
+    guess stands for an intruder who knows a person's categorical facts (sex, race, job,
+    ...); declare the quasi-identifiers for any other intruder.
     """
+    skip = {schema.class_column, schema.weight, *schema.sensitive, *schema.identifiers}
+    out = []
+    for c in schema.categorical:
+        if c in skip:
+            continue
+        if df is not None and c in df.columns and df[c].nunique(dropna=True) * 2 > len(df):
+            continue
+        out.append(c)
+    return out[:12]
+
+
+def context_keys(ctx: EvaluationContext, measure: str) -> list[str]:
+    """The quasi-identifiers of an evaluation: the ``keys`` option, else the schema's, else
+    (option ``infer_keys``, on by default) :func:`infer_quasi_identifiers`. The keys used and
+    where they came from are kept on the result (``keys``, ``key_source``)."""
     keys = ctx.options.get(f"{measure}.keys", ctx.options.get("keys")) or ctx.schema.quasi_identifiers
+    source = "declared"
     if isinstance(keys, str):
         keys = [k.strip() for k in keys.replace(";", ",").split(",") if k.strip()]
+    if not keys and str(ctx.options.get("infer_keys", True)).lower() not in ("false", "0", "no"):
+        keys = infer_quasi_identifiers(ctx.schema, ctx.z)
+        source = "inferred"
     if not keys:
-        raise MeasureNotApplicable(f"{measure} needs quasi-identifiers (key variables); {HOW_TO_DECLARE}")
+        raise MeasureNotApplicable(f"{measure} needs quasi-identifiers (key variables) and none could be inferred "
+                                   f"(no categorical attribute besides the class); {HOW_TO_DECLARE}")
+    ctx.cache["key_source"] = source
     return list(keys)
 
 
@@ -547,7 +575,10 @@ def _opt(ctx: EvaluationContext, measure: str, name: str, default: Any) -> Any:
     return ctx.options.get(f"{measure}.{name}", default)
 
 
-@register_measure("k_anonymity", kind="risk", needs_class=False, requires=QI_REQUIRED, direction="lower", value_range=(0.0, 1.0),
+@register_measure("k_anonymity", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
+                  threshold=0.05,
+                  meaning="The share of released records that share their quasi-identifier values with fewer than "
+                  "k records (k = 3), so an intruder who knows them narrows the person down to under k; 0 is best.",
                   description="share of released records whose quasi-identifier combination is shared by "
                               "fewer than k records (k = 3; sdcMicro fk < k)")
 def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
@@ -555,20 +586,26 @@ def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
     k = _opt(ctx, "k_anonymity", "k", 3)
     res = k_anonymity(ctx.z, keys, k)
     res.original = k_anonymity(ctx.x, keys, k).value
+    res.key_source = ctx.cache.get('key_source', '')
     return res
 
 
-@register_measure("sample_uniques", kind="risk", needs_class=False, requires=QI_REQUIRED, direction="lower", value_range=(0.0, 1.0),
-                  description="share of released records unique on the quasi-identifiers (fk = 1)")
+@register_measure("sample_uniques", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
+                  description="share of released records unique on the quasi-identifiers (fk = 1)",
+                  meaning="The share of released records no other record matches on the quasi-identifiers; each "
+                  "is a candidate for re-identification, 0 is best.")
 def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
     keys = context_keys(ctx, "sample_uniques")
     res = sample_uniques(ctx.z, keys)
     res.original = sample_uniques(ctx.x, keys).value
+    res.key_source = ctx.cache.get('key_source', '')
     return res
 
 
-@register_measure("reidentification_risk", kind="risk", needs_class=False, requires=QI_REQUIRED, direction="lower",
-                  value_range=(0.0, 1.0),
+@register_measure("reidentification_risk", kind="risk", needs_class=False, default=True, direction="lower",
+                  value_range=(0.0, 1.0), threshold=0.05,
+                  meaning="The expected share of records an intruder who knows their quasi-identifiers (and, with "
+                  "weights, that they are in the population) re-identifies correctly; 0 is best.",
                   description="global re-identification risk on the quasi-identifiers: mean individual risk "
                               "(sdcMicro measure_risk; sampling weights from the schema)")
 def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
@@ -576,10 +613,14 @@ def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
     x, z, w = context_weight(ctx, "reidentification_risk")
     res = reidentification_risk(z, keys, w)
     res.original = reidentification_risk(x, keys, w if w in x.columns else None).value
+    res.key_source = ctx.cache.get('key_source', '')
     return res
 
 
-@register_measure("l_diversity", kind="risk", needs_class=False, requires=QI_REQUIRED, direction="higher", value_range=(1.0, None),
+@register_measure("l_diversity", kind="risk", needs_class=False, direction="higher", value_range=(1.0, None),
+                  threshold=2.0,
+                  meaning="The fewest distinct sensitive values in a group of records sharing their quasi-identifiers; "
+                  "1 means some group gives its sensitive value away, higher is better.",
                   description="distinct l-diversity: fewest distinct sensitive values in a quasi-identifier group "
                               "of the release")
 def _l_diversity_measure(ctx: EvaluationContext) -> LDiversityResult:
@@ -588,11 +629,12 @@ def _l_diversity_measure(ctx: EvaluationContext) -> LDiversityResult:
     l_target = _opt(ctx, "l_diversity", "l", 2)
     res = l_diversity(ctx.z, keys, sens, l_target)
     res.original = l_diversity(ctx.x, keys, sens, l_target).value
+    res.key_source = ctx.cache.get('key_source', '')
     return res
 
 
 __all__ = [
     "KAnonymityResult", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
-    "check_keys", "check_weights", "context_keys", "individual_risk", "k_anonymity", "key_codes",
+    "KEY_VARIABLE_MEASURES", "check_keys", "check_weights", "context_keys", "infer_quasi_identifiers", "individual_risk", "k_anonymity", "key_codes",
     "key_frequencies", "l_diversity", "reidentification_risk", "sample_uniques",
 ]

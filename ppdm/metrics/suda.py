@@ -31,7 +31,7 @@ import pandas as pd
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
-from ppdm.metrics.keyvar import QI_REQUIRED, check_keys, context_keys, group_codes, key_codes
+from ppdm.metrics.keyvar import check_keys, context_keys, group_codes, key_codes
 
 #: sdcMicro's SUDA2 needs three key variables and pads fewer with constant ones (which
 #: never form an MSU but raise M in the score weights); ppdm does the same for parity.
@@ -60,6 +60,7 @@ class SUDA2Result(RecordDetailMixin):
     dis_table: pd.DataFrame = field(default_factory=pd.DataFrame)
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     original: float | None = None
+    key_source: str = ""
     score: np.ndarray | None = record_field()
     dis_score: np.ndarray | None = record_field()
 
@@ -171,7 +172,9 @@ def suda2(df: pd.DataFrame, keys: Any, dis_fraction: float = 0.01) -> SUDA2Resul
         per_key=per_key, score=score, dis_score=dis_score)
 
 
-@register_measure("suda2", kind="risk", needs_class=False, requires=QI_REQUIRED, direction="lower", value_range=(0.0, 1.0),
+@register_measure("suda2", kind="risk", needs_class=False, direction="lower", value_range=(0.0, 1.0),
+                  meaning="The mean probability, after the DIS model, that a record unique on few quasi-identifier "
+                  "values is correctly matched to its person; 0 is best.",
                   description="SUDA2 special uniques on the quasi-identifiers: mean DIS-SUDA score of the "
                               "released records (sdcMicro suda2)")
 def _suda2_measure(ctx: EvaluationContext) -> SUDA2Result:
@@ -181,6 +184,7 @@ def _suda2_measure(ctx: EvaluationContext) -> SUDA2Result:
         ctx.options.get("suda2.dis_fraction", ctx.options.get("dis_fraction", 0.01))
     res = suda2(ctx.z, keys, frac)
     res.original = suda2(ctx.x, keys, frac).value
+    res.key_source = ctx.cache.get('key_source', '')
     return res
 
 

@@ -23,9 +23,21 @@ from ppdm.rules.core import Condition, Rule, RuleSet
 from ppdm.trees._encoding import check_class_labels
 from ppdm.utils import check_n_features, check_table_input
 
+#: scikit-learn's trees compare float32 copies; numeric attributes larger than this are scaled
+_FLOAT32_SAFE = 2.0**100
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 
 class _Encoder:
-    """One-hot encoding of categorical attributes that remembers what each column means."""
+    """One-hot encoding of categorical attributes that remembers what each column means.
+
+    scikit-learn's tree casts its input to float32, where values beyond ±3.4e38 become
+    infinite (and were refused with an internal error). A numeric attribute whose largest
+    magnitude exceeds 2^100 is therefore multiplied by a power of two (exact in binary
+    floating point, order kept) that brings it below 2^100; thresholds are divided back,
+    so rules read in the attribute's own values. Values met later beyond the float32 range
+    are clipped to it: they lie beyond every threshold learnt, on the same side.
+    """
 
     def __init__(self, X: pd.DataFrame, categorical: Sequence[str]) -> None:
         self.columns = list(X.columns)
@@ -33,6 +45,7 @@ class _Encoder:
         # feature i of the encoded matrix is (attribute, value) — value None for numeric
         self.features: list[tuple[str, object]] = []
         self.levels: dict[str, list] = {}
+        self.scale: dict[str, float] = {}
         for c in self.columns:
             if c in self.categorical:
                 lv = sorted(pd.unique(X[c].dropna()), key=lambda v: (type(v).__name__, v))
@@ -40,6 +53,17 @@ class _Encoder:
                 self.features.extend((c, v) for v in lv)
             else:
                 self.features.append((c, None))
+                try:
+                    v = np.abs(X[c].to_numpy(dtype=np.float64))
+                except (TypeError, ValueError):
+                    v = np.zeros(0)
+                v = v[np.isfinite(v)]
+                top = float(v.max()) if v.size else 0.0
+                self.scale[c] = math.ldexp(1.0, 100 - math.frexp(top)[1]) if top > _FLOAT32_SAFE else 1.0
+
+    def feature_scale(self) -> np.ndarray:
+        """The factor each encoded feature was multiplied by (1 for indicators)."""
+        return np.array([1.0 if v is not None else self.scale.get(a, 1.0) for a, v in self.features])
 
     def transform(self, X: pd.DataFrame) -> np.ndarray:
         missing = [c for c in self.columns if c not in X.columns]
@@ -56,6 +80,12 @@ class _Encoder:
                     blocks.append(X[c].to_numpy(dtype=np.float64).reshape(-1, 1))
                 except (TypeError, ValueError):
                     raise SchemaError(f"numeric attribute {c!r} holds non-numeric values") from None
+                f = self.scale.get(c, 1.0)
+                if f != 1.0:
+                    blocks[-1] = blocks[-1] * f
+                big = np.isfinite(blocks[-1]) & (np.abs(blocks[-1]) > _FLOAT32_MAX)
+                if big.any():  # finite values only: NaN and inf are refused just below
+                    blocks[-1] = np.where(big, np.sign(blocks[-1]) * _FLOAT32_MAX, blocks[-1])
                 if not np.isfinite(blocks[-1]).all():
                     # scikit-learn's tree would route NaN silently; the leaf rules could not state it
                     raise SchemaError(f"numeric attribute {c!r} holds a missing (NaN) or infinite value")
@@ -115,7 +145,8 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         self.tree_model_ = DecisionTreeClassifier(
             criterion=self.criterion, min_samples_leaf=leaf, max_depth=self.max_depth, random_state=self.random_state
         ).fit(Xe, y)
-        self.rule_thresholds_ = _data_thresholds(self.tree_model_, Xe, self.encoder_.features)
+        self.rule_thresholds_ = _data_thresholds(self.tree_model_, Xe, self.encoder_.features,
+                                                 self.encoder_.feature_scale())
         self.classes_ = self.tree_model_.classes_
         self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.n_features_in_ = X.shape[1]
@@ -149,7 +180,8 @@ def _frame(X, owner: CARTClassifier | None = None) -> pd.DataFrame:
     return X
 
 
-def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequence[tuple[str, object]]) -> np.ndarray:
+def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequence[tuple[str, object]],
+                     scale: np.ndarray | None = None) -> np.ndarray:
     """Split points of the numeric tests restated in the training values they separate.
 
     scikit-learn compares float32 copies of the inputs, so its thresholds are midpoints of
@@ -172,6 +204,8 @@ def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequ
         if left.any() and not left.all():
             lo, hi = v[left].max(), v[~left].min()
             out[node] = lo + (hi - lo) / 2
+        if scale is not None and scale[f] != 1.0:
+            out[node] /= scale[f]  # a power of two: back to the attribute's own values, exactly
     return out
 
 

@@ -1,0 +1,113 @@
+"""``ppdm schema``: show the schema ppdm infers for a table and write it as an editable file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ppdm.cli.app import (
+    ClassOpt,
+    IdOpt,
+    OtherOpt,
+    QiOpt,
+    SchemaOpt,
+    SensitiveOpt,
+    SepOpt,
+    WeightOpt,
+    app,
+)
+from ppdm.cli.common import BUILTIN, console, roles_from_options
+
+
+@app.command("schema", short_help="Show and write the columns' types and roles.")
+def schema_cmd(
+    data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
+    class_column: ClassOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Schema file to write (default: <DATA stem>.schema.json beside DATA, or in the "
+                            "current folder for builtin:NAME).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing schema file.")] = False,
+    schema: SchemaOpt = None,
+    sep: SepOpt = None,
+    identifiers: IdOpt = None,
+    quasi_identifiers: QiOpt = None,
+    sensitive: SensitiveOpt = None,
+    weight: WeightOpt = None,
+    other: OtherOpt = None,
+) -> None:
+    """Print every column's type, role, number of distinct values and share of unique values, and write
+    the schema (types and roles) as a JSON file to edit and pass back with --schema.
+
+    Columns that look like direct identifiers are written as identifiers and flagged; edit the
+    file if one is an ordinary attribute.
+    """
+    import json
+
+    from rich.table import Table
+
+    from ppdm.data.io import atomic_write_text, check_output_path, read_table
+    from ppdm.data.roles import Roles, apply_roles, identifier_reason, resolve_schema
+    from ppdm.data.schema import Schema
+    from ppdm.errors import PPDMError
+
+    src = None if data.startswith(BUILTIN) else Path(data)
+    if out is None:
+        stem = data[len(BUILTIN):] if src is None else _stem(src)
+        out = Path(f"{stem}.schema.json") if src is None else src.with_name(f"{stem}.schema.json")
+    check_output_path(out, inputs=(src, schema))
+    if out.exists() and not force:
+        raise PPDMError(f"schema file {str(out)!r} exists; pass --force to overwrite it, or --out another file")
+    roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
+    if src is None:
+        from ppdm.data.datasets import load
+
+        df, base = load(data[len(BUILTIN):])
+        if class_column is not None and class_column != base.class_column:
+            base = base.with_class(class_column)
+    else:
+        df = read_table(src, sep=sep)
+        base = Schema.load(schema) if schema is not None else None
+    sch = resolve_schema(df, schema=base, class_column=class_column, roles=roles, detect=False,
+                         what="the schema" if schema is None else f"schema file {str(schema)!r}")
+    declared = set(base.all_columns if base is not None else []) | set(roles.named())
+    if sch.class_column:
+        declared.add(sch.class_column)
+    suspects = {c: identifier_reason(df[c]) for c in sch.attributes if c not in declared}
+    suspects = {c: r for c, r in suspects.items() if r is not None}
+    if suspects:
+        sch = apply_roles(sch, Roles(identifiers=tuple(suspects)), list(df.columns))
+
+    table = Table(title=f"schema of {data} ({len(df)} rows × {df.shape[1]} columns)")
+    for col, just in (("column", "left"), ("type", "left"), ("role", "left"), ("distinct", "right"),
+                      ("unique share", "right"), ("note", "left")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    about = {}
+    n = len(df)
+    for c in df.columns:
+        s = df[c]
+        distinct = int(s.nunique(dropna=True))
+        unique_share = float((~s.duplicated(keep=False) & s.notna()).sum() / n) if n else 0.0
+        kind = ("numeric, whole" if c in sch.integer else "numeric") if c in sch.numeric else \
+            "categorical" if c in sch.categorical or c == sch.class_column else str(s.dtype)
+        note = f"looks like an identifier: {suspects[c]}" if c in suspects else ""
+        table.add_row(str(c), kind, sch.role(c), str(distinct), f"{100 * unique_share:.1f}%", note)
+        about[str(c)] = {"type": kind, "role": sch.role(c), "distinct": distinct,
+                         "unique_share": round(unique_share, 4), **({"note": note} if note else {})}
+    console.print(table)
+    record = {"_comment": "ppdm schema: types and roles of every column; see docs/roles_and_release.md. "
+                          "Keys starting with '_' are ignored.", **sch.to_dict(), "_columns": about}
+    atomic_write_text(out, json.dumps(record, indent=2) + "\n")
+    if suspects:
+        console.print(f"written as identifiers (edit {out} if one is an ordinary attribute): "
+                      f"{', '.join(suspects)}", highlight=False, markup=False)
+    console.print(f"wrote {out}; use it with --schema {out}", highlight=False, markup=False)
+
+
+def _stem(p: Path) -> str:
+    name = p.name
+    for suf in (".csv.gz", ".csv", ".txt", ".parquet", ".pq"):
+        if name.lower().endswith(suf):
+            return name[: -len(suf)]
+    return p.stem

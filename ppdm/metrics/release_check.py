@@ -1,0 +1,169 @@
+"""The release check: how much of a release z is still the original x, record by record.
+
+Run after every anonymization (``ppdm anonymize``, :func:`ppdm.experiments.release.release`)
+and kept in the release's provenance. It compares z with x cell by cell, so z must hold
+the same records in the same order (every ppdm technique keeps them; DPCube's synthetic
+records are compared by position and simply come out changed). It reports:
+
+* the share of records whose quasi-identifiers come out unchanged (``value``; all
+  attributes when no quasi-identifier is declared): an intruder who knows a person's
+  quasi-identifiers finds them in z exactly as in x;
+* the share of records unchanged on every compared column (``share_verbatim``),
+  published as they were;
+* per column, the share of unchanged cells, and the columns no technique touched;
+* the number of records unique on their quasi-identifiers in z (sample uniques).
+
+A numeric cell counts as unchanged when it moved by at most ``tolerance`` (default
+10⁻⁶) times the column's standard deviation in x: a release that differs from x only
+in the last digits is numerically the original. Categorical cells must be equal;
+a missing value in both tables counts as unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ppdm.data.schema import Schema
+from ppdm.errors import SchemaError
+from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+
+#: numeric cells closer than this many standard deviations of the column count as unchanged
+TOLERANCE = 1e-6
+
+
+@dataclass
+class ReleaseCheck(MeasureResult):
+    """Result of :func:`release_check`.
+
+    ``value`` is the share of records whose quasi-identifiers are unchanged in z.
+    ``per_column`` has one row per compared column: ``column``, ``role``, ``kind``
+    (numeric/categorical), ``share_unchanged`` and ``touched`` (some cell changed).
+    """
+
+    n_records: int
+    quasi_identifiers: list[str]
+    quasi_identifiers_declared: bool
+    records_unchanged: int
+    records_verbatim: int
+    share_verbatim: float
+    unique_in_z: int
+    untouched_columns: list[str]
+    tolerance: float
+    per_column: pd.DataFrame = field(repr=False)
+
+    def summary_lines(self) -> list[str]:
+        """The check as a few short lines (what ``ppdm anonymize`` prints)."""
+        n = self.n_records
+        qi = (f"{len(self.quasi_identifiers)} declared quasi-identifier(s)" if self.quasi_identifiers_declared
+              else f"all {len(self.quasi_identifiers)} attributes (no quasi-identifier declared)")
+        cells = ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in self.per_column.itertuples())
+        return [
+            f"records with unchanged quasi-identifiers: {_pct(self.value)} ({self.records_unchanged} of {n}; {qi})",
+            f"records unchanged on every column: {_pct(self.share_verbatim)} ({self.records_verbatim} of {n})",
+            f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
+            f"unchanged cells per column: {cells}",
+            "columns no technique touched: " + (", ".join(self.untouched_columns) or "none"),
+        ]
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+def unchanged_cells(x: pd.Series, z: pd.Series, numeric: bool, tolerance: float = TOLERANCE) -> np.ndarray:
+    """Boolean vector: which cells of z equal x (numeric ones within ``tolerance`` × sd(x))."""
+    if numeric:
+        a = x.to_numpy(dtype=float, na_value=np.nan)
+        b = z.to_numpy(dtype=float, na_value=np.nan)
+        both_nan = np.isnan(a) & np.isnan(b)
+        finite = np.isfinite(a)
+        # compare in a scaled space: differences and spreads of huge values must not overflow
+        scale = float(np.max(np.abs(a[finite]))) if finite.any() else 1.0
+        scale = scale if scale > 0 else 1.0
+        sa, sb = a / scale, b / scale
+        sd = float(np.std(sa[finite])) if finite.sum() > 1 else 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            same = np.abs(sb - sa) <= tolerance * sd
+        return same | (a == b) | both_nan
+    xa = x.to_numpy(dtype=object)
+    za = z.to_numpy(dtype=object)
+    return (xa == za) | (pd.isna(x).to_numpy() & pd.isna(z).to_numpy())
+
+
+def release_check(
+    x: pd.DataFrame,
+    z: pd.DataFrame,
+    schema: Schema,
+    *,
+    columns: Sequence[str] | None = None,
+    tolerance: float = TOLERANCE,
+) -> ReleaseCheck:
+    """Compare a release ``z`` with the original ``x`` record by record.
+
+    ``columns`` are the columns compared (default: every column of z that x has);
+    the quasi-identifiers are ``schema.quasi_identifiers``, or all of the schema's
+    attributes when none is declared.
+    """
+    if len(x) != len(z):
+        raise SchemaError(f"the release check compares records one by one: x has {len(x)} rows, z has {len(z)}")
+    if len(x) == 0:
+        raise SchemaError("the release check needs at least one record")
+    cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
+    absent = [c for c in cols if c not in x.columns or c not in z.columns]
+    if absent:
+        raise SchemaError(f"release check: column(s) {', '.join(map(repr, absent))} are not in both tables")
+    declared = bool(schema.quasi_identifiers)
+    qi = [c for c in (schema.quasi_identifiers if declared else schema.attributes) if c in cols]
+    xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
+    numeric = set(schema.numeric) | ({schema.weight} if schema.weight else set())
+    same: dict[str, np.ndarray] = {}
+    rows = []
+    for c in cols:
+        is_num = c in numeric or (c not in schema.categorical and c != schema.class_column
+                                  and pd.api.types.is_numeric_dtype(xv[c]) and pd.api.types.is_numeric_dtype(zv[c]))
+        same[c] = unchanged_cells(xv[c], zv[c], is_num, tolerance)
+        share = float(same[c].mean())
+        role = schema.role(c) if c in schema.all_columns else "not in the schema"
+        rows.append({"column": c, "role": role, "kind": "numeric" if is_num else "categorical",
+                     "share_unchanged": share, "touched": bool(share < 1.0)})
+    n = len(xv)
+    all_same = np.ones(n, dtype=bool)
+    for c in cols:
+        all_same &= same[c]
+    qi_same = np.ones(n, dtype=bool)
+    for c in qi:
+        qi_same &= same[c]
+    unique = int((~zv.duplicated(subset=qi, keep=False)).sum()) if qi else 0
+    per_column = pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"])
+    return ReleaseCheck(
+        value=float(qi_same.mean()) if qi else 1.0,
+        n_records=n,
+        quasi_identifiers=qi,
+        quasi_identifiers_declared=declared,
+        records_unchanged=int(qi_same.sum()) if qi else n,
+        records_verbatim=int(all_same.sum()),
+        share_verbatim=float(all_same.mean()),
+        unique_in_z=unique,
+        untouched_columns=[r["column"] for r in rows if not r["touched"]],
+        tolerance=float(tolerance),
+        per_column=per_column,
+    )
+
+
+@register_measure(
+    "release_check",
+    kind="risk",
+    description="share of records whose quasi-identifiers (all attributes if none declared) are unchanged in z",
+    needs_class=False,
+    direction="lower",
+    value_range=(0.0, 1.0),
+    meaning="The share of released records whose quasi-identifiers (all attributes when none are declared) "
+    "are exactly their original values, so an intruder who knows them finds the person unchanged; 0 is best.",
+    threshold=0.05,
+)
+def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
+    return release_check(ctx.x, ctx.z, ctx.schema)

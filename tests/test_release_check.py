@@ -1,0 +1,98 @@
+"""The release check (ppdm.metrics.release_check), computed by hand on small tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppdm.data.schema import Schema
+from ppdm.errors import SchemaError
+from ppdm.experiments.evaluation import load_all_measures
+from ppdm.metrics.base import MEASURES, EvaluationContext
+from ppdm.metrics.release_check import ReleaseCheck, release_check, unchanged_cells
+
+X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "g": ["u", "u", "v", "v"], "y": ["p", "q", "p", "q"]})
+Z = pd.DataFrame({"a": [1.0, 2.5, 3.0, 4.0], "g": ["u", "v", "v", "v"], "y": ["p", "q", "p", "q"]})
+S = Schema(["a"], ["g"], "y")
+
+
+def test_hand_computed_without_declared_quasi_identifiers() -> None:
+    r = release_check(X, Z, S)
+    assert isinstance(r, ReleaseCheck)
+    assert r.quasi_identifiers == ["a", "g"] and not r.quasi_identifiers_declared
+    # record 1 changed in a and g; records 0, 2, 3 unchanged
+    assert r.value == 0.75 and r.records_unchanged == 3
+    assert r.records_verbatim == 3 and r.share_verbatim == 0.75
+    # z's (a, g): (1,u) (2.5,v) (3,v) (4,v) are all different
+    assert r.unique_in_z == 4
+    assert r.untouched_columns == ["y"]
+    pc = r.per_column.set_index("column")
+    assert pc.loc["a", "share_unchanged"] == 0.75 and pc.loc["g", "share_unchanged"] == 0.75
+    assert pc.loc["y", "share_unchanged"] == 1.0 and not pc.loc["y", "touched"]
+    assert list(pc["kind"]) == ["numeric", "categorical", "categorical"]
+    assert list(pc["role"]) == ["other", "other", "class"]
+
+
+def test_hand_computed_with_declared_quasi_identifiers() -> None:
+    s = Schema(["a"], ["g"], "y", quasi_identifiers=["g"])
+    r = release_check(X, Z, s)
+    assert r.quasi_identifiers == ["g"] and r.quasi_identifiers_declared
+    assert r.value == 0.75
+    # z's g: u v v v, only record 0 is alone with its value
+    assert r.unique_in_z == 1
+    assert r.per_column.set_index("column").loc["g", "role"] == "quasi-identifier"
+
+
+def test_numerically_almost_equal_cells_count_as_unchanged() -> None:
+    sd = float(np.std(X["a"]))  # 1.118...
+    z = X.copy()
+    z.loc[1, "a"] = 2.0 + 0.9e-6 * sd  # within 10⁻⁶ sd: the original, numerically
+    z.loc[2, "a"] = 3.0 + 1.1e-6 * sd  # beyond it: changed
+    r = release_check(X, z, S)
+    assert r.per_column.set_index("column").loc["a", "share_unchanged"] == 0.75
+    assert release_check(X, z, S, tolerance=0).per_column.iloc[0]["share_unchanged"] == 0.5
+
+
+def test_missing_in_both_is_unchanged_and_huge_values_do_not_overflow() -> None:
+    x = pd.Series([1e300, -1e300, np.nan, 0.0, 5e299])
+    z = pd.Series([1e300, 1e300, np.nan, 0.0, 5e299])
+    assert unchanged_cells(x, z, numeric=True).tolist() == [True, False, True, True, True]
+    c = pd.Series(["a", None, "b"])
+    assert unchanged_cells(c, pd.Series(["a", None, "c"]), numeric=False).tolist() == [True, True, False]
+
+
+def test_refuses_misaligned_tables() -> None:
+    with pytest.raises(SchemaError, match="x has 4 rows, z has 3"):
+        release_check(X, Z.iloc[:3], S)
+    with pytest.raises(SchemaError, match="'b'"):
+        release_check(X, Z, S, columns=["a", "b"])
+
+
+def test_registered_for_evaluate() -> None:
+    load_all_measures()
+    spec = MEASURES["release_check"]
+    assert spec.direction == "lower" and spec.value_range == (0.0, 1.0) and not spec.needs_class
+    r = spec.fn(EvaluationContext(x=X, z=Z, schema=S))
+    assert r.value == 0.75
+    assert r.to_dict()["untouched_columns"] == ["y"]
+
+
+@settings(max_examples=60)
+@given(st.integers(2, 40), st.integers(0, 2**31 - 1), st.floats(0, 1))
+def test_properties(n: int, seed: int, p: float) -> None:
+    """z = x gives 1 everywhere; changing a share of records lowers the shares accordingly."""
+    rng = np.random.default_rng(seed)
+    x = pd.DataFrame({"a": rng.normal(0, 1, n), "b": rng.integers(0, 3, n), "y": rng.choice(["p", "q"], n)})
+    s = Schema(["a"], ["b"], "y")
+    same = release_check(x, x, s)
+    assert same.value == 1.0 and same.share_verbatim == 1.0 and same.untouched_columns == ["a", "b", "y"]
+    changed = rng.random(n) < p
+    z = x.copy()
+    z.loc[changed, "a"] = z.loc[changed, "a"] + 1.0
+    r = release_check(x, z, s)
+    assert r.records_unchanged == n - changed.sum() == r.records_verbatim
+    assert 0 <= r.unique_in_z <= n
+    assert ("a" in r.untouched_columns) == (not changed.any())
