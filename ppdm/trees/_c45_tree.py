@@ -104,7 +104,9 @@ class Node:
     ``dist`` is the node's weighted class distribution; an internal node also has the
     tested attribute, its threshold (numeric) or none (categorical, one branch per
     declared value), and ``bag_dist`` (branch × class weights, unknowns spread in
-    proportion), which classification uses for rows missing the tested value.
+    proportion), which classification uses for rows missing the tested value. An empty
+    leaf answers with its parent's class unless ``empty_class`` names one (SysFor's
+    forced splits, whose empty branches the reference gives the first class).
     """
 
     dist: np.ndarray
@@ -118,6 +120,7 @@ class Node:
     w: np.ndarray | None = None
     leaf_id: int = -1
     nid: int = -1
+    empty_class: int = -1
 
     @property
     def is_leaf(self) -> bool:
@@ -155,6 +158,7 @@ class Options:
     collapse: bool = True
     use_mdl: bool = True
     relocate: bool = True
+    relocate_tol: float = SMALL
 
 
 # ----------------------------------------------------------------------------- splitting
@@ -243,12 +247,16 @@ class Grower:
         self._all_rows = all_rows
 
     def relocate(self, attr: int, t: float) -> float:
-        """Largest value of ``attr`` in all data that is ≤ t (J48 ``setSplitPoint``)."""
+        """Largest value of ``attr`` in all data that is ≤ t (J48 ``setSplitPoint``).
+
+        J48 3.6 accepts values up to 1e-6 above t (``relocate_tol``); J48 3.8 and later
+        compare exactly (``relocate_tol=0``), which matters when a training value lies a
+        rounding error above the midpoint of its neighbours."""
         vals = self._sorted_all.get(attr)
         if vals is None:
             v = self.data.X[self._all_rows, attr]
             vals = self._sorted_all[attr] = np.unique(v[~np.isnan(v)])
-        i = int(np.searchsorted(vals, t + SMALL, side="right")) - 1
+        i = int(np.searchsorted(vals, t + self.opts.relocate_tol, side="right")) - 1
         return float(vals[i]) if i >= 0 else t
 
     def choose(self, rows: np.ndarray, w: np.ndarray) -> tuple[int, float]:
