@@ -188,6 +188,29 @@ def test_split_score_hand_values():
     assert split_score(np.array([5.0, 5, 5, 5]), y, 2, numeric=True) == 0.0
 
 
+def test_split_score_exact_tie_goes_to_the_smallest_threshold():
+    # 7 records, classes 4:3. Cut 1.5 leaves (1,0 | 3,3), cut 2.5 (3,1 | 1,2), cut 3.5 (3,3 | 1,0):
+    # 6·H(3,3) = 4·H(3,1) + 3·H(1,2) = 6 bits, so all three gains are H(4,3) − 6/7 exactly.
+    # The smallest threshold wins, whatever the last bit of log2 says: split info H(1/7, 6/7).
+    v = np.array([1.0, 2, 2, 2, 3, 3, 4])
+    y = np.array([0, 0, 0, 1, 1, 1, 0])
+    h43 = -(4 / 7) * np.log2(4 / 7) - (3 / 7) * np.log2(3 / 7)
+    si = -(1 / 7) * np.log2(1 / 7) - (6 / 7) * np.log2(6 / 7)
+    assert split_score(v, y, 2, numeric=True) == pytest.approx((h43 - 6 / 7) / si, rel=1e-12)
+    assert split_score(v, y, 2, numeric=True) == pytest.approx(0.2164799, abs=1e-7)
+    from ppdm.metrics.structure import _first_best
+
+    g = 0.12808527889139443
+    assert _first_best(np.array([g, g + 2e-17, g])) == 0  # an ulp above is still a tie
+    assert _first_best(np.array([g, g + 1e-9, g])) == 1
+    # the compiled path agrees on the tie (EDUSC of a root-only tree on this segment)
+    x = pd.DataFrame({"a": v, "y": np.where(y == 0, "A", "B")})
+    z = x.assign(a=v[::-1])
+    r = edusc(x, z, class_column="y", trees_x=HandTree({0: Rule((), "A")}), min_gain_ratio=0.0)
+    gz = split_score(v[::-1].copy(), y, 2, numeric=True)
+    assert r.per_attribute.loc[0, "mean_abs_difference"] == pytest.approx(abs(0.2164799 - gz), abs=1e-7)
+
+
 def test_edusc_spec_example():
     # spec §5.3: a tree that is only its root; y = AABB; a = 1..4, b = 1,1,2,2; perturbed a' = 1,3,2,4
     x = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [1.0, 1, 2, 2], "y": list("AABB")})

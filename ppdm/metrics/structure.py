@@ -380,15 +380,28 @@ def _split_info(sizes: np.ndarray) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
+# Gains within this relative distance of the best are ties. Cut points can tie exactly
+# (4·H(3,1) + 3·H(1,2) = 6·H(3,3) = 6 bits), and then the last bit of log2, which differs
+# between NumPy releases, must not decide which threshold (and so which gain ratio) wins.
+GAIN_TIE = 1e-12
+
+
+def _first_best(gain: np.ndarray) -> int:
+    """Position of the first gain within :data:`GAIN_TIE` of the largest."""
+    best = gain.max()
+    return int(np.flatnonzero(gain >= best - GAIN_TIE * max(1.0, abs(best)))[0])
+
+
 def split_score(values: np.ndarray, y: np.ndarray, n_classes: int, *, numeric: bool,
                 criterion: str = "gain_ratio") -> float:
     """The normalised splitting criterion of one attribute on one data segment.
 
     Categorical: a multiway split on the values. Numeric: the binary threshold (midpoints
     of adjacent distinct values) with the highest information gain (Gini gain for
-    ``"gini"``), ties to the smallest threshold. ``"gain_ratio"`` = gain / split info
-    (Quinlan 1993); ``"info_gain"`` the gain; ``"gini"`` the Gini gain. An empty segment,
-    a constant attribute or zero split info gives 0.
+    ``"gini"``), ties to the smallest threshold (gains within a relative 1e-12 of each
+    other are ties, so exact ties do not depend on rounding). ``"gain_ratio"`` = gain /
+    split info (Quinlan 1993); ``"info_gain"`` the gain; ``"gini"`` the Gini gain. An empty
+    segment, a constant attribute or zero split info gives 0.
     """
     n = len(values)
     if n == 0:
@@ -411,7 +424,7 @@ def split_score(values: np.ndarray, y: np.ndarray, n_classes: int, *, numeric: b
         nl = left.sum(axis=1)
         nr = n - nl
         gain = base - (nl * _impurity(left, crit) + nr * _impurity(right, crit)) / n
-        b = int(np.argmax(gain))  # first maximum = smallest threshold
+        b = _first_best(gain)  # first maximum = smallest threshold
         g = float(gain[b])
         if criterion != "gain_ratio":
             return max(g, 0.0)
@@ -559,12 +572,14 @@ def _segment_scores(ptr: np.ndarray, recs: np.ndarray, y: np.ndarray, n_classes:
     nl = left.sum(axis=1)
     nr = n_seg - nl
     gain = base - (nl * _impurity(left, crit) + nr * _impurity(right, crit)) / n_seg
-    # first maximum of each (segment, attribute) group; candidates come in cut order
+    # first maximum (ties within GAIN_TIE) of each (segment, attribute) group; candidates
+    # come in cut order
     key = c_seg * len(is_num) + c_attr
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     gmax = np.maximum.reduceat(gain, starts)
     group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(key)]))
-    hit = np.flatnonzero(gain == gmax[group])
+    top = gmax[group]
+    hit = np.flatnonzero(gain >= top - GAIN_TIE * np.maximum(1.0, np.abs(top)))
     first = hit[np.r_[True, group[hit][1:] != group[hit][:-1]]]
     g = np.maximum(gain[first], 0.0)
     if criterion == "gain_ratio":
