@@ -131,11 +131,14 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         ``"relative"`` (gain ratio ≥ best − goodness, the reference implementation) or
         ``"absolute"`` (gain ratio ≥ goodness).
     combiner:
-        ``"majority"`` (each tree votes for its class) or ``"credal"`` (IDM voting: a tree
-        votes for its class only if that class's lower probability beats every other class's
-        upper probability, else splits its vote over the non-dominated classes).
+        ``"majority"`` (each tree votes for its class, ties to the larger summed leaf
+        confidence: the reference implementation's vote) or ``"credal"``, ppdm's own
+        interval vote (see :func:`credal_vote`): paper 004 §5 names "Credal Voting" after
+        Abellán & Masegosa (2010), who build credal trees but define no such vote, so
+        this rule is an interpretation, not the paper's. SysFor's own Voting 1 and
+        Voting 2 (Islam & Giggins 2011) are not implemented: no available source states them.
     idm_s:
-        The IDM's prior strength s for credal voting.
+        The IDM's prior strength s of the ``"credal"`` vote.
     missing:
         ``"drop"`` (the reference: rows with an unknown attribute value are removed before
         training) or ``"keep"`` (C4.5's fractional weights).
@@ -386,8 +389,9 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         return votes / votes.sum(axis=1, keepdims=True)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Majority (or credal) vote; ties go to the larger summed tree confidence, then to
-        the first class."""
+        """Majority (or ``"credal"``) vote; ties go to the larger summed tree confidence
+        (for the majority vote: each tree's probability of the class it voted for, as the
+        reference does for two tied classes), then to the first class."""
         votes, score = self._votes(X)
         top = votes.max(axis=1, keepdims=True)
         tied = np.isclose(votes, top, rtol=0, atol=1e-9)
@@ -434,9 +438,11 @@ def _leaf_counts(est: C45Classifier, Xf: np.ndarray) -> np.ndarray:
 
 
 def credal_vote(counts: np.ndarray, s: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Votes of one tree under the Imprecise Dirichlet Model (Abellán & Masegosa 2010).
+    """Votes of one tree by interval dominance under the Imprecise Dirichlet Model.
 
-    For class counts n_c (total N) the IDM gives each class the probability interval
+    ppdm's own interpretation of the "Credal Voting" paper 004 §5 names: the IDM is the
+    model of Abellán & Masegosa's (2010) credal trees, the vote built on it here is not
+    taken from any source. For class counts n_c (total N) the IDM gives each class the probability interval
     [n_c/(N+s), (n_c+s)/(N+s)]. A class is dominated when another class's lower bound
     exceeds its upper bound. The tree gives one vote to its class when every other class
     is dominated, otherwise 1/|ND| to each non-dominated class. Returns (votes, lower bounds).
