@@ -31,7 +31,7 @@ TOL = 1e-12
 
 # ------------------------------------------------------------------ reference implementations
 def _reference_edusc(x, z, attrs, numeric, cls, trees, criterion="gain_ratio", min_gain_ratio=0.01,
-                     node_count="counted"):
+                     node_count="all"):
     """EDUSC node by node: rule masks per node, split_score per node, attribute and table."""
     classes = pd.Index(pd.unique(pd.concat([x[cls], z[cls]], ignore_index=True)))
     yx, yz = classes.get_indexer(x[cls]), classes.get_indexer(z[cls])
@@ -89,10 +89,13 @@ def _reference_regions(trees, data, attrs, numeric, lo, hi):
     return np.clip(low, lo, hi), np.clip(up, lo, hi), tested
 
 
-def _reference_eduds(x, z, attrs, numeric, tx, tz):
-    """EDUDS with the default options (union domain, untested attributes left out)."""
-    lo = np.array([min(x[a].min(), z[a].min()) if a in numeric else 0.0 for a in attrs], dtype=float)
-    hi = np.array([max(x[a].max(), z[a].max()) if a in numeric else 0.0 for a in attrs], dtype=float)
+def _reference_eduds(x, z, attrs, numeric, tx, tz, domain="original"):
+    """EDUDS record by record (default options: original domain, untested attributes left out)."""
+    both = domain == "union"
+    lo = np.array([(min(x[a].min(), z[a].min()) if both else x[a].min()) if a in numeric else 0.0 for a in attrs],
+                  dtype=float)
+    hi = np.array([(max(x[a].max(), z[a].max()) if both else x[a].max()) if a in numeric else 0.0 for a in attrs],
+                  dtype=float)
     lo_o, hi_o, t_o = _reference_regions(tx, x[attrs], attrs, numeric, lo, hi)
     lo_p, hi_p, t_p = _reference_regions(tz, x[attrs], attrs, numeric, lo, hi)
     sims = []
@@ -181,6 +184,9 @@ def test_eduds_matches_the_per_record_reference():
     fz = [*trees_of(CartForest(2, max_depth=3).fit(z[["a", "b"]], z["y"])), hand]
     r = eduds(x, z, schema=sch, trees_x=fx, trees_z=fz)
     assert r.value == pytest.approx(_reference_eduds(x, z, ["a", "b", "c", "d"], {"a", "b"}, fx, fz), abs=TOL)
+    u = eduds(x, z, schema=sch, trees_x=fx, trees_z=fz, domain="union")
+    assert u.value == pytest.approx(_reference_eduds(x, z, ["a", "b", "c", "d"], {"a", "b"}, fx, fz, "union"),
+                                    abs=TOL)
     for t in range(3):
         v = eduds(x, z, schema=sch, trees_x=fx[t], trees_z=fz[t]).value
         assert r.per_tree.loc[t, "similarity"] == pytest.approx(v, abs=TOL)

@@ -69,7 +69,7 @@ def _summary(res: Any) -> str:
     """One line of context for the table: the scores behind a difference."""
     parts = []
     for name in ("accuracy_x", "accuracy_z", "score_x", "score_z", "n_used", "n_rules", "pos_label", "average",
-                 "test_source"):
+                 "test_source", "ceiling"):
         if hasattr(res, name) and getattr(res, name) is not None:
             v = getattr(res, name)
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")

@@ -138,16 +138,15 @@ class ForestExperimentResult:
 def structure_measures(train: pd.DataFrame, z: pd.DataFrame, schema: Schema, forest_x: Any,
                        forest_z: Any) -> dict[str, float]:
     """EDUDS and EDUSC of the forests of x and z, and SERS of z against x (paper 004 §4–6)."""
-    from ppdm.metrics.risk import sers
+    from ppdm.metrics.risk import sers, sers_attributes
     from ppdm.metrics.structure import eduds, edusc
 
-    attrs = schema.attributes
+    numeric, categorical = sers_attributes(schema)  # ppdm's SERS class policy: the class counts
     return {
         "eduds": float(eduds(train, z, schema=schema, trees_x=forest_x, trees_z=forest_z).value),
         "edusc": float(edusc(train, z, schema=schema, trees_x=forest_x,
                              min_gain_ratio=SYSFOR_SETTINGS["min_gain_ratio"]).value),
-        "sers": float(sers(train[attrs], z[attrs], numeric=list(schema.numeric),
-                           categorical=list(schema.categorical)).value),
+        "sers": float(sers(train, z, numeric=numeric, categorical=categorical).value),
     }
 
 

@@ -121,7 +121,7 @@ class EDUDSResult(MeasureResult):
     skipped: int = 0
     n_trees_original: int = 0
     n_trees_perturbed: int = 0
-    domain: str = "union"
+    domain: str = "original"
     per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
     per_tree: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -265,7 +265,7 @@ def eduds(
     trees_x: Any = None,
     trees_z: Any = None,
     make_tree: TreeFactory | None = None,
-    domain: Literal["union", "original", "segment"] | Mapping[str, tuple[float, float]] = "union",
+    domain: Literal["original", "union", "segment"] | Mapping[str, tuple[float, float]] = "original",
     count_untested: bool = False,
     empty_records: Literal["skip", "one"] = "skip",
 ) -> EDUDSResult:
@@ -279,12 +279,14 @@ def eduds(
     Diff 1 when exactly one intersection tests it and 0 when both do (eq. 2). Attributes
     tested by neither are discounted, and k counts the rest.
 
-    Parameters (the paper leaves these open):
+    Parameters (defaults: the paper's literal reading):
     domain:
-        ``"union"`` (default): domain_a = range of a over original ∪ perturbed values;
-        ``"original"``: over the original values; ``"segment"``: the width of the
-        record's original sub-domain (paper Table 1's wording), Diff capped at 1; or a
-        mapping attribute → (low, high).
+        ``"original"`` (default, §4: "the total domain size of the attribute"): domain_a =
+        range of a over the original values, and every sub-domain starts from it (a
+        threshold of the perturbed forest outside it is clipped to it); ``"union"``: the
+        range over original ∪ perturbed values; ``"segment"``: the width of the record's
+        original sub-domain (Table 1's wording); or a mapping attribute → (low, high).
+        Diff is capped at 1 in every case.
     count_untested:
         ``False`` (paper): attributes tested by neither forest are left out of k;
         ``True``: they count with Diff 0.
@@ -294,8 +296,8 @@ def eduds(
     """
     if empty_records not in ("skip", "one"):
         raise ParameterError(f"EDUDS empty_records must be 'skip' or 'one', got {empty_records!r}")
-    if not isinstance(domain, Mapping) and domain not in ("union", "original", "segment"):
-        raise ParameterError(f"EDUDS domain must be 'union', 'original', 'segment' or a mapping, got {domain!r}")
+    if not isinstance(domain, Mapping) and domain not in ("original", "union", "segment"):
+        raise ParameterError(f"EDUDS domain must be 'original', 'union', 'segment' or a mapping, got {domain!r}")
     sch = _resolve_schema(x, schema, class_column, "EDUDS")
     _check_tables(x, z, sch, "EDUDS")
     attrs = sch.attributes
@@ -320,10 +322,10 @@ def eduds(
             lo[j], hi[j] = map(float, domain[a])
         else:
             vx = x[a].to_numpy(dtype=float)
-            vals = vx if domain == "original" else np.concatenate([vx, z[a].to_numpy(dtype=float)])
+            vals = np.concatenate([vx, z[a].to_numpy(dtype=float)]) if domain == "union" else vx
             lo[j], hi[j] = vals.min(), vals.max()
     dom = hi - lo
-    mode = domain if isinstance(domain, str) else "union"
+    mode = domain if isinstance(domain, str) else "given"
     data = x[attrs]
     n = len(data)
     # every tree routes the records once; the forest and per-tree regions reuse the routes
@@ -615,7 +617,7 @@ def edusc(
     make_tree: TreeFactory | None = None,
     criterion: Literal["gain_ratio", "info_gain", "gini"] = "gain_ratio",
     min_gain_ratio: float = 0.01,
-    node_count: Literal["counted", "all"] = "counted",
+    node_count: Literal["all", "counted"] = "all",
 ) -> EDUSCResult:
     """EDUSC (paper 004 §5, eq. 4–5).
 
@@ -629,13 +631,15 @@ def edusc(
 
     N the number of original records.
 
-    Parameters (the paper leaves these open):
+    Parameters (defaults: the paper's literal reading):
     min_gain_ratio:
         the threshold an attribute's criterion must exceed in one of the two segments; the
         paper takes SysFor's minimum gain ratio, 0.01 in its experiments.
     node_count:
-        S_t counts the nodes where some attribute counted (``"counted"``) or every node
-        (``"all"``, eq. 4 read literally).
+        S_t is "the total number of nodes/segments in the t-th tree" (Table 2): every node,
+        leaves included (``"all"``, default), so a node where no attribute counts adds 0 to
+        the sum and 1 to S_t; ``"counted"`` divides by the nodes where some attribute
+        counted instead.
     criterion:
         ``"gain_ratio"`` (paper), ``"info_gain"`` or ``"gini"`` (both named by the paper).
 
@@ -644,8 +648,8 @@ def edusc(
     """
     if criterion not in ("gain_ratio", "info_gain", "gini"):
         raise ParameterError(f"EDUSC criterion must be 'gain_ratio', 'info_gain' or 'gini', got {criterion!r}")
-    if node_count not in ("counted", "all"):
-        raise ParameterError(f"EDUSC node_count must be 'counted' or 'all', got {node_count!r}")
+    if node_count not in ("all", "counted"):
+        raise ParameterError(f"EDUSC node_count must be 'all' or 'counted', got {node_count!r}")
     if not (isinstance(min_gain_ratio, (int, float)) and math.isfinite(min_gain_ratio)):
         raise ParameterError(f"EDUSC min_gain_ratio must be a number, got {min_gain_ratio!r}")
     sch = _resolve_schema(x, schema, class_column, "EDUSC")
@@ -732,7 +736,7 @@ def _structure_options(ctx: EvaluationContext, name: str, allowed: Sequence[str]
     return opts, factory
 
 
-@register_measure("eduds", kind="utility", needs_class=True,
+@register_measure("eduds", kind="utility", needs_class=True, direction="higher", value_range=(0.0, 1.0),
                   description="EDUDS forest sub-domain similarity (paper 004 §4); 1 = same tree regions")
 def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
     opts, factory = _structure_options(ctx, "eduds", ["domain", "count_untested", "empty_records"])
@@ -740,7 +744,7 @@ def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
                  trees_z=_ctx_forest(ctx, "z", factory), **opts)
 
 
-@register_measure("edusc", kind="utility", needs_class=True,
+@register_measure("edusc", kind="utility", needs_class=True, direction="higher", value_range=(0.0, 1.0),
                   description="EDUSC gain-ratio similarity of forced trees (paper 004 §5); 1 = same splitting criteria")
 def _edusc_measure(ctx: EvaluationContext) -> EDUSCResult:
     opts, factory = _structure_options(ctx, "edusc", ["criterion", "min_gain_ratio", "node_count"])
