@@ -144,9 +144,16 @@ class Data:
     is_nom: np.ndarray
     nvals: np.ndarray
     n_classes: int
+    _row_unknown: np.ndarray | None = field(default=None, repr=False)
 
     def class_dist(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.bincount(self.y[rows], weights=w, minlength=self.n_classes).astype(float)
+
+    def any_unknown(self, rows: np.ndarray) -> bool:
+        """Whether some row of ``rows`` has an unknown attribute value."""
+        if self._row_unknown is None:
+            self._row_unknown = np.isnan(self.X).any(axis=1)
+        return bool(self._row_unknown[rows].any())
 
 
 @dataclass
@@ -226,6 +233,16 @@ def partition(data: Data, node: Node, rows: np.ndarray, w: np.ndarray,
 
 
 # ----------------------------------------------------------------------------- growing
+def _selection_masks(data: Data, all_rows: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Which attributes enter the average gain (categorical ones with values for ≥ 30 % of
+    all data do not, unless every attribute is such) and which may be tested."""
+    m = data.X.shape[1]
+    many = data.is_nom & (data.nvals >= 0.3 * all_rows.shape[0])
+    multi_val = bool(m > 0 and many.all())
+    in_avg = ~many | multi_val
+    return in_avg, (np.ones(m, dtype=np.bool_) if allowed is None else allowed)
+
+
 class Grower:
     """Grows a C4.5 tree over a set of rows (J48 ``C45ModelSelection`` + ``ClassifierTree``).
 
@@ -237,12 +254,7 @@ class Grower:
     def __init__(self, data: Data, opts: Options, all_rows: np.ndarray,
                  allowed: np.ndarray | None = None) -> None:
         self.data, self.opts = data, opts
-        m = data.X.shape[1]
-        n_all = all_rows.shape[0]
-        many = data.is_nom & (data.nvals >= 0.3 * n_all)
-        multi_val = bool(m > 0 and many.all())
-        self.in_avg = ~many | multi_val
-        self.allowed = np.ones(m, dtype=np.bool_) if allowed is None else allowed
+        self.in_avg, self.allowed = _selection_masks(data, all_rows, allowed)
         self._sorted_all: dict[int, np.ndarray] = {}
         self._all_rows = all_rows
 
@@ -431,7 +443,70 @@ class Pruner:
 
 def build_tree(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
                all_rows: np.ndarray | None = None) -> Node:
-    """Grow, collapse and prune one C4.5 tree over ``rows`` (J48's ``buildClassifier``)."""
+    """Grow, collapse and prune one C4.5 tree over ``rows`` (J48's ``buildClassifier``).
+
+    Rows without unknown values are built by the compiled builder
+    (:mod:`ppdm.trees._c45_compiled`); otherwise a row may reach several children with
+    fractional weights and the tree is grown here."""
+    if not data.any_unknown(rows):
+        return build_tree_compiled(data, opts, rows, w, all_rows)
+    return build_tree_interpreted(data, opts, rows, w, all_rows)
+
+
+def build_tree_compiled(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
+                        all_rows: np.ndarray | None = None) -> Node:
+    """:func:`build_tree` in compiled code, for rows without unknown values."""
+    from ppdm.trees import _c45_compiled as cc
+
+    all_rows = rows if all_rows is None else all_rows
+    in_avg, allowed = _selection_masks(data, all_rows, None)
+    perm = np.array(rows, dtype=np.int64)
+    wperm = np.array(w, dtype=float)
+    # every numeric attribute's rows sorted once here; growing partitions them with the rows
+    num = np.flatnonzero(~data.is_nom)
+    num_pos = np.full(data.X.shape[1], -1, dtype=np.int64)
+    num_pos[num] = np.arange(num.size)
+    srt = np.empty((num.size, perm.size), dtype=np.int64)
+    for q, a in enumerate(num):
+        srt[q] = perm[np.argsort(data.X[perm, a], kind="stable")]
+    wrow = np.zeros(data.X.shape[0])
+    wrow[perm] = wperm
+    (attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re) = cc.grow(
+        data.X, data.y, perm, wperm, data.is_nom, data.nvals, in_avg, data.n_classes, float(opts.min_obj),
+        bool(opts.use_mdl), allowed, np.asarray(all_rows, dtype=np.int64), bool(opts.relocate),
+        float(opts.relocate_tol), srt, num_pos, wrow)
+    if opts.collapse:
+        cc.collapse(attr, kid_start, n_kids, kids, dist)
+    if opts.prune:
+        cf32 = float(np.float32(opts.cf))
+        z = _z(cf32) if cf32 <= 0.5 else 0.0
+        n = perm.shape[0]
+        width = max(2, int(data.nvals.max()) if data.nvals.size else 2)
+        cc.prune(data.X, data.y, perm, wperm, 0, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
+                 empty, rs, re, bool(opts.subtree_raising), cf32, z, np.zeros((attr.shape[0], data.n_classes)),
+                 np.empty((width, data.n_classes)), np.empty(width + 1, dtype=np.int64), np.empty(n, dtype=np.int64),
+                 np.empty(n), np.empty(n, dtype=np.int64), n_kids == 0)
+    return _nodes_from_flat(0, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty)
+
+
+def _nodes_from_flat(root: int, attr: np.ndarray, thr: np.ndarray, nominal: np.ndarray, kid_start: np.ndarray,
+                     n_kids: np.ndarray, kids: np.ndarray, dist: np.ndarray, bag_off: np.ndarray, bags: np.ndarray,
+                     empty: np.ndarray) -> Node:
+    """The :class:`Node` tree of a flat tree (only the nodes still reachable from ``root``)."""
+    def make(i: int) -> Node:
+        if n_kids[i] == 0:
+            return Node(dist[i].copy(), is_empty=bool(empty[i]))
+        nk, off, ks = int(n_kids[i]), int(bag_off[i]), int(kid_start[i])
+        return Node(dist[i].copy(), attr=int(attr[i]), threshold=math.nan if nominal[i] else float(thr[i]),
+                    nominal=bool(nominal[i]), bag_dist=bags[off:off + nk].copy(), is_empty=bool(empty[i]),
+                    children=[make(int(kids[ks + j])) for j in range(nk)])
+
+    return make(root)
+
+
+def build_tree_interpreted(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
+                           all_rows: np.ndarray | None = None) -> Node:
+    """:func:`build_tree` in Python, for any rows (unknown values spread with fractional weights)."""
     grower = Grower(data, opts, rows if all_rows is None else all_rows)
     root = grower.grow(rows, w, keep=opts.prune and opts.subtree_raising)
     if opts.collapse:
