@@ -234,3 +234,25 @@ def test_forest_invariants(t: tuple[pd.DataFrame, pd.Series], min_leaf: int, n_t
             sel = leaves[:, k] == leaf_id
             np.testing.assert_array_equal(rule.mask(X), sel)
             assert all(p == rule.prediction for p in tp[sel])
+
+
+def test_threads_and_shared_subtrees_give_the_same_forest() -> None:
+    # level-two trees repeat subtrees (G_j[0] or a plain C4.5 tree of a short partition);
+    # each is grown once and copied, and threads change nothing
+    df, schema = load("credit", missing="drop")
+    X, y = df.drop(columns="a16"), df["a16"]
+    one = SysForClassifier(n_trees=12, min_leaf=10, schema=schema).fit(X, y)
+    two = SysForClassifier(n_trees=12, min_leaf=10, schema=schema, n_jobs=2).fit(X, y)
+    assert one.export_text() == two.export_text()
+    # every tree owns its nodes: leaf ids run 0..n_leaves-1 in each tree
+    seen: set[int] = set()
+    for est in two.estimators_:
+        assert sorted(est.leaf_rules()) == list(range(est.n_leaves_))
+        stack = [est.tree_]
+        while stack:
+            node = stack.pop()
+            assert id(node) not in seen
+            seen.add(id(node))
+            stack.extend(node.children)
+    with pytest.raises(ParameterError):
+        SysForClassifier(n_jobs=0).fit(X, y)

@@ -18,7 +18,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ppdm.trees._c45_kernels import SMALL, _add_errs, route_estimate, select_split_sorted, xlogx_table
+from ppdm.trees._c45_kernels import (
+    SMALL,
+    _add_errs,
+    _scan_numeric,
+    nominal_criteria,
+    route_estimate,
+    scan_numeric_unit,
+    xlogx_table,
+)
 
 
 @njit(cache=True)
@@ -98,19 +106,99 @@ def _split_range(X, y, perm, wperm, s, e, attr, thr, nominal, nb, bag, starts, t
 
 
 @njit(cache=True)
-def _split_sorted(srt, s, e, starts, brow, tmp_r):
-    """Stable partition of every attribute's sorted row list over ``[s, e)`` into the
-    branches' ranges (``starts``, branch of each row in ``brow``); each stays sorted."""
+def _split_sorted(srt, sval, scls, sw, s, e, starts, brow, tmp_r, tmp_w, bq):
+    """Stable partition of every attribute's sorted lists (rows, values, classes, weights)
+    over ``[s, e)`` into the branches' ranges (``starts``; each row's branch in ``brow``);
+    each stays sorted."""
     nb = starts.shape[0] - 1
+    pos = np.empty(nb, dtype=np.int64)
     for q in range(srt.shape[0]):
-        pos = starts[:nb].copy()
         for i in range(s, e):
-            r = srt[q, i]
-            b = brow[r]
-            tmp_r[pos[b]] = r
+            bq[i] = brow[srt[q, i]]
+        pos[:] = starts[:nb]
+        for i in range(s, e):
+            b = bq[i]
+            tmp_r[pos[b]] = srt[q, i]
+            tmp_w[pos[b]] = sval[q, i]
             pos[b] += 1
         for i in range(s, e):
             srt[q, i] = tmp_r[i]
+            sval[q, i] = tmp_w[i]
+        pos[:] = starts[:nb]
+        for i in range(s, e):
+            b = bq[i]
+            tmp_r[pos[b]] = scls[q, i]
+            tmp_w[pos[b]] = sw[q, i]
+            pos[b] += 1
+        for i in range(s, e):
+            scls[q, i] = tmp_r[i]
+            sw[q, i] = tmp_w[i]
+
+
+@njit(cache=True)
+def select_split_fast(y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, nomc, nom_pos,
+                      sval, scls, sw, num_pos, bags3, tab, unit):
+    """C4.5's choice of test at a node (as :func:`ppdm.trees._c45_kernels.select_split`)
+    from the compiled builder's layout: categorical codes row by row in ``nomc`` (tallied
+    for every categorical attribute in one pass over the rows), each numeric attribute's
+    values, classes and weights in sorted order (``sval[q]``, ``scls[q]``, ``sw[q]``)."""
+    m = is_nom.shape[0]
+    class_w = np.zeros(n_classes)
+    for i in range(rows.shape[0]):
+        class_w[y[rows[i]]] += w[i]
+    total_w = class_w.sum()
+    best_c = 0.0
+    for c in range(n_classes):
+        if class_w[c] > best_c + SMALL:
+            best_c = class_w[c]
+    if total_w < 2.0 * min_obj - SMALL or abs(total_w - best_c) < SMALL:
+        return -1, 0.0
+    n_nom = nomc.shape[1]
+    bags3[:n_nom] = 0.0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        c = y[r]
+        wi = w[i]
+        for j in range(n_nom):
+            bags3[j, nomc[r, j], c] += wi
+    valid = np.zeros(m, dtype=np.bool_)
+    gains = np.zeros(m)
+    ratios = np.zeros(m)
+    thrs = np.zeros(m)
+    avg = 0.0
+    n_valid = 0
+    for a in range(m):
+        if not allowed[a]:
+            continue
+        if is_nom[a]:
+            ok, ig, gr = nominal_criteria(bags3[nom_pos[a], :nvals[a]], total_w, min_obj, tab)
+            t = 0.0
+        else:
+            q = num_pos[a]
+            if unit:
+                ok, ig, gr, t = scan_numeric_unit(sval[q], scls[q], n_classes, total_w, min_obj, use_mdl, tab)
+            else:
+                ok, ig, gr, t = _scan_numeric(sval[q], scls[q], sw[q], n_classes, total_w, min_obj, use_mdl, tab)
+        if ok:
+            valid[a] = True
+            gains[a] = ig
+            ratios[a] = gr
+            thrs[a] = t
+            if in_avg[a]:
+                avg += ig
+                n_valid += 1
+    if n_valid == 0:
+        return -1, 0.0
+    avg = avg / n_valid
+    best = -1
+    best_gr = 0.0
+    for a in range(m):
+        if valid[a] and gains[a] >= avg - 1e-3 and ratios[a] > best_gr + SMALL:
+            best = a
+            best_gr = ratios[a]
+    if best < 0 or abs(best_gr) < SMALL:
+        return -1, 0.0
+    return best, thrs[best]
 
 
 @njit(cache=True)
@@ -154,14 +242,15 @@ def _relocate(X, all_rows, attr, t, tol, uniq, uniq_ptr, done):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, all_rows,
-         relocate, relocate_tol, srt, num_pos, wrow):
+         relocate, relocate_tol, srt, num_pos, nomc, nom_pos):
     """Grow the full tree over the rows ``perm`` (weights ``wperm``, both reordered in place).
 
-    ``srt[num_pos[a]]`` lists the rows of ``perm`` sorted by numeric attribute a, ``wrow``
-    holds every table row's weight; the lists are partitioned along with the rows, so no
-    node sorts anything.
+    ``srt[num_pos[a]]`` lists the rows of ``perm`` sorted by numeric attribute a; with their
+    values, classes and weights these lists are partitioned along with the rows, so no node
+    sorts anything. ``nomc`` holds the codes of the categorical attributes row by row
+    (``nomc[r, nom_pos[a]]``).
 
     Returns the flat tree: per node (pre-order ids) the tested attribute (−1 for a leaf),
     threshold, whether the test is categorical, the slice of ``kids`` holding its children,
@@ -196,11 +285,30 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
             whole = False
             break
     tab = xlogx_table(n if whole else 0)
+    # the sorted lists' values, classes and weights, read in order by the split search
+    wrow = np.zeros(X.shape[0])
+    for i in range(n):
+        wrow[perm[i]] = wperm[i]
+    n_num = srt.shape[0]
+    sval = np.empty((n_num, n))
+    scls = np.empty((n_num, n), dtype=np.int64)
+    sw = np.empty((n_num, n))
+    for a in range(m):
+        q = num_pos[a]
+        if q < 0:
+            continue
+        for i in range(n):
+            r = srt[q, i]
+            sval[q, i] = X[r, a]
+            scls[q, i] = y[r]
+            sw[q, i] = wrow[r]
+    bq = np.empty(n, dtype=np.int64)
     max_vals = 1
     for a in range(m):
         if is_nom[a] and nvals[a] > max_vals:
             max_vals = nvals[a]
     starts = np.empty(max(max_vals, 2) + 1, dtype=np.int64)
+    bags3 = np.zeros((max(nomc.shape[1], 1), max_vals, C))
     uniq = np.empty((m, all_rows.shape[0]))
     uniq_ptr = np.zeros(m, dtype=np.int64)
     done = np.zeros(m, dtype=np.bool_)
@@ -253,8 +361,8 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
         if e == s or abs(total) < SMALL:
             empty[node] = abs(total) < SMALL
             continue
-        a, t, _, _ = select_split_sorted(X, y, perm[s:e], wperm[s:e], is_nom, nvals, in_avg, C, min_obj, use_mdl,
-                                         allowed, srt[:, s:e], num_pos, wrow, tab)
+        a, t = select_split_fast(y, perm[s:e], wperm[s:e], is_nom, nvals, in_avg, C, min_obj, use_mdl, allowed,
+                                 nomc, nom_pos, sval[:, s:e], scls[:, s:e], sw[:, s:e], num_pos, bags3, tab, whole)
         if a < 0:
             continue
         attr[node] = a
@@ -266,7 +374,7 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
         for j in range(nb):  # each row's branch, read off the children's ranges
             for i in range(starts[j], starts[j + 1]):
                 brow[perm[i]] = j
-        _split_sorted(srt, s, e, starts[:nb + 1], brow, tmp_r)
+        _split_sorted(srt, sval, scls, sw, s, e, starts[:nb + 1], brow, tmp_r, tmp_w, bq)
         bags = _grow_2d(bags, n_bag_rows + nb)
         bags[n_bag_rows:n_bag_rows + nb] = bag[:nb]
         bag_off[node] = n_bag_rows
@@ -293,7 +401,7 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
             rs[:n_nodes], re[:n_nodes])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def collapse(attr, kid_start, n_kids, kids, dist):
     """Make a leaf of every subtree whose leaves make no fewer training errors than the
     node itself (J48 ``collapse``), deciding top-down on the grown tree."""
@@ -351,7 +459,7 @@ def _redistribute(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids
                       empty, rs, re, bag, starts, tmp_r, tmp_w, br)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def prune(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re,
           raising, cf, z, acc, bag, starts, tmp_r, tmp_w, br, is_leaf):
     """Prune the subtree at ``node`` (J48 ``C45PruneableClassifierTree.prune``); return its

@@ -109,6 +109,13 @@ def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj, tab=None):
         v = col[rows[i]]
         if v == v:  # not NaN
             bags[int(v), y[rows[i]]] += w[i]
+    return nominal_criteria(bags, total_w, min_obj, tab)
+
+
+@njit(cache=True)
+def nominal_criteria(bags, total_w, min_obj, tab=None):
+    """(admissible, gain, gain ratio) of a multiway split with value × class weights ``bags``."""
+    nval = bags.shape[0]
     # admissible only if at least two bags hold >= M weight (Distribution.check)
     big = 0
     for b in range(nval):
@@ -215,6 +222,77 @@ def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None
             bags[0, cls[i]] += wts[i]
         else:
             bags[1, cls[i]] += wts[i]
+    gr = gain_ratio(bags, total_w, best_gain, tab)
+    return True, best_gain, gr, thr
+
+
+@njit(cache=True)
+def scan_numeric_unit(vals, cls, n_classes, total_w, min_obj, use_mdl, tab):
+    """:func:`_scan_numeric` for rows of weight 1 (whole counts), ``tab`` =
+    :func:`xlogx_table` of at least the row count. Every gain is the same sum of the same
+    table values in the same order as there, so the results are bit for bit equal; only
+    the per-value checks of :func:`_logf` are saved."""
+    k = vals.shape[0]
+    C = n_classes
+    cnt = np.zeros((2, C), dtype=np.int64)
+    for i in range(k):
+        cnt[1, cls[i]] += 1
+    known_w = float(k)
+    min_split = 0.1 * known_w / n_classes
+    if min_split <= min_obj + SMALL:
+        min_split = min_obj
+    elif min_split > 25.0 + SMALL:
+        min_split = 25.0
+    if k < 2.0 * min_split - SMALL:
+        return False, 0.0, 0.0, 0.0
+    s0 = 0.0
+    t0 = 0
+    for c in range(C):
+        s0 += tab[cnt[1, c]]
+        t0 += cnt[1, c]
+    oldent = tab[t0] - s0
+    unknown_rate = (total_w - known_w) / total_w
+    best_gain = 0.0
+    split_index = -1
+    tries = 0
+    last = 0
+    left = 0
+    for nxt in range(1, k):
+        if vals[nxt - 1] + 1e-5 < vals[nxt]:
+            for j in range(last, nxt):
+                cnt[0, cls[j]] += 1
+                cnt[1, cls[j]] -= 1
+            left += nxt - last
+            if left > min_split - SMALL and k - left > min_split - SMALL:
+                s = 0.0
+                for b in range(2):
+                    tot = 0
+                    for c in range(C):
+                        s += tab[cnt[b, c]]
+                        tot += cnt[b, c]
+                    s -= tab[tot]
+                num = (1.0 - unknown_rate) * (oldent - (-s))
+                g = 0.0 if abs(num) < SMALL else num / known_w
+                if g > best_gain + SMALL:
+                    best_gain = g
+                    split_index = nxt - 1
+                tries += 1
+            last = nxt
+    if tries == 0:
+        return False, 0.0, 0.0, 0.0
+    if use_mdl:
+        best_gain = best_gain - np.log(tries) / LOG2 / total_w
+    if best_gain <= SMALL or split_index < 0:
+        return False, 0.0, 0.0, 0.0
+    thr = (vals[split_index + 1] + vals[split_index]) / 2.0
+    if thr == vals[split_index + 1]:
+        thr = vals[split_index]
+    bags = np.zeros((2, C))
+    for i in range(k):
+        if i <= split_index:
+            bags[0, cls[i]] += 1.0
+        else:
+            bags[1, cls[i]] += 1.0
     gr = gain_ratio(bags, total_w, best_gain, tab)
     return True, best_gain, gr, thr
 

@@ -145,6 +145,8 @@ class Data:
     nvals: np.ndarray
     n_classes: int
     _row_unknown: np.ndarray | None = field(default=None, repr=False)
+    _order: np.ndarray | None = field(default=None, repr=False)
+    _nom_codes: np.ndarray | None = field(default=None, repr=False)
 
     def class_dist(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.bincount(self.y[rows], weights=w, minlength=self.n_classes).astype(float)
@@ -154,6 +156,37 @@ class Data:
         if self._row_unknown is None:
             self._row_unknown = np.isnan(self.X).any(axis=1)
         return bool(self._row_unknown[rows].any())
+
+    def sorted_rows(self, rows: np.ndarray) -> np.ndarray:
+        """For every numeric attribute (in column order), ``rows`` sorted by its value (ties
+        in row order). Each attribute is sorted once over the whole table; a subset of rows
+        is a filter of that order (the many trees of a forest are grown on subsets)."""
+        num = np.flatnonzero(~self.is_nom)
+        if self._order is None:
+            self._order = np.empty((num.size, self.X.shape[0]), dtype=np.int64)
+            for q, a in enumerate(num):
+                self._order[q] = np.argsort(self.X[:, a], kind="stable")
+        if rows.size == self.X.shape[0]:
+            return self._order.copy()
+        member = np.zeros(self.X.shape[0], dtype=np.bool_)
+        member[rows] = True
+        out = np.empty((num.size, rows.size), dtype=np.int64)
+        for q in range(num.size):
+            out[q] = self._order[q][member[self._order[q]]]
+        return out
+
+    def warm(self) -> None:
+        """Compute the cached row flags, sort orders and code matrix now (before threads share them)."""
+        self.any_unknown(np.zeros(0, dtype=np.int64))
+        self.sorted_rows(np.zeros(0, dtype=np.int64))
+        self.nominal_codes()
+
+    def nominal_codes(self) -> np.ndarray:
+        """The categorical attributes' codes, row by row (rows × categorical attributes)."""
+        if self._nom_codes is None:
+            cols = self.X[:, self.is_nom]
+            self._nom_codes = np.ascontiguousarray(np.nan_to_num(cols, nan=0.0).astype(np.int64))
+        return self._nom_codes
 
 
 @dataclass
@@ -456,25 +489,30 @@ def build_tree(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
 def build_tree_compiled(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
                         all_rows: np.ndarray | None = None) -> Node:
     """:func:`build_tree` in compiled code, for rows without unknown values."""
+    return nodes_from_flat(build_flat(data, opts, rows, w, all_rows))
+
+
+def build_flat(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
+               all_rows: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """The grown, collapsed and pruned tree of rows without unknown values as flat arrays
+    (see :func:`ppdm.trees._c45_compiled.grow`); :func:`nodes_from_flat` makes the nodes.
+    The compiled kernels release the GIL, so several trees can be built in threads."""
     from ppdm.trees import _c45_compiled as cc
 
     all_rows = rows if all_rows is None else all_rows
     in_avg, allowed = _selection_masks(data, all_rows, None)
     perm = np.array(rows, dtype=np.int64)
     wperm = np.array(w, dtype=float)
-    # every numeric attribute's rows sorted once here; growing partitions them with the rows
+    # every numeric attribute's rows in sorted order; growing partitions them with the rows
     num = np.flatnonzero(~data.is_nom)
     num_pos = np.full(data.X.shape[1], -1, dtype=np.int64)
     num_pos[num] = np.arange(num.size)
-    srt = np.empty((num.size, perm.size), dtype=np.int64)
-    for q, a in enumerate(num):
-        srt[q] = perm[np.argsort(data.X[perm, a], kind="stable")]
-    wrow = np.zeros(data.X.shape[0])
-    wrow[perm] = wperm
+    nom_pos = np.full(data.X.shape[1], -1, dtype=np.int64)
+    nom_pos[data.is_nom] = np.arange(int(data.is_nom.sum()))
     (attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re) = cc.grow(
         data.X, data.y, perm, wperm, data.is_nom, data.nvals, in_avg, data.n_classes, float(opts.min_obj),
         bool(opts.use_mdl), allowed, np.asarray(all_rows, dtype=np.int64), bool(opts.relocate),
-        float(opts.relocate_tol), srt, num_pos, wrow)
+        float(opts.relocate_tol), data.sorted_rows(perm), num_pos, data.nominal_codes(), nom_pos)
     if opts.collapse:
         cc.collapse(attr, kid_start, n_kids, kids, dist)
     if opts.prune:
@@ -486,7 +524,12 @@ def build_tree_compiled(data: Data, opts: Options, rows: np.ndarray, w: np.ndarr
                  empty, rs, re, bool(opts.subtree_raising), cf32, z, np.zeros((attr.shape[0], data.n_classes)),
                  np.empty((width, data.n_classes)), np.empty(width + 1, dtype=np.int64), np.empty(n, dtype=np.int64),
                  np.empty(n), np.empty(n, dtype=np.int64), n_kids == 0)
-    return _nodes_from_flat(0, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty)
+    return attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty
+
+
+def nodes_from_flat(flat: tuple[np.ndarray, ...]) -> Node:
+    """A fresh :class:`Node` tree of a flat tree made by :func:`build_flat`."""
+    return _nodes_from_flat(0, *flat)
 
 
 def _nodes_from_flat(root: int, attr: np.ndarray, thr: np.ndarray, nominal: np.ndarray, kid_start: np.ndarray,

@@ -14,7 +14,11 @@ leaves room.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import os
 from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +28,17 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.rules.core import Rule, RuleSet
-from ppdm.trees._c45_tree import Data, Node, Options, branch_of, build_tree, partition, split_distribution
+from ppdm.trees._c45_tree import (
+    Data,
+    Node,
+    Options,
+    branch_of,
+    build_flat,
+    build_tree,
+    nodes_from_flat,
+    partition,
+    split_distribution,
+)
 from ppdm.trees._encoding import encode_labels, fit_encoding
 from ppdm.trees._sysfor_kernels import nominal_gain_ratio, numeric_candidates, separated_points
 from ppdm.trees.c45 import C45Classifier, _argmax_tol, _probs
@@ -155,6 +169,9 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         Threshold relocation in the C4.5 subtrees, as for
         :class:`~ppdm.trees.c45.C45Classifier`; 0 (J48 3.8 and later, which the reference
         runs on) by default.
+    n_jobs:
+        Threads growing the C4.5 subtrees (``None``: one; ``-1``: one per CPU). The forest
+        is the same whatever the number.
     categorical, schema, value_order:
         As for :class:`~ppdm.trees.c45.C45Classifier`.
 
@@ -184,6 +201,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         empty_value_gain: str = "entropy",
         empty_leaf_class: str = "first",
         threshold_tolerance: float = 0.0,
+        n_jobs: int | None = None,
         categorical: Sequence[Hashable] | None = None,
         schema: Schema | None = None,
         value_order: str = "appearance",
@@ -201,6 +219,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         self.empty_value_gain = empty_value_gain
         self.empty_leaf_class = empty_leaf_class
         self.threshold_tolerance = threshold_tolerance
+        self.n_jobs = n_jobs
         self.categorical = categorical
         self.schema = schema
         self.value_order = value_order
@@ -242,6 +261,9 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
             raise ParameterError(f"threshold_tolerance must be a number in [0, 1), got {tol!r}")
         if self.value_order not in ("appearance", "sorted"):
             raise ParameterError(f"value_order must be 'appearance' or 'sorted', got {self.value_order!r}")
+        if self.n_jobs is not None and (not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs == 0
+                                        or self.n_jobs < -1):
+            raise ParameterError(f"n_jobs must be None, -1 or a positive integer, got {self.n_jobs!r}")
 
     def _tree_params(self) -> dict[str, Any]:
         return {"min_leaf": self.min_leaf, "confidence": self.confidence, "categorical": self.categorical,
@@ -279,6 +301,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         self._opts = opts
         good = self._good(rows, w)
         self.good_attributes_ = good
+        self._jobs: dict[bytes, _Job] = {}
         trees: list[Node] = []
         roots: list[tuple] = []
         if not good:
@@ -303,6 +326,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
                     break
                 trees.append(self._forced(g, rows, w, level2=(goods, x)))
                 roots.append((g, x))
+        self._build_jobs(trees)
         params = self._tree_params()
         self.estimators_ = [C45Classifier._from_tree(params, enc, classes, t) for t in trees]
         self.roots_ = roots
@@ -311,8 +335,37 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         self.n_classes_ = len(classes)
         self.feature_names_in_ = np.array(enc.columns, dtype=object)
         self.n_features_in_ = len(enc.columns)
-        del self._data
+        del self._data, self._jobs
         return self
+
+    def _build_jobs(self, trees: list[Node]) -> None:
+        """Grow every distinct C4.5 subtree the forest needs once (in threads with
+        ``n_jobs``), and put a fresh copy wherever the plan has a :class:`_Job`."""
+        jobs = list(self._jobs.values())
+        data, opts = self._data, self._opts
+        data.warm()
+
+        def run(job: _Job) -> None:
+            if data.any_unknown(job.rows):
+                job.tree = build_tree(data, opts, job.rows, job.w)
+            else:
+                job.flat = build_flat(data, opts, job.rows, job.w)
+
+        workers = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
+        if workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+                list(pool.map(run, jobs))
+        else:
+            for job in jobs:
+                run(job)
+        stack = list(trees)
+        while stack:
+            node = stack.pop()
+            for j, child in enumerate(node.children):
+                if isinstance(child, _Job):
+                    node.children[j] = child.fresh()
+                else:
+                    stack.append(child)
 
     def _good(self, rows: np.ndarray, w: np.ndarray) -> list[GoodSplit]:
         return good_attributes(self._data, rows, w, min_leaf=float(self.min_leaf),
@@ -353,7 +406,12 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
             # with the first class; ``empty_leaf_class="parent"`` gives J48's own convention
             first = 0 if self.empty_leaf_class == "first" else -1
             return Node(self._data.class_dist(rows, w), is_empty=True, empty_class=first)
-        return build_tree(self._data, self._opts, rows, w)
+        # planned now, grown with the forest's other subtrees; equal row sets share one build
+        key = hashlib.blake2b(rows.tobytes() + w.tobytes(), digest_size=16).digest()
+        job = self._jobs.get(key)
+        if job is None:
+            job = self._jobs[key] = _Job(rows, w)
+        return job  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self) -> None:
@@ -430,6 +488,22 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.categorical = True
         tags.input_tags.string = True
         return tags
+
+
+class _Job:
+    """A C4.5 subtree the forest needs: its rows and weights, then the grown tree."""
+
+    def __init__(self, rows: np.ndarray, w: np.ndarray) -> None:
+        self.rows, self.w = rows, w
+        self.flat: tuple[np.ndarray, ...] | None = None
+        self.tree: Node | None = None
+
+    def fresh(self) -> Node:
+        """A copy of the grown subtree of its own (trees number their leaves themselves)."""
+        if self.flat is not None:
+            return nodes_from_flat(self.flat)
+        assert self.tree is not None
+        return copy.deepcopy(self.tree)
 
 
 def _leaf_counts(est: C45Classifier, Xf: np.ndarray) -> np.ndarray:
