@@ -25,7 +25,6 @@ from ppdm.trees._c45_kernels import (
     nominal_criteria,
     route_estimate,
     scan_numeric_unit,
-    xlogx_table,
 )
 
 
@@ -244,13 +243,15 @@ def _relocate(X, all_rows, attr, t, tol, uniq, uniq_ptr, done):
 
 @njit(cache=True, nogil=True)
 def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, all_rows,
-         relocate, relocate_tol, srt, num_pos, nomc, nom_pos):
+         relocate, relocate_tol, srt, num_pos, nomc, nom_pos, tab_all, all_is_rows):
     """Grow the full tree over the rows ``perm`` (weights ``wperm``, both reordered in place).
 
     ``srt[num_pos[a]]`` lists the rows of ``perm`` sorted by numeric attribute a; with their
     values, classes and weights these lists are partitioned along with the rows, so no node
     sorts anything. ``nomc`` holds the codes of the categorical attributes row by row
-    (``nomc[r, nom_pos[a]]``).
+    (``nomc[r, nom_pos[a]]``). ``tab_all`` is an :func:`xlogx_table` of at least as many
+    rows (used with unit weights); ``all_is_rows`` says that J48's "all data", where
+    thresholds are moved to, is ``perm`` itself, whose sorted values are then at hand.
 
     Returns the flat tree: per node (pre-order ids) the tested attribute (−1 for a leaf),
     threshold, whether the test is categorical, the slice of ``kids`` holding its children,
@@ -284,7 +285,7 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
         if wperm[i] != 1.0:
             whole = False
             break
-    tab = xlogx_table(n if whole else 0)
+    tab = tab_all if whole else tab_all[:0]
     # the sorted lists' values, classes and weights, read in order by the split search
     wrow = np.zeros(X.shape[0])
     for i in range(n):
@@ -312,6 +313,21 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
     uniq = np.empty((m, all_rows.shape[0]))
     uniq_ptr = np.zeros(m, dtype=np.int64)
     done = np.zeros(m, dtype=np.bool_)
+    if all_is_rows:
+        # the distinct values J48 moves thresholds to, read off the sorted lists before
+        # growing reorders them
+        for a in range(m):
+            q = num_pos[a]
+            if q < 0:
+                continue
+            k = 0
+            for i in range(n):
+                v = sval[q, i]
+                if k == 0 or v != uniq[a, k - 1]:
+                    uniq[a, k] = v
+                    k += 1
+            uniq_ptr[a] = k
+            done[a] = True
     # pending nodes: (parent kid slot, range start, range end, dist row in pend_dist)
     p_slot = np.empty(64, dtype=np.int64)
     p_s = np.empty(64, dtype=np.int64)

@@ -147,6 +147,7 @@ class Data:
     _row_unknown: np.ndarray | None = field(default=None, repr=False)
     _order: np.ndarray | None = field(default=None, repr=False)
     _nom_codes: np.ndarray | None = field(default=None, repr=False)
+    _xlogx: np.ndarray | None = field(default=None, repr=False)
 
     def class_dist(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.bincount(self.y[rows], weights=w, minlength=self.n_classes).astype(float)
@@ -176,10 +177,20 @@ class Data:
         return out
 
     def warm(self) -> None:
-        """Compute the cached row flags, sort orders and code matrix now (before threads share them)."""
+        """Compute the cached row flags, sort orders, code matrix and table now (before
+        threads share them)."""
         self.any_unknown(np.zeros(0, dtype=np.int64))
         self.sorted_rows(np.zeros(0, dtype=np.int64))
         self.nominal_codes()
+        self.xlogx()
+
+    def xlogx(self) -> np.ndarray:
+        """c·log2(c) for c = 0..n (whole class counts of unit-weight rows)."""
+        if self._xlogx is None:
+            from ppdm.trees._c45_kernels import xlogx_table
+
+            self._xlogx = xlogx_table(self.X.shape[0])
+        return self._xlogx
 
     def nominal_codes(self) -> np.ndarray:
         """The categorical attributes' codes, row by row (rows × categorical attributes)."""
@@ -512,7 +523,8 @@ def build_flat(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
     (attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re) = cc.grow(
         data.X, data.y, perm, wperm, data.is_nom, data.nvals, in_avg, data.n_classes, float(opts.min_obj),
         bool(opts.use_mdl), allowed, np.asarray(all_rows, dtype=np.int64), bool(opts.relocate),
-        float(opts.relocate_tol), data.sorted_rows(perm), num_pos, data.nominal_codes(), nom_pos)
+        float(opts.relocate_tol), data.sorted_rows(perm), num_pos, data.nominal_codes(), nom_pos,
+        data.xlogx(), all_rows is rows)
     if opts.collapse:
         cc.collapse(attr, kid_start, n_kids, kids, dist)
     if opts.prune:
