@@ -71,3 +71,22 @@ def test_evaluate_prints_the_ceiling_beside_the_value() -> None:
 
     x, z, schema = _tables()
     assert f"ceiling={math.log2(3):.4f}" in _summary(sers(x, z, *sers_attributes(schema)))
+
+
+def test_sers_cannot_see_linkage_an_unchanged_release_scores_near_the_ceiling() -> None:
+    """What docs/measures.md says SERS cannot tell: on wine, releasing x unchanged (every
+    record's nearest release record is its own, DDR = 1) scores within 0.02 bits of the
+    ceiling log2 178 = 7.476, and real releases differ from it by less than 0.01 bits."""
+    from ppdm.anonymize import make_technique
+    from ppdm.datasets import load
+    from ppdm.metrics.risk import ddr
+
+    x, schema = load("wine", missing="drop")
+    cols = sers_attributes(schema)
+    same = sers(x, x, *cols)
+    assert ddr(x[schema.numeric], x[schema.numeric]).value == 1.0
+    assert same.ceiling - 0.02 < same.value < same.ceiling
+    z = make_technique("random-technique", class_column=schema.class_column, params={}).set_params(
+        random_state=1).fit_transform(x)
+    assert ddr(x[schema.numeric], z[schema.numeric]).value < 0.2
+    assert abs(sers(x, z, *cols).value - same.value) < 0.01

@@ -1,15 +1,16 @@
 """SysFor: a systematically developed forest of C4.5 trees (Islam & Giggins, AusDM 2011).
 
-Paper 004 (§3 step 1, §5) builds the forest F = {T1..Tf} that Forest Framework
+Paper 004 (§3 step 1, §7) builds the forest F = {T1..Tf} that Forest Framework
 preserves with SysFor. SysFor first collects the *good attributes* of the data — every
 categorical attribute and every well separated numeric split point whose gain ratio is
 within a *goodness* threshold of the best — then grows one C4.5 tree with each good
 attribute forced at the root (level 1) and, while trees are still wanted, trees whose
 second level is forced to a good attribute of each root partition (level 2). Below the
 forced levels every branch is an ordinary C4.5 (J48) tree with minimum leaf size
-``min_leaf`` and pruning confidence ``confidence``. See the spec
-``trees_and_perturbation.md`` §2 and docs/trees.md for the choices made where the paper
-leaves room.
+``min_leaf`` and pruning confidence ``confidence``. The forests are those of the Weka
+SysFor package of the paper's authors' group (tests/test_trees_sysfor_parity.py); where
+that implementation departs from the paper, the default follows it and an option gives
+the other reading (docs/trees.md lists them).
 """
 
 from __future__ import annotations
@@ -147,9 +148,9 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
     combiner:
         ``"majority"`` (each tree votes for its class, ties to the larger summed leaf
         confidence: the reference implementation's vote) or ``"credal"``, ppdm's own
-        interval vote (see :func:`credal_vote`): paper 004 §5 names "Credal Voting" after
-        Abellán & Masegosa (2010), who build credal trees but define no such vote, so
-        this rule is an interpretation, not the paper's. SysFor's own Voting 1 and
+        interval vote (see :func:`credal_vote`): paper 004 §7 names "Credal Voting" after
+        Abellán & Masegosa (2010), who build credal trees; no available source defines
+        such a vote, so this rule is an interpretation, not the paper's. SysFor's own Voting 1 and
         Voting 2 (Islam & Giggins 2011) are not implemented: no available source states them.
     idm_s:
         The IDM's prior strength s of the ``"credal"`` vote.
@@ -226,7 +227,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def paper_004(cls, min_leaf: float = 10, **overrides: Any) -> SysForClassifier:
-        """The settings of paper 004 §5: minimum gain ratio 0.01, confidence 0.25, goodness
+        """The settings of paper 004 §7: minimum gain ratio 0.01, confidence 0.25, goodness
         0.5, separation 0.3, 3 trees; ``min_leaf`` per data set (Wine 10, WBC 45, Credit 30,
         CMC 60, Abalone 180)."""
         params = {**PAPER_004, "min_leaf": min_leaf, **overrides}
@@ -514,7 +515,7 @@ def _leaf_counts(est: C45Classifier, Xf: np.ndarray) -> np.ndarray:
 def credal_vote(counts: np.ndarray, s: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Votes of one tree by interval dominance under the Imprecise Dirichlet Model.
 
-    ppdm's own interpretation of the "Credal Voting" paper 004 §5 names: the IDM is the
+    ppdm's own interpretation of the "Credal Voting" paper 004 §7 names: the IDM is the
     model of Abellán & Masegosa's (2010) credal trees, the vote built on it here is not
     taken from any source. For class counts n_c (total N) the IDM gives each class the probability interval
     [n_c/(N+s), (n_c+s)/(N+s)]. A class is dominated when another class's lower bound
