@@ -41,12 +41,9 @@ DEFAULT_EPSILONS: tuple[float, ...] = (1.0, 0.8, 0.5, 0.2, 0.1, 0.08, 0.05, 0.02
 # §7.1 raises UN/GN from 0 % to 30 %; three levels of that range are enough for a comparison
 DEFAULT_NOISE_LEVELS: tuple[float, ...] = (0.1, 0.2, 0.3)
 DEFAULT_MEASURES = "rule_accuracy,rule_support_distance,rule_label_distance,prediction_accuracy,auc,f_measure"
-# DPCube settings of the experiment. With the technique's proposed defaults (10 bins,
-# uniformity test 4/(αε)²) the 20 000-cell grid of Banknotes (1372 records) looks
-# uniform under the phase-1 noise for every ε ≤ 1, so the kd-tree keeps one partition
-# and z is uniform noise. A coarser grid, no uniformity stop and the class split
-# first keep the partitioning informative; docs/differential_privacy.md discusses this.
-DEFAULT_DPCUBE_PARAMS: dict[str, Any] = {"bins": 4, "split_dimension": "class-first", "uniformity_threshold": 0.0}
+# DPCube settings of the experiment: the technique's own defaults (grid sized from n, d
+# and ε; docs/differential_privacy.md). ``--param`` overrides them.
+DEFAULT_DPCUBE_PARAMS: dict[str, Any] = {}
 
 
 # ---------------------------------------------------------------------- result
