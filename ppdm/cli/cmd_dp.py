@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ParamOpt, SeedOpt, app
+from ppdm.cli.app import ClassOpt, ParamOpt, SchemaOpt, SeedOpt, app
 from ppdm.cli.common import console, load_input
 from ppdm.errors import ParameterError
 
@@ -46,8 +46,12 @@ def dp_experiment(
     class_column: ClassOpt = None,
     param: ParamOpt = None,
     seed: SeedOpt = 0,
+    schema: SchemaOpt = None,
 ) -> None:
-    """Paper 000 §8.4: Rule Accuracy, RSD, RLD and model measures of DPCube releases per ε."""
+    """Paper 000 §8.4: Rule Accuracy, RSD, RLD and model measures of DPCube releases per ε.
+
+    DPCube's domain is the public one the schema declares (a shipped dataset's metadata
+    or --schema with 'bounds' and 'categories'), never one read from the records."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ppdm.experiments.dp_retention import (
@@ -67,13 +71,13 @@ def dp_experiment(
     params = {**DEFAULT_DPCUBE_PARAMS, **parse_params(param)}
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a folder")
-    x, schema, _ = load_input(data, class_column)
+    x, sch, _ = load_input(data, class_column, schema_path=schema)
     total = count_runs(len(eps), len(noise), repeats, folds)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("anonymizing and measuring", total=total)
         result = run_dp_retention(
-            x, schema, epsilons=eps, noise_levels=noise, repeats=repeats, folds=folds,
+            x, sch, epsilons=eps, noise_levels=noise, repeats=repeats, folds=folds,
             measures=measures or DEFAULT_MEASURES, dpcube_params=params, random_state=seed,
             dataset=data.removeprefix("builtin:"), progress=lambda: bar.advance(task),
         )
