@@ -305,6 +305,44 @@ def test_uniformity_test_hand_example():
     assert _best_cut_gain(np.array([[6.0, 0], [0, 0]])) == (pytest.approx(9.0), 2)
 
 
+def _kd_reference(noisy, noise_var, min_count, split_threshold):
+    """The kd-tree with direct sums over each box (what the summed-area tables must reproduce)."""
+    out, stack = [], [np.array([[0, n - 1] for n in noisy.shape])]
+    while stack:
+        box = stack.pop()
+        ext = box[:, 1] - box[:, 0] + 1
+        sub = noisy[tuple(slice(a, b + 1) for a, b in box)]
+        if np.all(ext == 1) or sub.sum() <= min_count:
+            out.append(box)
+            continue
+        gain, m = _best_cut_gain(sub)
+        if gain <= (split_threshold + 2 * math.log(m)) * noise_var:
+            out.append(box)
+            continue
+        dim = int(np.argmax(ext))
+        other = tuple(i for i in range(noisy.ndim) if i != dim)
+        cum = np.cumsum(np.clip(sub, 0, None).sum(axis=other) if other else np.clip(sub, 0, None))
+        cut = int(np.searchsorted(cum, cum[-1] / 2)) if cum[-1] > 0 else ext[dim] // 2 - 1
+        cut = min(max(cut, 0), ext[dim] - 2)
+        left, right = box.copy(), box.copy()
+        left[dim, 1] = box[dim, 0] + cut
+        right[dim, 0] = box[dim, 0] + cut + 1
+        stack += [right, left]
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("shape", [(12,), (5, 7), (4, 3, 6), (3, 3, 2, 4)])
+def test_kd_partition_summed_area_tables_match_direct_sums(shape):
+    rng = np.random.default_rng(len(shape))
+    for _ in range(5):
+        # clustered counts plus Laplace noise, like a phase-1 histogram
+        noisy = rng.poisson(rng.gamma(0.5, 6.0, shape)).astype(float) + rng.laplace(0, 1.0, shape)
+        got = kd_partition(noisy, noise_var=2.0, min_count=2.0, split_threshold=1.0)
+        want = _kd_reference(noisy, 2.0, 2.0, 1.0)
+        assert np.array_equal(got, want)
+        assert len(got) > 1
+
+
 def test_allocate_counts_largest_remainder():
     # clip → [0, 2.5, 1.5, 1] sum 5 → scaled to 4: [0, 2, 1.2, 0.8] → floors [0,2,1,0], one more to the 0.8
     assert allocate_counts(np.array([-3.0, 2.5, 1.5, 1.0]), 4).tolist() == [0, 2, 1, 1]

@@ -54,6 +54,7 @@ Choices the sources leave open are named parameters with proposed defaults
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -249,7 +250,7 @@ class Grid:
 
     def expand(self, boxes: np.ndarray) -> np.ndarray:
         """Boxes over :attr:`array_shape` as boxes over every dimension (one-cell ones: ``[0, 0]``)."""
-        full = np.zeros((len(boxes), len(self.dims), 2), dtype=np.int64)
+        full = np.zeros((len(boxes), len(self.dims), 2), dtype=boxes.dtype)  # int32 for one box per cell
         full[:, self.active, :] = boxes
         return full
 
@@ -393,31 +394,83 @@ def _make_grid(schema: Schema, dom: _Domain, bins: Mapping[str, int]) -> Grid:
 
 
 # -------------------------------------------------------------------------- kd-tree
-def _best_cut_gain(sub: np.ndarray) -> tuple[float, int]:
-    """Largest reduction of the squared error of ``sub``'s cells around their mean that one
-    cut (any dimension, any position) achieves, and the number of possible cuts.
+def _cut_gain(cum: np.ndarray, total: float, V: int) -> np.ndarray:
+    """Squared-error reduction of every cut along one dimension of a box of V cells.
 
-    Cutting V cells into V1 + V2 with sums S1, S2 reduces the squared error by
-    ``(S1/V1 − S2/V2)²·V1·V2/V``; for cells carrying independent noise of variance σ²
-    the noise alone contributes σ² in expectation to one fixed cut's reduction.
+    ``cum[k]`` is the sum of the box's slices ``0..k`` along that dimension. Cutting V
+    cells into V1 + V2 with sums S1, S2 reduces the squared error of the cells around
+    their mean by ``(S1/V1 − S2/V2)²·V1·V2/V``; for cells carrying independent noise of
+    variance σ² the noise alone contributes σ² in expectation to one fixed cut's reduction.
     """
+    e = len(cum)
+    left = cum[:-1]
+    v1 = (V // e) * np.arange(1, e, dtype=float)
+    v2 = V - v1
+    return (left / v1 - (total - left) / v2) ** 2 * v1 * v2 / V
+
+
+def _best_cut_gain(sub: np.ndarray) -> tuple[float, int]:
+    """Largest squared-error reduction one cut (any dimension, any position) achieves on
+    the cells of ``sub``, and the number of possible cuts (direct sums; the kd-tree reads
+    the same numbers from summed-area tables)."""
     total = float(sub.sum())
-    V = sub.size
     best, m = 0.0, 0
     for j in range(sub.ndim):
-        e = sub.shape[j]
-        if e < 2:
+        if sub.shape[j] < 2:
             continue
         other = tuple(i for i in range(sub.ndim) if i != j)
         marg = sub.sum(axis=other) if other else sub
-        per = V // e
-        left = np.cumsum(marg)[:-1]
-        v1 = per * np.arange(1, e, dtype=float)
-        v2 = V - v1
-        gain = (left / v1 - (total - left) / v2) ** 2 * v1 * v2 / V
-        best = max(best, float(gain.max()))
-        m += e - 1
+        best = max(best, float(_cut_gain(np.cumsum(marg), total, sub.size).max()))
+        m += sub.shape[j] - 1
     return best, m
+
+
+class _SummedArea:
+    """Sums over boxes of a d-dimensional array in 2^d look-ups, whatever the box's size.
+
+    ``P[i1, …, id]`` (padded with a zero slice in front of every axis) is the sum of
+    ``a[:i1, …, :id]``; a box's sum is the inclusion–exclusion over its 2^d corners. The
+    kd-tree asks for every box's cumulative marginal along each dimension, which direct
+    sums would pay with a pass over all the box's cells per dimension.
+    """
+
+    def __init__(self, a: np.ndarray) -> None:
+        d = a.ndim
+        P = np.zeros(tuple(s + 1 for s in a.shape))
+        P[tuple(slice(1, None) for _ in range(d))] = a
+        for ax in range(d):
+            np.cumsum(P, axis=ax, out=P)
+        self.P = P
+        self.corners = np.array(list(itertools.product((0, 1), repeat=d)), dtype=bool).reshape(-1, d)
+        self.signs = np.where((d - self.corners.sum(axis=1)) % 2 == 0, 1.0, -1.0)
+
+    def cumulatives(self, box: np.ndarray, dims: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """For every dimension j in ``dims``, the sums of the box restricted along j to cells
+        ``lo_j..k`` for k = lo_j..hi_j, concatenated (one indexing call for all of them),
+        and the dimension each value belongs to."""
+        d = box.shape[0]
+        lo, hi = box[:, 0], box[:, 1] + 1
+        base = np.where(self.corners, hi, lo)  # (2^d, d): each corner's index
+        ks = np.concatenate([np.arange(lo[j] + 1, hi[j] + 1) for j in dims])
+        owner = np.concatenate([np.full(hi[j] - lo[j], j) for j in dims])
+        full = np.repeat(base[:, None, :], len(ks), axis=1)  # (2^d, K, d)
+        rows, cols = np.nonzero(self.corners[:, owner])  # corners at the high end of the cut dimension
+        full[rows, cols, owner[cols]] = ks[cols]
+        vals = self.P[tuple(full[..., i] for i in range(d))]
+        return self.signs @ vals, owner
+
+
+def _cut_gains(cums: np.ndarray, owner: np.ndarray, ext: np.ndarray) -> np.ndarray:
+    """:func:`_cut_gain` for every cut of a box at once, from :meth:`_SummedArea.cumulatives`."""
+    V = int(np.prod(ext))
+    last = np.r_[owner[1:] != owner[:-1], True]  # the last value of a dimension is the box's total
+    total = float(cums[-1])
+    pos = np.arange(len(owner)) - np.searchsorted(owner, owner, side="left") + 1  # cells 1..e_j-1 on the left
+    e = ext[owner]
+    v1 = (V // e) * pos.astype(float)
+    left, v1 = cums[~last], v1[~last]
+    v2 = V - v1
+    return (left / v1 - (total - left) / v2) ** 2 * v1 * v2 / V
 
 
 def kd_partition(
@@ -451,19 +504,25 @@ def kd_partition(
     shape = noisy.shape
     d = noisy.ndim
     root = np.stack([np.zeros(d, np.int64), np.asarray(shape, np.int64) - 1], axis=1)
+    if d == 0:
+        return root[None]
+    sums = _SummedArea(noisy)
+    clipped = _SummedArea(np.clip(noisy, 0.0, None)) if split == "median" else None
     out: list[np.ndarray] = []
     stack: list[tuple[np.ndarray, int]] = [(root, 0)]
     while stack:
         box, depth = stack.pop()
         ext = box[:, 1] - box[:, 0] + 1
-        if d == 0 or np.all(ext == 1) or (max_depth is not None and depth >= max_depth):
+        if np.all(ext == 1) or (max_depth is not None and depth >= max_depth):
             out.append(box)
             continue
-        sub = noisy[tuple(slice(int(a), int(b) + 1) for a, b in box)]
-        if sub.sum() <= min_count:
+        dims = [j for j in range(d) if ext[j] > 1]
+        cums, owner = sums.cumulatives(box, dims)
+        if cums[-1] <= min_count:  # the box's noisy sum
             out.append(box)
             continue
-        gain, n_cuts = _best_cut_gain(sub)
+        gain = float(_cut_gains(cums, owner, ext).max())
+        n_cuts = int(sum(ext[j] - 1 for j in dims))
         if gain <= (split_threshold + 2.0 * math.log(n_cuts)) * noise_var:
             out.append(box)
             continue
@@ -471,23 +530,18 @@ def kd_partition(
         # argmax takes the first maximum: ties go to the lowest index
         dim = int(early[0]) if early else int(np.argmax(ext))
         n_ext = int(ext[dim])
-        if split == "median":
-            other = tuple(i for i in range(d) if i != dim)
-            marg = np.clip(sub, 0.0, None).sum(axis=other) if other else np.clip(sub, 0.0, None)
-            cum = np.cumsum(marg)
+        s = n_ext // 2 - 1
+        if clipped is not None:
+            cum = clipped.cumulatives(box, [dim])[0]
             if cum[-1] > 0:
                 s = int(np.searchsorted(cum, cum[-1] / 2.0, side="left"))
-            else:
-                s = n_ext // 2 - 1
-        else:
-            s = n_ext // 2 - 1
         s = min(max(s, 0), n_ext - 2)  # left keeps cells 0..s of the box, right the rest
         left, right = box.copy(), box.copy()
         left[dim, 1] = box[dim, 0] + s
         right[dim, 0] = box[dim, 0] + s + 1
         stack.append((right, depth + 1))
         stack.append((left, depth + 1))
-    return np.stack(out) if out else np.zeros((0, d, 2), np.int64)
+    return np.stack(out)
 
 
 def _all_cells(shape: tuple[int, ...]) -> np.ndarray:
