@@ -156,6 +156,16 @@ def test_cell_placement_follows_the_phase_1_cells():
     assert not {tuple(c) for c in t.grid_.cell_indices(u)} <= occupied  # uniform over the box
 
 
+@pytest.mark.parametrize("partitioning", ["kd", "cell"])
+def test_a_grid_of_one_cell(partitioning):
+    # constant columns and a tiny budget: every dimension has one cell, the grid is one box
+    df = pd.DataFrame({"a": [0.0, 0.0], "k": [0, 0], "c": ["p", "p"], "y": [0, 0]})
+    t = DPCube(class_column="y", epsilon=0.05, partitioning=partitioning, random_state=0).fit(df)
+    assert t.grid_.n_cells == 1 and len(t.partitions_) == 1
+    z = t.transform(df)
+    assert len(z) == t.n_rows_ and (z["a"] == 0.0).all() and (z["c"] == "p").all()
+
+
 def test_class_first_gives_class_pure_partitions():
     df = _table()
     t = DPCube(class_column="y", epsilon=math.inf, split_dimension="class-first", random_state=0).fit(df)
@@ -514,13 +524,13 @@ def test_cli_warns_when_the_domain_is_read_from_the_data(tmp_path):
            "--out", str(tmp_path / "z.csv")]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "DomainFromDataWarning" in proc.stderr and "not differentially private" in proc.stderr
+    assert "read the domain of 'a'" in proc.stderr and "not differentially private" in proc.stderr
     # a shipped dataset with a declared domain: no such warning
     cmd[4] = "builtin:banknote"
     cmd[6] = "class"
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "DomainFromDataWarning" not in proc.stderr
+    assert "not differentially private" not in proc.stderr
 
 
 # -------------------------------------------------------- utility targets (issue: defaults keep the structure)

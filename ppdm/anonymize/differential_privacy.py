@@ -546,6 +546,8 @@ def kd_partition(
 
 def _all_cells(shape: tuple[int, ...]) -> np.ndarray:
     """One box per cell, in C order (the cell-based baseline); int32 keeps large grids small."""
+    if not shape:  # every dimension has one cell: the grid is one box
+        return np.zeros((1, 0, 2), dtype=np.int32)
     idx = np.indices(shape, dtype=np.int32).reshape(len(shape), -1).T
     return np.repeat(idx[:, :, None], 2, axis=2)
 
