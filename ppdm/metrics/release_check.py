@@ -54,12 +54,23 @@ class ReleaseCheck(MeasureResult):
     untouched_columns: list[str]
     tolerance: float
     per_column: pd.DataFrame = field(repr=False)
+    record_aligned: bool = True
 
     def summary_lines(self) -> list[str]:
         """The check as a few short lines (what ``ppdm anonymize`` prints)."""
         n = self.n_records
         qi = (f"{len(self.quasi_identifiers)} declared quasi-identifier(s)" if self.quasi_identifiers_declared
               else f"all {len(self.quasi_identifiers)} attributes (no quasi-identifier declared)")
+        if not self.record_aligned:
+            return [
+                f"synthetic release of {n} records, not paired with the original's: each is compared with every "
+                "original record",
+                f"released records equal to an original record on the quasi-identifiers: {_pct(self.value)} "
+                f"({self.records_unchanged} of {n}; {qi})",
+                f"released records equal to an original record on every column: {_pct(self.share_verbatim)} "
+                f"({self.records_verbatim} of {n})",
+                f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
+            ]
         cells = ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in self.per_column.itertuples())
         return [
             f"records with unchanged quasi-identifiers: {_pct(self.value)} ({self.records_unchanged} of {n}; {qi})",
@@ -101,17 +112,26 @@ def release_check(
     *,
     columns: Sequence[str] | None = None,
     tolerance: float = TOLERANCE,
+    record_aligned: bool = True,
 ) -> ReleaseCheck:
     """Compare a release ``z`` with the original ``x`` record by record.
 
     ``columns`` are the columns compared (default: every column of z that x has);
     the quasi-identifiers are ``schema.quasi_identifiers``, or all of the schema's
     attributes when none is declared.
+
+    With ``record_aligned=False`` (a synthetic release with its own number of records,
+    whose rows are not paired with x's) a released record counts as unchanged when it
+    equals *some* original record exactly: ``value`` is then the share of z's records
+    whose quasi-identifiers occur in x, ``share_verbatim`` the share of z's records that
+    are copies of a record of x, and ``per_column`` is empty.
     """
+    if len(x) == 0 or len(z) == 0:
+        raise SchemaError("the release check needs at least one record in x and in z")
+    if not record_aligned:
+        return _check_unaligned(x, z, schema, columns, tolerance)
     if len(x) != len(z):
         raise SchemaError(f"the release check compares records one by one: x has {len(x)} rows, z has {len(z)}")
-    if len(x) == 0:
-        raise SchemaError("the release check needs at least one record")
     cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
     absent = [c for c in cols if c not in x.columns or c not in z.columns]
     if absent:
@@ -154,6 +174,45 @@ def release_check(
     )
 
 
+def _check_unaligned(
+    x: pd.DataFrame, z: pd.DataFrame, schema: Schema, columns: Sequence[str] | None, tolerance: float
+) -> ReleaseCheck:
+    cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
+    absent = [c for c in cols if c not in x.columns or c not in z.columns]
+    if absent:
+        raise SchemaError(f"release check: column(s) {', '.join(map(repr, absent))} are not in both tables")
+    declared = bool(schema.quasi_identifiers)
+    qi = [c for c in (schema.quasi_identifiers if declared else schema.attributes) if c in cols]
+    xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
+
+    def found(subset: list[str]) -> np.ndarray:
+        # exact equality of whole rows, by hashing each row of both tables the same way
+        if not subset:
+            return np.ones(len(zv), dtype=bool)
+        hx = pd.util.hash_pandas_object(xv[subset].astype(object), index=False).to_numpy()
+        hz = pd.util.hash_pandas_object(zv[subset].astype(object), index=False).to_numpy()
+        return np.isin(hz, hx)
+
+    qi_same = found(qi)
+    all_same = found(cols)
+    n = len(zv)
+    unique = int((~zv.duplicated(subset=qi, keep=False)).sum()) if qi else 0
+    return ReleaseCheck(
+        value=float(qi_same.mean()) if qi else 1.0,
+        n_records=n,
+        quasi_identifiers=qi,
+        quasi_identifiers_declared=declared,
+        records_unchanged=int(qi_same.sum()) if qi else n,
+        records_verbatim=int(all_same.sum()),
+        share_verbatim=float(all_same.mean()),
+        unique_in_z=unique,
+        untouched_columns=[],
+        tolerance=float(tolerance),
+        per_column=pd.DataFrame(columns=["column", "role", "kind", "share_unchanged", "touched"]),
+        record_aligned=False,
+    )
+
+
 @register_measure(
     "release_check",
     kind="risk",
@@ -166,4 +225,4 @@ def release_check(
     threshold=0.05,
 )
 def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
-    return release_check(ctx.x, ctx.z, ctx.schema)
+    return release_check(ctx.x, ctx.z, ctx.schema, record_aligned=len(ctx.x) == len(ctx.z))
