@@ -5,7 +5,7 @@ group centroids become the rounding points:
 
 * **MDAV** (maximum distance to average vector, fixed group size k): :func:`mdav_1d`, an
   O(n log n) univariate path, and :func:`mdav`, the general multivariate algorithm
-  (O(n²·p/k) time, O(n·p) memory) behind the :class:`MDAV` technique.
+  (O(n²·p/k) time at worst, O(n·p) memory) behind the :class:`MDAV` technique.
 * **V-MDAV** (variable group sizes k…2k−1, Solanas et al. 2006): :func:`vmdav_1d`.
 * **Optimal univariate microaggregation** (Hansen & Mukherjee 2003, "OMA" in paper 003):
   :func:`optimal_1d`, the shortest path over the sorted values solved by dynamic programming
@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ppdm.anonymize._mdav import mdav_fast
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -302,144 +303,6 @@ def optimal_1d(x: object, k: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ multivariate MDAV
-@njit(cache=True)
-def _dist_pass(Y: np.ndarray, m: int, c: np.ndarray, w: np.ndarray, f32: bool,
-               d64: np.ndarray, d32: np.ndarray) -> None:
-    # weighted squared distances of the first m columns of Y (p × n, one attribute per row,
-    # so the inner loop runs over contiguous memory) to the point c, into d64[:m]
-    p = Y.shape[0]
-    if f32:
-        # single-precision accumulation of double-precision terms, as sdcMicro's MDAV does
-        for t in range(m):
-            d32[t] = np.float32(0.0)
-        for j in range(p):
-            cj = c[j]
-            wj = w[j]
-            for t in range(m):
-                u = Y[j, t] - cj
-                d32[t] = np.float32(d32[t] + np.float32(u * u * wj))
-        for t in range(m):
-            d64[t] = d32[t]
-    else:
-        for t in range(m):
-            d64[t] = 0.0
-        for j in range(p):
-            cj = c[j]
-            wj = w[j]
-            for t in range(m):
-                u = Y[j, t] - cj
-                d64[t] += u * u * wj
-
-
-@njit(cache=True)
-def _before(d1: float, i1: int, d2: float, i2: int, tie_high: bool) -> bool:
-    if d1 < d2:
-        return True
-    if d1 > d2:
-        return False
-    return i1 > i2 if tie_high else i1 < i2
-
-
-@njit(cache=True)
-def _compact(Y: np.ndarray, idx: np.ndarray, taken: np.ndarray, m: int, sums: np.ndarray) -> int:
-    # stable compaction of the remaining records; their column sums are re-accumulated in
-    # ascending index order (the order in which sdcMicro sums the centroid)
-    p = Y.shape[0]
-    q = 0
-    for t in range(m):
-        if not taken[t]:
-            idx[q] = idx[t]
-            q += 1
-    for j in range(p):
-        q = 0
-        acc = 0.0
-        for t in range(m):
-            if not taken[t]:
-                v = Y[j, t]
-                Y[j, q] = v
-                acc += v
-                q += 1
-        sums[j] = acc
-    for t in range(m):
-        taken[t] = False
-    return q
-
-
-@njit(cache=True)
-def _mdav_core(X: np.ndarray, w: np.ndarray, k: int, f32: bool, tie_high: bool) -> np.ndarray:
-    n, p = X.shape
-    Y = np.ascontiguousarray(X.T)  # remaining records (one attribute per row), index order
-    idx = np.arange(n)
-    labels = np.full(n, -1, dtype=np.int64)
-    taken = np.zeros(n, dtype=np.bool_)
-    d64 = np.empty(n)
-    d32 = np.empty(n, dtype=np.float32)
-    sums = np.zeros(p)
-    m_arr = _compact(Y, idx, taken, n, sums)  # live prefix of Y (may hold taken records)
-    m = n  # records not yet grouped
-    center = np.empty(p)
-    row = np.empty(p)
-    sel_d = np.empty(k)
-    sel_t = np.empty(k, dtype=np.int64)
-    g = 0
-    while m >= 2 * k:
-        # compaction is lazy: grouped records are skipped until they are a quarter of the
-        # array, which saves a read-write pass over the data in most rounds
-        if 4 * (m_arr - m) >= m_arr:
-            m_arr = _compact(Y, idx, taken, m_arr, sums)
-        ngroups = 2 if m >= 3 * k else 1
-        for j in range(p):
-            center[j] = sums[j] / m
-        _dist_pass(Y, m_arr, center, w, f32, d64, d32)
-        r = 0
-        best = -1.0
-        for t in range(m_arr):
-            if not taken[t] and d64[t] > best:  # first (lowest index) farthest record
-                best = d64[t]
-                r = t
-        for _ in range(ngroups):
-            for j in range(p):
-                row[j] = Y[j, r]
-            _dist_pass(Y, m_arr, row, w, f32, d64, d32)
-            far = -1
-            far_d = -1.0
-            cnt = 0
-            for t in range(m_arr):
-                if taken[t]:
-                    continue
-                d = d64[t]
-                if d > far_d:
-                    far_d = d
-                    far = t
-                # keep the k nearest, sorted, in a small insertion buffer
-                if cnt < k:
-                    pos = cnt
-                    cnt += 1
-                elif _before(d, idx[t], sel_d[k - 1], idx[sel_t[k - 1]], tie_high):
-                    pos = k - 1
-                else:
-                    continue
-                while pos > 0 and _before(d, idx[t], sel_d[pos - 1], idx[sel_t[pos - 1]], tie_high):
-                    sel_d[pos] = sel_d[pos - 1]
-                    sel_t[pos] = sel_t[pos - 1]
-                    pos -= 1
-                sel_d[pos] = d
-                sel_t[pos] = t
-            for q in range(k):
-                t = sel_t[q]
-                taken[t] = True
-                labels[idx[t]] = g
-                for j in range(p):
-                    sums[j] -= Y[j, t]
-            g += 1
-            m -= k
-            r = far
-    for t in range(m_arr):
-        if not taken[t]:
-            labels[idx[t]] = g
-    return labels
-
-
 def mdav_weights(X: np.ndarray, scaling: Scaling) -> np.ndarray:
     """Per-attribute weights of the squared distance.
 
@@ -463,20 +326,7 @@ def mdav_weights(X: np.ndarray, scaling: Scaling) -> np.ndarray:
     return w
 
 
-def mdav(X: object, k: int, scaling: Scaling = "standard") -> np.ndarray:
-    """Multivariate MDAV microaggregation with fixed group size k (Domingo-Ferrer & Torra).
-
-    While at least 3k records remain: x_r is the record farthest from the centroid of the
-    remaining records, x_s the record farthest from x_r; x_r and its k−1 nearest records form
-    a group, then x_s and its k−1 nearest among the rest. With 2k…3k−1 left, one group is
-    formed around the record farthest from the centroid and the rest is the last group; fewer
-    than 2k records form a single group. Distances are weighted squared Euclidean
-    (:func:`mdav_weights`). Ties go to the lowest original index, except that with
-    ``scaling="sdcmicro"`` distances are accumulated in single precision and, among equally
-    near records, the highest index is taken first, as sdcMicro 5.8.1 does.
-
-    O(n²·p/k) time; memory O(n·p) (no distance matrix).
-    """
+def _as_table(X: object) -> np.ndarray:
     A = np.ascontiguousarray(np.asarray(X, dtype=float))
     if A.ndim == 1:
         A = A[:, None]
@@ -484,9 +334,40 @@ def mdav(X: object, k: int, scaling: Scaling = "standard") -> np.ndarray:
         raise ParameterError("MDAV needs a non-empty 2-d table of numbers")
     if not np.all(np.isfinite(A)):
         raise ParameterError("MDAV cannot handle NaN or infinite values")
+    return A
+
+
+def _weights(A: np.ndarray, scaling: Scaling, weights: object) -> np.ndarray:
+    if weights is None:
+        return mdav_weights(A, scaling)
+    w = np.ascontiguousarray(np.asarray(weights, dtype=float))
+    if w.shape != (A.shape[1],) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ParameterError(f"weights must be {A.shape[1]} positive finite numbers, one per attribute")
+    return w
+
+
+def mdav(X: object, k: int, scaling: Scaling = "standard", *, weights: object = None) -> np.ndarray:
+    """Multivariate MDAV microaggregation with fixed group size k (Domingo-Ferrer & Torra).
+
+    While at least 3k records remain: x_r is the record farthest from the centroid of the
+    remaining records, x_s the record farthest from x_r; x_r and its k−1 nearest records form
+    a group, then x_s and its k−1 nearest among the rest. With 2k…3k−1 left, one group is
+    formed around the record farthest from the centroid and the rest is the last group; fewer
+    than 2k records form a single group. Distances are weighted squared Euclidean
+    (:func:`mdav_weights`, or ``weights`` given explicitly, e.g. those of a whole table when
+    ``X`` is one block of it). Ties go to the lowest original index, except that with
+    ``scaling="sdcmicro"`` distances are accumulated in single precision and, among equally
+    near records, the highest index is taken first, as sdcMicro 5.8.1 does.
+
+    The searches are pruned with exact bounds (:mod:`ppdm.anonymize._mdav`): the groups are
+    those of the plain O(n²·p/k) algorithm, found in a fraction of its time when there are
+    few attributes (about 1/7 at 10⁵ × 5); memory O(n·p), no distance matrix.
+    """
+    A = _as_table(X)
     k = check_k(k, A.shape[0])
-    w = mdav_weights(A, scaling)
-    return _mdav_core(A, w, k, scaling == "sdcmicro", scaling == "sdcmicro")
+    w = _weights(A, scaling, weights)
+    f32 = scaling == "sdcmicro"
+    return mdav_fast(A, w, k, f32, f32)
 
 
 # ------------------------------------------------------------------------- summaries
