@@ -1,14 +1,17 @@
-"""MDAV at scale: the pruned kernel against the full-pass definition."""
+"""MDAV at scale: the pruned kernel against the full-pass definition, blocked MDAV."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.base import clone
 
-from ppdm.anonymize._mdav import mdav_fast, mdav_reference
-from ppdm.anonymize.microaggregation import mdav, mdav_weights
+import ppdm.anonymize.microaggregation as ma
+from ppdm.anonymize._mdav import kd_blocks, mdav_fast, mdav_reference
+from ppdm.anonymize.microaggregation import MDAV, group_means, mdav, mdav_blocked, mdav_weights, sse
 from ppdm.errors import ParameterError
 
 SCALINGS = ("standard", "sdcmicro", "none")
@@ -56,3 +59,107 @@ def test_mdav_weights_argument() -> None:
             mdav(X, 3, weights=bad)
 
 
+# -------------------------------------------------------------------------- blocks
+def test_kd_blocks_hand_example() -> None:
+    # attribute 0 spreads far more than attribute 1: the first cut is along it, at rank ⌊12·1/2⌋
+    X = np.array([[x, (x * 7) % 3] for x in (5, 0, 11, 1, 10, 4, 2, 9, 3, 8, 6, 7)], dtype=float)
+    b = kd_blocks(X, np.ones(2), 6)
+    assert b.tolist() == [int(x >= 6) for x in X[:, 0]]
+    # 3 blocks of 9 records: cut at rank ⌊9·1/3⌋ = 3 first, then the other 6 in two
+    v = np.array([[8.0], [0], [5], [2], [7], [1], [4], [6], [3]])
+    assert kd_blocks(v, np.ones(1), 3).tolist() == [2, 0, 1, 0, 2, 0, 1, 2, 1]
+
+
+def test_mdav_blocked_hand_example() -> None:
+    # two clusters along x: block size 6 puts each in its own block, MDAV (k = 3) splits each in two
+    xs = [0, 1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105]
+    X = np.array([[x, 0.0] for x in xs])
+    labels, blocks = mdav_blocked(X, 3, "none", 6)
+    assert blocks.tolist() == [0] * 6 + [1] * 6
+    assert sorted(group_means(X, labels)[:, 0].tolist()) == [1, 4, 101, 104]
+    assert len(set(labels[:6]) & set(labels[6:])) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2), st.integers(1, 400), st.integers(1, 4), st.integers(1, 5), st.integers(0, 60),
+       st.integers(0, 10_000))
+def test_mdav_blocked_invariants(kind: int, n: int, p: int, k: int, extra: int, seed: int) -> None:
+    k = min(k, n)
+    block_size = 2 * k + extra
+    X = _table(kind, n, p, seed)
+    labels, blocks = mdav_blocked(X, k, "standard", block_size)
+    nb = -(-n // block_size)
+    bsizes = np.bincount(blocks)
+    assert bsizes.size == nb and bsizes.max() <= block_size
+    assert bsizes.min() >= n // nb >= k  # every block can hold a group
+    for b in range(nb):
+        sizes = np.bincount(labels[blocks == b])
+        sizes = sizes[sizes > 0]
+        # within a block MDAV's sizes: k each, the last k…2k−1
+        assert sizes.min() >= k and sizes.max() <= 2 * k - 1 or sizes.size == 1
+        assert (sizes == k).sum() >= sizes.size - 1
+    # no group crosses a block
+    assert max(np.unique(blocks[labels == g]).size for g in np.unique(labels)) == 1
+    # one block is global MDAV
+    if nb == 1:
+        assert np.array_equal(labels, mdav(X, k))
+
+
+def test_mdav_blocked_refuses_small_blocks() -> None:
+    with pytest.raises(ParameterError, match="block_size must be at least 2k = 10"):
+        mdav_blocked(np.zeros((20, 2)), 5, block_size=9)
+    with pytest.raises(ParameterError, match="block_size"):
+        MDAV(block_size=5).fit(pd.DataFrame({"a": np.arange(20.0)}))
+    with pytest.raises(ParameterError, match="strategy"):
+        MDAV(strategy="fast").fit(pd.DataFrame({"a": np.arange(20.0)}))
+
+
+def test_blocked_sse_close_to_global() -> None:
+    # two blocks of 10 000 records (p = 5): the border costs a few per cent of SSE (≤ 10 % asked)
+    X = np.random.default_rng(5).normal(size=(20_000, 5))
+    Z = (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
+    glob = sse(Z, mdav(X, 3))
+    blocked, blocks = mdav_blocked(X, 3, block_size=10_000)
+    assert np.bincount(blocks).tolist() == [10_000, 10_000]
+    assert 1.0 < sse(Z, blocked) / glob < 1.10
+
+
+# ------------------------------------------------------------------------ technique
+def _frame(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    df["i"] = rng.integers(0, 100, n)
+    df["cls"] = rng.choice(["x", "y"], n)
+    df.index = rng.permutation(n) + 1000
+    return df
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(6, 300), st.integers(1, 4), st.integers(0, 40), st.sampled_from(("auto", "global", "blocked")),
+       st.integers(0, 1000))
+def test_technique_records_keep_their_row(n: int, k: int, extra: int, strategy: str, seed: int) -> None:
+    df = _frame(n, seed)
+    t = MDAV(class_column="cls", k=k, block_size=2 * k + extra, strategy=strategy, random_state=seed)
+    z = t.fit_transform(df)
+    assert z.index.equals(df.index) and z.dtypes.equals(df.dtypes) and z["cls"].equals(df["cls"])
+    X = df[["a", "b", "c"]].to_numpy()
+    # every released row is the centroid of its own group, and groups have k…2k−1 records
+    assert np.allclose(z[["a", "b", "c"]].to_numpy(), group_means(X, t.groups_)[t.groups_])
+    sizes = np.bincount(t.groups_)
+    assert sizes.min() >= k and sizes.max() <= 2 * k - 1 or sizes.size == 1
+    assert t.strategy_ == ("global" if strategy == "auto" else strategy)
+    # no randomness: another seed, a clone, a second call give the same release
+    again = MDAV(class_column="cls", k=k, block_size=2 * k + extra, strategy=strategy, random_state=seed + 1)
+    assert z.equals(again.fit_transform(df)) and z.equals(clone(t).fit_transform(df)) and z.equals(t.transform(df))
+
+
+def test_auto_strategy_switches_at_the_documented_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    df = _frame(400)
+    assert MDAV(class_column="cls").fit(df).transform(df) is not None
+    t = MDAV(class_column="cls", block_size=100)
+    t.fit_transform(df)
+    assert t.strategy_ == "global" and set(t.blocks_) == {0}
+    monkeypatch.setattr(ma, "AUTO_GLOBAL_MAX_ROWS", 399)
+    t.fit_transform(df)
+    assert t.strategy_ == "blocked" and np.bincount(t.blocks_).tolist() == [100] * 4
+    assert MDAV(class_column="cls", strategy="global").fit(df)._strategy_for(10**7) == "global"

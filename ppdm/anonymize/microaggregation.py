@@ -5,7 +5,8 @@ group centroids become the rounding points:
 
 * **MDAV** (maximum distance to average vector, fixed group size k): :func:`mdav_1d`, an
   O(n log n) univariate path, and :func:`mdav`, the general multivariate algorithm
-  (O(n²·p/k) time at worst, O(n·p) memory) behind the :class:`MDAV` technique.
+  (O(n²·p/k) time at worst, O(n·p) memory) behind the :class:`MDAV` technique;
+  :func:`mdav_blocked`, its large-n form, runs it inside compact blocks of the table.
 * **V-MDAV** (variable group sizes k…2k−1, Solanas et al. 2006): :func:`vmdav_1d`.
 * **Optimal univariate microaggregation** (Hansen & Mukherjee 2003, "OMA" in paper 003):
   :func:`optimal_1d`, the shortest path over the sorted values solved by dynamic programming
@@ -17,13 +18,14 @@ groups in ascending order of value, so groups are contiguous runs of the sorted 
 
 from __future__ import annotations
 
+import itertools
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize._mdav import mdav_fast
+from ppdm.anonymize._mdav import kd_blocks, mdav_fast
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -31,6 +33,10 @@ from ppdm.errors import ParameterError
 from ppdm.utils import finite_vector
 
 Scaling = Literal["standard", "sdcmicro", "none"]
+Strategy = Literal["auto", "global", "blocked"]
+
+#: ``strategy="auto"`` runs global MDAV up to this many records and blocked MDAV above
+AUTO_GLOBAL_MAX_ROWS = 100_000
 
 
 # ----------------------------------------------------------------------------- checks
@@ -370,6 +376,53 @@ def mdav(X: object, k: int, scaling: Scaling = "standard", *, weights: object = 
     return mdav_fast(A, w, k, f32, f32)
 
 
+def mdav_blocked(
+    X: object, k: int, scaling: Scaling = "standard", block_size: int = 50_000, *, weights: object = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """MDAV run separately in compact blocks of at most ``block_size`` records: ``(labels, blocks)``.
+
+    The records are cut into ⌈n/block_size⌉ blocks by recursive median splits along the
+    attribute of largest weighted variance (:func:`~ppdm.anonymize._mdav.kd_blocks`); each
+    block holds more than block_size/2 records (all of them when n ≤ block_size), and MDAV
+    groups the records of each block with the weights of the whole table. Groups never cross
+    a block, so every group has k…2k−1 records. Time grows linearly with n for a fixed block
+    size; the cost in SSE is that of records near a block's border that cannot join
+    neighbours across it (docs/rounding.md gives measured ratios to global MDAV).
+    """
+    A = _as_table(X)
+    k = check_k(k, A.shape[0])
+    block_size = check_block_size(block_size, k)
+    w = _weights(A, scaling, weights)
+    blocks = kd_blocks(A, w, block_size)
+    return _labels_in_blocks(A, w, k, scaling, blocks), blocks
+
+
+def _labels_in_blocks(A: np.ndarray, w: np.ndarray, k: int, scaling: Scaling, blocks: np.ndarray) -> np.ndarray:
+    # MDAV per block; each block's records keep their index order (the tie rules' order)
+    f32 = scaling == "sdcmicro"
+    order = np.argsort(blocks, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(blocks))]
+    labels = np.empty(A.shape[0], dtype=np.int64)
+    g = 0
+    for a, b in itertools.pairwise(bounds):
+        idx = order[a:b]
+        lab = mdav_fast(np.ascontiguousarray(A[idx]), w, k, f32, f32)
+        labels[idx] = lab + g
+        g += int(lab.max()) + 1
+    return labels
+
+
+def check_block_size(block_size: object, k: int) -> int:
+    """``block_size`` as an int, or :class:`ParameterError` unless it is at least 2k."""
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
+        raise ParameterError(f"block_size must be a whole number, got {block_size!r}")
+    if block_size < 2 * k:
+        raise ParameterError(
+            f"block_size must be at least 2k = {2 * k} so that every block holds k records, got {block_size}"
+        )
+    return int(block_size)
+
+
 # ------------------------------------------------------------------------- summaries
 def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Mean of ``x`` (1-d or 2-d) per group label 0…g−1."""
@@ -398,14 +451,23 @@ class MDAV(Technique):
     columns:
         Numeric attributes aggregated together (default: every numeric attribute; never the class).
     k:
-        Minimum group size (every group has k members, the last one k…2k−1).
+        Minimum group size (every group has k members, the last one of each block k…2k−1).
     scaling:
         ``"standard"`` (z-scores), ``"sdcmicro"`` (sdcMicro's variance weights and single-precision
         distances, for side-by-side comparison with ``sdcMicro::microaggregation(method="mdav")``)
         or ``"none"``.
+    strategy:
+        ``"global"``: MDAV over the whole table (:func:`mdav`); ``"blocked"``: MDAV inside compact
+        blocks of at most ``block_size`` records (:func:`mdav_blocked`), whose time grows linearly
+        with the table; ``"auto"``: global up to ``AUTO_GLOBAL_MAX_ROWS`` (100 000) records,
+        blocked above.
+    block_size:
+        Most records in a block (at least 2k); blocks hold more than half of it.
 
-    After ``transform`` the groups are in ``groups_`` (one label per row) and their centroids in
-    ``centroids_`` (a DataFrame, one row per group).
+    MDAV draws no random numbers: ``random_state`` has no effect and the output is a function of
+    the table. After a pandas ``transform`` the groups are in ``groups_`` (one label per row), their
+    centroids in ``centroids_`` (a DataFrame, one row per group), the block of every row in
+    ``blocks_`` (all 0 for global MDAV) and the strategy used in ``strategy_``.
     """
 
     def __init__(
@@ -416,6 +478,8 @@ class MDAV(Technique):
         columns: list[str] | None = None,
         k: int = 3,
         scaling: Scaling = "standard",
+        strategy: Strategy = "auto",
+        block_size: int = 50_000,
     ) -> None:
         self.class_column = class_column
         self.schema = schema
@@ -423,22 +487,41 @@ class MDAV(Technique):
         self.columns = columns
         self.k = k
         self.scaling = scaling
+        self.strategy = strategy
+        self.block_size = block_size
 
     def _validate_params(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise ParameterError(f"k must be a whole number ≥ 1, got {self.k!r}")
         if self.scaling not in ("standard", "sdcmicro", "none"):
             raise ParameterError(f"scaling must be 'standard', 'sdcmicro' or 'none', got {self.scaling!r}")
+        if self.strategy not in ("auto", "global", "blocked"):
+            raise ParameterError(f"strategy must be 'auto', 'global' or 'blocked', got {self.strategy!r}")
+        check_block_size(self.block_size, int(self.k))
 
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         self.columns_ = resolve_columns(self.columns, schema, df)
         check_k(self.k, len(df))
 
+    def _strategy_for(self, n: int) -> str:
+        if self.strategy == "auto":
+            return "global" if n <= AUTO_GLOBAL_MAX_ROWS else "blocked"
+        return str(self.strategy)
+
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         X = df[self.columns_].to_numpy(dtype=float)
-        labels = mdav(X, check_k(self.k, len(df)), self.scaling)
+        k = check_k(self.k, len(df))
+        strategy = self._strategy_for(len(X))
+        w = mdav_weights(X, self.scaling)
+        if strategy == "global":
+            labels = mdav(X, k, self.scaling, weights=w)
+            blocks = np.zeros(len(X), dtype=np.int64)
+        else:
+            labels, blocks = mdav_blocked(X, k, self.scaling, self.block_size, weights=w)
         cent = group_means(X, labels)
+        self.strategy_ = strategy
         self.groups_ = labels
+        self.blocks_ = blocks
         self.centroids_ = pd.DataFrame(cent, columns=self.columns_)
         out = df.copy()
         for j, c in enumerate(self.columns_):
