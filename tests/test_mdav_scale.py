@@ -1,4 +1,4 @@
-"""MDAV at scale: the pruned kernel against the full-pass definition, blocked MDAV."""
+"""MDAV at scale: the pruned kernel against the full-pass definition, blocked MDAV, Dask tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 import ppdm.anonymize.microaggregation as ma
-from ppdm.anonymize._mdav import kd_blocks, mdav_fast, mdav_reference
+from ppdm.anonymize._mdav import CellTree, kd_blocks, mdav_fast, mdav_reference
+from ppdm.anonymize._mdav_dask import _weights
 from ppdm.anonymize.microaggregation import MDAV, group_means, mdav, mdav_blocked, mdav_weights, sse
 from ppdm.errors import ParameterError
 
@@ -163,3 +164,122 @@ def test_auto_strategy_switches_at_the_documented_size(monkeypatch: pytest.Monke
     t.fit_transform(df)
     assert t.strategy_ == "blocked" and np.bincount(t.blocks_).tolist() == [100] * 4
     assert MDAV(class_column="cls", strategy="global").fit(df)._strategy_for(10**7) == "global"
+
+
+# ----------------------------------------------------------------------------- Dask
+dd = pytest.importorskip("dask.dataframe")
+
+
+def _dask(df: pd.DataFrame, npartitions: int):
+    ddf = dd.from_pandas(df, npartitions=npartitions, sort=False)
+    return ddf, ddf.compute()  # the table as Dask holds it (strings may become Arrow strings)
+
+
+def test_dask_small_table_is_global_mdav() -> None:
+    # n ≤ block_size: one sorted partition, one block, rows in table order: global MDAV exactly
+    df = _frame(600)
+    ddf, local = _dask(df, 5)
+    t = MDAV(class_column="cls", k=4, scaling="none").fit(df)
+    z = t.transform(ddf).compute()
+    ref = MDAV(class_column="cls", k=4, scaling="none", strategy="global").fit_transform(local)
+    pd.testing.assert_frame_equal(z, ref)
+
+
+@pytest.mark.parametrize("scaling", SCALINGS)
+def test_dask_release_contract(scaling: str) -> None:
+    df = _frame(3000, 1)
+    ddf, local = _dask(df, 7)
+    t = MDAV(class_column="cls", k=3, scaling=scaling, block_size=400).fit(df)
+    lazy = t.transform(ddf)
+    z = lazy.compute()
+    assert z.index.equals(local.index) and z.dtypes.equals(local.dtypes) and list(z.columns) == list(df.columns)
+    assert z["cls"].equals(local["cls"]) and lazy.npartitions == 7
+    sizes = z.groupby(["a", "b", "c", "i"]).size()
+    assert sizes.min() >= 3 and sizes.max() <= 5
+    assert z.equals(t.transform(ddf).compute())
+    # every released row is the mean of the original rows that share it
+    cols = ["a", "b", "c"]
+    means = local[cols].groupby([z[c] for c in cols]).transform("mean")
+    assert np.allclose(means.to_numpy(), z[cols].to_numpy())
+
+
+def test_dask_sse_close_to_in_memory_blocked() -> None:
+    df = _frame(8000, 2)
+    ddf, local = _dask(df, 8)
+    cols = ["a", "b", "c", "i"]
+    X = local[cols].to_numpy(float)
+    Z0 = (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
+    t = MDAV(class_column="cls", k=3, block_size=1000, strategy="blocked").fit(local)
+    in_memory = t.fit_transform(local)
+    out_of_core = t.transform(ddf).compute()
+    glob = MDAV(class_column="cls", k=3, strategy="global").fit_transform(local)
+
+    def loss(z: pd.DataFrame) -> float:
+        return float((((X - z[cols].to_numpy(float)) / X.std(axis=0, ddof=1)) ** 2).sum() / (Z0**2).sum())
+
+    assert loss(glob) < loss(in_memory) < loss(glob) * 1.25
+    assert loss(out_of_core) < loss(in_memory) * 1.10
+
+
+def test_dask_empty_and_tiny_partitions() -> None:
+    df = _frame(500, 3)
+    ddf, local = _dask(df, 10)
+    ddf = ddf[ddf["a"] > -0.2]  # some partitions lose rows, a few may lose all of them
+    ddf = dd.concat([ddf, dd.from_pandas(local.iloc[:0], npartitions=1)])  # an empty partition for sure
+    kept = ddf.compute()
+    t = MDAV(class_column="cls", k=7, block_size=60).fit(df)
+    z = t.transform(ddf).compute()
+    assert z.index.equals(kept.index) and z["cls"].equals(kept["cls"])
+    assert z.groupby(["a", "b", "c", "i"]).size().min() >= 7
+
+
+def test_dask_refuses_global_and_tables_smaller_than_k() -> None:
+    df = _frame(50)
+    ddf, _ = _dask(df, 3)
+    with pytest.raises(ParameterError, match="strategy='global'"):
+        MDAV(class_column="cls", strategy="global").fit(df).transform(ddf)
+    with pytest.raises(ParameterError, match="k=60"):
+        MDAV(class_column="cls", k=60).fit(_frame(200)).transform(ddf)
+
+
+def test_moment_weights_equal_the_in_memory_ones() -> None:
+    X = np.random.default_rng(4).normal(5, 3, size=(1000, 3)) * [1, 10, 0.1]
+    parts = np.array_split(X, [100, 101, 500])
+    stats = [(len(P), P.sum(0), (P * P).sum(0), P.mean(0), ((P - P.mean(0)) ** 2).sum(0), None) for P in parts]
+    for scaling in SCALINGS:
+        assert np.allclose(_weights(stats, scaling), mdav_weights(X, scaling), rtol=1e-10)
+
+
+def test_cells_are_boxes_in_order() -> None:
+    X = np.random.default_rng(6).normal(size=(5000, 3))
+    tree = CellTree(X, np.ones(3), max_leaves=64)
+    cells = tree.cell(X)
+    assert tree.n_cells == 64 and np.bincount(cells, minlength=64).min() > 0
+    assert np.array_equal(tree.cell(X[::-1]), cells[::-1])
+    # a cell is a box: records between two of its records along every attribute... at least its
+    # records are nearer to each other than to the table on average
+    spread = np.mean([X[cells == c].std(axis=0).mean() for c in range(64)])
+    assert spread < 0.5 * X.std(axis=0).mean()
+    # ties: equal values never straddle a threshold, whatever their number
+    T = np.repeat(np.arange(4.0), [10, 500, 10, 480])[:, None]
+    tc = CellTree(T, np.ones(1), max_leaves=8).cell(T)
+    for v in range(4):
+        assert np.unique(tc[T[:, 0] == v]).size == 1
+
+
+@pytest.mark.slow
+def test_dask_large_table_sse_and_groups() -> None:
+    n = 300_000
+    rng = np.random.default_rng(8)
+    df = pd.DataFrame(rng.normal(size=(n, 5)), columns=list("abcde"))
+    ddf, local = _dask(df, 6)
+    t = MDAV(k=3, block_size=20_000).fit(local)
+    z = t.transform(ddf).compute()
+    X = local.to_numpy()
+    Z0 = (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
+    in_memory = t.fit_transform(local)
+    assert t.strategy_ == "blocked"
+    sst = (Z0**2).sum()
+    loss = lambda zz: (((X - zz.to_numpy()) / X.std(axis=0, ddof=1)) ** 2).sum() / sst  # noqa: E731
+    assert loss(z) < loss(in_memory) * 1.05
+    assert z.groupby(list("abcde")).size().min() >= 3

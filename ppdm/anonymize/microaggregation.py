@@ -19,13 +19,13 @@ groups in ascending order of value, so groups are contiguous runs of the sorted 
 from __future__ import annotations
 
 import itertools
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize._mdav import kd_blocks, mdav_fast
+from ppdm.anonymize._mdav import CellTree, kd_blocks, mdav_fast
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -37,6 +37,8 @@ Strategy = Literal["auto", "global", "blocked"]
 
 #: ``strategy="auto"`` runs global MDAV up to this many records and blocked MDAV above
 AUTO_GLOBAL_MAX_ROWS = 100_000
+#: records of the fit table used to learn the ordering of a Dask transform (evenly spaced rows)
+CELL_SAMPLE_ROWS = 100_000
 
 
 # ----------------------------------------------------------------------------- checks
@@ -460,7 +462,7 @@ class MDAV(Technique):
         ``"global"``: MDAV over the whole table (:func:`mdav`); ``"blocked"``: MDAV inside compact
         blocks of at most ``block_size`` records (:func:`mdav_blocked`), whose time grows linearly
         with the table; ``"auto"``: global up to ``AUTO_GLOBAL_MAX_ROWS`` (100 000) records,
-        blocked above.
+        blocked above. A Dask table is always transformed in blocks (see :meth:`transform`).
     block_size:
         Most records in a block (at least 2k); blocks hold more than half of it.
 
@@ -502,6 +504,11 @@ class MDAV(Technique):
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         self.columns_ = resolve_columns(self.columns, schema, df)
         check_k(self.k, len(df))
+        # the ordering a Dask transform sorts records by, learnt on (evenly spaced rows of) this table
+        X = df[self.columns_].to_numpy(dtype=float)
+        if len(X) > CELL_SAMPLE_ROWS:
+            X = X[np.linspace(0, len(X) - 1, CELL_SAMPLE_ROWS).round().astype(np.int64)]
+        self.cells_ = CellTree(X, mdav_weights(X, self.scaling))
 
     def _strategy_for(self, n: int) -> str:
         if self.strategy == "auto":
@@ -527,6 +534,24 @@ class MDAV(Technique):
         for j, c in enumerate(self.columns_):
             out[c] = cent[labels, j]
         return out
+
+    def _transform_dask(self, ddf: Any) -> Any:
+        """Blocked MDAV over a Dask table: global ordering, blocks per sorted partition, rows back in place.
+
+        One pass counts the rows, the column moments (for the weights, exact over the whole
+        table) and the records per cell of the ordering learnt in ``fit``; the records are then
+        sorted by (cell, row) into partitions of at least max(n / partitions, block_size, k)
+        records, each partition is cut into blocks and aggregated like :func:`mdav_blocked`,
+        and the centroids are shuffled back to the rows they belong to.
+        """
+        if self.strategy == "global":
+            raise ParameterError(
+                "strategy='global' needs the whole table in memory; a Dask table is aggregated in blocks "
+                "(strategy='auto' or 'blocked'), or compute it to pandas first"
+            )
+        from ppdm.anonymize._mdav_dask import mdav_dask
+
+        return mdav_dask(self, ddf)
 
 
 def resolve_columns(columns: list[str] | str | None, schema: Schema, df: pd.DataFrame) -> list[str]:
