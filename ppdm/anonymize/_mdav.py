@@ -40,6 +40,8 @@ LEAF_SIZE = 16
 TREE_WORK_LIMIT = 0.2
 #: rounds after which a query type that fell back to passes tries the tree again (doubling, ≤ 4096)
 TREE_RETRY_ROUNDS = 32
+#: below this many records full passes are quicker than building the search structures
+FAST_KERNEL_MIN_ROWS = 5_000
 #: key layout of the out-of-core ordering: cell number above, row position below
 POSITION_BITS = 40
 
@@ -745,6 +747,13 @@ def mdav_fast(X: np.ndarray, w: np.ndarray, k: int, f32: bool, tie_high: bool) -
         if alive_o[i]:
             labels[i] = g
     return labels
+
+
+def mdav_labels(X: np.ndarray, w: np.ndarray, k: int, f32: bool, tie_high: bool) -> np.ndarray:
+    """MDAV labels by whichever kernel is quicker for this size (both give the same labels)."""
+    if X.shape[0] < FAST_KERNEL_MIN_ROWS:
+        return mdav_reference(X, w, k, f32, tie_high)
+    return mdav_fast(X, w, k, f32, tie_high)
 
 
 # ============================================================ blocks

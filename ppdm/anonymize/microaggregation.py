@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize._mdav import CellTree, kd_blocks, mdav_fast
+from ppdm.anonymize._mdav import CellTree, kd_blocks, mdav_labels
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -367,15 +367,16 @@ def mdav(X: object, k: int, scaling: Scaling = "standard", *, weights: object = 
     ``scaling="sdcmicro"`` distances are accumulated in single precision and, among equally
     near records, the highest index is taken first, as sdcMicro 5.8.1 does.
 
-    The searches are pruned with exact bounds (:mod:`ppdm.anonymize._mdav`): the groups are
-    those of the plain O(n²·p/k) algorithm, found in a fraction of its time when there are
-    few attributes (about 1/7 at 10⁵ × 5); memory O(n·p), no distance matrix.
+    From 5 000 records on, the searches are pruned with exact bounds
+    (:mod:`ppdm.anonymize._mdav`): the groups are those of the plain O(n²·p/k) algorithm,
+    found in a fraction of its time when there are few attributes (about 1/7 at 10⁵ × 5);
+    memory O(n·p), no distance matrix.
     """
     A = _as_table(X)
     k = check_k(k, A.shape[0])
     w = _weights(A, scaling, weights)
     f32 = scaling == "sdcmicro"
-    return mdav_fast(A, w, k, f32, f32)
+    return mdav_labels(A, w, k, f32, f32)
 
 
 def mdav_blocked(
@@ -408,7 +409,7 @@ def _labels_in_blocks(A: np.ndarray, w: np.ndarray, k: int, scaling: Scaling, bl
     g = 0
     for a, b in itertools.pairwise(bounds):
         idx = order[a:b]
-        lab = mdav_fast(np.ascontiguousarray(A[idx]), w, k, f32, f32)
+        lab = mdav_labels(np.ascontiguousarray(A[idx]), w, k, f32, f32)
         labels[idx] = lab + g
         g += int(lab.max()) + 1
     return labels
