@@ -463,7 +463,8 @@ class MDAV(Technique):
         ``"global"``: MDAV over the whole table (:func:`mdav`); ``"blocked"``: MDAV inside compact
         blocks of at most ``block_size`` records (:func:`mdav_blocked`), whose time grows linearly
         with the table; ``"auto"``: global up to ``AUTO_GLOBAL_MAX_ROWS`` (100 000) records,
-        blocked above. A Dask table is always transformed in blocks (see :meth:`transform`).
+        blocked above. A Dask table is always transformed in blocks, after a global ordering
+        (:meth:`_transform_dask`; docs/rounding.md, "MDAV at scale").
     block_size:
         Most records in a block (at least 2k); blocks hold more than half of it.
 
