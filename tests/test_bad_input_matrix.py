@@ -485,12 +485,15 @@ def test_wrongly_typed_parameters_fail_cleanly(name: str) -> None:
                 assert out.shape == df.shape and out.dtypes.equals(df.dtypes)
 
 
-def test_dask_mdav_partition_smaller_than_k() -> None:
-    """MDAV groups records within a partition: one with fewer than k records is refused."""
+def test_dask_mdav_partitions_smaller_than_k() -> None:
+    """MDAV sorts a Dask table before grouping: partitions of fewer than k records are regrouped,
+    a table of fewer than k records is refused."""
     dd = pytest.importorskip("dask.dataframe")
     t = make_technique("mdav", class_column="label", random_state=7, params={"k": 30}).fit(base_table())
+    z = t.transform(dd.from_pandas(base_table(), npartitions=3, sort=False)).compute()
+    assert z.groupby(["a", "b"]).size().tolist() == [30, 30]
     with pytest.raises(PPDMError, match="k=30"):
-        t.transform(dd.from_pandas(base_table(), npartitions=3)).compute()
+        t.transform(dd.from_pandas(base_table(20), npartitions=3))
 
 
 @pytest.mark.parametrize(("exc", "code", "prefix"), [
