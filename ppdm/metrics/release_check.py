@@ -128,16 +128,11 @@ def release_check(
     """
     if len(x) == 0 or len(z) == 0:
         raise SchemaError("the release check needs at least one record in x and in z")
+    cols, qi, declared = _compared_columns(x, z, schema, columns)
     if not record_aligned:
-        return _check_unaligned(x, z, schema, columns, tolerance)
+        return _check_unaligned(x, z, cols, qi, declared, tolerance)
     if len(x) != len(z):
         raise SchemaError(f"the release check compares records one by one: x has {len(x)} rows, z has {len(z)}")
-    cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
-    absent = [c for c in cols if c not in x.columns or c not in z.columns]
-    if absent:
-        raise SchemaError(f"release check: column(s) {', '.join(map(repr, absent))} are not in both tables")
-    declared = bool(schema.quasi_identifiers)
-    qi = [c for c in (schema.quasi_identifiers if declared else schema.attributes) if c in cols]
     xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
     numeric = set(schema.numeric) | ({schema.weight} if schema.weight else set())
     same: dict[str, np.ndarray] = {}
@@ -157,32 +152,27 @@ def release_check(
     qi_same = np.ones(n, dtype=bool)
     for c in qi:
         qi_same &= same[c]
-    unique = int((~zv.duplicated(subset=qi, keep=False)).sum()) if qi else 0
     per_column = pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"])
-    return ReleaseCheck(
-        value=float(qi_same.mean()) if qi else 1.0,
-        n_records=n,
-        quasi_identifiers=qi,
-        quasi_identifiers_declared=declared,
-        records_unchanged=int(qi_same.sum()) if qi else n,
-        records_verbatim=int(all_same.sum()),
-        share_verbatim=float(all_same.mean()),
-        unique_in_z=unique,
-        untouched_columns=[r["column"] for r in rows if not r["touched"]],
-        tolerance=float(tolerance),
-        per_column=per_column,
-    )
+    untouched = [r["column"] for r in rows if not r["touched"]]
+    return _result(zv, qi, declared, qi_same, all_same, untouched, tolerance, per_column, aligned=True)
 
 
-def _check_unaligned(
-    x: pd.DataFrame, z: pd.DataFrame, schema: Schema, columns: Sequence[str] | None, tolerance: float
-) -> ReleaseCheck:
+def _compared_columns(
+    x: pd.DataFrame, z: pd.DataFrame, schema: Schema, columns: Sequence[str] | None
+) -> tuple[list[str], list[str], bool]:
+    """The compared columns, the quasi-identifiers among them, and whether those were declared."""
     cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
     absent = [c for c in cols if c not in x.columns or c not in z.columns]
     if absent:
         raise SchemaError(f"release check: column(s) {', '.join(map(repr, absent))} are not in both tables")
     declared = bool(schema.quasi_identifiers)
     qi = [c for c in (schema.quasi_identifiers if declared else schema.attributes) if c in cols]
+    return cols, qi, declared
+
+
+def _check_unaligned(
+    x: pd.DataFrame, z: pd.DataFrame, cols: list[str], qi: list[str], declared: bool, tolerance: float
+) -> ReleaseCheck:
     xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
 
     def found(subset: list[str]) -> np.ndarray:
@@ -193,8 +183,14 @@ def _check_unaligned(
         hz = pd.util.hash_pandas_object(zv[subset].astype(object), index=False).to_numpy()
         return np.isin(hz, hx)
 
-    qi_same = found(qi)
-    all_same = found(cols)
+    empty = pd.DataFrame(columns=["column", "role", "kind", "share_unchanged", "touched"])
+    return _result(zv, qi, declared, found(qi), found(cols), [], tolerance, empty, aligned=False)
+
+
+def _result(
+    zv: pd.DataFrame, qi: list[str], declared: bool, qi_same: np.ndarray, all_same: np.ndarray,
+    untouched: list[str], tolerance: float, per_column: pd.DataFrame, *, aligned: bool,
+) -> ReleaseCheck:
     n = len(zv)
     unique = int((~zv.duplicated(subset=qi, keep=False)).sum()) if qi else 0
     return ReleaseCheck(
@@ -206,10 +202,10 @@ def _check_unaligned(
         records_verbatim=int(all_same.sum()),
         share_verbatim=float(all_same.mean()),
         unique_in_z=unique,
-        untouched_columns=[],
+        untouched_columns=untouched,
         tolerance=float(tolerance),
-        per_column=pd.DataFrame(columns=["column", "role", "kind", "share_unchanged", "touched"]),
-        record_aligned=False,
+        per_column=per_column,
+        record_aligned=aligned,
     )
 
 
