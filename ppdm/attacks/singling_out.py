@@ -33,6 +33,7 @@ E is extrapolated with Cohen & Nissim's model E(s) = A·∫₀^w P(u, s) du, P(u
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -349,7 +350,7 @@ def control_at_size(counts: np.ndarray, m: int, n: int) -> float:
         return float(np.sum(counts == 1))
     if n < m:
         return expected_single_matches(counts, m, n)
-    from scipy.optimize import curve_fit
+    from scipy.optimize import OptimizeWarning, curve_fit
 
     sizes = np.unique(np.linspace(min(1000, m), m, 10).astype(int))
     succ = np.array([expected_single_matches(counts, m, int(s)) for s in sizes])
@@ -358,7 +359,10 @@ def control_at_size(counts: np.ndarray, m: int, n: int) -> float:
     w0 = 1.0 / sizes.max()
     a0 = succ.max() / max(float(_model(sizes.max(), w0, 1.0)), 1e-300)
     try:
-        (w, a), _ = curve_fit(_model, sizes, succ, p0=(w0, a0), bounds=((0.0, 0.0), (1.0, np.inf)), maxfev=20000)
+        with warnings.catch_warnings():  # only the fitted curve is used, never its covariance
+            warnings.simplefilter("ignore", OptimizeWarning)
+            (w, a), _ = curve_fit(_model, sizes, succ, p0=(w0, a0), bounds=((0.0, 0.0), (1.0, np.inf)),
+                                  maxfev=20000)
     except (RuntimeError, ValueError):  # the fit failed: keep the measured successes
         return float(succ[-1])
     at_m = float(_model(m, w, a))
