@@ -154,3 +154,16 @@ def test_compare_uses_the_held_out_fold_as_control() -> None:
     d = res.data
     so = d[d["measure"] == "singling_out_univariate"]["value"].to_numpy(dtype=float)
     assert len(so) == 6 and np.isfinite(so).all() and ((so >= 0) & (so <= 1)).all()
+
+
+def test_compare_report_maps_the_risk_measures_that_were_computed(tmp_path: Path) -> None:
+    """A numeric table has no key for the key-variable measures: the risk–utility maps go to
+    the risk measures that have values (record linkage, the attacks on the held-out fold)."""
+    p = tmp_path / "x.csv"
+    _table(120)[["age", "hours", "y"]].to_csv(p, index=False)
+    r = runner.invoke(app, ["compare", str(p), "--class", "y", "--technique", "uniform-noise:level=0.2", "--cv", "3",
+                            "--out", str(tmp_path / "res"), "--report"])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "res" / "report.html").read_text()
+    assert "risk–utility map: record_linkage against" in page
+    assert "risk–utility map: k_anonymity" not in page
