@@ -9,6 +9,12 @@ table with the same rows, index, columns, column order and dtypes. The same
 Subclasses list every parameter explicitly in ``__init__`` (so ``get_params`` and
 ``clone`` work), check them in :meth:`Technique._validate_params`, and implement
 ``_fit`` and ``_transform``.
+
+``_fit`` and ``_transform`` see the table in its working form
+(:func:`ppdm.data.types.working_frame`): numeric attributes as float64 with NaN for a
+missing cell, dates as days since 1970-01-01, nullable integers and booleans with NaN.
+The base class turns the result back into the input's dtypes (:func:`restore_table`):
+dates in their resolution, whole numbers rounded, missing cells kept.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppdm.data.schema import Schema
+from ppdm.data.types import restore_column, working_frame
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.utils import check_n_features, check_random_state, check_table_input
 
@@ -34,7 +41,9 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     needs_class:
         The technique cannot run without a class column (with at least two values).
     handles_missing:
-        The technique accepts missing values; otherwise they are refused with a clear error.
+        The technique accepts missing attribute values and documents what it does with
+        them (its docstring, ``docs/missing_values.md``); otherwise they are refused with a
+        clear error. A missing class value is always refused.
     """
 
     needs_class: ClassVar[bool] = False
@@ -101,6 +110,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
         missing = "keep" if self.handles_missing else "error"
         df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
+        _refuse_missing_class(df, schema)
         if not schema.attributes:
             # nothing to anonymize: a "release" equal to the input must not pass for one
             only = f" besides the class column {schema.class_column!r}" if schema.class_column else ""
@@ -108,7 +118,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self.schema_ = schema
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
         self.n_features_in_ = df.shape[1]
-        self._fit(df, schema, check_random_state(self.random_state))
+        self._fit(working_frame(df, schema.numeric), schema, check_random_state(self.random_state))
         return self
 
     def transform(self, X: pd.DataFrame) -> pd.DataFrame:
@@ -148,9 +158,10 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             raise SchemaError(f"the table's columns {cols} differ from those seen in fit {fitted}")
         missing = "keep" if self.handles_missing else "error"
         df, _ = self.schema_.validate(df, missing=missing)
+        _refuse_missing_class(df, self.schema_)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
-        out = self._transform(df.copy(), self.schema_, rng)
-        out = restore_table(out, df)
+        out = self._transform(working_frame(df, self.schema_.numeric).copy(), self.schema_, rng)
+        out = restore_table(out, df, self.schema_)
         return out.to_numpy() if was_array else out
 
     def fit_transform(self, X: pd.DataFrame, y: Any = None, **fit_params: Any) -> pd.DataFrame:
@@ -174,12 +185,22 @@ def _is_dask(X: Any) -> bool:
     return mod.startswith("dask") and hasattr(X, "map_partitions")
 
 
-def restore_table(out: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
+def _refuse_missing_class(df: pd.DataFrame, schema: Schema) -> None:
+    cls = schema.class_column
+    if cls is not None and cls in df.columns and df[cls].isna().any():
+        row = df.index[df[cls].isna().to_numpy()][0]
+        raise SchemaError(f"the class column {cls!r} has a missing value at row {row!r}; a record needs its class "
+                          "(drop such records with missing='drop', CLI: --missing drop)")
+
+
+def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None = None) -> pd.DataFrame:
     """Give ``out`` the index, column order and dtypes of ``like``.
 
     Integer columns are rounded to the nearest whole number before the cast back
-    (perturbations of integer attributes stay integers, paper 004 §3); a value that
-    cannot be represented raises instead of being silently altered.
+    (perturbations of integer attributes stay integers, paper 004 §3), nullable ones keep
+    their missing cells; date columns come back from the time axis in the resolution of
+    their format in ``schema``. A value that cannot be represented raises instead of being
+    silently altered.
     """
     if list(out.columns) != list(like.columns):
         missing = [c for c in like.columns if c not in out.columns]
@@ -189,17 +210,11 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     if len(out) != len(like):
         raise AssertionError(f"technique changed the number of rows ({len(like)} -> {len(out)})")
     out.index = like.index
+    formats = schema.dates if schema is not None else {}
     for c in like.columns:
-        want = like[c].dtype
-        if out[c].dtype == want:
+        if out[c].dtype == like[c].dtype:
             continue
-        if pd.api.types.is_integer_dtype(want):
-            vals = out[c].to_numpy(dtype=float)
-            if not np.all(np.isfinite(vals)):
-                raise AssertionError(f"technique produced a non-finite value in integer column {c!r}")
-            out[c] = np.rint(vals).astype(want)
-        else:
-            out[c] = out[c].astype(want)
+        out[c] = restore_column(out[c], like[c], date_format=formats.get(c))
     return out
 
 

@@ -31,6 +31,13 @@ records are generated inside each sub-domain.
 ``partitioning="cell"`` is the paper's cell-based baseline: phase 1 alone at the full
 ε, every cell its own partition.
 
+Missing values are part of the domain: a categorical attribute with missing cells gets
+one more value, "missing"; a numeric one gets a second dimension, whether the value is
+missing (its missing cells are binned at the lower end of its domain). Their cells are
+counted and noised like all others, so the synthetic records have missing cells at the
+noisy rates; which attributes have missing cells is read from the data (reported like a
+domain read from the data).
+
 The step from noisy counts to exactly ``n`` records treats ``n`` as public (the
 technique contract keeps the number of rows). Under add/remove-one neighbouring the
 size of a table is itself private; with ``neighbouring="replace"`` (bounded
@@ -42,7 +49,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -65,6 +72,12 @@ __all__ = [
     "kd_partition",
     "laplace_mechanism",
 ]
+
+
+#: the value a missing categorical cell takes in the grid
+MISSING = "\x00missing"
+#: suffix of the dimension that says whether a numeric attribute is missing
+_GAP = "\x00is_missing"
 
 
 class DomainFromDataWarning(UserWarning):
@@ -451,7 +464,11 @@ class DPCube(Technique):
     privacy_report_, epsilon_spent_.
     ``partition_counts_`` are the true counts, kept for diagnostics only; publish the
     synthetic table or ``noisy_counts_``, never them.
+
+    Missing cells are modelled (module docstring): the release has missing cells at noisy rates.
     """
+
+    handles_missing = True
 
     def __init__(
         self,
@@ -547,12 +564,66 @@ class DPCube(Technique):
         return self.alpha * eps, (1.0 - self.alpha) * eps
 
     # --------------------------------------------------------------------- fit
+    # ------------------------------------------------------------ missing cells
+    def _encode_missing(self, df: pd.DataFrame, schema: Schema, fitting: bool) -> tuple[pd.DataFrame, Schema]:
+        """The table with its missing cells as grid values (see the module docstring)."""
+        if fitting:
+            gaps = [c for c in schema.attributes if df[c].isna().any()]
+            self.missing_columns_ = gaps
+            # a missing numeric cell is binned at the low end of the domain (its flag tells it apart)
+            self._gap_low = {c: float((self.bounds or {})[c][0]) if c in (self.bounds or {})
+                             else float(np.nanmin(df[c].to_numpy(dtype=float)))
+                             for c in gaps if c in schema.numeric}
+        gaps = self.missing_columns_
+        if not gaps:
+            return df, schema
+        out = df.copy()
+        flags = []
+        for c in gaps:
+            if c in schema.numeric:
+                flag = c + _GAP
+                miss = out[c].isna().to_numpy()
+                out[c] = np.where(miss, self._gap_low[c], out[c].to_numpy(dtype=float))
+                out[flag] = pd.Series(np.where(miss, "missing", "observed"), index=out.index, dtype=object)
+                flags.append(flag)
+            else:
+                out[c] = out[c].astype(object).where(out[c].notna(), MISSING)
+        sch = replace(schema, categorical=[*schema.categorical, *flags])
+        return out, sch
+
+    def _domains_with_missing(self, schema: Schema) -> dict | None:
+        doms = dict(self.domains or {})
+        for c in self.missing_columns_:
+            if c in schema.numeric:
+                doms[c + _GAP] = ["observed", "missing"]
+            elif c in doms and MISSING not in list(doms[c]):
+                doms[c] = [*doms[c], MISSING]
+        return doms or self.domains
+
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        df, schema = self._encode_missing(df, schema, fitting=True)
+        self._fit_encoded(df, schema, rng)
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        enc, sch = self._encode_missing(df, schema, fitting=False)
+        out = self._transform_encoded(enc, sch, rng)
+        for c in self.missing_columns_:
+            if c in schema.numeric:
+                flag = c + _GAP
+                out[c] = np.where(out[flag].to_numpy(dtype=object) == "missing", np.nan, out[c].to_numpy(dtype=float))
+                out = out.drop(columns=flag)
+            else:
+                vals = out[c].to_numpy(dtype=object)
+                out[c] = pd.Series(np.where(vals == MISSING, np.nan, vals), index=out.index, dtype=object)
+        return out
+
+    def _fit_encoded(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         extra = [c for c in df.columns if c not in schema.columns]
         if extra:
             # every column is synthesized; one copied through would publish original values
             raise SchemaError(f"DPCube synthesizes every column, but {extra[0]!r} is not in the schema")
-        grid, from_data = _build_grid(df, schema, int(self.bins), self.bounds, self.domains)
+        grid, from_data = _build_grid(df, schema, int(self.bins), self.bounds, self._domains_with_missing(schema))
+        from_data += [f"whether {c!r} is missing" for c in self.missing_columns_]
         if grid.n_cells > self.max_cells:
             raise ParameterError(
                 f"the grid has {grid.n_cells} cells, more than max_cells={self.max_cells}; use fewer bins or attributes"
@@ -633,7 +704,7 @@ class DPCube(Technique):
         return allocate_counts(self.noisy_counts_, n, box_volumes(self.partitions_))
 
     # -------------------------------------------------------------- transform
-    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+    def _transform_encoded(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         sample_rng = _child_rng(rng, 1)
         n = len(df)
         counts = self.allocate(n)

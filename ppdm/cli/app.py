@@ -65,6 +65,15 @@ ExperimentSeedOpt = Annotated[int, typer.Option(
     "--seed", help="Fixed seed of this research run (default 0): anyone can regenerate its draws.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", "-p", help="Technique parameter key=value (repeatable).")]
 MissingOpt = Annotated[str, typer.Option("--missing", help="Incomplete rows: 'error' (default) or 'drop'.")]
+MissingKeepOpt = Annotated[str, typer.Option(
+    "--missing", help="Missing cells: 'error' (default: refuse), 'drop' (leave out incomplete rows) or 'keep' "
+                      "(techniques and measures treat them as docs/missing_values.md says).")]
+CategoricalOpt = Annotated[list[str] | None, typer.Option(
+    "--categorical", help="Categorical column(s) (comma list, repeatable), read as text exactly as written: "
+                          "codes keep their leading zeros.")]
+DateOpt = Annotated[list[str] | None, typer.Option(
+    "--date", help="Date column(s), each optionally with its strftime format: --date visit or "
+                   "--date 'visit=%d/%m/%Y' (default: detected).")]
 SchemaOpt = Annotated[Path | None, typer.Option(
     "--schema", help="Schema JSON file: types and roles of every column (see docs/roles_and_release.md).")]
 SepOpt = Annotated[str | None, typer.Option("--sep", help="CSV field separator (default ','; e.g. ';', 'tab', '|').")]
@@ -78,9 +87,11 @@ OtherOpt = Annotated[list[str] | None, typer.Option(
     "--other", help="Ordinary attribute column(s): declared so, they are not screened as identifiers.")]
 
 
-def _missing(value: str) -> str:
-    if value not in ("error", "drop"):
-        raise PPDMError(f"--missing must be 'error' or 'drop', got {value!r}")
+def _missing(value: str, *, keep: bool = False) -> str:
+    allowed = ("error", "drop", "keep") if keep else ("error", "drop")
+    if value not in allowed:
+        raise PPDMError(f"--missing must be {', '.join(repr(a) for a in allowed[:-1])} or {allowed[-1]!r}, "
+                        f"got {value!r}")
     return value
 
 

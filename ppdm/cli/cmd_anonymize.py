@@ -13,9 +13,11 @@ from typing import Annotated
 import typer
 
 from ppdm.cli.app import (
+    CategoricalOpt,
     ClassOpt,
+    DateOpt,
     IdOpt,
-    MissingOpt,
+    MissingKeepOpt,
     OtherOpt,
     ParamOpt,
     QiOpt,
@@ -39,7 +41,7 @@ def anonymize(
     class_column: ClassOpt = None,
     param: ParamOpt = None,
     seed: SeedOpt = None,
-    missing: MissingOpt = "error",
+    missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
     identifiers: IdOpt = None,
@@ -51,6 +53,11 @@ def anonymize(
         "--keep-identifiers", help="Keep identifier columns in the release, unchanged (default: removed).")] = False,
     allow_unchanged: Annotated[bool, typer.Option(
         "--allow-unchanged", help="Write the release even if the check finds the original records in it.")] = False,
+    categorical: CategoricalOpt = None,
+    date: DateOpt = None,
+    decimals: Annotated[str | None, typer.Option(
+        "--decimals", help="Decimals of float columns in the release: one number for all, or col=n pairs "
+                           "(default: as many as each column had in the input).")] = None,
 ) -> None:
     """Anonymize a table with one technique and write the release z, its provenance and its release check."""
     import warnings
@@ -68,8 +75,11 @@ def anonymize(
     check_output_path(provenance_path(out), inputs=(src, schema))
     params = parse_params(param)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep,
-                                 roles=roles, detect=True)
+    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True),
+                                 sep=sep, roles=roles, detect=True, categorical=categorical, dates=date)
+    from ppdm.data.types import parse_decimals
+
+    dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
                           params=params)
     info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
@@ -77,7 +87,7 @@ def anonymize(
     with console.status(f"anonymizing {len(x)} records with {method}…"), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
-                      detect_identifiers=False, input_info=info)
+                      detect_identifiers=False, input_info=info, decimals=dec)
     for line in rel.warnings:
         err_console.print(f"[yellow]warning:[/yellow] {line}", highlight=False, markup=True, soft_wrap=True)
     if rel.removed_identifiers:

@@ -13,10 +13,12 @@ import pandas as pd
 import typer
 
 from ppdm.cli.app import (
+    CategoricalOpt,
     ClassOpt,
+    DateOpt,
     IdOpt,
     MeasureSeedOpt,
-    MissingOpt,
+    MissingKeepOpt,
     OtherOpt,
     QiOpt,
     SchemaOpt,
@@ -44,9 +46,12 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
               sep: str | None = None, ignore: list[str] | None = None) -> pd.DataFrame:
     """Read table ``spec`` (path or builtin:NAME) and check it has exactly the columns of x.
 
-    Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first);
-    the table is validated against x's schema.
+    Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first),
+    read with x's schema and given x's dtypes (a code read as text in one table and as a
+    number in the other would never compare equal); the table is validated against x's schema.
     """
+    from ppdm.data.io import align_dtypes
+
     if spec.startswith(BUILTIN):
         from ppdm.data.datasets import load
 
@@ -54,7 +59,7 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
     else:
         from ppdm.data.io import read_table
 
-        df = read_table(spec, sep=sep)
+        df = read_table(spec, sep=sep, schema=schema)
     if ignore:
         df = df.drop(columns=[c for c in ignore if c in df.columns])
     cols, want = [str(c) for c in df.columns], [str(c) for c in x.columns]
@@ -67,7 +72,7 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
         if extra:
             parts.append(f"has extra {', '.join(map(repr, extra))}")
         raise SchemaError(f"the {what} table {spec!r} does not have the columns of the original: it {' and '.join(parts)}")
-    df = df[list(x.columns)]
+    df = align_dtypes(df[list(x.columns)], x, f"the {what} table {spec!r}")
     df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]
     if dropped:
         err_console.print(f"[yellow]dropped {dropped} incomplete row(s) from {spec}[/yellow]")
@@ -153,7 +158,7 @@ def evaluate(
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=macro.")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report of every measure.")] = None,
     seed: MeasureSeedOpt = None,
-    missing: MissingOpt = "error",
+    missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
     identifiers: IdOpt = None,
@@ -161,13 +166,15 @@ def evaluate(
     sensitive: SensitiveOpt = None,
     weight: WeightOpt = None,
     other: OtherOpt = None,
+    categorical: CategoricalOpt = None,
+    date: DateOpt = None,
 ) -> None:
     """Measure how much of x an anonymized table z keeps: rule retention (Rule Accuracy, RSD, RLD),
     model performance (prediction accuracy, AUC, F-measure) and any other registered measure."""
     from ppdm.metrics.base import EvaluationContext, _jsonable, resolve_measures
     from ppdm.utils import parse_params
 
-    miss = _missing(missing)
+    miss = _missing(missing, keep=True)
     seed_value, drawn = measurement_seed(seed)
     if html is not None:
         from ppdm.data.io import check_output_path
@@ -178,10 +185,16 @@ def evaluate(
     options = parse_params(param)
     provenance = _provenance(anonymized)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles)
+    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
+                           categorical=categorical, dates=date)
     x, sch, ids = _without_identifiers(x, sch, provenance)
     z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids)
     t = load_like(test, x, sch, miss, "test", sep, ids) if test is not None else None
+    # measures compute on numbers: dates on their time axis, nullable integers with NaN
+    from ppdm.data.types import working_frame
+
+    x, z = working_frame(x, sch.numeric), working_frame(z, sch.numeric)
+    t = working_frame(t, sch.numeric) if t is not None else None
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         if needing:

@@ -13,6 +13,11 @@ per-cell mean printed in paper 003 (sdcMicro's older ``IL1old``).
 
 :func:`il1s` and :func:`sse_sst` also accept a pair of dask DataFrames and reduce them
 partition by partition.
+
+Missing cells (``docs/missing_values.md``): a cell missing in x or in z is left out of
+every comparison of that cell. IL1s, SSE/SST and IL_X sum over the cells observed in both
+tables; sds, means, variances and entropies are those of each table's observed cells;
+covariances and correlations use the records observed on both attributes (pairwise).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from ppdm.metrics._common import (
     context_numeric,
     is_dask,
     numeric_pair,
+    observed_sd,
     pick_options,
     require_nonconstant,
 )
@@ -54,22 +60,27 @@ class IL1sResult(MeasureResult):
     n: int = 0
     m: int = 0
     per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cells: int = 0
 
 
-def _il1s_from_sums(names: list[str], n: int, sd: np.ndarray, abs_sum: np.ndarray, form: str) -> IL1sResult:
+def _il1s_from_sums(names: list[str], n: int, sd: np.ndarray, abs_sum: np.ndarray, form: str,
+                    cells: np.ndarray | None = None) -> IL1sResult:
     require_nonconstant(names, sd, measure="IL1s")
     per_col = abs_sum / (SQRT2 * sd)
     total = float(per_col.sum())
     m = len(names)
-    mean = total / (n * m)
+    cells = np.full(m, n) if cells is None else np.asarray(cells)
+    n_cells = int(cells.sum())
+    mean = total / n_cells if n_cells else float("nan")
     per = pd.DataFrame({
         "attribute": names,
         "sd_original": sd,
         "il1s_sum": per_col,
-        "il1s_mean": per_col / n,
+        "il1s_mean": per_col / np.maximum(cells, 1),
+        "cells": cells,
     })
     return IL1sResult(value=total if form == "sum" else mean, form=form, sum=total, mean=mean, n=n, m=m,
-                      per_attribute=per)
+                      per_attribute=per, cells=n_cells)
 
 
 def il1s(
@@ -79,7 +90,9 @@ def il1s(
 
     Paper 003 §3.3.1 prints the per-cell mean (divided by n·m); the values in its tables
     (e.g. 542.51) are sdcMicro's sum form, which is the default here. A constant original
-    column makes the measure undefined (ParameterError naming it).
+    column makes the measure undefined (ParameterError naming it). With missing cells the
+    sum runs over the cells observed in x and z, S_j over the observed cells of x, and the
+    mean divides by the number of cells compared.
     """
     if form not in ("sum", "mean"):
         raise ParameterError(f"IL1s form must be 'sum' or 'mean', got {form!r}")
@@ -92,7 +105,11 @@ def il1s(
         if n < 2:
             raise ParameterError("IL1s needs at least 2 records")
         return _il1s_from_sums(names, int(n), np.sqrt(ss / (n - 1)), sa, form)
-    names, X, Z = numeric_pair(x, z, columns, measure="IL1s")
+    names, X, Z = numeric_pair(x, z, columns, measure="IL1s", allow_missing=True)
+    if np.isnan(X).any() or np.isnan(Z).any():
+        both = ~np.isnan(X) & ~np.isnan(Z)
+        return _il1s_from_sums(names, X.shape[0], observed_sd(X), np.where(both, np.abs(X - Z), 0.0).sum(axis=0),
+                               form, both.sum(axis=0))
     return _il1s_from_sums(names, X.shape[0], X.std(axis=0, ddof=1), np.abs(X - Z).sum(axis=0), form)
 
 
@@ -116,9 +133,10 @@ class SseSstResult(MeasureResult):
     per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _sse_sst_from_sums(names: list[str], n: int, ss: np.ndarray, se: np.ndarray, standardize: str) -> SseSstResult:
+def _sse_sst_from_sums(names: list[str], n: Any, ss: np.ndarray, se: np.ndarray, standardize: str) -> SseSstResult:
     if standardize == "zscore":
-        var = ss / (n - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = ss / (np.asarray(n) - 1)
         require_nonconstant(names, var, measure="SSE/SST with standardize='zscore'")
         ss, se = ss / var, se / var
     sst = float(ss.sum())
@@ -143,7 +161,16 @@ def sse_sst(
         ss, se = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: (((X - mx) ** 2).sum(0), ((X - Z) ** 2).sum(0)), measure="SSE/SST"))
         return _sse_sst_from_sums(names, int(n), ss, se, standardize)
-    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST")
+    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST", allow_missing=True)
+    if np.isnan(X).any() or np.isnan(Z).any():
+        # the cells observed in both tables, SST about their own mean
+        both = ~np.isnan(X) & ~np.isnan(Z)
+        cnt = both.sum(axis=0)
+        X0 = np.where(both, X, 0.0)
+        mean = X0.sum(axis=0) / np.maximum(cnt, 1)
+        ss = np.where(both, (X0 - mean) ** 2, 0.0).sum(axis=0)
+        se = np.where(both, (X0 - np.where(both, Z, 0.0)) ** 2, 0.0).sum(axis=0)
+        return _sse_sst_from_sums(names, cnt, ss, se, standardize)
     ss = ((X - X.mean(axis=0)) ** 2).sum(axis=0)
     se = ((X - Z) ** 2).sum(axis=0)
     return _sse_sst_from_sums(names, X.shape[0], ss, se, standardize)
@@ -175,6 +202,13 @@ def _rel_mean(num: np.ndarray, den: np.ndarray) -> tuple[float, int]:
     if not ok.any():
         return float("nan"), int(den.size)
     return float(np.mean(np.abs(num[ok]) / np.abs(den[ok]))), int((~ok).sum())
+
+
+def _nanmean(A: np.ndarray) -> np.ndarray:
+    obs = ~np.isnan(A)
+    cnt = obs.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, np.where(obs, A, 0.0).sum(axis=0) / np.maximum(cnt, 1), np.nan)
 
 
 def _corr(V: np.ndarray) -> np.ndarray:
@@ -213,14 +247,23 @@ def il_metrics(
         raise ParameterError(f"r_divisor must be 'offdiag' or 'with_diag', got {r_divisor!r}")
     if r_term_p1 not in ("drop", "zero"):
         raise ParameterError(f"r_term_p1 must be 'drop' or 'zero', got {r_term_p1!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics")
+    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics", allow_missing=True)
     p = X.shape[1]
     excluded: dict[str, int] = {}
-    il_x, excluded["il_x"] = _rel_mean(X - Z, X)
-    mx, mz = X.mean(axis=0), Z.mean(axis=0)
+    gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
+    if gaps:
+        # cells observed in both for IL_X; each table's observed cells for means; pairwise covariances
+        both = ~np.isnan(X) & ~np.isnan(Z)
+        il_x, excluded["il_x"] = _rel_mean((X - Z)[both], X[both])
+        mx, mz = _nanmean(X), _nanmean(Z)
+        V = pd.DataFrame(X).cov(ddof=1).to_numpy()
+        Vz = pd.DataFrame(Z).cov(ddof=1).to_numpy()
+    else:
+        il_x, excluded["il_x"] = _rel_mean(X - Z, X)
+        mx, mz = X.mean(axis=0), Z.mean(axis=0)
+        V = np.atleast_2d(np.cov(X, rowvar=False, ddof=1))
+        Vz = np.atleast_2d(np.cov(Z, rowvar=False, ddof=1))
     il_m, excluded["il_m"] = _rel_mean(mx - mz, mx)
-    V = np.atleast_2d(np.cov(X, rowvar=False, ddof=1))
-    Vz = np.atleast_2d(np.cov(Z, rowvar=False, ddof=1))
     iu = np.triu_indices(p)
     il_v, excluded["il_v"] = _rel_mean(V[iu] - Vz[iu], V[iu])
     il_s, excluded["il_s"] = _rel_mean(np.diag(V) - np.diag(Vz), np.diag(V))
@@ -242,9 +285,10 @@ def il_metrics(
         raise ParameterError("IL metrics is undefined: every component has a zero denominator")
     value = scale * float(np.mean(finite))
     with np.errstate(invalid="ignore", divide="ignore"):
+        ok = ~np.isnan(X) & ~np.isnan(Z)
         per = pd.DataFrame({
             "attribute": names,
-            "il_x": [_rel_mean(X[:, j] - Z[:, j], X[:, j])[0] for j in range(p)],
+            "il_x": [_rel_mean(X[ok[:, j], j] - Z[ok[:, j], j], X[ok[:, j], j])[0] for j in range(p)],
             "mean_original": mx,
             "mean_masked": mz,
             "var_original": np.diag(V),
@@ -287,18 +331,26 @@ def entropy(
     rounded attributes): rounding to few points lowers it."""
     if not base > 1:
         raise ParameterError(f"entropy base must be > 1, got {base!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="entropy")
-    hx = [shannon_entropy(X[:, j], base=base, normalized=normalized) for j in range(len(names))]
-    hz = [shannon_entropy(Z[:, j], base=base, normalized=normalized) for j in range(len(names))]
+    names, X, Z = numeric_pair(x, z, columns, measure="entropy", allow_missing=True)
+
+    def seen(A: np.ndarray, j: int) -> np.ndarray:
+        v = A[:, j]
+        return v[~np.isnan(v)]  # entropy of the observed values
+
+    hx = [shannon_entropy(seen(X, j), base=base, normalized=normalized) if seen(X, j).size else float("nan")
+          for j in range(len(names))]
+    hz = [shannon_entropy(seen(Z, j), base=base, normalized=normalized) if seen(Z, j).size else float("nan")
+          for j in range(len(names))]
     per = pd.DataFrame({
         "attribute": names,
         "entropy_original": hx,
         "entropy_masked": hz,
         "difference": np.subtract(hx, hz),
-        "distinct_original": [len(np.unique(X[:, j])) for j in range(len(names))],
-        "distinct_masked": [len(np.unique(Z[:, j])) for j in range(len(names))],
+        "distinct_original": [len(np.unique(seen(X, j))) for j in range(len(names))],
+        "distinct_masked": [len(np.unique(seen(Z, j))) for j in range(len(names))],
     })
-    return EntropyResult(value=float(np.mean(hz)), base=base, normalized=normalized, per_attribute=per)
+    return EntropyResult(value=float(np.nanmean(hz)) if np.isfinite(hz).any() else float("nan"), base=base,
+                         normalized=normalized, per_attribute=per)
 
 
 # ---------------------------------------------------------- correlation difference
@@ -324,21 +376,27 @@ def correlation_difference(
     """
     if variant not in ("difference", "preservation"):
         raise ParameterError(f"correlation variant must be 'difference' or 'preservation', got {variant!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference")
-    require_nonconstant(names, X.std(axis=0), measure="correlation difference")
+    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference", allow_missing=True)
+    gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
+    require_nonconstant(names, observed_sd(X) if gaps else X.std(axis=0), measure="correlation difference")
     p = len(names)
     if variant == "preservation":
-        sz = Z.std(axis=0)
         r = np.zeros(p)
         for j in range(p):
-            if sz[j] > 0:
-                r[j] = np.corrcoef(X[:, j], Z[:, j])[0, 1]
+            ok = ~np.isnan(X[:, j]) & ~np.isnan(Z[:, j])
+            a, b = X[ok, j], Z[ok, j]
+            if a.size > 1 and b.std() > 0 and a.std() > 0:
+                r[j] = np.corrcoef(a, b)[0, 1]
         per = pd.DataFrame({"attribute": names, "abs_corr": np.abs(r)})
         return CorrelationResult(value=float(np.abs(r).mean()), variant=variant, per_pair=per)
     if p < 2:
         raise ParameterError("correlation difference needs at least 2 numeric attributes")
-    R = _corr(np.cov(X, rowvar=False, ddof=1))
-    Rz = _corr(np.cov(Z, rowvar=False, ddof=1))
+    if gaps:
+        R = _corr(pd.DataFrame(X).cov(ddof=1).to_numpy())
+        Rz = _corr(pd.DataFrame(Z).cov(ddof=1).to_numpy())
+    else:
+        R = _corr(np.cov(X, rowvar=False, ddof=1))
+        Rz = _corr(np.cov(Z, rowvar=False, ddof=1))
     i, j = np.triu_indices(p, k=1)
     d = np.abs(R[i, j] - Rz[i, j])
     per = pd.DataFrame({"attribute_1": [names[a] for a in i], "attribute_2": [names[b] for b in j],

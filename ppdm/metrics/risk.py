@@ -10,6 +10,12 @@ entropy, and the IL-DR trade-off score.
 
 DDR and SERS compare every record with every record of the other file; neither ever
 holds an n × n matrix (a KD-tree, or Numba kernels with one length-n buffer per thread).
+
+Missing cells (``docs/missing_values.md``): DDR links the records complete on the compared
+attributes in both tables (among themselves); IDR judges each record on the attributes
+observed in both tables, with each sd over the observed cells of z; SERS compares the
+records complete on the numeric attributes (a missing categorical value equals only
+another missing one).
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ import pandas as pd
 
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics import _dask
-from ppdm.metrics._common import column_names, context_numeric, is_dask, numeric_pair, pick_options
+from ppdm.metrics._common import (
+    column_names,
+    complete_rows,
+    context_numeric,
+    is_dask,
+    numeric_pair,
+    observed_sd,
+    pick_options,
+)
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.utils import RandomState, check_random_state
 
@@ -55,6 +69,7 @@ class DDRResult(MeasureResult):
     ties: str = "fractional"
     method: str = "kdtree"
     percent: bool = False
+    incomplete: int = 0
 
 
 def _standardize(X: np.ndarray, Z: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -237,6 +252,9 @@ def ddr(
     timing probe on 500 records finds the product search faster (many dimensions, strong
     masking). The timing only picks the method: the result
     is the same for every method.
+
+    Records with a missing cell (in x or in z) are left out, of the targets and of the
+    candidates alike; ``n`` counts the records linked and ``incomplete`` those left out.
     """
     if standardize not in ("per_file", "original", "none"):
         raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
@@ -244,7 +262,13 @@ def ddr(
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
     if method not in ("auto", "kdtree", "brute", "blas"):
         raise ParameterError(f"DDR method must be 'auto', 'kdtree', 'brute' or 'blas', got {method!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="DDR")
+    names, X, Z = numeric_pair(x, z, columns, measure="DDR", allow_missing=True)
+    keep = complete_rows(X, Z)
+    incomplete = int((~keep).sum())
+    if incomplete:
+        X, Z = X[keep], Z[keep]
+        if len(X) < 2:
+            raise SchemaError("DDR needs at least 2 records complete on the compared attributes in x and z")
     Xs, Zs = _standardize(X, Z, standardize)
     Xs, Zs = np.ascontiguousarray(Xs), np.ascontiguousarray(Zs)
     tree = None
@@ -272,7 +296,7 @@ def ddr(
     linked = float(credit.sum())
     frac = linked / n
     return DDRResult(value=100.0 * frac if percent else frac, linked=linked, n=n, tied=int((own & (count > 1)).sum()),
-                     standardize=standardize, ties=ties, method=use, percent=percent)
+                     standardize=standardize, ties=ties, method=use, percent=percent, incomplete=incomplete)
 
 
 # ----------------------------------------------------------------------------- IDR
@@ -289,11 +313,14 @@ class IDRResult(MeasureResult):
 
 def _idr_counts(X: np.ndarray, Z: np.ndarray, sd: np.ndarray, k: float, rule: str) -> tuple[int, np.ndarray]:
     half = k * sd
-    # inclusive bounds, compared exactly as x < z − k·s or x > z + k·s
-    outside = (X < Z - half) | (X > Z + half)
+    # inclusive bounds, compared exactly as x < z − k·s or x > z + k·s; a cell missing in x or
+    # z is neither inside nor outside, and a record with no cell observed in both is not at risk
+    both = ~np.isnan(X) & ~np.isnan(Z)
+    with np.errstate(invalid="ignore"):
+        outside = ((X < Z - half) | (X > Z + half)) & both
     n_out = outside.sum(axis=1)
-    risky = n_out == 0 if rule == "all" else n_out <= 1
-    return int(risky.sum()), (~outside).sum(axis=0)
+    risky = (n_out == 0 if rule == "all" else n_out <= 1) & both.any(axis=1)
+    return int(risky.sum()), (both & ~outside).sum(axis=0)
 
 
 def idr(
@@ -330,9 +357,9 @@ def idr(
             x, z, names, lambda X, Z: _idr_counts(X, Z, sd, k, rule), measure="IDR"))
         n = int(n)
     else:
-        names, X, Z = numeric_pair(x, z, columns, measure="IDR")
+        names, X, Z = numeric_pair(x, z, columns, measure="IDR", allow_missing=True)
         n = X.shape[0]
-        sd = Z.std(axis=0, ddof=1)
+        sd = observed_sd(Z) if np.isnan(Z).any() else Z.std(axis=0, ddof=1)
         risky, inside = _idr_counts(X, Z, sd, k, rule)
     per = pd.DataFrame({"attribute": names, "sd_masked": sd, "share_inside": np.asarray(inside) / n})
     return IDRResult(value=int(risky) / n, at_risk=int(risky), n=n, k=float(k), rule=rule, per_attribute=per)
@@ -479,8 +506,15 @@ def sers(
         absent = [c for c in cols if c not in df.columns]
         if absent:
             raise SchemaError(f"SERS: column(s) {', '.join(map(repr, absent))} not in the {label} table")
+    if numeric:
+        # records with a missing numeric cell are left out (a missing categorical value is a value)
+        from ppdm.data.types import working_frame
+
+        x, z = working_frame(x, numeric), working_frame(z, numeric)
+        x = x.loc[x[numeric].notna().all(axis=1).to_numpy()] if x[numeric].isna().to_numpy().any() else x
+        z = z.loc[z[numeric].notna().all(axis=1).to_numpy()] if z[numeric].isna().to_numpy().any() else z
     if len(x) == 0 or len(z) == 0:
-        raise SchemaError("SERS needs at least one original and one perturbed record")
+        raise SchemaError("SERS needs at least one original and one perturbed record (complete on the numeric attributes)")
     if not 0 < confidence < 1:
         raise ParameterError(f"SERS confidence must be in (0, 1), got {confidence!r}")
     n_o, n_p = len(x), len(z)
