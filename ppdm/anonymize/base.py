@@ -44,10 +44,16 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         The technique accepts missing attribute values and documents what it does with
         them (its docstring, ``docs/missing_values.md``); otherwise they are refused with a
         clear error. A missing class value is always refused.
+    missing_policy:
+        ``"kept"``, ``"modelled"`` or ``"refused"`` (see below).
     """
 
     needs_class: ClassVar[bool] = False
     handles_missing: ClassVar[bool] = False
+    #: what becomes of a missing attribute value: ``"kept"`` (the cell stays missing),
+    #: ``"modelled"`` (missingness is part of what the technique learns and releases) or
+    #: ``"refused"``; listed by ``ppdm methods`` and in docs/missing_values.md
+    missing_policy: ClassVar[str] = "refused"
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None

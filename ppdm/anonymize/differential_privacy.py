@@ -469,6 +469,7 @@ class DPCube(Technique):
     """
 
     handles_missing = True
+    missing_policy = "modelled"
 
     def __init__(
         self,

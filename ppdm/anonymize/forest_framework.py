@@ -197,6 +197,7 @@ class ForestFramework(Technique):
 
     needs_class = True
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

@@ -111,6 +111,7 @@ class Framework(Technique):
 
     needs_class = True
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

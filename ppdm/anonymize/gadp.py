@@ -152,6 +152,7 @@ class GADP(Technique):
     """
 
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

@@ -550,6 +550,7 @@ class MDAV(Technique):
     """
 
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

@@ -38,6 +38,7 @@ class _Noise(Technique, ABC):
     """Shared machinery: per-column selection of values to change with probability ``level``."""
 
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(self, level: float = 0.1, class_column=None, schema=None, random_state=None) -> None:
         self.level = level

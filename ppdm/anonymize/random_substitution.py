@@ -333,6 +333,7 @@ class RandomSubstitution(Technique):
     """
 
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

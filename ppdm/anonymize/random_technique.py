@@ -62,6 +62,7 @@ class RandomTechnique(Technique):
     """
 
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

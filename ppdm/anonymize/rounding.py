@@ -191,6 +191,7 @@ class Rounding(Technique):
     """
 
     handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

@@ -108,14 +108,15 @@ def methods(
 
         print_json({
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": technique_params(cls)}
+                   "parameters": technique_params(cls), "missing": cls.missing_policy}
             for name, cls in sorted(TECHNIQUES.items())
         })
         return
     console.print("[bold]ppdm techniques[/bold] (ppdm anonymize DATA --method NAME --param key=value)\n")
     for name in sorted(TECHNIQUES):
         cls = TECHNIQUES[name]
-        console.print(f"[bold cyan]{name}[/bold cyan] ({cls.__name__}): {_first_line(cls.__doc__)}", highlight=False)
+        console.print(f"[bold cyan]{name}[/bold cyan] ({cls.__name__}): {_first_line(cls.__doc__)} "
+                      f"(missing cells: {cls.missing_policy})", highlight=False)
         params = "  ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
 
