@@ -141,17 +141,30 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             return self._transform_dask(X)
         return self._transform_frame(X, check_random_state(self.random_state))
 
-    def _transform_dask(self, ddf: Any) -> Any:
+    def partition_seed(self) -> int:
+        """The entropy every partition's generator is seeded from, with the partition number:
+        derived from ``random_state``, or fresh operating-system entropy when it is ``None``
+        (draw it once per release and pass it to :meth:`transform_partition`)."""
         seed = self.random_state
         if not (seed is None or isinstance(seed, (int, np.integer))):
-            raise ParameterError("a Dask transform needs an int random_state (or None) to seed each partition")
-        base = np.random.SeedSequence(None if seed is None else int(seed)).entropy
+            raise ParameterError("a partitioned transform needs an int random_state (or None) to seed each partition")
+        return int(np.random.SeedSequence(None if seed is None else int(seed)).entropy)
+
+    def transform_partition(self, X: pd.DataFrame, number: int, base: int) -> pd.DataFrame:
+        """Transform partition ``number`` of a larger table, drawing from a generator seeded by
+        ``(base, number)`` (``base`` from :meth:`partition_seed`): the same seed gives the same
+        partition, wherever and in whatever order partitions are transformed."""
+        check_is_fitted(self, "schema_")
+        if len(X) == 0:
+            return X
+        return self._transform_frame(X, np.random.default_rng([base, int(number)]))
+
+    def _transform_dask(self, ddf: Any) -> Any:
+        base = self.partition_seed()
 
         def part(pdf: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
             i = 0 if partition_info is None else int(partition_info["number"])
-            if len(pdf) == 0:
-                return pdf
-            return self._transform_frame(pdf, np.random.default_rng([base, i]))
+            return self.transform_partition(pdf, i, base)
 
         return ddf.map_partitions(part, meta=ddf._meta)
 

@@ -71,6 +71,11 @@ MissingKeepOpt = Annotated[str, typer.Option(
 CategoricalOpt = Annotated[list[str] | None, typer.Option(
     "--categorical", help="Categorical column(s) (comma list, repeatable), read as text exactly as written: "
                           "codes keep their leading zeros.")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="'pandas' (in memory), 'dask' (partition by partition) or 'auto' (default: dask for a folder, "
+                     "a glob or a file over 1 GiB).")]
+BlocksizeOpt = Annotated[str, typer.Option(
+    "--blocksize", help="With dask: bytes of CSV per partition (e.g. 64MB, the default).")]
 DateOpt = Annotated[list[str] | None, typer.Option(
     "--date", help="Date column(s), each optionally with its strftime format: --date visit or "
                    "--date 'visit=%d/%m/%Y' (default: detected).")]

@@ -72,6 +72,18 @@ def load_input(
     return df, schema, dropped
 
 
+def partition_progress(status: Any) -> Any:
+    """A progress callback ``(stage, done, total)`` for partitioned work that shows the stage
+    and the partitions done in a rich ``status`` line."""
+    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "check": "checking",
+              "measure": "measuring"}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        status.update(f"{labels.get(stage, stage)}: partition {done} of {total}")
+
+    return progress
+
+
 def parse_date_options(values: list[str] | None) -> dict[str, str | None]:
     """``--date`` values (``col`` or ``col=FORMAT``, comma lists allowed) as ``{col: format}``."""
     out: dict[str, str | None] = {}

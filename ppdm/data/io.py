@@ -127,10 +127,16 @@ def _csv_header(p: Path, sep: str) -> list[str] | None:
     return None
 
 
-def _short_row(p: Path, sep: str, width: int) -> tuple[int, int] | None:
-    """(line number, fields) of the first data row with fewer fields than the header."""
+def _short_row(p: Path, sep: str, width: int, nrows: int | None = None) -> tuple[int, int] | None:
+    """(line number, fields) of the first data row with fewer fields than the header (among
+    the first ``nrows`` rows when given)."""
     with _open_text(p) as fh:
-        text = fh.read()
+        if nrows is None:
+            text = fh.read()
+        else:
+            import itertools
+
+            text = "".join(itertools.islice(fh, nrows + 1))
     if '"' not in text:
         # no quoting: a row's fields are its separators plus one (fast path, no csv parsing)
         for no, line in enumerate(text.splitlines()[1:], 2):
@@ -153,7 +159,7 @@ def _short_row(p: Path, sep: str, width: int) -> tuple[int, int] | None:
 
 def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | None = None,
                categorical: list[str] | tuple[str, ...] = (), dates: Mapping[str, str | None] | None = None,
-               **csv_kwargs: Any) -> pd.DataFrame:
+               nrows: int | None = None, **csv_kwargs: Any) -> pd.DataFrame:
     """Read a CSV or Parquet file into a typed DataFrame.
 
     Empty cells (and ``?``, the UCI missing marker) become missing values; names and
@@ -167,6 +173,7 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
     :func:`typed_columns`); without it the types are inferred the same way. ``categorical``
     and ``dates`` (column → format or ``None``) type some columns without a full schema.
     The text format of every date column found is kept in ``df.attrs["date_formats"]``.
+    ``nrows`` reads the first rows only (of a CSV file; the first rows of a Parquet file).
     """
     p = Path(path)
     if not p.exists():
@@ -179,6 +186,8 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
     try:
         if kind == "parquet":
             df = pd.read_parquet(p)
+            if nrows is not None:
+                df = df.iloc[:nrows]
         else:
             header = _csv_header(p, delim)
             if header is not None:
@@ -188,6 +197,8 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
                         raise PPDMError(f"{str(p)!r} names the column {name!r} twice in its header; rename one of them")
                     seen.add(name)
             kw: dict[str, Any] = {"na_values": ["?"], "sep": delim}
+            if nrows is not None:
+                kw["nrows"] = nrows
             text_cols = _text_columns(schema, header, [*categorical, *(dates or {})])
             if text_cols:
                 kw["dtype"] = dict.fromkeys(text_cols, str)
@@ -206,10 +217,10 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
     if unnamed:
         raise PPDMError(f"{str(p)!r} has a column without a header ({unnamed[0]}); is the header line malformed?")
     if kind == "csv":
-        _check_csv_shape(p, df, delim, sep)
+        _check_csv_shape(p, df, delim, sep, nrows)
 
         def raw(cols: list[str]) -> pd.DataFrame:
-            return _raw_text(p, delim, cols)
+            return _raw_text(p, delim, cols, nrows)
 
         return typed_columns(df, schema, raw_text=raw, source=str(p), categorical=categorical, dates=dates)
     df.attrs["_parquet_integer"] = _parquet_integer_columns(p)
@@ -231,9 +242,11 @@ def _text_columns(schema: Schema | None, header: list[str] | None, named: list[s
     return [c for c in header if c in want]
 
 
-def _raw_text(p: Path, delim: str, columns: list[str]) -> pd.DataFrame:
+def _raw_text(p: Path, delim: str, columns: list[str], nrows: int | None = None) -> pd.DataFrame:
     """Columns of a CSV file as the text written in it (missing cells as missing)."""
     kw: dict[str, Any] = {"usecols": columns, "dtype": str, "na_values": ["?"], "sep": delim}
+    if nrows is not None:
+        return pd.read_csv(p, nrows=nrows, **kw)
     try:
         return pd.read_csv(p, engine="pyarrow", **kw)
     except Exception:  # the C parser accepts what pyarrow may not (e.g. some quoting)
@@ -392,7 +405,7 @@ def _parse_dates(s: pd.Series, fmt: str, column: str, source: str) -> pd.Series:
                         f"a date in the format {fmt!r}") from None
 
 
-def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None) -> None:
+def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None, nrows: int | None = None) -> None:
     if not (isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1):
         # pandas takes the first field as an index when every row has one field more than the header
         raise PPDMError(f"{str(p)!r} is malformed: its data rows have more fields than its header "
@@ -408,7 +421,7 @@ def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None) -> 
             )
     if df.shape[1] > 1 and df.iloc[:, -1].isna().any():
         # a short row is padded with missing values by pandas: tell it apart from empty cells
-        short = _short_row(p, delim, df.shape[1])
+        short = _short_row(p, delim, df.shape[1], nrows)
         if short is not None:
             line, n = short
             raise PPDMError(f"{str(p)!r} is malformed: line {line} has {n} field(s), the header has {df.shape[1]}; "
