@@ -16,6 +16,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    EngineOpt,
     IdOpt,
     MeasureSeedOpt,
     MissingKeepOpt,
@@ -128,9 +129,17 @@ def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
     from ppdm.data.provenance import describe, file_sha256
 
     err_console.print(f"provenance of z: {describe(provenance)}", highlight=False, markup=False, soft_wrap=True)
-    recorded = (provenance.get("input") or {}).get("sha256")
-    if recorded and not original.startswith(BUILTIN) and Path(original).is_file() \
-            and file_sha256(original) != recorded:
+    inp = provenance.get("input") or {}
+    recorded = inp.get("sha256")
+    if recorded and inp.get("partitions") and not original.startswith(BUILTIN):
+        from ppdm.data.partitions import dataset_files
+        from ppdm.experiments.out_of_core import dataset_sha256
+
+        same = dataset_sha256(dataset_files(original)) == recorded
+    else:
+        same = not (recorded and not original.startswith(BUILTIN) and Path(original).is_file()
+                    and file_sha256(original) != recorded)
+    if not same:
         err_console.print("note: --original is not the file z was made from (its sha256 differs from the "
                           "provenance's)", highlight=False, markup=False)
 
@@ -148,8 +157,10 @@ def _summary(res: Any) -> str:
 
 @app.command()
 def evaluate(
-    original: Annotated[str, typer.Option("--original", "-x", help="Original table x (path or builtin:NAME).")],
-    anonymized: Annotated[str, typer.Option("--anonymized", "-z", help="Anonymized table z (path or builtin:NAME).")],
+    original: Annotated[str, typer.Option(
+        "--original", "-x", help="Original table x (path, Parquet dataset folder, glob, or builtin:NAME).")],
+    anonymized: Annotated[str, typer.Option(
+        "--anonymized", "-z", help="Anonymized table z (path, Parquet dataset folder, glob, or builtin:NAME).")],
     class_column: ClassOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", "-r", help="Rule file Ψx (default: CART rules of x).")] = None,
     test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: hold out 1/3 of x).")] = None,
@@ -168,6 +179,13 @@ def evaluate(
     other: OtherOpt = None,
     categorical: CategoricalOpt = None,
     date: DateOpt = None,
+    engine: EngineOpt = "auto",
+    blocksize: Annotated[str | None, typer.Option(
+        "--blocksize", help="With dask: bytes of CSV per partition of x (default: as the release's provenance "
+                            "records, else 64MB).")] = None,
+    sample_rows: Annotated[int, typer.Option(
+        "--sample-rows", help="With dask: records of the sample that measures without an exact out-of-core "
+                              "form are computed on.")] = 20_000,
 ) -> None:
     """Measure how much of x an anonymized table z keeps: rule retention (Rule Accuracy, RSD, RLD),
     model performance (prediction accuracy, AUC, F-measure) and any other registered measure."""
@@ -185,6 +203,14 @@ def evaluate(
     options = parse_params(param)
     provenance = _provenance(anonymized)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
+    from ppdm.data.partitions import wants_dask
+
+    if wants_dask(original, engine) or wants_dask(anonymized, engine):
+        _evaluate_datasets(original, anonymized, test, class_column=class_column, schema=schema, sep=sep, roles=roles,
+                           missing=miss, categorical=categorical, date=date, blocksize=blocksize,
+                           provenance=provenance, specs=specs, options=options, rules=rules, seed_value=seed_value,
+                           drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out)
+        return
     x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
                            categorical=categorical, dates=date)
     x, sch, ids = _without_identifiers(x, sch, provenance)
@@ -237,6 +263,114 @@ def evaluate(
         print_json(obj)
         return
     _print_tables(results, per_rule, specs)
+
+
+def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, class_column: str | None,
+                       schema: Path | None, sep: str | None, roles: Any, missing: str, categorical: list[str] | None,
+                       date: list[str] | None, blocksize: str | None, provenance: dict[str, Any] | None,
+                       specs: list, options: dict[str, Any], rules: Path | None, seed_value: int, drawn: bool,
+                       sample_rows: int, html: Path | None, json_out: bool) -> None:
+    """Tables larger than memory: exact measures partition by partition, the others on a sample."""
+    from ppdm.cli.common import parse_date_options, partition_progress
+    from ppdm.data.partitions import BLOCKSIZE, open_dataset
+    from ppdm.data.roles import resolve_schema, split_names
+    from ppdm.metrics._dask import partition_lengths, working_parts
+    from ppdm.metrics.base import EvaluationContext, _jsonable
+    from ppdm.metrics.out_of_core import SampledResult, evaluate_measure
+
+    cats, dates = split_names(categorical), parse_date_options(date)
+    if (cats or dates) and schema is not None:
+        raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
+    if original.startswith(BUILTIN) or anonymized.startswith(BUILTIN):
+        raise PPDMError("a shipped dataset (builtin:NAME) is evaluated in memory; give files for a partitioned "
+                        "evaluation")
+    recorded = ((provenance or {}).get("input") or {}).get("blocksize")
+    block = blocksize or recorded or BLOCKSIZE
+    loaded = Schema.load(schema) if schema is not None else None
+    xds = open_dataset(original, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=block)
+    head = xds.head
+    head.attrs["date_formats"] = dict(xds.date_formats)
+    sch = resolve_schema(head, schema=loaded, class_column=class_column, roles=roles, detect=False,
+                         what="the schema" if schema is None else f"schema file {str(schema)!r}")
+    x, sch, ids = _without_identifiers(xds.data, sch, provenance)
+    zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block)
+    cols, want = zds.columns, [str(c) for c in x.columns]
+    if set(cols) - set(ids) != set(want):
+        lacks = [c for c in want if c not in cols]
+        extra = [c for c in cols if c not in want and c not in ids]
+        raise SchemaError(f"the anonymized table {anonymized!r} does not have the columns of the original: it "
+                          + " and ".join(([f"lacks {', '.join(map(repr, lacks))}"] if lacks else [])
+                                         + ([f"has extra {', '.join(map(repr, extra))}"] if extra else [])))
+    z = zds.data[want]
+    if missing == "drop":
+        keep = sch.columns
+        x = x.dropna(subset=keep)
+        z = z.dropna(subset=keep)
+    elif missing == "error":
+        _refuse_missing_lazily(x, sch, original)
+        _refuse_missing_lazily(z, sch, anonymized)
+    t = None
+    if test is not None:
+        t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block).data[want], sch.numeric)
+    if sch.class_column is None:
+        needing = [s.name for s in specs if s.needs_class]
+        if needing:
+            raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
+    x, z = working_parts(x, sch.numeric), working_parts(z, sch.numeric)
+    rs = _load_rules(rules, head, sch) if rules is not None else None
+    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value,
+                            options={**options, "sample_rows": sample_rows})
+    results: dict[str, Any] = {}
+    for spec in specs:
+        with err_console.status(f"computing {spec.name}…") as status:
+            ctx.options["progress"] = partition_progress(status)
+            results[spec.name] = evaluate_measure(spec, ctx, sample_rows=sample_rows)
+    ctx.options.pop("progress", None)
+    how = {name: ("sample" if isinstance(r, SampledResult) else "exact") for name, r in results.items()}
+    if html is not None:
+        from ppdm.report import write_evaluation_html
+
+        write_evaluation_html(
+            results, html, dataset_info={"name": original, "rows": sum(partition_lengths(x)), "columns": len(want),
+                                         "numeric": list(sch.numeric), "categorical": list(sch.categorical),
+                                         "class_column": sch.class_column, "partitions": x.npartitions},
+            subtitle=f"x = {original}, z = {anonymized} ({x.npartitions} partitions); measurement seed {seed_value}",
+            provenance=provenance,
+        )
+        err_console.print(f"wrote {html}")
+    _show_provenance(provenance, original)
+    report_drawn_seed(seed_value, drawn)
+    per_rule = next((r.per_rule for r in results.values() if isinstance(getattr(r, "per_rule", None), pd.DataFrame)),
+                    None)
+    if json_out:
+        obj: dict[str, Any] = {name: _jsonable(r.value) for name, r in results.items()}
+        obj["per_rule"] = _jsonable(per_rule.reset_index()) if per_rule is not None else []
+        obj["details"] = {name: r.to_dict() for name, r in results.items()}
+        obj["out_of_core"] = how
+        obj["seed"] = seed_value
+        obj["provenance"] = provenance
+        print_json(obj)
+        return
+    _print_tables(results, per_rule, specs)
+    sampled = [n for n, h in how.items() if h == "sample"]
+    if sampled:
+        err_console.print(f"computed on a sample of {sample_rows} records (with a confidence interval in --json): "
+                          f"{', '.join(sampled)}; every other measure is exact", highlight=False, soft_wrap=True)
+
+
+def _refuse_missing_lazily(df: Any, sch: Schema, spec: str) -> None:
+    """--missing error for a partitioned table: one pass counting missing cells per column."""
+    from ppdm.data.partitions import read_partition, run_partitions
+
+    cols = [c for c in sch.columns if c in df.columns]
+    counts = run_partitions(lambda i: read_partition(df, i)[cols].isna().sum().to_dict(), df.npartitions,
+                            name="ppdm-missing")
+    for i, c in enumerate(counts):
+        bad = [k for k, v in c.items() if v]
+        if bad:
+            raise SchemaError(f"column {bad[0]!r} of {spec!r} has a missing value in partition {i}; drop those rows "
+                              "with --missing drop, or keep the missing cells where techniques and measures treat "
+                              "them with --missing keep")
 
 
 def _print_tables(results: dict[str, Any], per_rule: pd.DataFrame | None, specs: list) -> None:

@@ -62,12 +62,17 @@ class MeasureResult:
                 if isinstance(getattr(self, f.name), pd.DataFrame)}
 
 
+#: records of a Dask ``x`` that CART finds Ψx in, by default
+RULE_SAMPLE_ROWS = 100_000
+
+
 @dataclass
 class EvaluationContext:
     """Everything a measure may need when called by name from ``ppdm evaluate``.
 
     ``x`` is the original table, ``z`` the anonymized one, ``test`` an optional
-    held-out table t; ``control`` an optional control set of original records that
+    held-out table t (pandas DataFrames, or, for tables larger than memory, Dask DataFrames
+    partitioned alike: see :mod:`ppdm.metrics.out_of_core`); ``control`` an optional control set of original records that
     were not used to make ``z`` (attack-based risk, Giomi et al. 2023); ``rules`` is
     Ψx (built lazily from ``x`` by CART when absent); ``options`` carries measure
     parameters from the command line.
@@ -84,11 +89,19 @@ class EvaluationContext:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def get_rules(self):
-        """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7)."""
+        """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7); for a Dask ``x``,
+        in a uniform random sample of ``options["sample_rows"]`` of its records (default
+        :data:`RULE_SAMPLE_ROWS`)."""
         if self.rules is None:
             from ppdm.rules.cart import rules_from_cart
 
-            self.rules = rules_from_cart(self.x, self.schema, random_state=self.random_state)
+            x = self.x
+            if type(x).__module__.startswith("dask"):
+                from ppdm.metrics._dask import sample_pairs
+
+                k = int(self.options.get("sample_rows", RULE_SAMPLE_ROWS))
+                x, _, _ = sample_pairs(x, None, k, int(self.random_state or 0))
+            self.rules = rules_from_cart(x, self.schema, random_state=self.random_state)
         return self.rules
 
 
@@ -118,6 +131,7 @@ class MeasureSpec:
     requires: tuple[str, ...] = ()  # options without which it cannot run; left out of "all"
     direction: str | None = None  # "higher" or "lower" is better (for risk: better protected); None: neither
     value_range: tuple[float | None, float | None] = (None, None)  # bounds of ``value``; None = unbounded
+    out_of_core: bool = False  # fn computes the measure exactly when x and z are Dask DataFrames
 
 
 MEASURES: dict[str, MeasureSpec] = {}
@@ -133,6 +147,7 @@ def register_measure(
     requires: tuple[str, ...] = (),
     direction: str | None = None,
     value_range: tuple[float | None, float | None] = (None, None),
+    out_of_core: bool = False,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
@@ -140,13 +155,17 @@ def register_measure(
     matrices of an attack); such a measure runs only when named, never as part of ``all``.
     ``direction`` says whether a higher or a lower ``value`` is better ("higher"/"lower";
     for a risk measure, better protected) and ``value_range`` the bounds of ``value``.
+    ``out_of_core=True`` declares that ``fn`` computes the measure exactly, partition by
+    partition, when the context's tables are Dask DataFrames; any other measure is computed
+    on a random sample of the records, with a confidence interval
+    (:mod:`ppdm.metrics.out_of_core`).
     """
     if direction not in (None, "higher", "lower"):
         raise ValueError(f"direction must be 'higher', 'lower' or None, got {direction!r}")
 
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
-                                     direction, tuple(value_range))  # type: ignore[arg-type]
+                                     direction, tuple(value_range), bool(out_of_core))  # type: ignore[arg-type]
         return fn
 
     return deco

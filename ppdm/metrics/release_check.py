@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -271,6 +272,40 @@ def qi_hashes(z: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
     return pd.util.hash_pandas_object(z[list(qi)].reset_index(drop=True), index=False).to_numpy()
 
 
+def release_check_dask(x: Any, z: Any, schema: Schema, *, columns: Sequence[str] | None = None,
+                       tolerance: float = TOLERANCE) -> ReleaseCheck:
+    """:func:`release_check` of two Dask DataFrames partitioned alike, exactly: column moments
+    of x in a first pass, the record-by-record counts per partition pair in a second, and the
+    sample uniques of z from hashes Dask counts across partitions."""
+    from ppdm.data.partitions import read_partition, run_partitions
+    from ppdm.data.types import working_frame
+    from ppdm.metrics._dask import check_aligned
+
+    check_aligned(x, z, "the release check")
+    cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
+    numeric = [c for c in cols if c in _numeric_set(schema)]
+
+    def moments(i: int) -> dict[str, tuple[int, float, float, float]]:
+        w = working_frame(read_partition(x, i)[numeric], numeric)
+        return {c: column_moments(w[c].to_numpy(dtype=float, na_value=np.nan)) for c in numeric}
+
+    per = run_partitions(moments, x.npartitions, name="ppdm-check-moments")
+    spreads = {c: column_spread(merge_moments([m[c] for m in per])) for c in numeric}
+
+    def part(i: int) -> CheckPart:
+        xi = working_frame(read_partition(x, i), schema.numeric)
+        zi = working_frame(read_partition(z, i), schema.numeric)
+        return check_partition(xi, zi, schema, cols, spreads, tolerance)
+
+    parts = run_partitions(part, x.npartitions, name="ppdm-check")
+    qi = check_columns(schema, cols)[0]
+    unique = 0
+    if qi:
+        h = z[qi].map_partitions(lambda p: pd.Series(qi_hashes(p, qi), dtype="uint64"), meta=("h", "uint64"))
+        unique = int((h.value_counts(split_out=max(1, z.npartitions // 8)) == 1).sum().compute())
+    return release_check_from_parts(parts, schema, cols, unique, tolerance)
+
+
 @register_measure(
     "release_check",
     kind="risk",
@@ -278,6 +313,11 @@ def qi_hashes(z: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
     needs_class=False,
     direction="lower",
     value_range=(0.0, 1.0),
+    out_of_core=True,
 )
 def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
+    from ppdm.metrics._common import is_dask
+
+    if is_dask(ctx.x) or is_dask(ctx.z):
+        return release_check_dask(ctx.x, ctx.z, ctx.schema)
     return release_check(ctx.x, ctx.z, ctx.schema)

@@ -255,6 +255,10 @@ def ddr(
 
     Records with a missing cell (in x or in z) are left out, of the targets and of the
     candidates alike; ``n`` counts the records linked and ``incomplete`` those left out.
+
+    A pair of Dask DataFrames partitioned alike is linked block by block
+    (:func:`ppdm.metrics._dask.blocked_linkage`): the same links, exactly, with two
+    partitions in memory per task (``method`` is then ``"blocked-kdtree"``).
     """
     if standardize not in ("per_file", "original", "none"):
         raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
@@ -262,6 +266,15 @@ def ddr(
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
     if method not in ("auto", "kdtree", "brute", "blas"):
         raise ParameterError(f"DDR method must be 'auto', 'kdtree', 'brute' or 'blas', got {method!r}")
+    if is_dask(x) or is_dask(z):
+        # the blocked search over partitions: the same links, for tables of any size
+        names = column_names(x, columns, measure="DDR")
+        linked, tied, n, left = _dask.blocked_linkage(x, z, names, standardize=standardize, rel_tol=TIE_REL_TOL,
+                                                      abs_tol=TIE_ABS_TOL, ties=ties)
+        frac = linked / n
+        return DDRResult(value=100.0 * frac if percent else frac, linked=linked, n=n, tied=tied,
+                         standardize=standardize, ties=ties, method="blocked-kdtree", percent=percent,
+                         incomplete=left)
     names, X, Z = numeric_pair(x, z, columns, measure="DDR", allow_missing=True)
     keep = complete_rows(X, Z)
     incomplete = int((~keep).sum())
@@ -347,12 +360,15 @@ def idr(
         raise ParameterError(f"IDR rule must be 'all' or 'legacy', got {rule!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IDR")
-        n, sz = _dask.count_and_sums(x, z, names, side="masked", measure="IDR")
+        n, cnt, sz = _dask.add(_dask.reduce_pairs(
+            x, z, names, lambda X, Z: (X.shape[0], *_dask.observed_sums(Z)), measure="IDR"))
         if n < 2:
             raise SchemaError("IDR needs at least 2 records")
-        mz = sz / n
-        (ss,) = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (((Z - mz) ** 2).sum(0),), measure="IDR"))
-        sd = np.sqrt(ss / (n - 1))
+        mz = sz / np.maximum(cnt, 1)
+        (ss,) = _dask.add(_dask.reduce_pairs(
+            x, z, names, lambda X, Z: (np.where(np.isnan(Z), 0.0, (Z - mz) ** 2).sum(0),), measure="IDR"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sd = np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
         risky, inside = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: _idr_counts(X, Z, sd, k, rule), measure="IDR"))
         n = int(n)
@@ -552,14 +568,14 @@ def sers(
 
 
 # --------------------------------------------------------------- CLI registrations
-@register_measure("ddr", kind="risk", needs_class=False,
+@register_measure("ddr", kind="risk", needs_class=False, out_of_core=True,
                   description="distance-based record linkage: share of masked records linked to their own original")
 def _ddr_measure(ctx: EvaluationContext) -> DDRResult:
     cols = context_numeric(ctx, "ddr")
     return ddr(ctx.x, ctx.z, cols, **pick_options(ctx.options, "ddr", ["standardize", "ties", "method", "percent"]))
 
 
-@register_measure("idr", kind="risk", needs_class=False,
+@register_measure("idr", kind="risk", needs_class=False, out_of_core=True,
                   description="interval disclosure (sdcMicro dRisk, k = 0.05): share of records at risk")
 def _idr_measure(ctx: EvaluationContext) -> IDRResult:
     cols = context_numeric(ctx, "idr")
@@ -567,7 +583,7 @@ def _idr_measure(ctx: EvaluationContext) -> IDRResult:
     return idr(ctx.x, ctx.z, opts.pop("k", 0.05), cols, **opts)
 
 
-@register_measure("il_dr_score", kind="risk", needs_class=False,
+@register_measure("il_dr_score", kind="risk", needs_class=False, out_of_core=True,
                   description="IL-DR score 0.25·(IL metrics + IL1s + DDR + IDR) of paper 003 §3.3.3; lower is better")
 def _il_dr_measure(ctx: EvaluationContext) -> ILDRResult:
     cols = context_numeric(ctx, "il_dr_score")
