@@ -301,7 +301,11 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
         raise SchemaError(f"the anonymized table {anonymized!r} does not have the columns of the original: it "
                           + " and ".join(([f"lacks {', '.join(map(repr, lacks))}"] if lacks else [])
                                          + ([f"has extra {', '.join(map(repr, extra))}"] if extra else [])))
-    z = zds.data[want]
+    from ppdm.data.io import align_dtypes
+
+    like = x._meta[want]
+    # z read with x's types, column by column (a code read as text in one and as a number in the other never matches)
+    z = zds.data[want].map_partitions(align_dtypes, like, f"the anonymized table {anonymized!r}", meta=like)
     if missing == "drop":
         keep = sch.columns
         x = x.dropna(subset=keep)

@@ -101,8 +101,8 @@ def unchanged_cells(x: pd.Series, z: pd.Series, numeric: bool, tolerance: float 
         with np.errstate(invalid="ignore", over="ignore"):
             same = np.abs(sb - sa) <= tolerance * sd
         return same | (a == b) | both_nan
-    xa = x.to_numpy(dtype=object)
-    za = z.to_numpy(dtype=object)
+    xa = x.to_numpy(dtype=object, na_value=np.nan)
+    za = z.to_numpy(dtype=object, na_value=np.nan)
     return (xa == za) | (pd.isna(x).to_numpy() & pd.isna(z).to_numpy())
 
 
