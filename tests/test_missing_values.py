@@ -280,3 +280,12 @@ def test_c45_routes_missing_values_as_weka_j48() -> None:
         assert by_value(tree_body(tree.export_text())) == by_value(tree_body(expected)), name
         acc = float(re.search(r"Correctly Classified Instances\s+\d+\s+([\d.]+) %", expected).group(1))
         assert round(j48_summary(tree, X, y)["train_accuracy_pct"], 4) == pytest.approx(acc, abs=1e-4)
+
+
+def test_missing_values_doc_states_every_technique_policy() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "missing_values.md").read_text()
+    rows: dict[str, str] = {}
+    for names, policy in re.findall(r"^\| ((?:`[\w-]+`(?:, )?)+) \| (kept|modelled) \|", text, flags=re.M):
+        for n in re.findall(r"`([\w-]+)`", names):
+            rows[n] = policy
+    assert rows == {n: TECHNIQUES[n].missing_policy for n in NAMES}

@@ -322,14 +322,13 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
             raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
     x, z = working_parts(x, sch.numeric), working_parts(z, sch.numeric)
     rs = _load_rules(rules, head, sch) if rules is not None else None
-    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value,
-                            options={**options, "sample_rows": sample_rows})
+    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=dict(options))
+    from ppdm.data.partitions import reporting
+
     results: dict[str, Any] = {}
     for spec in specs:
-        with err_console.status(f"computing {spec.name}…") as status:
-            ctx.options["progress"] = partition_progress(status)
+        with err_console.status(f"computing {spec.name}…") as status, reporting(partition_progress(status)):
             results[spec.name] = evaluate_measure(spec, ctx, sample_rows=sample_rows)
-    ctx.options.pop("progress", None)
     how = {name: ("sample" if isinstance(r, SampledResult) else "exact") for name, r in results.items()}
     if html is not None:
         from ppdm.report import write_evaluation_html

@@ -75,11 +75,11 @@ def load_input(
 def partition_progress(status: Any) -> Any:
     """A progress callback ``(stage, done, total)`` for partitioned work that shows the stage
     and the partitions done in a rich ``status`` line."""
-    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "check": "checking",
-              "measure": "measuring"}
+    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "check": "checking"}
 
     def progress(stage: str, done: int, total: int) -> None:
-        status.update(f"{labels.get(stage, stage)}: partition {done} of {total}")
+        what = labels.get(stage, stage.removeprefix("ppdm-").replace("-", " "))
+        status.update(f"{what}: partition {done} of {total}")
 
     return progress
 

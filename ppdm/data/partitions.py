@@ -21,6 +21,8 @@ returns what each task returns, which callers keep small (counts, sums, sample r
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import glob as _glob
 import os
 import shutil
@@ -47,6 +49,20 @@ BLOCKSIZE = "64MB"
 ENGINES = ("auto", "pandas", "dask")
 
 Progress = Callable[[int, int], None]
+#: progress(stage, done, total) for every :func:`run_partitions` without a callback of its own
+_REPORT: contextvars.ContextVar[Callable[[str, int, int], None] | None] = contextvars.ContextVar(
+    "ppdm_partition_report", default=None)
+
+
+@contextlib.contextmanager
+def reporting(progress: Callable[[str, int, int], None] | None) -> Iterator[None]:
+    """Within the block, partitioned work reports ``progress(stage, done, total)`` after every
+    partition (``stage`` names the pass, e.g. ``ppdm-linkage``), unless given its own callback."""
+    token = _REPORT.set(progress)
+    try:
+        yield
+    finally:
+        _REPORT.reset(token)
 
 
 def is_glob(spec: str) -> bool:
@@ -285,6 +301,12 @@ def run_partitions(fn: Callable[..., Any], n: int, *, args: Sequence[Any] = (), 
 
     if n == 0:
         return []
+    if progress is None and _REPORT.get() is not None:
+        hook = _REPORT.get()
+
+        def progress(done: int, total: int) -> None:
+            hook(name, done, total)  # type: ignore[misc]
+
     client = active_client()
     if client is not None:
         from distributed import as_completed

@@ -90,7 +90,7 @@ class EvaluationContext:
 
     def get_rules(self):
         """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7); for a Dask ``x``,
-        in a uniform random sample of ``options["sample_rows"]`` of its records (default
+        in a uniform random sample of ``options["rule_rows"]`` of its records (default
         :data:`RULE_SAMPLE_ROWS`)."""
         if self.rules is None:
             from ppdm.rules.cart import rules_from_cart
@@ -99,7 +99,7 @@ class EvaluationContext:
             if type(x).__module__.startswith("dask"):
                 from ppdm.metrics._dask import sample_pairs
 
-                k = int(self.options.get("sample_rows", RULE_SAMPLE_ROWS))
+                k = int(self.options.get("rule_rows", RULE_SAMPLE_ROWS))
                 x, _, _ = sample_pairs(x, None, k, int(self.random_state or 0))
             self.rules = rules_from_cart(x, self.schema, random_state=self.random_state)
         return self.rules
