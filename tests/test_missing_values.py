@@ -289,3 +289,20 @@ def test_missing_values_doc_states_every_technique_policy() -> None:
         for n in re.findall(r"`([\w-]+)`", names):
             rows[n] = policy
     assert rows == {n: TECHNIQUES[n].missing_policy for n in NAMES}
+
+
+def test_reconstruction_keeps_missing_cells_dates_and_precision(tmp_path: Path) -> None:
+    x = mixed_table()
+    src, z, r = tmp_path / "x.csv", tmp_path / "z.csv", tmp_path / "r.csv"
+    x.to_csv(src, index=False)
+    res = runner.invoke(app, ["anonymize", str(src), "-m", "random-substitution", "-p", "gamma=5", "-o", str(z),
+                              "--class", "label", "--missing", "keep", "--categorical", "grade", "--seed", "2"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["reconstruct", str(z), "--out", str(r)])
+    assert res.exit_code == 0, res.output
+    zt, rt = pd.read_csv(z, dtype=str, keep_default_na=False), pd.read_csv(r, dtype=str, keep_default_na=False)
+    pd.testing.assert_frame_equal(zt == "", rt == "")  # missing cells stay missing
+    cell = rt["visit"][rt["visit"] != ""]
+    assert cell.str.fullmatch(r"\d{4}-\d{2}-\d{2}").all() and cell.str.startswith(("2019", "2020", "2021")).all()
+    assert rt["ratio"][rt["ratio"] != ""].str.fullmatch(r"-?\d+(\.\d{1,3})?").all()
+    assert rt["zip"][rt["zip"] != ""].isin(CODES).all()
