@@ -92,6 +92,26 @@ def test_a_partition_that_contradicts_the_head_is_refused(tmp_path: Path) -> Non
         parts.HEAD_ROWS = old
 
 
+def test_a_later_partition_may_have_empty_whole_numbers_and_booleans(tmp_path: Path) -> None:
+    rows = [f"{i},{'true' if i % 2 else 'false'},{i / 4}" for i in range(30)] + [",,7.5"]
+    src = tmp_path / "n.csv"
+    src.write_text("n,flag,v\n" + "\n".join(rows) + "\n")
+    import ppdm.data.partitions as parts
+
+    old = parts.HEAD_ROWS
+    parts.HEAD_ROWS = 10  # the head sees no empty cell
+    try:
+        ds = open_dataset(str(src), blocksize="100B")
+        assert ds.npartitions >= 2
+        got = pd.concat([ds.partition(i) for i in range(ds.npartitions)], ignore_index=True)
+    finally:
+        parts.HEAD_ROWS = old
+    assert str(got["n"].dtype) == "Int64" and str(got["flag"].dtype) == "boolean"
+    assert got["n"].isna().tolist() == [False] * 30 + [True]
+    assert got["flag"].isna().tolist() == [False] * 30 + [True]
+    assert got["n"].iloc[:30].tolist() == list(range(30)) and got["flag"].iloc[1]
+
+
 # ----------------------------------------------------------------------------- releases
 def _tech(name: str = "gaussian-noise", seed: int | None = 5, **params: Any) -> Any:
     return make_technique(name, class_column="label", random_state=seed, params=params or {"level": 0.5})

@@ -10,9 +10,11 @@ An input is read with Dask (:func:`wants_dask`) when it is
 
 Types are settled as for an in-memory table (:func:`ppdm.data.io.read_table`), from the
 schema or, without one, inferred from the first :data:`HEAD_ROWS` rows of the first file.
-Every partition is then given exactly those types; a later partition that contradicts
-them (a code with a leading zero in a column the head showed as whole numbers, a date in
-another layout) is refused naming the column and the partition, never converted silently.
+Every partition is then given exactly those types (whole numbers and booleans as their
+nullable forms, ``Int64`` and ``boolean``, so that a later partition may have an empty cell);
+a later partition that contradicts them (a code with a leading zero in a column the head
+showed as whole numbers, a number with decimals there, a date in another layout) is refused
+naming the column and the partition, never converted silently.
 
 Nothing here ever collects a whole table into memory: :func:`run_partitions` runs one task
 per partition (locally, or on a ``distributed`` cluster when a ``Client`` is active) and
@@ -198,12 +200,16 @@ def open_dataset(
         raise PPDMError(f"the files of {spec!r} do not all have the columns {names}; found {got}")
     meta = head.iloc[:0].copy()
     meta.attrs = {}
+    for c, how in plan.items():
+        if how in ("Int64", "boolean"):
+            meta[c] = meta[c].astype(how)
     typed = ddf.map_partitions(_apply_plan, plan, formats, spec, meta=meta)
     return Dataset(typed, spec, files, kind, head, formats, blocksize)
 
 
 def _plan(head: pd.DataFrame) -> dict[str, str]:
-    """How each column of a typed head is typed: text, bool, int, Int64, float, date."""
+    """How each column of a typed head is typed: text, bool, boolean, Int64 (whole numbers,
+    nullable in every partition), float, date."""
     from ppdm.data import types as ty
 
     plan: dict[str, str] = {}
@@ -212,9 +218,10 @@ def _plan(head: pd.DataFrame) -> dict[str, str]:
         if ty.is_date_dtype(s):
             plan[str(c)] = "date"
         elif pd.api.types.is_bool_dtype(s):
-            plan[str(c)] = "bool" if not isinstance(s.dtype, pd.BooleanDtype) else "boolean"
+            plan[str(c)] = "boolean"  # nullable in every partition, as whole numbers
         elif pd.api.types.is_integer_dtype(s):
-            plan[str(c)] = "Int64" if isinstance(s.dtype, pd.api.extensions.ExtensionDtype) else "int"
+            # whole numbers are nullable in every partition: a later one may have an empty cell
+            plan[str(c)] = "Int64"
         elif pd.api.types.is_float_dtype(s):
             plan[str(c)] = "float"
         else:
@@ -236,7 +243,7 @@ def _apply_plan(pdf: pd.DataFrame, plan: dict[str, str], formats: dict[str, str]
                 out[c] = s.astype("str").where(s.notna()) if not pd.api.types.is_object_dtype(s) else s
             elif how == "float":
                 out[c] = s.astype("float64")
-            elif how in ("int", "Int64"):
+            elif how == "Int64":
                 if pd.api.types.is_string_dtype(s) or pd.api.types.is_object_dtype(s):
                     if ty.has_leading_zero_code(s):
                         raise PPDMError(f"column {c!r} of {source} holds a code with a leading zero in {where}, "
@@ -245,13 +252,9 @@ def _apply_plan(pdf: pd.DataFrame, plan: dict[str, str], formats: dict[str, str]
                     if not ty.written_as_whole(s) and s.notna().any():
                         raise PPDMError(f"column {c!r} of {source} holds a number with decimals in {where}, "
                                         "but its first rows held whole numbers; declare it numeric in a schema file")
-                v = s.astype("Int64")
-                out[c] = v if how == "Int64" or v.isna().any() else v.astype("int64")
-                if how == "int" and v.isna().any():
-                    out[c] = v  # a missing cell appeared: stays a nullable whole number
-            elif how in ("bool", "boolean"):
-                b = ty.as_bool(s)
-                out[c] = b.astype("boolean") if how == "boolean" else b
+                out[c] = s.astype("Int64")
+            elif how == "boolean":
+                out[c] = ty.as_bool(s).astype("boolean")
             else:  # date
                 if ty.is_date_dtype(s):
                     out[c] = s
@@ -269,14 +272,7 @@ def _apply_plan(pdf: pd.DataFrame, plan: dict[str, str], formats: dict[str, str]
         except (TypeError, ValueError) as e:
             raise PPDMError(f"column {c!r} of {source} does not fit its type ({how}) in {where}: "
                             f"{' '.join(str(e).split())[:120]}") from None
-    res = pd.DataFrame(out, index=pdf.index)
-    # the plan's int columns may have become nullable in this partition; Dask needs one dtype
-    for c, how in plan.items():
-        if how == "int" and str(res[c].dtype) == "Int64":
-            raise PPDMError(f"column {c!r} of {source} has a missing value in {where}, but none in its first rows; "
-                            "declare it in a schema file (\"integer\") so that it is read as whole numbers "
-                            "with missing cells")
-    return res
+    return pd.DataFrame(out, index=pdf.index)
 
 
 # ---------------------------------------------------------------------------- running
