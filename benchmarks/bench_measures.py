@@ -97,7 +97,8 @@ def _structure_rows(quick: bool) -> list[dict]:
     """EDUDS and EDUSC (paper 004 §4–§5) on adult and its Forest Framework release."""
     from ppdm.anonymize import ForestFramework
     from ppdm.datasets import load
-    from ppdm.metrics.base import EvaluationContext, resolve_measures
+    from ppdm.experiments.evaluation import resolve_measures
+    from ppdm.metrics.base import EvaluationContext
     from ppdm.metrics.structure import _ctx_forest
 
     x, sch = load("adult", missing="drop")

@@ -60,9 +60,10 @@ def run(quick: bool = False) -> list[dict]:
     from ppdm.anonymize.registry import make_technique
     from ppdm.data.io import read_table
     from ppdm.data.partitions import open_dataset
+    from ppdm.experiments.evaluation import load_all_measures
     from ppdm.experiments.out_of_core import release_dataset
     from ppdm.metrics._dask import working_parts
-    from ppdm.metrics.base import MEASURES, EvaluationContext, load_all_measures
+    from ppdm.metrics.base import MEASURES, EvaluationContext
     from ppdm.metrics.out_of_core import evaluate_measure
 
     load_all_measures()

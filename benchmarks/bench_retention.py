@@ -20,8 +20,8 @@ from ppdm.metrics.retention import (
     rule_retention,
     rule_support_distance_from,
 )
-from ppdm.rules.cart import rules_from_cart
 from ppdm.rules.core import RuleSet
+from ppdm.trees.cart import rules_from_cart
 
 
 def make_table(n: int, seed: int = 0) -> pd.DataFrame:

@@ -7,8 +7,20 @@ still tells analysts (rule retention, forest structure, information loss) and
 how exposed its people are (record linkage, interval disclosure, SERS).
 """
 
-from ppdm.data.schema import Schema
+from __future__ import annotations
+
+from typing import Any
+
 from ppdm.errors import PPDMError
 
 __version__ = "0.1.0"
 __all__ = ["Schema", "PPDMError", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # Schema pulls in pandas: loaded on first use, so `ppdm --help` stays fast
+    if name == "Schema":
+        from ppdm.data.schema import Schema
+
+        return Schema
+    raise AttributeError(f"module 'ppdm' has no attribute {name!r}")

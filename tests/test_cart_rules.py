@@ -10,7 +10,7 @@ from sklearn.tree import DecisionTreeClassifier
 from ppdm.datasets import load
 from ppdm.errors import ParameterError
 from ppdm.rules import RuleSet
-from ppdm.rules.cart import rules_from_cart, rules_from_sklearn
+from ppdm.trees.cart import rules_from_cart, rules_from_sklearn
 
 
 @pytest.fixture(scope="module")

@@ -131,20 +131,26 @@ def test_evaluate_json_has_every_default_measure(tables):
     r = run("evaluate", "--original", str(xp), "--anonymized", str(zp), "--class", "label", "--json")
     assert r.exit_code == 0, r.output
     obj = json.loads(r.stdout)
+    m = obj["measures"]
     for k in ("rule_accuracy", "rule_support_distance", "rule_label_distance", "prediction_accuracy", "auc",
               "f_measure"):
-        assert isinstance(obj[k], float) and obj[k] == obj["details"][k]["value"]
-    assert 0 < obj["rule_support_distance"] <= 1
-    assert obj["per_rule"] and {"support_x", "support_z", "chi2", "flipped"} <= set(obj["per_rule"][0])
-    assert obj["details"]["auc"]["test_source"] == "holdout"
+        assert isinstance(m[k]["value"], float) and m[k]["status"] == "computed"
+        assert m[k]["kind"] == "utility" and m[k]["direction"] == "lower"
+    assert 0 < m["rule_support_distance"]["value"] <= 1
+    # the per-rule table is written once and named by the three rule measures
+    assert [m[k]["tables"] for k in ("rule_accuracy", "rule_support_distance", "rule_label_distance")] == [
+        ["per_rule"]] * 3
+    assert set(obj["tables"]) == {"per_rule"}
+    assert {"support_x", "support_z", "chi2", "flipped"} <= set(obj["tables"]["per_rule"]["columns"])
+    assert m["auc"]["details"]["test_source"] == "holdout"
 
 
 def test_evaluate_is_zero_for_z_equal_x_and_prints_tables(tables):
     tmp, xp, _ = tables
     r = run("evaluate", "-x", str(xp), "-z", str(xp), "--class", "label", "--json")
-    obj = json.loads(r.stdout)
-    assert all(obj[k] == 0 for k in ("rule_accuracy", "rule_support_distance", "rule_label_distance",
-                                     "prediction_accuracy", "auc", "f_measure"))
+    obj = json.loads(r.stdout)["measures"]
+    assert all(obj[k]["value"] == 0 for k in ("rule_accuracy", "rule_support_distance", "rule_label_distance",
+                                              "prediction_accuracy", "auc", "f_measure"))
     r = run("evaluate", "-x", str(xp), "-z", str(xp), "--class", "label")
     assert r.exit_code == 0 and "rule_support_distance" in r.stdout and "support x" in r.stdout
 
@@ -160,13 +166,17 @@ def test_evaluate_with_rule_file_and_test_table(tables):
             "--measures", "rule_support_distance,prediction_accuracy", "--json")
     assert r.exit_code == 0, r.output
     obj = json.loads(r.stdout)
-    assert set(obj) == {"rule_support_distance", "prediction_accuracy", "per_rule", "details", "seed", "provenance"}
+    assert list(obj["measures"]) == ["rule_support_distance", "prediction_accuracy"]
     assert obj["provenance"]["technique"]["name"] == "uniform-noise"  # z.provenance.json, read by evaluate
-    assert len(obj["per_rule"]) == 2 and obj["details"]["prediction_accuracy"]["n_test"] == 100
-    assert obj["details"]["prediction_accuracy"]["test_source"] == "given"
+    assert isinstance(obj["inputs"]["seed"], int)
+    assert len(obj["tables"]["per_rule"]["rows"]) == 2
+    acc = obj["measures"]["prediction_accuracy"]["details"]
+    assert acc["n_test"] == 100 and acc["test_source"] == "given"
+    assert obj["inputs"]["test"] == {"source": str(t), "rows": 100, "columns": x.shape[1]}
 
 
-@pytest.mark.parametrize("case", ["columns", "measure", "rules_attr", "rules_class", "bad_z", "average"])
+@pytest.mark.parametrize("case", ["columns", "measure", "rules_attr", "rules_class", "bad_z", "average",
+                                  "threshold"])
 def test_evaluate_bad_input_exits_2(tables, case):
     tmp, xp, x = tables
     zp = _anonymized(tmp, xp)
@@ -192,11 +202,12 @@ def test_evaluate_bad_input_exits_2(tables, case):
     elif case == "bad_z":
         args[4] = str(tmp / "nowhere.csv")
         want = "does not exist"
-    else:
-        y3 = tmp / "three.csv"
-        x.assign(label=np.array(["p", "q", "r"])[np.arange(len(x)) % 3]).to_csv(y3, index=False)
-        args = ["evaluate", "-x", str(y3), "-z", str(y3), "--class", "label", "--measures", "auc"]
+    elif case == "average":  # a wrong option is the user's to fix: no skipping
+        args += ["--measures", "auc", "--param", "average=median"]
         want = "average"
+    else:
+        args += ["--measures", "auc", "--threshold", "ddr=0.1"]
+        want = "'ddr'"
     r = run(*args)
     assert r.exit_code == 2, r.output
     assert want in " ".join(r.output.split())
@@ -207,9 +218,15 @@ def test_evaluate_multiclass_with_average(tables):
     tmp, _, x = tables
     y3 = tmp / "three.csv"
     x.assign(label=np.array(["p", "q", "r"])[(x["age"] // 20) % 3]).to_csv(y3, index=False)
-    r = run("evaluate", "-x", str(y3), "-z", str(y3), "--class", "label", "--param", "average=macro", "--json")
+    r = run("evaluate", "-x", str(y3), "-z", str(y3), "--class", "label", "--param", "average=weighted", "--json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["details"]["auc"]["average"] == "macro"
+    assert json.loads(r.stdout)["measures"]["auc"]["details"]["average"] == "weighted"
+    # without an averaging, three classes get the documented default (macro) instead of failing
+    r = run("evaluate", "-x", str(y3), "-z", str(y3), "--class", "label", "--json")
+    assert r.exit_code == 0, r.output
+    m = json.loads(r.stdout)["measures"]
+    assert m["auc"]["details"]["average"] == "macro" and m["f_measure"]["details"]["average"] == "macro"
+    assert m["auc"]["value"] == 0 and m["f_measure"]["value"] == 0
 
 
 def test_evaluate_builtin_needs_missing_drop():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -47,21 +48,26 @@ def test_entry_point_maps_errors_to_2(tmp_path):
 
 
 def test_methods_and_measures_list_every_registered_name():
-    import json
-
     from ppdm.anonymize.registry import TECHNIQUES, _load_all
-    from ppdm.metrics.base import MEASURES, load_all_measures
+    from ppdm.experiments.evaluation import load_all_measures
+    from ppdm.metrics.base import MEASURES
 
     _load_all()
     load_all_measures()
     r = runner.invoke(app, ["methods", "--json"])
     assert r.exit_code == 0
-    listed = json.loads(r.output)
-    assert set(listed) == set(TECHNIQUES)
-    assert listed["uniform-noise"]["parameters"] == {"level": 0.1}
+    methods = json.loads(r.output)
+    assert set(methods["methods"]) == set(TECHNIQUES)
+    assert methods["methods"]["uniform-noise"]["parameters"] == {"level": 0.1}
     r = runner.invoke(app, ["measures", "--json"])
     assert r.exit_code == 0
-    assert {m["name"] for m in json.loads(r.output)} == set(MEASURES)
+    measures = json.loads(r.output)
+    assert set(measures["measures"]) == set(MEASURES)
+    assert measures["measures"]["ddr"]["direction"] == "lower" and measures["measures"]["ddr"]["range"] == [0, 1]
+    # both listings have the same shape: a versioned header and an object by name
+    assert {k for k in methods if k != "methods"} == {k for k in measures if k != "measures"} == {
+        "format", "format_version", "ppdm_version"}
+    assert (methods["format"], measures["format"]) == ("ppdm.methods", "ppdm.measures")
     r = runner.invoke(app, ["methods"])
     assert r.exit_code == 0 and "forest-framework" in r.output
 
@@ -77,8 +83,10 @@ def test_unwritable_output_is_refused_before_any_work(tmp_path):
 
 def test_compare_passes_measure_options(tmp_path):
     args = ["compare", "builtin:wine", "--technique", "uniform-noise:level=0.1", "--measures", "auc", "--cv", "2"]
-    r = runner.invoke(app, args)
-    assert r.exit_code == 2 and "average" in r.output  # multiclass AUC needs an averaging named
-    r = runner.invoke(app, [*args, "--param", "average=macro", "--out", str(tmp_path / "o")])
+    r = runner.invoke(app, [*args, "--param", "average=median"])
+    assert r.exit_code == 2 and "average" in r.output  # a wrong option stops the run
+    r = runner.invoke(app, [*args, "--param", "average=weighted", "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "o" / "summary.csv").exists()
+    meta = json.loads((tmp_path / "o" / "meta.json").read_text())
+    assert meta["measure_info"]["auc"]["direction"] == "lower"

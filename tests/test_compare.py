@@ -236,7 +236,7 @@ def test_a_failing_technique_names_itself_and_its_parameters(registered):
 
 
 def test_rules_are_built_once_per_fold_and_shared(registered, monkeypatch):
-    import ppdm.rules.cart as cart
+    import ppdm.trees.cart as cart
 
     calls: list[int] = []
     real = cart.rules_from_cart
@@ -455,3 +455,41 @@ def test_module_entry_point_exits_2_on_a_bad_technique(tmp_path):
     assert proc.returncode == 2
     assert "'level' is not key=value" in proc.stderr
     assert not out.exists()
+
+
+def test_meta_records_effective_parameters_changes_and_measure_info(registered):
+    x, s = _table()
+    specs = [TechniqueSpec("noise-for-tests", {}), TechniqueSpec("noise-for-tests", {"level": 0.0}, "nothing")]
+    r = compare(x, s, specs, ["t_mad"], cv=2)
+    techs = {t["label"]: t for t in r.meta["techniques"]}
+    # the defaults resolved, not {}; the common arguments left out
+    assert techs["noise-for-tests"]["params"] == "{}"
+    assert techs["noise-for-tests"]["effective_params"] == {"level": 0.1, "explode": False}
+    assert techs["nothing"]["effective_params"] == {"level": 0.0, "explode": False}
+    # noise of level 0 returns the training table as it is: it changes nothing
+    assert techs["noise-for-tests"]["changes_data"] is True and techs["nothing"]["changes_data"] is False
+    assert techs["original"]["changes_data"] is False
+    assert r.meta["measure_info"]["t_mad"]["kind"] == "utility"
+
+
+def test_a_measure_the_table_does_not_allow_is_skipped_and_noted(registered):
+    from ppdm.errors import MeasureNotApplicable
+
+    def picky(ctx):
+        if ctx.z.equals(ctx.x):
+            raise MeasureNotApplicable("z equals x here")
+        return MeasureResult(1.0)
+
+    register_measure("t_picky", kind="risk", description="skips the baseline", needs_class=False)(picky)
+    try:
+        x, s = _table()
+        r = compare(x, s, [TechniqueSpec("noise-for-tests", {"level": 0.5})], ["t_mad", "t_picky"], cv=2)
+    finally:
+        MEASURES.pop("t_picky", None)
+    d = r.data
+    base = d[(d.label == "original") & (d.measure == "t_picky")]
+    assert base["value"].isna().all() and len(base) == 2
+    assert (d[(d.label != "original") & (d.measure == "t_picky")]["value"] == 1.0).all()
+    assert r.meta["skipped"] == [{"label": "original", "measure": "t_picky", "reason": "z equals x here",
+                                  "tasks": 2, "of": 2}]
+    assert any("'t_picky' was skipped for original in 2 of 2 run(s): z equals x here" in n for n in r.meta["notes"])

@@ -145,7 +145,7 @@ def test_cli_dp_experiment(stand_in_measures, tmp_path):
     from ppdm.cli.app import app
 
     out = tmp_path / "dp"
-    res = CliRunner().invoke(app, ["dp-experiment", "--out", str(out), "--epsilons", "1.0,0.05", "--repeats", "1",
+    res = CliRunner().invoke(app, ["reproduce", "dp-experiment", "--out", str(out), "--epsilons", "1.0,0.05", "--repeats", "1",
                                    "--folds", "2", "--noise-levels", "0.1", "--measures", stand_in_measures,
                                    "--param", "bins=3"])
     assert res.exit_code == 0, res.output
@@ -156,7 +156,7 @@ def test_cli_dp_experiment(stand_in_measures, tmp_path):
 
 def test_cli_bad_epsilon_exits_2_and_writes_nothing(tmp_path):
     out = tmp_path / "never"
-    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "dp-experiment", "--out", str(out), "--epsilons", "0"],
+    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "reproduce", "dp-experiment", "--out", str(out), "--epsilons", "0"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "epsilons" in proc.stderr

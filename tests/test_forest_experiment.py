@@ -40,7 +40,7 @@ def test_experiment_is_seeded_and_checks_arguments():
 
 def test_cli_forest_experiment(tmp_path):
     out = tmp_path / "fig2"
-    res = CliRunner().invoke(app, ["forest-experiment", "--out", str(out), "--datasets", "wine", "--folds", "2",
+    res = CliRunner().invoke(app, ["reproduce", "forest-experiment", "--out", str(out), "--datasets", "wine", "--folds", "2",
                                    "--repeats", "1", "--learner", "cart", "--techniques", "FF,GADP"])
     assert res.exit_code == 0, res.output
     summary = pd.read_csv(out / "summary.csv")
@@ -48,7 +48,7 @@ def test_cli_forest_experiment(tmp_path):
     assert np.isfinite(summary[["Original", "FF", "GADP"]].to_numpy()).all()
     assert (out / "summary.md").read_text().count("| wine |") == 1
     bad = tmp_path / "bad"
-    res = CliRunner().invoke(app, ["forest-experiment", "--out", str(bad), "--datasets", "nope", "--learner", "cart"])
+    res = CliRunner().invoke(app, ["reproduce", "forest-experiment", "--out", str(bad), "--datasets", "nope", "--learner", "cart"])
     assert res.exit_code != 0 and not bad.exists()
 
 

@@ -224,10 +224,11 @@ def test_every_command_that_reads_a_table_has_sep() -> None:
     import typer
 
     root = typer.main.get_command(app)
-    commands = {"anonymize", "evaluate", "rules", "tree", "compare", "schema", "reconstruct",
-                "retention-experiment", "dp-experiment"}
-    for name in commands:
-        opts = {o for p in root.commands[name].params for o in getattr(p, "opts", [])}
+    commands = {"anonymize", "evaluate", "rules", "tree", "compare", "schema", "reconstruct"}
+    experiments = {"retention-experiment", "dp-experiment"}
+    for name in commands | experiments:
+        cmd = root.commands["reproduce"].commands[name] if name in experiments else root.commands[name]
+        opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
         assert "--sep" in opts, name
 
 

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError
-from ppdm.metrics.base import EvaluationContext, resolve_measures
+from ppdm.errors import MeasureNotApplicable, ParameterError
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext
 from ppdm.metrics.info_loss import il1s
 from ppdm.metrics.risk import idr
 
@@ -63,12 +64,12 @@ def test_no_numeric_attribute_is_a_clear_error():
     ctx = _ctx()
     ctx.schema = Schema(numeric=[], categorical=["g", "a", "b"], class_column="y")
     spec = resolve_measures("il1s")[0]
-    with pytest.raises(ParameterError, match="numeric"):
+    with pytest.raises(MeasureNotApplicable, match="numeric"):
         spec.fn(ctx)
 
 
 def test_constant_column_is_named():
     ctx = _ctx()
     ctx.x["a"] = 3.0
-    with pytest.raises(ParameterError, match="'a'"):
+    with pytest.raises(MeasureNotApplicable, match="'a'"):
         resolve_measures("il1s")[0].fn(ctx)

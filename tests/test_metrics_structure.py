@@ -13,7 +13,8 @@ from sklearn.tree import DecisionTreeClassifier
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
-from ppdm.metrics.base import EvaluationContext, resolve_measures
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext
 from ppdm.metrics.structure import eduds, edusc, split_score, trees_of
 from ppdm.rules.core import Condition, Rule
 from ppdm.trees.base import TreeModel

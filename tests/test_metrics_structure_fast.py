@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from test_metrics_structure import CartForest, HandTree
 
 from ppdm.data.schema import Schema
-from ppdm.metrics.base import EvaluationContext, resolve_measures
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext
 from ppdm.metrics.structure import _tree_nodes, eduds, edusc, split_score, trees_of
 from ppdm.rules.core import NUMERIC_OPS, Condition, Rule
 

@@ -256,8 +256,9 @@ def test_evaluate_keeps_missing_cells_and_every_measure_runs(tmp_path: Path) -> 
 
     obj = json.loads(res.stdout[res.stdout.index("{"):])
     for name in ("il1s", "sse_sst", "ddr", "idr", "rule_accuracy", "prediction_accuracy", "release_check", "sers"):
-        assert obj[name] is not None and np.isfinite(obj[name]), name
-    assert obj["details"]["ddr"]["incomplete"] > 0
+        assert obj["measures"][name]["status"] == "computed", (name, obj["measures"][name].get("reason"))
+        assert np.isfinite(obj["measures"][name]["value"]), name
+    assert obj["measures"]["ddr"]["details"]["incomplete"] > 0
 
 
 def test_c45_routes_missing_values_as_weka_j48() -> None:

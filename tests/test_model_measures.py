@@ -16,8 +16,16 @@ from ppdm.anonymize.noise import GaussianNoise
 from ppdm.data.schema import Schema
 from ppdm.datasets import load
 from ppdm.errors import ParameterError
-from ppdm.metrics.base import EvaluationContext, resolve_measures
-from ppdm.metrics.model import auc, compare_models, f_measure, holdout, prediction_accuracy
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext
+from ppdm.metrics.model import (
+    DEFAULT_MULTICLASS_AVERAGE,
+    auc,
+    compare_models,
+    f_measure,
+    holdout,
+    prediction_accuracy,
+)
 
 
 def test_hand_example():
@@ -75,15 +83,16 @@ def test_binary_against_scikit_learn():
     assert auc(x, z, t, cls, sch, pos_label="1").pos_label == 1
 
 
-def test_multiclass_needs_an_averaging_and_matches_scikit_learn():
+def test_multiclass_averages_by_default_and_matches_scikit_learn():
     df, sch = load("wine")
     cls = sch.class_column
     x, t = _split(df, seed=1)
     z = GaussianNoise(level=0.2, class_column=cls, random_state=0).fit_transform(x)
-    with pytest.raises(ParameterError, match="average"):
-        auc(x, z, t, cls, sch)
-    with pytest.raises(ParameterError, match="average"):
-        f_measure(x, z, t, cls, sch)
+    # three classes and no averaging named: the documented default, macro, instead of an error
+    assert DEFAULT_MULTICLASS_AVERAGE == "macro"
+    for fn in (auc, f_measure):
+        default, macro = fn(x, z, t, cls, sch), fn(x, z, t, cls, sch, average="macro")
+        assert default.average == "macro" and default.value == macro.value and default.pos_label is None
     with pytest.raises(ParameterError, match="one of"):
         auc(x, z, t, cls, sch, average="samples")
     feats = sch.attributes

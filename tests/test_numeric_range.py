@@ -99,4 +99,4 @@ def test_rules_and_evaluate_beyond_float32_range(tmp_path: Path) -> None:
                               "--json"])
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout)
-    assert obj["rule_accuracy"] == 0 and obj["prediction_accuracy"] == 0
+    assert obj["measures"]["rule_accuracy"]["value"] == 0 and obj["measures"]["prediction_accuracy"]["value"] == 0

@@ -24,9 +24,10 @@ from ppdm.data.partitions import open_dataset, wants_dask
 from ppdm.data.schema import Schema
 from ppdm.data.types import working_frame
 from ppdm.errors import PPDMError
+from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.out_of_core import release_dataset
 from ppdm.experiments.release import ReleaseRefused, release
-from ppdm.metrics.base import MEASURES, EvaluationContext, load_all_measures
+from ppdm.metrics.base import MEASURES, EvaluationContext
 from ppdm.metrics.out_of_core import SampledResult, evaluate_measure
 from ppdm.metrics.release_check import release_check
 
@@ -195,7 +196,7 @@ def _pair(tmp: Path, n: int = 1500) -> tuple[pd.DataFrame, pd.DataFrame, Schema]
 
 @pytest.mark.parametrize("name", EXACT)
 def test_out_of_core_measures_equal_the_in_memory_ones(name: str, tmp_path: Path) -> None:
-    from ppdm.rules.cart import rules_from_cart
+    from ppdm.trees.cart import rules_from_cart
 
     x, z, sch = _pair(tmp_path)
     rules = rules_from_cart(x, sch)
@@ -281,9 +282,10 @@ def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> N
         assert res.exit_code == 0, res.output
     assert guard.calls > 10 and guard.largest <= 1500
     obj = json.loads(res.stdout[res.stdout.index("{"):])
-    assert obj["out_of_core"]["il1s"] == "exact" and obj["out_of_core"]["ddr"] == "exact"
-    assert obj["out_of_core"]["prediction_accuracy"] == "sample"
-    d = obj["details"]["auc"]
+    m = obj["measures"]
+    assert m["il1s"]["out_of_core"] == "exact" and m["ddr"]["out_of_core"] == "exact"
+    assert m["prediction_accuracy"]["out_of_core"] == "sample"
+    d = m["auc"]["details"]
     assert d["sample_size"] == 1200 and d["population"] == 6000 and d["exact"] is False
     assert "note: --original is not the file" not in res.output
 
@@ -309,8 +311,9 @@ def test_cli_partitioned_inputs_and_outputs(tmp_path: Path) -> None:
                               "--missing", "keep", "--measures", "il1s,release_check", "--json", "--seed", "1"])
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout[res.stdout.index("{"):])
-    assert obj["out_of_core"] == {"il1s": "exact", "release_check": "exact"}
-    assert obj["details"]["release_check"]["n_records"] == 1200
+    assert {k: v["out_of_core"] for k, v in obj["measures"].items()} == {"il1s": "exact", "release_check": "exact"}
+    assert obj["measures"]["release_check"]["details"]["n_records"] == 1200
+    assert obj["inputs"]["original"]["rows"] == 1200 and obj["dataset"]["partitions"] == 3
 
 
 def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Path) -> None:
@@ -327,9 +330,12 @@ def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Pa
     assert mem.exit_code == 0 and ooc.exit_code == 0, (mem.output, ooc.output)
     a = json.loads(mem.stdout[mem.stdout.index("{"):])
     b = json.loads(ooc.stdout[ooc.stdout.index("{"):])
-    assert set(b["out_of_core"].values()) == {"exact"}
+    assert {m["out_of_core"] for m in b["measures"].values()} == {"exact"}
+    assert "out_of_core" not in a["measures"]["il1s"]
     for name in EXACT:
-        assert b[name] == pytest.approx(a[name], rel=1e-9, abs=1e-12), name
+        va, vb = a["measures"][name]["value"], b["measures"][name]["value"]
+        assert vb == pytest.approx(va, rel=1e-9, abs=1e-12), name
+    assert b["dataset"]["class_counts"] == a["dataset"]["class_counts"]
 
 
 def test_scale_doc_lists_every_measure_as_it_is_computed() -> None:

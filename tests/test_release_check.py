@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from ppdm.data.schema import Schema
 from ppdm.errors import SchemaError
-from ppdm.metrics.base import MEASURES, EvaluationContext, load_all_measures
+from ppdm.experiments.evaluation import load_all_measures
+from ppdm.metrics.base import MEASURES, EvaluationContext
 from ppdm.metrics.release_check import ReleaseCheck, release_check, unchanged_cells
 
 X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "g": ["u", "u", "v", "v"], "y": ["p", "q", "p", "q"]})

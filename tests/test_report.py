@@ -10,10 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ppdm.experiments.compare import ComparisonResult, dataset_summary, params_to_json
-from ppdm.metrics.base import MEASURES, MeasureResult, register_measure
+from ppdm.experiments.compare import (
+    ComparisonResult,
+    best_releases,
+    dataset_summary,
+    measure_info,
+    params_to_json,
+)
+from ppdm.metrics.base import MeasureResult
 from ppdm.report.html import fmt, render_evaluation_html, render_html, write_evaluation_html
-from ppdm.report.measure_info import describe_measure
 from ppdm.report.plots import correlation_heatmap, sweep_series
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -43,7 +48,7 @@ class _Page(HTMLParser):
             self._row = []
         elif tag in ("td", "th") and self._row is not None:
             self._cell = []
-            self._bold = "best" in (a.get("class") or "")
+            self._bold = "best" in (a.get("class") or "").split()
         elif tag == "img":
             self.images.append(a)
         elif tag in ("h1", "h2", "h3"):
@@ -101,7 +106,10 @@ def _result() -> ComparisonResult:
     meta = {
         "cv": 3, "repeats": 2, "random_state": 5, "splitter": "StratifiedKFold", "fold_sizes": [2, 1, 1],
         "dataset": dataset_summary(x, Schema.infer(x, "y"), "toy.csv"),
-        "techniques": [{"technique": t, "label": lab, "params": params_to_json(p)} for t, lab, p in specs],
+        "techniques": [{"technique": t, "label": lab, "params": params_to_json(p),
+                        # noise of level 0 leaves the table as it is
+                        "changes_data": t != "original" and p.get("level") != 0.0}
+                       for t, lab, p in specs],
         "measures": ["prediction_accuracy", "rule_support_distance", "custom_thing"],
         "measure_info": {"custom_thing": {"kind": "risk", "description": "a measure known only by its spec"}},
         "notes": ["the rarest class has 1 record(s)"],
@@ -121,13 +129,16 @@ def test_comparison_report_parses_and_holds_every_section():
     # techniques with their parameters, in order, the label escaped (not markup)
     techs = page.tables["techniques-table"][1:]
     assert [t[0] for t in techs] == r.labels
-    assert techs[2][2] == '{"level": 0.1}'
+    assert techs[2][2] == "level=0.1"
+    assert [t[3] for t in techs] == ["no (reference)", "no", "yes", "yes", "yes"]
     assert "gadp <b>" in [t[0] for t in techs] and "gadp &lt;b&gt;" in html
-    # explanation column: direction and meaning per measure
+    # explanation columns: direction, range and meaning per measure, from the registry
     meas = {row[0]: row for row in page.tables["measures-table"][1:]}
     assert meas["prediction_accuracy"][2] == "lower is better"
+    assert meas["prediction_accuracy"][3] == "-1 to 1"
     assert meas["rule_support_distance"][2] == "lower is better"
-    assert meas["custom_thing"][1:] == ["risk", "—", "a measure known only by its spec"]
+    assert meas["custom_thing"][1:] == ["risk", "neither direction is better", "unbounded",
+                                        "a measure known only by its spec"]
     # summary: mean ± sd per technique × measure
     summ = r.summary()
     head, *body = page.tables["summary-table"]
@@ -135,12 +146,17 @@ def test_comparison_report_parses_and_holds_every_section():
     row = next(b for b in body if b[0] == "uniform-noise(level=0.1)")
     want = summ[(summ.label == "uniform-noise(level=0.1)") & (summ.measure == "prediction_accuracy")].iloc[0]
     assert row[1] == f"{fmt(want['mean'])} ± {fmt(want['std'], 3)}"
-    # the best technique per measure (original excluded) is marked; prediction_accuracy is
-    # the loss against x (lower is better)
-    acc = summ[(summ.measure == "prediction_accuracy") & (summ.label != "original")]
-    best_label = acc.sort_values("mean").iloc[0]["label"]
-    best_acc = next(b for b in body if b[0] == best_label)[1]
-    assert best_acc in page.bold_cells
+    # the best release per measure is marked: prediction_accuracy is the loss against x (lower
+    # is better), lowest for the strongest noise; for rule_support_distance noise of level 0
+    # would win, but it changes nothing, so gadp is best
+    best_acc = next(b for b in body if b[0] == "uniform-noise(level=0.2)")[1]
+    best_rsd = next(b for b in body if b[0] == "gadp <b>")[2]
+    assert page.bold_cells.count(best_acc) == 1 and best_rsd in page.bold_cells
+    assert len([c for c in page.bold_cells if "±" in c]) == 2  # custom_thing has no direction
+    best = {row[0]: row for row in page.tables["best-table"][1:]}
+    assert best["prediction_accuracy"][2] == "uniform-noise(level=0.2)"
+    assert best["rule_support_distance"][2] == "gadp <b>"
+    assert best["custom_thing"][2] == "none"
     # correlation table: 3 measures
     corr = page.tables["correlation-table"]
     assert corr[0][1:] == r.measures and len(corr) == 4
@@ -189,19 +205,50 @@ def test_heatmap_png_is_deterministic():
     assert one.startswith(PNG_MAGIC) and one == two
 
 
-def test_describe_measure_prefers_the_registered_description():
-    assert describe_measure("rule_accuracy").direction == "lower"
-    assert describe_measure("sers").direction == "higher"
-    assert describe_measure("unheard_of").direction is None
-    saved = MEASURES.get("eduds")
-    register_measure("eduds", kind="utility", description="registered text")(lambda ctx: MeasureResult(1.0))
-    try:
-        info = describe_measure("eduds")
-        assert info.meaning == "registered text" and info.direction == "higher"
-    finally:
-        MEASURES.pop("eduds")
-        if saved is not None:
-            MEASURES["eduds"] = saved
+def test_measure_info_comes_from_the_result_then_the_registry():
+    r = _result()
+    assert measure_info(r, "custom_thing")["description"] == "a measure known only by its spec"
+    assert measure_info(r, "rule_support_distance")["direction"] == "lower"  # not stored: the registry's
+    assert measure_info(r, "unheard_of")["direction"] is None
+
+
+def _noisy(means: dict[str, float], sd: float, folds: int = 5, seed: int = 0) -> ComparisonResult:
+    """Two releases measured by one lower-is-better measure over ``folds`` folds."""
+    rng = np.random.default_rng(seed)
+    rows = [(lab.split("(")[0], lab, "{}", f, 0, "rule_accuracy", mu + rng.normal(0, sd))
+            for lab, mu in means.items() for f in range(folds)]
+    data = pd.DataFrame(rows, columns=["technique", "label", "params", "fold", "repeat", "measure", "value"])
+    meta = {"techniques": [{"technique": lab.split("(")[0], "label": lab, "params": "{}", "changes_data": True}
+                           for lab in means], "measures": ["rule_accuracy"], "cv": folds, "repeats": 1}
+    return ComparisonResult(data, meta)
+
+
+def test_best_is_marked_only_beyond_the_confidence_interval():
+    clear = best_releases(_noisy({"a(1)": 0.10, "b(2)": 0.30}, sd=0.01))["rule_accuracy"]
+    assert clear.label == "a(1)"
+    # the same means drowned in noise: no best
+    noisy = best_releases(_noisy({"a(1)": 0.10, "b(2)": 0.12}, sd=0.2))["rule_accuracy"]
+    assert noisy.label is None and "interval" in noisy.note
+    # a single release that changes the data has nobody to beat
+    alone = best_releases(_noisy({"a(1)": 0.1}, sd=0.01))["rule_accuracy"]
+    assert alone.label is None
+
+
+def test_risk_utility_map_plots_every_release():
+    r = _result()
+    rows = []
+    for t in r.meta["techniques"]:
+        for f in range(3):
+            v = {"original": 1.0, "gadp": 0.1}.get(t["technique"], 0.5)
+            rows.append((t["technique"], t["label"], t["params"], f, 0, "ddr", v + 0.01 * f))
+    r = ComparisonResult(pd.concat([r.data, pd.DataFrame(rows, columns=r.data.columns)], ignore_index=True),
+                         {**r.meta, "measures": [*r.meta["measures"], "ddr"]})
+    page = _parse(render_html(r))
+    maps = [img for img in page.images if img["alt"].startswith("risk–utility map")]
+    assert len(maps) == 1 and "ddr against prediction_accuracy" in maps[0]["alt"]
+    assert "Risk–utility map" in page.headings
+    # without a risk measure the report says how to get a map
+    assert "name one with --measures" in render_html(_result(), plots=False)
 
 
 @dataclass
@@ -222,15 +269,17 @@ def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
                                                 "categorical": ["b"]})
     page = _parse(html)
     summary = {row[0]: row for row in page.tables["summary-table"][1:]}
-    assert summary["rule_support_distance"][1] == "0.123457"
-    assert summary["rule_support_distance"][3] == "lower is better"
-    assert summary["prediction_accuracy"][3] == "lower is better"
+    assert summary["rule_support_distance"][2] == "0.123457"
+    assert summary["rule_support_distance"][3] == "≤ 0.01"
+    assert summary["rule_support_distance"][4] == "misses its threshold"
+    assert summary["prediction_accuracy"][4] == "misses its threshold"
     details = [rows for tid, rows in page.tables.items() if tid.startswith("table")]
-    rule_table = next(t for t in details if t and t[0] == ["rule", "support_x", "support_z"])
+    rule_table = next(t for t in details if t and t[0] == ["rule", "support x", "support z"])
     assert rule_table[1] == ["a <= 3 -> <yes>", "10", "8"] and len(rule_table) == 3  # truncated to 2 rows
-    assert "&lt;yes&gt;" in html and "the first 2 shown" in html
+    assert "&lt;yes&gt;" in html and "The first 2 of 3 rows are shown" in html
     scalars = [t for t in details if t and t[0] == ["n_rules", "3"]]
     assert scalars
+    assert "lower is better" in html
     assert render_evaluation_html(results) == render_evaluation_html(results)
     out = write_evaluation_html(results, tmp_path / "e.html", title="Eval")
     assert _parse(out.read_text()).headings[0] == "Eval"

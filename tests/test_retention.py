@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppdm.errors import ParameterError, PPDMError, SchemaError
-from ppdm.metrics.base import EvaluationContext, resolve_measures
+from ppdm.experiments.evaluation import resolve_measures
+from ppdm.metrics.base import EvaluationContext
 from ppdm.metrics.retention import (
     chi2_histogram_distance,
     rule_accuracy,

@@ -22,11 +22,11 @@ def test_experiment_smoke_on_banknote():
 
 def test_command_writes_its_tables(tmp_path):
     out = tmp_path / "exp"
-    r = CliRunner().invoke(app, ["retention-experiment", "--data", "builtin:banknote", "--levels", "0,0.2",
+    r = CliRunner().invoke(app, ["reproduce", "retention-experiment", "--data", "builtin:banknote", "--levels", "0,0.2",
                                  "--repetitions", "2", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert {p.name for p in out.iterdir()} == {"runs.csv", "summary.csv", "summary.md", "rules.txt"}
-    r = CliRunner().invoke(app, ["retention-experiment", "--levels", "0,abc", "--out", str(tmp_path / "e2")])
+    r = CliRunner().invoke(app, ["reproduce", "retention-experiment", "--levels", "0,abc", "--out", str(tmp_path / "e2")])
     assert r.exit_code == 2 and not (tmp_path / "e2").exists()
 
 

@@ -12,9 +12,10 @@ from mixed_table import mixed_table
 
 from ppdm.anonymize.registry import make_technique
 from ppdm.data.partitions import open_dataset
+from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.out_of_core import release_dataset
 from ppdm.metrics._dask import working_parts
-from ppdm.metrics.base import MEASURES, EvaluationContext, load_all_measures
+from ppdm.metrics.base import MEASURES, EvaluationContext
 from ppdm.metrics.out_of_core import evaluate_measure
 
 pytestmark = pytest.mark.slow

@@ -73,19 +73,19 @@ def test_learner_parameter_and_default():
 
 def test_cli_experiments_write_tables_and_plots(tmp_path):
     out = tmp_path / "err"
-    res = runner.invoke(app, ["substitution", "error-experiment", "--out", str(out), "--gammas", "2,10",
+    res = runner.invoke(app, ["reproduce", "substitution", "error-experiment", "--out", str(out), "--gammas", "2,10",
                               "--ns", "5,40", "--repeats", "1", "--records", "2000"])
     assert res.exit_code == 0, res.output
     assert {"error_results.csv", "error_summary.md", "error_plateau.png", "error_triangles.png"} <= {
         p.name for p in out.iterdir()}
     assert len(pd.read_csv(out / "error_results.csv")) == 8
     out2 = tmp_path / "tree"
-    res = runner.invoke(app, ["substitution", "tree-experiment", "--out", str(out2), "--datasets", "wine",
+    res = runner.invoke(app, ["reproduce", "substitution", "tree-experiment", "--out", str(out2), "--datasets", "wine",
                               "--gammas", "5", "--ns", "5,10", "--repeats", "1"])
     assert res.exit_code == 0, res.output
     assert {"tree_results.csv", "tree_summary.md", "tree_accuracy.png", "tree_entropy.png"} <= {
         p.name for p in out2.iterdir()}
-    bad = runner.invoke(app, ["substitution", "tree-experiment", "--out", str(tmp_path / "bad"), "--datasets", "nope"])
+    bad = runner.invoke(app, ["reproduce", "substitution", "tree-experiment", "--out", str(tmp_path / "bad"), "--datasets", "nope"])
     assert bad.exit_code == 2 and not (tmp_path / "bad").exists()
-    bad = runner.invoke(app, ["substitution", "error-experiment", "--out", str(tmp_path / "bad"), "--gammas", "x"])
+    bad = runner.invoke(app, ["reproduce", "substitution", "error-experiment", "--out", str(tmp_path / "bad"), "--gammas", "x"])
     assert bad.exit_code == 2 and not (tmp_path / "bad").exists()

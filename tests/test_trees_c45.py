@@ -13,11 +13,12 @@ from sklearn.base import clone
 from sklearn.datasets import load_iris
 
 from ppdm.errors import ParameterError, PPDMError, SchemaError
-from ppdm.rules import RuleSet, from_tree
+from ppdm.rules import RuleSet
 from ppdm.trees import C45Classifier, TreeModel
 from ppdm.trees._c45_kernels import gain_ratio, info_gain, old_ent, select_split
 from ppdm.trees._c45_tree import add_errs, estimated_errors
 from ppdm.trees.c45 import j48_summary, weka_number
+from ppdm.trees.rules import from_tree
 
 # Quinlan (1993) ch. 2-3 "golf" data; row 6 has its outlook unknown in the book's ch. 3 example
 GOLF = [

@@ -11,9 +11,9 @@ from sklearn.base import clone
 
 from ppdm.datasets import load
 from ppdm.errors import ParameterError
-from ppdm.rules import from_forest
 from ppdm.trees import C45Classifier, SysForClassifier, TreeModel
 from ppdm.trees._c45_tree import Data
+from ppdm.trees.rules import from_forest
 from ppdm.trees.sysfor import credal_vote, good_attributes
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from ppdm import progress
 from ppdm.anonymize._learners import paper_learner, resolve_trees
 from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.forest_framework import integer_attributes, permute_within_groups, perturb_numeric
@@ -174,7 +175,11 @@ class Framework(Technique):
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         cls = schema.require_class()
         self.integer_ = integer_attributes(df, schema, self.integer_attrs)
+        # the main tree, then one DETECTIVE tree per categorical attribute: the long part of fit
+        n_detectives = len(schema.categorical) if self.p_cat > 0 else 0
+        step = progress.steps(1 + n_detectives, "Framework: growing trees")
         trees = resolve_trees(self.tree, df[schema.attributes], df[cls], self._c45, "tree")
+        step()
         if len(trees) != 1:
             raise ParameterError(f"Framework uses one tree; tree= gave {len(trees)} (use ForestFramework for a forest)")
         self.tree_ = trees[0]
@@ -185,6 +190,7 @@ class Framework(Technique):
         if self.p_cat > 0:
             for a in schema.categorical:
                 if len(self.domain_.categorical[a]) < 2:
+                    step()
                     continue
                 inputs = [c for c in schema.columns if c != a]
                 # a DETECTIVE tree learns from the records whose value of a is known
@@ -202,6 +208,8 @@ class Framework(Technique):
                 counts = np.zeros((len(ids), len(self.domain_.categorical[a])))
                 np.add.at(counts, (dense, self.domain_.codes(a, dk[a])), 1.0)
                 self.detectives_[a] = (det, ids, counts)
+                step()
+        step.close()
 
     # -------------------------------------------------------------- transform
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ppdm import progress
 from ppdm.anonymize.perturbation_matrix import check_stochastic, gamma_diagonal_inverse
 from ppdm.anonymize.random_substitution import AttributeDomain, SubstitutionMetadata
 from ppdm.errors import ParameterError, PPDMError, SchemaError
@@ -186,15 +187,17 @@ def reconstruct(
     numeric = [c for c in targets if metadata.attributes[c].kind != "categorical"]
     z = working_frame(z, numeric)
     out = z.copy()
-    for c in targets:
-        seen = z[c].notna().to_numpy()
-        if seen.all():
-            out[c] = matrix_reconstruct(z[c], metadata.attributes[c], ties=ties, random_state=rng)
-        elif seen.any():
-            part = matrix_reconstruct(z[c][seen], metadata.attributes[c], ties=ties, random_state=rng)
-            col = out[c].astype(object) if part.dtype != out[c].dtype else out[c].copy()
-            col[seen] = part.to_numpy(dtype=object) if col.dtype == object else part.to_numpy()
-            out[c] = col.astype(z[c].dtype) if col.dtype == object else col
+    with progress.steps(len(targets), "reconstructing attributes") as step:
+        for c in targets:
+            seen = z[c].notna().to_numpy()
+            if seen.all():
+                out[c] = matrix_reconstruct(z[c], metadata.attributes[c], ties=ties, random_state=rng)
+            elif seen.any():
+                part = matrix_reconstruct(z[c][seen], metadata.attributes[c], ties=ties, random_state=rng)
+                col = out[c].astype(object) if part.dtype != out[c].dtype else out[c].copy()
+                col[seen] = part.to_numpy(dtype=object) if col.dtype == object else part.to_numpy()
+                out[c] = col.astype(z[c].dtype) if col.dtype == object else col
+            step()
     formats = dict(like.attrs.get("date_formats") or {})
     for c in numeric:
         out[c] = restore_column(out[c], like[c], date_format=formats.get(c))

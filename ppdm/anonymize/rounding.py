@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppdm import progress
 from ppdm.anonymize import discretization as disc
 from ppdm.anonymize import microaggregation as micro
 from ppdm.anonymize.base import Technique
@@ -369,12 +370,14 @@ class Rounding(Technique):
             y = df[schema.class_column].to_numpy()
         self._scales = {c: scale_factor(df[c].to_numpy(dtype=float)) for c in rounded}
         sets = {}
-        for c in rounded:
-            v = df[c].to_numpy(dtype=float)
-            obs = ~np.isnan(v)
-            if not obs.any():
-                raise SchemaError(f"column {c!r} has no observed value to build a rounding set from")
-            sets[c] = self._fit_column(v[obs] * self._scales[c], None if y is None else y[obs], rng, self._scales[c])
+        with progress.steps(len(rounded), f"rounding sets ({self.method})") as step:
+            for c in rounded:
+                v = df[c].to_numpy(dtype=float)
+                obs = ~np.isnan(v)
+                if not obs.any():
+                    raise SchemaError(f"column {c!r} has no observed value to build a rounding set from")
+                sets[c] = self._fit_column(v[obs] * self._scales[c], None if y is None else y[obs], rng, self._scales[c])
+                step()
         self._sets = sets
         # public attributes in the attribute's own units
         self.rounding_sets_ = {c: np.unique(s.points) / self._scales[c] for c, s in sets.items()}

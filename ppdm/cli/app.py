@@ -2,6 +2,9 @@
 
 Exit codes: 0 success, 2 bad input or parameters (one message, no traceback),
 1 internal error.
+
+Command modules import pandas, NumPy, scikit-learn and the rest of ppdm inside their
+command functions, so ``ppdm --help`` loads none of them; help is plain text.
 """
 
 from __future__ import annotations
@@ -16,10 +19,19 @@ from typer.core import TyperGroup
 from ppdm.cli.common import console, err_console, one_line
 from ppdm.errors import PPDMError
 
+#: the order ``ppdm --help`` lists the commands in: the user's verbs first
+COMMAND_ORDER = ("anonymize", "evaluate", "compare", "schema", "report", "methods", "measures", "rules", "tree",
+                 "reconstruct", "reproduce")
+
 
 class _ErrorMappingGroup(TyperGroup):
     """Maps errors to exit codes for every command, also under Typer's test runner:
     :class:`PPDMError` → 2 with one line, anything unexpected → 1 (traceback with PPDM_DEBUG=1)."""
+
+    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+        names = list(self.commands)
+        rank = {n: i for i, n in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
         try:
@@ -48,10 +60,12 @@ class _ErrorMappingGroup(TyperGroup):
 app = typer.Typer(
     cls=_ErrorMappingGroup,
     name="ppdm",
-    help="Privacy-preserving publishing of tabular microdata: anonymize, evaluate, compare.",
+    help="Privacy-preserving publishing of tabular microdata: anonymize a table, evaluate the release, "
+    "compare techniques. 'ppdm reproduce' reruns the papers' experiments.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 ClassOpt = Annotated[str | None, typer.Option("--class", "-c", help="Class (label) column.")]
@@ -100,7 +114,7 @@ def _missing(value: str, *, keep: bool = False) -> str:
     return value
 
 
-@app.command()
+@app.command(short_help="List the techniques and their parameters.")
 def methods(
     json_out: Annotated[bool, typer.Option("--json", help="Print the techniques and parameters as JSON.")] = False,
 ) -> None:
@@ -109,13 +123,19 @@ def methods(
 
     _load_all()
     if json_out:
-        from ppdm.cli.common import print_json
+        import json
 
-        print_json({
+        from ppdm.cli.common import print_json
+        from ppdm.report.evaluation import json_header
+
+        def plain(params: dict) -> dict:
+            return json.loads(json.dumps(params, default=str))
+
+        print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": technique_params(cls), "missing": cls.missing_policy}
+                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy}
             for name, cls in sorted(TECHNIQUES.items())
-        })
+        }})
         return
     console.print("[bold]ppdm techniques[/bold] (ppdm anonymize DATA --method NAME --param key=value)\n")
     for name in sorted(TECHNIQUES):
@@ -126,33 +146,28 @@ def methods(
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
 
 
-@app.command()
+@app.command(short_help="List the measures and which direction is better.")
 def measures(
     json_out: Annotated[bool, typer.Option("--json", help="Print the measures as JSON.")] = False,
 ) -> None:
-    """List the measures ``ppdm evaluate --measures`` knows."""
-    from rich.table import Table
+    """List the measures 'ppdm evaluate --measures' knows, with which direction is better."""
+    from ppdm.cli.tables import print_table
+    from ppdm.experiments.evaluation import load_all_measures
 
-    from ppdm.metrics.base import MEASURES, load_all_measures
-
-    load_all_measures()
-    rows = [
-        {"name": m.name, "kind": m.kind, "default": m.default, "needs_class": m.needs_class,
-         "requires": list(m.requires), "description": m.description}
-        for m in MEASURES.values()
-    ]
+    registry = load_all_measures()
     if json_out:
         from ppdm.cli.common import print_json
+        from ppdm.report.evaluation import json_header
 
-        print_json(rows)
+        print_json({**json_header("measures"), "measures": {name: m.info() for name, m in registry.items()}})
         return
-    table = Table(title="ppdm measures (ppdm evaluate --measures a,b,c | all)")
-    for col in ("measure", "kind", "default", "needs class", "description"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["name"], r["kind"], "yes" if r["default"] else "", "yes" if r["needs_class"] else "",
-                      r["description"] + (f" (needs option {', '.join(r['requires'])})" if r["requires"] else ""))
-    console.print(table)
+    rows = []
+    for m in registry.values():
+        better = {"higher": "higher", "lower": "lower"}.get(m.direction or "", "neither")
+        rows.append([m.name, m.kind, better, "yes" if m.default else "",
+                     m.description + (f" (needs option {', '.join(m.requires)})" if m.requires else "")])
+    print_table(console, "ppdm measures (ppdm evaluate --measures a,b,c | all)",
+                ["measure", "kind", "better", "default", "description"], rows)
 
 
 def _first_line(doc: str | None) -> str:

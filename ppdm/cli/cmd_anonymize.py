@@ -35,11 +35,11 @@ from ppdm.cli.common import BUILTIN, console, err_console, load_input, parse_see
 from ppdm.errors import PPDMError
 
 
-@app.command()
+@app.command(short_help="Anonymize a table into a release z, with its release check.")
 def anonymize(
     data: Annotated[str, typer.Argument(
         help="Input table (CSV/Parquet), a Parquet dataset folder, a glob of files, or builtin:NAME.")],
-    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see `ppdm methods`).")],
+    method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see 'ppdm methods').")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Release table (.csv or .parquet; a Parquet dataset folder for a partitioned input), "
                             "written atomically with <stem>.provenance.json.")],
@@ -102,7 +102,10 @@ def anonymize(
                           params=params)
     info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
             "rows_used": len(x)}
-    with console.status(f"anonymizing {len(x)} records with {method}…"), warnings.catch_warnings(record=True):
+    from ppdm.cli.progress import progress_of_library
+
+    # release() reports its steps (learn, release, check) and the technique its long loops (ppdm.progress)
+    with progress_of_library(), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                       detect_identifiers=False, input_info=info, decimals=dec)
@@ -141,7 +144,7 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     import warnings
 
     from ppdm.anonymize.registry import make_technique
-    from ppdm.cli.common import parse_date_options, partition_progress
+    from ppdm.cli.common import parse_date_options, stage_progress
     from ppdm.data.partitions import check_output_dataset, dataset_files, open_dataset
     from ppdm.data.roles import split_names
     from ppdm.data.schema import Schema
@@ -164,12 +167,13 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     tech = make_technique(method, class_column=class_column if class_column else (base.class_column if base else None),
                           random_state=random_state, schema=None, params=parse_params(param))
     dec = parse_decimals(decimals, [c for c in ds.columns if pd_float(ds.head[c])])
-    with err_console.status(f"releasing {data} ({ds.npartitions} partitions) with {method}…") as status, \
-            warnings.catch_warnings(record=True):
+    from ppdm.cli.progress import progress_bar
+
+    with progress_bar(f"releasing {ds.npartitions} partitions with {method}"), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
                               allow_unchanged=allow_unchanged, missing=_missing(missing, keep=True),  # type: ignore[arg-type]
-                              fit_rows=fit_rows, decimals=dec, progress=partition_progress(status))
+                              fit_rows=fit_rows, decimals=dec, progress=stage_progress())
     _report(rel, random_state)
     console.print(f"wrote {out}/ ({rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
                   f"{rel.fit_rows}) with {method}, and {', '.join(p.name for p in rel.written[1:])}",

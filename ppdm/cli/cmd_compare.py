@@ -21,27 +21,29 @@ from ppdm.cli.common import (
 from ppdm.errors import PPDMError
 
 
-def _summary_table(result, title: str):
-    from rich.table import Table
-
-    from ppdm.report.html import fmt
+def _print_summary(result, title: str) -> None:
+    """The mean ± sd table; labels are never cut (the table wraps or turns vertical)."""
+    from ppdm.cli.tables import print_table
+    from ppdm.experiments.compare import best_releases
+    from ppdm.report.evaluation import fmt_number
 
     s = result.summary()
-    table = Table(title=title)
-    table.add_column("technique")
-    for m in result.measures:
-        table.add_column(m, justify="right")
-    for lab in result.labels:
-        cells = []
+    best = best_releases(result)
+    rows, dim = [], []
+    for i, lab in enumerate(result.labels):
+        cells = [lab]
         for m in result.measures:
             row = s[(s["label"] == lab) & (s["measure"] == m)].iloc[0]
             sd = float(row["std"])
-            cells.append(fmt(row["mean"]) if not math.isfinite(sd) else f"{fmt(row['mean'])} ± {fmt(sd, 3)}")
-        table.add_row(lab, *cells, style="dim" if lab == "original" else None)
-    return table
+            text = fmt_number(row["mean"]) if not math.isfinite(sd) else f"{fmt_number(row['mean'])} ± {fmt_number(sd, 3)}"
+            cells.append(text + (" (best)" if best[m].label == lab else ""))
+        rows.append(cells)
+        if lab == "original":
+            dim.append(i)
+    print_table(console, title, ["technique", *result.measures], rows, right=result.measures, dim_rows=dim)
 
 
-@app.command("compare")
+@app.command("compare", short_help="Compare techniques and sweeps by cross-validation.")
 def compare_cmd(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     class_column: ClassOpt = None,
@@ -66,9 +68,14 @@ def compare_cmd(
     schema: SchemaOpt = None,
     sep: SepOpt = None,
 ) -> None:
-    """Compare techniques and parameter sweeps by cross-validation on every measure."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """Compare techniques and parameter sweeps by cross-validation on every measure.
 
+    Prints mean ± sd per technique and measure, marking a release "(best)" only when it
+    changes the data and beats every other release beyond the 95 % confidence interval of
+    the paired fold differences. With --out and --report the HTML report adds the
+    risk–utility map and the effective parameters of every technique.
+    """
+    from ppdm.cli.progress import progress_bar
     from ppdm.experiments.compare import compare, parse_technique
     from ppdm.utils import parse_params
 
@@ -95,12 +102,12 @@ def compare_cmd(
             provenance = read_provenance(data)
         x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
         name = data[len(BUILTIN):] if data.startswith(BUILTIN) else Path(data).name
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err_console, transient=True) as bar:
-            task = bar.add_task("comparing", total=None)
+        with progress_bar("comparing") as task:
 
             def progress(done: int, total: int, what: str) -> None:
-                bar.update(task, completed=done, total=total, description=what)
+                if task.total != total:
+                    task.reset(total)
+                task(1, description=what)
 
             result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed_value, n_jobs=jobs,
                              progress=progress, dataset_name=name, measure_options=options)
@@ -124,15 +131,15 @@ def compare_cmd(
     report_drawn_seed(seed_value, drawn)
     for note in result.meta.get("notes", []):
         err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
-    console.print(_summary_table(result, f"{name}: mean ± sd over {cv} folds × {repeats} repeat(s)"))
+    _print_summary(result, f"{name}: mean ± sd over {cv} folds × {repeats} repeat(s)")
     if out is not None:
         files = ["results.csv", "summary.csv", "correlations.csv", "meta.json", *extra]
         console.print(f"wrote {', '.join(files)} to {out}")
 
 
-@app.command("report")
+@app.command("report", short_help="Render the HTML report of a saved comparison.")
 def report_cmd(
-    results_dir: Annotated[Path, typer.Argument(help="Folder written by `ppdm compare --out`.")],
+    results_dir: Annotated[Path, typer.Argument(help="Folder written by 'ppdm compare --out'.")],
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="HTML file to write (default: RESULTS_DIR/report.html).")] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title of the report.")] = None,

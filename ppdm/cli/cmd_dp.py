@@ -1,4 +1,4 @@
-"""``ppdm dp-experiment``: rule retention of DPCube releases as ε shrinks (paper 000 §8.4)."""
+"""``ppdm reproduce dp-experiment``: rule retention of DPCube releases as ε shrinks (paper 000 §8.4)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, ParamOpt, SepOpt, app
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, ParamOpt, SepOpt
+from ppdm.cli.cmd_reproduce import reproduce_app
 from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
 
@@ -31,7 +32,7 @@ def _numbers(values: list[str] | None, name: str) -> list[float] | None:
     return out
 
 
-@app.command("dp-experiment")
+@reproduce_app.command("dp-experiment", short_help="DPCube releases per privacy budget (paper 000).")
 def dp_experiment(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the CSV/Markdown tables and the PNG figure.")],
     epsilons: Annotated[list[str] | None, typer.Option(
@@ -48,9 +49,9 @@ def dp_experiment(
     seed: ExperimentSeedOpt = 0,
     sep: SepOpt = None,
 ) -> None:
-    """Paper 000 §8.4: Rule Accuracy, RSD, RLD and model measures of DPCube releases per ε."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+    """DPCube releases per privacy budget: Rule Accuracy, RSD, RLD and model measures per
+    epsilon (paper 000 §8.4)."""
+    from ppdm.cli.progress import progress_bar
     from ppdm.experiments.dp_retention import (
         DEFAULT_DPCUBE_PARAMS,
         DEFAULT_EPSILONS,
@@ -71,13 +72,11 @@ def dp_experiment(
     x, schema, _ = load_input(data, class_column, sep=sep)
     research_seed_note(seed)
     total = count_runs(len(eps), len(noise), repeats, folds)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("anonymizing and measuring", total=total)
+    with progress_bar("anonymizing and measuring", total=total) as step:
         result = run_dp_retention(
             x, schema, epsilons=eps, noise_levels=noise, repeats=repeats, folds=folds,
             measures=measures or DEFAULT_MEASURES, dpcube_params=params, random_state=seed,
-            dataset=data.removeprefix("builtin:"), progress=lambda: bar.advance(task),
+            dataset=data.removeprefix("builtin:"), progress=step,
         )
     paths = write_outputs(result, out)
     console.print(result.to_markdown())

@@ -1,15 +1,16 @@
 """``ppdm evaluate``: measure an anonymized table z against the original x.
 
-Measures are found by name in the registry of :mod:`ppdm.metrics.base`, so every
-measure any module registers works here without change.
+Measures are found by name through :mod:`ppdm.experiments.evaluation`, so every measure
+any module of :mod:`ppdm.metrics` or :mod:`ppdm.attacks` registers works here without
+change. A measure the table does not allow is reported as skipped with its reason; the
+others still run.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 
 from ppdm.cli.app import (
@@ -39,8 +40,12 @@ from ppdm.cli.common import (
     report_drawn_seed,
     roles_from_options,
 )
-from ppdm.data.schema import Schema
-from ppdm.errors import PPDMError, SchemaError
+from ppdm.errors import ParameterError, PPDMError, SchemaError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ppdm.data.schema import Schema
 
 
 def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: str,
@@ -144,18 +149,35 @@ def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
                           "provenance's)", highlight=False, markup=False)
 
 
-def _summary(res: Any) -> str:
+def _thresholds(items: list[str] | None, names: list[str]) -> dict[str, float]:
+    """``--threshold NAME=VALUE`` options as a dict, checked against the evaluated measures."""
+    out: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ParameterError(f"--threshold expects NAME=VALUE, got {item!r}")
+        if name not in names:
+            raise ParameterError(f"--threshold names {name!r}, which is not among the evaluated measures")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ParameterError(f"--threshold {name} must be a number, got {value.strip()!r}") from None
+    return out
+
+
+def _summary(details: dict[str, Any]) -> str:
     """One line of context for the table: the scores behind a difference."""
     parts = []
     for name in ("accuracy_x", "accuracy_z", "score_x", "score_z", "n_used", "n_rules", "pos_label", "average",
                  "test_source"):
-        if hasattr(res, name) and getattr(res, name) is not None:
-            v = getattr(res, name)
+        v = details.get(name)
+        if v is not None:
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")
     return ", ".join(parts)
 
 
-@app.command()
+@app.command(short_help="Judge a release z against x: risk, utility, every measure.")
 def evaluate(
     original: Annotated[str, typer.Option(
         "--original", "-x", help="Original table x (path, Parquet dataset folder, glob, or builtin:NAME).")],
@@ -165,9 +187,10 @@ def evaluate(
     rules: Annotated[Path | None, typer.Option("--rules", "-r", help="Rule file Ψx (default: CART rules of x).")] = None,
     test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: hold out 1/3 of x).")] = None,
     measures: Annotated[str | None, typer.Option("--measures", "-m", help="Comma list of measure names, or 'all' (default: the default set).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=macro.")] = None,
-    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report of every measure.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document (docs/ppdm.schema.json) instead of tables.")] = False,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=weighted.")] = None,
+    threshold: Annotated[list[str] | None, typer.Option("--threshold", help="Threshold of a measure for the verdicts, NAME=VALUE (repeatable).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")] = None,
     seed: MeasureSeedOpt = None,
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
@@ -187,9 +210,18 @@ def evaluate(
         "--sample-rows", help="With dask: records of the sample that measures without an exact out-of-core "
                               "form are computed on.")] = 20_000,
 ) -> None:
-    """Measure how much of x an anonymized table z keeps: rule retention (Rule Accuracy, RSD, RLD),
-    model performance (prediction accuracy, AUC, F-measure) and any other registered measure."""
-    from ppdm.metrics.base import EvaluationContext, _jsonable, resolve_measures
+    """Measure what an anonymized table z keeps of x and how exposed its records are.
+
+    Prints a risk verdict and a utility verdict, then every measure (rule retention, model
+    performance, information loss, disclosure risk, ...). A measure the table does not
+    allow is reported as skipped with its reason. The provenance file written beside z by
+    'ppdm anonymize' (z.provenance.json) is read when present.
+    """
+    from ppdm.cli.progress import progress_bar
+    from ppdm.experiments.compare import dataset_summary
+    from ppdm.experiments.evaluation import resolve_measures, run_measure
+    from ppdm.metrics.base import EvaluationContext
+    from ppdm.report.evaluation import evaluation_document
     from ppdm.utils import parse_params
 
     miss = _missing(missing, keep=True)
@@ -201,6 +233,7 @@ def evaluate(
                                              if s is not None and not s.startswith(BUILTIN)))
     specs = resolve_measures(measures)
     options = parse_params(param)
+    limits = _thresholds(threshold, [s.name for s in specs])
     provenance = _provenance(anonymized)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     from ppdm.data.partitions import wants_dask
@@ -209,7 +242,8 @@ def evaluate(
         _evaluate_datasets(original, anonymized, test, class_column=class_column, schema=schema, sep=sep, roles=roles,
                            missing=miss, categorical=categorical, date=date, blocksize=blocksize,
                            provenance=provenance, specs=specs, options=options, rules=rules, seed_value=seed_value,
-                           drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out)
+                           drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out,
+                           thresholds=limits, named=measures is not None and measures.strip() != "all")
         return
     x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
                            categorical=categorical, dates=date)
@@ -223,59 +257,61 @@ def evaluate(
     t = working_frame(t, sch.numeric) if t is not None else None
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
-        if needing:
+        named = measures is not None and measures.strip() != "all"
+        if needing and (named or len(needing) == len(specs)):
             raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
     rs = _load_rules(rules, x, sch) if rules is not None else None
     if rs is None and sch.class_column is not None and ({"min_leaf_frac", "max_depth"} & set(options)):
-        from ppdm.rules.cart import rules_from_cart
+        from ppdm.trees.cart import rules_from_cart
 
         cart = {k: options[k] for k in ("min_leaf_frac", "max_depth") if k in options}
         rs = rules_from_cart(x, sch, random_state=seed_value, **cart)
     ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=options)
 
-    results: dict[str, Any] = {}
-    for spec in specs:
-        with err_console.status(f"computing {spec.name}…"):
-            results[spec.name] = spec.fn(ctx)
+    outcomes = {}
+    with progress_bar("evaluating", total=len(specs)) as step:
+        for spec in specs:
+            step(0, description=f"computing {spec.name}")
+            outcomes[spec.name] = run_measure(spec, ctx)
+            step()
 
+    def size(df: pd.DataFrame | None, source: str | None) -> dict[str, Any] | None:
+        return None if df is None else {"source": source, "rows": int(len(df)), "columns": int(df.shape[1])}
+
+    inputs = {"original": size(x, original), "anonymized": size(z, anonymized), "test": size(t, test),
+              "rules": str(rules) if rules is not None else None, "class_column": sch.class_column,
+              "seed": seed_value, "options": options}
+    doc = evaluation_document(outcomes, provenance=provenance, inputs=inputs,
+                              dataset=dataset_summary(x, sch, original), thresholds=limits)
     if html is not None:
-        from ppdm.experiments.compare import dataset_summary
-        from ppdm.report import write_evaluation_html
+        from ppdm.report.html import write_evaluation_html
 
-        write_evaluation_html(
-            results, html, dataset_info=dataset_summary(x, sch, original),
-            subtitle=f"x = {original}, z = {anonymized}" + (f", t = {test}" if test else "")
-            + f"; measurement seed {seed_value}",
-            provenance=provenance,
-        )
+        write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized}" + (f", t = {test}" if test else "")
+                              + f"; measurement seed {seed_value}")
         err_console.print(f"wrote {html}")
     _show_provenance(provenance, original)
     report_drawn_seed(seed_value, drawn)
-
-    per_rule = next((r.per_rule for r in results.values() if isinstance(getattr(r, "per_rule", None), pd.DataFrame)),
-                    None)
     if json_out:
-        obj: dict[str, Any] = {name: _jsonable(r.value) for name, r in results.items()}
-        obj["per_rule"] = _jsonable(per_rule.reset_index()) if per_rule is not None else []
-        obj["details"] = {name: r.to_dict() for name, r in results.items()}
-        obj["seed"] = seed_value
-        obj["provenance"] = provenance
-        print_json(obj)
+        print_json(doc)
         return
-    _print_tables(results, per_rule, specs)
+    _print_evaluation(doc)
 
 
 def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, class_column: str | None,
                        schema: Path | None, sep: str | None, roles: Any, missing: str, categorical: list[str] | None,
                        date: list[str] | None, blocksize: str | None, provenance: dict[str, Any] | None,
                        specs: list, options: dict[str, Any], rules: Path | None, seed_value: int, drawn: bool,
-                       sample_rows: int, html: Path | None, json_out: bool) -> None:
+                       sample_rows: int, html: Path | None, json_out: bool,
+                       thresholds: dict[str, float], named: bool) -> None:
     """Tables larger than memory: exact measures partition by partition, the others on a sample."""
-    from ppdm.cli.common import parse_date_options, partition_progress
+    from dataclasses import replace
+
+    from ppdm.cli.common import parse_date_options, stage_progress
     from ppdm.data.partitions import BLOCKSIZE, open_dataset
     from ppdm.data.roles import resolve_schema, split_names
+    from ppdm.data.schema import Schema
     from ppdm.metrics._dask import partition_lengths, working_parts
-    from ppdm.metrics.base import EvaluationContext, _jsonable
+    from ppdm.metrics.base import EvaluationContext
     from ppdm.metrics.out_of_core import SampledResult, evaluate_measure
 
     cats, dates = split_names(categorical), parse_date_options(date)
@@ -318,47 +354,72 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
         t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block).data[want], sch.numeric)
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
-        if needing:
+        if needing and (named or len(needing) == len(specs)):
             raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
     x, z = working_parts(x, sch.numeric), working_parts(z, sch.numeric)
     rs = _load_rules(rules, head, sch) if rules is not None else None
     ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=dict(options))
+    from ppdm.cli.progress import progress_bar
     from ppdm.data.partitions import reporting
+    from ppdm.experiments.evaluation import run_measure
+    from ppdm.report.evaluation import evaluation_document
 
-    results: dict[str, Any] = {}
-    for spec in specs:
-        with err_console.status(f"computing {spec.name}…") as status, reporting(partition_progress(status)):
-            results[spec.name] = evaluate_measure(spec, ctx, sample_rows=sample_rows)
-    how = {name: ("sample" if isinstance(r, SampledResult) else "exact") for name, r in results.items()}
+    def run(spec: Any) -> Any:
+        # the measure exactly out of core, or on the declared sample; skipped like in memory
+        return run_measure(replace(spec, fn=lambda c: evaluate_measure(spec, c, sample_rows=sample_rows)), ctx)
+
+    outcomes: dict[str, Any] = {}
+    with progress_bar("evaluating", total=len(specs)) as step, reporting(stage_progress()):
+        for spec in specs:
+            step(0, description=f"computing {spec.name}")
+            outcomes[spec.name] = replace(run(spec), spec=spec)
+            step()
+    how = {name: ("sample" if isinstance(o.result, SampledResult) else "exact")
+           for name, o in outcomes.items() if not o.skipped}
+    rows_x, rows_z = sum(partition_lengths(x)), sum(partition_lengths(z))
+    inputs = {"original": {"source": original, "rows": rows_x, "columns": len(want), "partitions": x.npartitions},
+              "anonymized": {"source": anonymized, "rows": rows_z, "columns": len(want), "partitions": z.npartitions},
+              "test": None if t is None else {"source": test, "rows": sum(partition_lengths(t)), "columns": len(want)},
+              "rules": str(rules) if rules is not None else None, "class_column": sch.class_column,
+              "seed": seed_value, "options": options, "sample_rows": sample_rows}
+    doc = evaluation_document(outcomes, provenance=provenance, inputs=inputs,
+                              dataset=_dataset_summary(x, sch, original, rows_x), thresholds=thresholds)
+    for name, h in how.items():
+        doc["measures"][name]["out_of_core"] = h
     if html is not None:
-        from ppdm.report import write_evaluation_html
+        from ppdm.report.html import write_evaluation_html
 
-        write_evaluation_html(
-            results, html, dataset_info={"name": original, "rows": sum(partition_lengths(x)), "columns": len(want),
-                                         "numeric": list(sch.numeric), "categorical": list(sch.categorical),
-                                         "class_column": sch.class_column, "partitions": x.npartitions},
-            subtitle=f"x = {original}, z = {anonymized} ({x.npartitions} partitions); measurement seed {seed_value}",
-            provenance=provenance,
-        )
+        write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized} ({x.npartitions} partitions); "
+                                                  f"measurement seed {seed_value}")
         err_console.print(f"wrote {html}")
     _show_provenance(provenance, original)
     report_drawn_seed(seed_value, drawn)
-    per_rule = next((r.per_rule for r in results.values() if isinstance(getattr(r, "per_rule", None), pd.DataFrame)),
-                    None)
     if json_out:
-        obj: dict[str, Any] = {name: _jsonable(r.value) for name, r in results.items()}
-        obj["per_rule"] = _jsonable(per_rule.reset_index()) if per_rule is not None else []
-        obj["details"] = {name: r.to_dict() for name, r in results.items()}
-        obj["out_of_core"] = how
-        obj["seed"] = seed_value
-        obj["provenance"] = provenance
-        print_json(obj)
+        print_json(doc)
         return
-    _print_tables(results, per_rule, specs)
+    _print_evaluation(doc)
     sampled = [n for n, h in how.items() if h == "sample"]
     if sampled:
-        err_console.print(f"computed on a sample of {sample_rows} records (with a confidence interval in --json): "
-                          f"{', '.join(sampled)}; every other measure is exact", highlight=False, soft_wrap=True)
+        err_console.print(f"computed on a sample of at most {sample_rows} records (with a confidence interval in "
+                          f"--json): {', '.join(sampled)}; every other measure is exact", highlight=False,
+                          soft_wrap=True)
+
+
+def _dataset_summary(x: Any, sch: Schema, name: str, rows: int) -> dict[str, Any]:
+    """Rows, columns, roles and class counts of a partitioned x, counted partition by partition."""
+    from ppdm.data.partitions import read_partition, run_partitions
+
+    info: dict[str, Any] = {"name": name, "rows": int(rows), "columns": int(len(x.columns)),
+                            "numeric": list(sch.numeric), "categorical": list(sch.categorical),
+                            "class_column": sch.class_column, "partitions": int(x.npartitions)}
+    cls = sch.class_column
+    if cls is not None:
+        parts = run_partitions(lambda i: read_partition(x, i)[cls].value_counts(), x.npartitions, name="ppdm-classes")
+        import pandas as pd
+
+        counts = pd.concat(parts).groupby(level=0, sort=False).sum().sort_values(ascending=False, kind="stable")
+        info["class_counts"] = {str(k): int(v) for k, v in counts.items()}
+    return info
 
 
 def _refuse_missing_lazily(df: Any, sch: Schema, spec: str) -> None:
@@ -376,34 +437,45 @@ def _refuse_missing_lazily(df: Any, sch: Schema, spec: str) -> None:
                               "them with --missing keep")
 
 
-def _print_tables(results: dict[str, Any], per_rule: pd.DataFrame | None, specs: list) -> None:
-    from rich.table import Table
+def _print_evaluation(doc: dict[str, Any]) -> None:
+    from rich.text import Text
 
-    kinds = {s.name: s for s in specs}
-    table = Table(title="ppdm evaluate")
-    table.add_column("measure")
-    table.add_column("kind")
-    table.add_column("value", justify="right")
-    table.add_column("details")
-    for name, r in results.items():
-        v = r.value
-        table.add_row(name, kinds[name].kind, "nan" if v != v else f"{v:.4f}", _summary(r))
-    console.print(table)
+    from ppdm.cli.tables import print_table
+    from ppdm.report.evaluation import fmt_number
+
+    for v in doc["summary"].values():
+        style = {"low": "green", "kept": "green", "high": "bold red", "reduced": "bold red"}.get(v["status"], "yellow")
+        console.print(Text(v["sentence"], style=style))
+    rows, skipped = [], []
+    for name, m in doc["measures"].items():
+        if m["status"] == "skipped":
+            skipped.append((name, m["reason"]))
+            value = "skipped"
+        else:
+            value = fmt_number(m["value"])
+        better = {"higher": "higher", "lower": "lower"}.get(m.get("direction") or "", "neither")
+        rows.append([name, m["kind"], value, better, _summary(m.get("details") or {})])
+    print_table(console, "ppdm evaluate", ["measure", "kind", "value", "better", "details"], rows, right=["value"])
+    for name, reason in skipped:
+        console.print(Text(f"{name} skipped: {reason}", style="yellow"))
+    per_rule = doc["tables"].get("per_rule")
     if per_rule is None:
         return
-    pr = Table(title="rules Ψx in x and z (per rule; texts below)")
-    for col in ("#", "support x", "support z", "χ²", "majority x", "majority z", "flipped"):
-        pr.add_column(col, justify="right" if col in ("#", "support x", "support z", "χ²") else "left")
-    for i, row in per_rule.iterrows():
-        flags = []
-        if row["flipped"]:
-            flags.append("yes")
-        if row["zero_support_z"]:
-            flags.append("empty in z")
-        if row["discounted"]:
-            flags.append("discounted")
-        pr.add_row(str(i), str(row["support_x"]), str(row["support_z"]), f"{row['chi2']:.4f}",
-                   str(row["predicted_x"]), str(row["predicted_z"]), ", ".join(flags) or "no")
-    console.print(pr)
-    for i, row in per_rule.iterrows():
-        console.print(f"{i:>3}: {row['rule']} → {row['consequent']}", highlight=False, soft_wrap=True)
+    cols = per_rule["columns"]
+
+    def col(row: list[Any], name: str) -> Any:
+        return row[cols.index(name)] if name in cols else None
+
+    body = []
+    for row in per_rule["rows"]:
+        flags = [f for f, key in (("flipped", "flipped"), ("empty in z", "zero_support_z"),
+                                  ("discounted", "discounted")) if col(row, key)]
+        body.append([str(col(row, "rule_index")), str(col(row, "support_x")), str(col(row, "support_z")),
+                     fmt_number(col(row, "chi2")), str(col(row, "predicted_x")), str(col(row, "predicted_z")),
+                     ", ".join(flags) or "no"])
+    print_table(console, "rules Ψx in x and z (per rule; texts below)",
+                ["#", "support x", "support z", "χ²", "majority x", "majority z", "flags"], body,
+                right=["#", "support x", "support z", "χ²"])
+    for row in per_rule["rows"]:
+        console.print(Text(f"{col(row, 'rule_index'):>3}: {col(row, 'rule')} → {col(row, 'consequent')}"),
+                      soft_wrap=True)

@@ -1,4 +1,4 @@
-"""``ppdm forest-experiment``: paper 004 Fig. 2 (prediction accuracy after FF, F, GADP, RT)."""
+"""``ppdm reproduce forest-experiment``: paper 004 Fig. 2 (prediction accuracy after FF, F, GADP, RT)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ExperimentSeedOpt, app
+from ppdm.cli.app import ExperimentSeedOpt
+from ppdm.cli.cmd_reproduce import reproduce_app
 from ppdm.cli.common import console, research_seed_note
 from ppdm.errors import ParameterError
 
@@ -16,7 +17,7 @@ def _split(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-@app.command("forest-experiment")
+@reproduce_app.command("forest-experiment", short_help="Forests on perturbed data (paper 004).")
 def forest_experiment(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for runs.csv, summary.csv and summary.md.")],
     datasets: Annotated[str, typer.Option("--datasets", help="Comma-separated shipped datasets.")] = (
@@ -32,10 +33,12 @@ def forest_experiment(
     ),
     seed: ExperimentSeedOpt = 0,
 ) -> None:
-    """Accuracy of forests built from data perturbed by Forest Framework, Framework, GADP and RT (paper 004 Fig. 2)."""
+    """Forests on perturbed data: accuracy of forests built from data perturbed by Forest
+    Framework, Framework, GADP and RT (paper 004 Fig. 2)."""
+    from ppdm.cli.progress import progress_bar
     from ppdm.data.datasets import names
     from ppdm.data.io import atomic_write_text, write_table
-    from ppdm.experiments.forest_framework import LEARNERS, TECHNIQUES, run_forest_experiment
+    from ppdm.experiments.forest_framework import LEARNERS, TECHNIQUES, count_steps, run_forest_experiment
 
     ds = _split(datasets)
     known = set(names())
@@ -51,7 +54,9 @@ def forest_experiment(
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a folder")
     research_seed_note(seed)
-    res = run_forest_experiment(ds, folds=folds, repeats=repeats, learner=learner, techniques=techs, seed=seed)
+    with progress_bar("forest experiment", total=count_steps(len(ds), folds, repeats, len(techs))) as step:
+        res = run_forest_experiment(ds, folds=folds, repeats=repeats, learner=learner, techniques=techs, seed=seed,
+                                    on_step=lambda what: step(1, description=what))
     out.mkdir(parents=True, exist_ok=True)
     write_table(res.runs, out / "runs.csv")
     write_table(res.summary.reset_index(), out / "summary.csv")

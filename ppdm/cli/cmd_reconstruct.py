@@ -12,7 +12,7 @@ from ppdm.cli.common import console, fail
 from ppdm.errors import PPDMError
 
 
-@app.command()
+@app.command(short_help="Rebuild a random-substitution release (analyst side).")
 def reconstruct(
     data: Annotated[Path, typer.Argument(help="A random-substitution release (CSV/Parquet).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Reconstructed table, written atomically.")],
@@ -37,9 +37,11 @@ def reconstruct(
         meta = SubstitutionMetadata.load(side)
         if ties not in ("random", "stable"):
             raise PPDMError(f"--ties must be 'random' or 'stable', got {ties!r}")
-        r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
+        from ppdm.cli.progress import progress_bar
         from ppdm.data.types import round_to_decimals, source_decimals
 
+        with progress_bar("reconstructing"):
+            r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
         # no more decimals than the release had (bin centres are arithmetic)
         r = round_to_decimals(r, source_decimals(z, list(meta.attributes)))
         write_table(r, out, date_formats=z.attrs.get("date_formats"))

@@ -1,4 +1,5 @@
-"""``ppdm reproduce PAPER --out DIR``: regenerate a paper's result tables.
+"""``ppdm reproduce PAPER --out DIR``: regenerate a paper's result tables; the group also
+holds the single experiments (``ppdm reproduce retention-experiment`` ...).
 
 Each reproducible paper registers a function in :data:`REPRODUCTIONS` that takes the output
 folder, the seed, the quick flag and a progress callback, and returns the files it wrote:
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from ppdm.cli.app import ExperimentSeedOpt, app
 from ppdm.cli.common import console, research_seed_note
@@ -130,7 +132,7 @@ def _random_substitution(out: Path, seed: int, quick: bool, start: Start) -> lis
 
 
 def _all(out: Path, seed: int, quick: bool, start: Start) -> list[Path]:
-    """Every paper above, each into ``out/<paper>``."""
+    """Every paper above, each into ``out / <paper>``."""
     files: list[Path] = []
     for name, fn in REPRODUCTIONS.items():
         if fn is not _all:
@@ -147,32 +149,88 @@ REPRODUCTIONS: dict[str, Reproduction] = {
 }
 
 
-@app.command()
-def reproduce(
-    paper: Annotated[str, typer.Argument(help=f"Which paper's tables: {', '.join(sorted(REPRODUCTIONS))}.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the CSV and Markdown tables.")],
-    seed: ExperimentSeedOpt = 0,
-    quick: Annotated[bool, typer.Option("--quick", help="Small sizes, for a smoke run.")] = False,
-) -> None:
-    """Regenerate a paper's result tables (CSV + Markdown) into a folder."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+class _ReproduceGroup(TyperGroup):
+    """``ppdm reproduce``: the papers first, then the single experiments; an unknown name is
+    refused with the list of known ones."""
+
+    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+        names = list(self.commands)
+        return [n for n in REPRODUCTIONS if n in names] + [n for n in names if n not in REPRODUCTIONS]
+
+    def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            raise PPDMError(
+                f"no reproduction named {args[0]!r}; papers: {', '.join(REPRODUCTIONS)}; "
+                f"experiments: {', '.join(n for n in self.commands if n not in REPRODUCTIONS)}"
+            )
+        return super().resolve_command(ctx, args)
+
+
+reproduce_app = typer.Typer(
+    cls=_ReproduceGroup,
+    name="reproduce",
+    help="Rerun the papers' experiments. 'ppdm reproduce PAPER --out DIR' regenerates a paper's result tables "
+    "(CSV + Markdown); the *-experiment commands run one experiment with settings of your own.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(reproduce_app, name="reproduce")
+
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Folder for the CSV and Markdown tables.")]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="Small sizes, for a smoke run.")]
+
+
+def run_reproduction(paper: str, out: Path, seed: int, quick: bool) -> None:
+    """Regenerate the tables of ``paper`` into ``out`` with a progress bar."""
+    from ppdm.cli.progress import progress_bar
 
     if paper not in REPRODUCTIONS:
         raise PPDMError(f"no reproduction named {paper!r}; available: {', '.join(sorted(REPRODUCTIONS))}")
     if out.exists() and not out.is_dir():
         raise PPDMError(f"--out {str(out)!r} exists and is not a folder")
     research_seed_note(seed)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:
-        task = progress.add_task(f"reproducing {paper}", total=None)
+    with progress_bar(f"reproducing {paper}") as task:
 
         def start(total: int) -> Callable[[str], None]:
-            progress.reset(task, total=total)  # `all` starts one bar per paper
+            task.reset(total)  # `all` starts one bar per paper
 
             def advance(msg: str) -> None:
-                progress.update(task, advance=1, description=f"{paper}: {msg}")
+                task(1, description=f"{paper}: {msg}")
 
             return advance
 
         files = REPRODUCTIONS[paper](out, seed, quick, start)
     console.print(f"wrote {len(files)} files into {out}")
+
+
+PAPER_HELP = {
+    "retention": "Paper 000: rule retention under uniform and Gaussian noise on adult (Fig. 4), the DPCube "
+    "epsilon sweep on Banknotes (Fig. 5) and the correlations of the six measures (Table 6).",
+    "random-substitution": "Paper 001: estimation error of random substitution (Fig. 2) and accuracy of trees "
+    "learned from reconstructed data (Figs. 4-5).",
+    "rounding": "Paper 003: rounding for statistical disclosure control, Tables 1-8 and the IL/DR trends.",
+    "forest-framework": "Paper 004: accuracy (Fig. 2), EDUDS, EDUSC and SERS (Figs. 3-4, Table 4) of Forest "
+    "Framework, Framework, GADP and the random technique.",
+    "all": "Every paper above, each into its own folder OUT/PAPER.",
+}
+
+
+PAPER_SHORT_HELP = {
+    "retention": "Paper 000: rule retention under noise and DPCube.",
+    "random-substitution": "Paper 001: random substitution and reconstruction.",
+    "rounding": "Paper 003: rounding for disclosure control.",
+    "forest-framework": "Paper 004: Forest Framework against F, GADP, RT.",
+    "all": "Every paper, each into its own folder.",
+}
+
+
+def _paper_command(paper: str) -> None:
+    def command(out: OutOpt, seed: ExperimentSeedOpt = 0, quick: QuickOpt = False) -> None:
+        run_reproduction(paper, out, seed, quick)
+
+    command.__doc__ = PAPER_HELP[paper] + "\n\nWrites CSV and Markdown tables (and plots) into --out."
+    reproduce_app.command(paper, short_help=PAPER_SHORT_HELP[paper])(command)
+
+
+for _name in REPRODUCTIONS:
+    _paper_command(_name)

@@ -1,4 +1,4 @@
-"""``ppdm retention-experiment``: rule retention as toy noise grows (paper 000 §8.2)."""
+"""``ppdm reproduce retention-experiment``: rule retention as toy noise grows (paper 000 §8.2)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing, app
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing
+from ppdm.cli.cmd_reproduce import reproduce_app
 from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
 
@@ -22,7 +23,7 @@ def _levels(text: str) -> list[float]:
     return levels
 
 
-@app.command("retention-experiment")
+@reproduce_app.command("retention-experiment", short_help="Rule retention as noise grows (paper 000).")
 def retention_experiment(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for runs.csv, summary.csv, summary.md, rules.txt.")],
     data: Annotated[str, typer.Option("--data", "-d", help="Table x (path or builtin:NAME).")] = "builtin:adult",
@@ -35,13 +36,13 @@ def retention_experiment(
     schema: SchemaOpt = None,
     sep: SepOpt = None,
 ) -> None:
-    """Mean Rule Accuracy, RSD and RLD of x's CART rules on noisy copies of x, per noise level.
+    """Rule retention under noise: mean Rule Accuracy, RSD and RLD of the CART rules of x on
+    noisy copies of x, per noise level (paper 000 §8.2).
 
     The defaults reproduce the adult table of docs/retention.md (complete records only:
     30162; 36 rules; uniform noise 0, 10, 20, 30 %; 10 repetitions).
     """
-    from rich.progress import Progress
-
+    from ppdm.cli.progress import progress_bar
     from ppdm.experiments.retention import run_retention_experiment
 
     if noise not in ("uniform-noise", "gaussian-noise"):
@@ -49,10 +50,9 @@ def retention_experiment(
     lv = _levels(levels)
     research_seed_note(seed)
     x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(f"{noise} on {data}", total=len(lv) * repetitions)
+    with progress_bar(f"{noise} on {data}", total=len(lv) * repetitions) as step:
         exp = run_retention_experiment(x, sch, noise=noise, levels=lv, repetitions=repetitions, seed=seed,
-                                       progress=lambda: bar.advance(task))
+                                       progress=step)
     exp.save(out)
     console.print(f"{data}: {exp.n_records} records, {len(exp.rules)} rules, {noise}, {repetitions} repetitions",
                   highlight=False, emoji=False, markup=False)

@@ -15,7 +15,7 @@ from ppdm.errors import ParameterError
 RULE_PARAMS = ("min_leaf_frac", "max_depth")
 
 
-@app.command()
+@app.command(short_help="Find the rules of a table (CART leaves).")
 def rules(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     class_column: ClassOpt = None,
@@ -30,10 +30,10 @@ def rules(
 
     Parameters: --param min_leaf_frac=0.02 --param max_depth=12. The rules are written in
     the original attributes and values, one per line, with their class counts; the file
-    can be edited and given back to `ppdm evaluate --rules`.
+    can be edited and given back to 'ppdm evaluate --rules'.
     """
     from ppdm.data.io import check_output_path
-    from ppdm.rules.cart import rules_from_cart
+    from ppdm.trees.cart import rules_from_cart
     from ppdm.utils import parse_params
 
     params = parse_params(param)

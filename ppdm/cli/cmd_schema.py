@@ -23,7 +23,7 @@ from ppdm.cli.app import (
 from ppdm.cli.common import BUILTIN, console, roles_from_options
 
 
-@app.command("schema")
+@app.command("schema", short_help="Show and write the columns' types and roles.")
 def schema_cmd(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     class_column: ClassOpt = None,

@@ -1,4 +1,4 @@
-"""``ppdm substitution ...``: the random-substitution experiments of paper 001 §5."""
+"""``ppdm reproduce substitution ...``: the random-substitution experiments of paper 001 §5."""
 
 from __future__ import annotations
 
@@ -7,16 +7,19 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ExperimentSeedOpt, app
+from ppdm.cli.app import ExperimentSeedOpt
+from ppdm.cli.cmd_reproduce import reproduce_app
 from ppdm.cli.common import console, fail, research_seed_note
 from ppdm.errors import ParameterError, PPDMError
 
 substitution = typer.Typer(
     name="substitution",
+    short_help="Random substitution experiments (paper 001).",
     help="Random substitution experiments (Dowd, Xu & Zhang 2006): estimation error and tree accuracy.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
-app.add_typer(substitution, name="substitution")
+reproduce_app.add_typer(substitution, name="substitution")
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Folder for the tables (CSV, Markdown) and PNG plots.")]
 GammaOpt = Annotated[str | None, typer.Option("--gammas", help="Comma list of γ (default 2,3,...,21).")]
@@ -46,15 +49,13 @@ def _grid(gammas: str | None, ns: str | None, repeats: int, quick: bool) -> dict
 
 
 def _run(total: int, label: str, fn):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from ppdm.cli.progress import progress_bar
 
-    with Progress(TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeRemainingColumn(), console=console, transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        return fn(lambda k: bar.advance(task, k))
+    with progress_bar(label, total=total) as step:
+        return fn(step)
 
 
-@substitution.command("error-experiment")
+@substitution.command("error-experiment", short_help="Estimation error over gamma and N (paper 001).")
 def error_experiment_cmd(
     out: OutOpt,
     gammas: GammaOpt = None,
@@ -82,7 +83,7 @@ def error_experiment_cmd(
     console.print(f"wrote {', '.join(str(p) for p in paths)}")
 
 
-@substitution.command("tree-experiment")
+@substitution.command("tree-experiment", short_help="Trees on reconstructed data (paper 001).")
 def tree_experiment_cmd(
     out: OutOpt,
     datasets: Annotated[str, typer.Option("--datasets", help="Comma list of shipped datasets with a class.")] = "wine,wbc,banknote",

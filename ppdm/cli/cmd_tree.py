@@ -42,7 +42,7 @@ def make_tree_learner(algorithm: str, params: dict[str, Any], schema: Any = None
         raise ParameterError(f"bad parameters for {algorithm}: {e}") from None
 
 
-@app.command()
+@app.command(short_help="Grow a C4.5 tree or a SysFor forest.")
 def tree(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     class_column: ClassOpt = None,
@@ -56,7 +56,7 @@ def tree(
     sep: SepOpt = None,
 ) -> None:
     """Grow a C4.5 tree (as Weka J48 does) or a SysFor forest; print it and optionally write its rules."""
-    from ppdm.rules.trees import from_forest
+    from ppdm.trees.rules import from_forest
     from ppdm.utils import parse_params
 
     params = parse_params(param)
@@ -72,7 +72,9 @@ def tree(
     X = x[[c for c in x.columns if c != cls_col and c in sch.attributes]]
     if X.shape[1] == 0:
         raise PPDMError("the table has no attribute columns besides the class")
-    with console.status(f"growing {algorithm} on {len(x)} records…"):
+    from ppdm.cli.progress import progress_bar
+
+    with progress_bar(f"growing {algorithm} on {len(x)} records"):
         model.fit(X, x[cls_col])
     typer.echo(model.export_text())
     if rules_out is not None:

@@ -1,25 +1,58 @@
-"""Shared pieces of the command-line interface: loading inputs, printing, errors."""
+"""Shared pieces of the command-line interface: loading inputs, printing, errors.
+
+Nothing heavy is imported at module level (pandas, NumPy, rich's console are loaded on
+first use), so ``ppdm --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import typer
-from rich.console import Console
 
-from ppdm.data.io import read_table
-from ppdm.data.roles import Roles
-from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.errors import PPDMError
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)  # one message, one line
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+    from ppdm.data.roles import Roles
+    from ppdm.data.schema import MissingPolicy, Schema
 
 BUILTIN = "builtin:"
+
+
+class _LazyConsole:
+    """A rich console made on first use (importing rich's console costs a tenth of a second)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    # special methods are looked up on the type, so they are forwarded one by one
+    def __enter__(self) -> Console:
+        return self.real.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.real.__exit__(*exc)
+
+
+console: Any = _LazyConsole()
+err_console: Any = _LazyConsole(stderr=True, soft_wrap=True)  # one message, one line
 
 
 def load_input(
@@ -42,7 +75,9 @@ def load_input(
     table is refused; with ``detect``, so are undeclared columns that look like direct
     identifiers (for releases).
     """
+    from ppdm.data.io import read_table
     from ppdm.data.roles import resolve_schema, split_names
+    from ppdm.data.schema import Schema
 
     cats = split_names(categorical)
     date_formats = parse_date_options(dates)
@@ -72,16 +107,27 @@ def load_input(
     return df, schema, dropped
 
 
-def partition_progress(status: Any) -> Any:
-    """A progress callback ``(stage, done, total)`` for partitioned work that shows the stage
-    and the partitions done in a rich ``status`` line."""
+def stage_progress() -> Any:
+    """A callback ``(stage, done, total)`` for partitioned work (:mod:`ppdm.data.partitions`,
+    :func:`ppdm.experiments.out_of_core.release_dataset`) that reports each stage's partitions
+    to :mod:`ppdm.progress`, so a command's progress bar shows them with the time left."""
+    from ppdm import progress
+
     labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "check": "checking"}
+    open_: dict[str, Any] = {}
 
-    def progress(stage: str, done: int, total: int) -> None:
-        what = labels.get(stage, stage.removeprefix("ppdm-").replace("-", " "))
-        status.update(f"{what}: partition {done} of {total}")
+    def report(stage: str, done: int, total: int) -> None:
+        task = open_.get(stage)
+        if task is None:
+            what = labels.get(stage, stage.removeprefix("ppdm-").replace("-", " "))
+            task = open_[stage] = progress.steps(total, f"{what}: partitions")
+        if done > task.done:
+            task(done - task.done)
+        if done >= total:
+            task.close()
+            del open_[stage]
 
-    return progress
+    return report
 
 
 def parse_date_options(values: list[str] | None) -> dict[str, str | None]:
@@ -108,6 +154,8 @@ def roles_from_options(
     other: list[str] | None = None,
 ) -> Roles:
     """The roles set by ``--id``, ``--qi``, ``--sensitive``, ``--weight`` and ``--other``."""
+    from ppdm.data.roles import Roles
+
     return Roles.of(identifiers, quasi_identifiers, sensitive, weight, other)
 
 

@@ -500,3 +500,17 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     with atomic_path(p) as tmp:
         tmp.write_text(text)
     return p
+
+
+def save_figure(fig: Any, path: str | Path, *, dpi: int = 110) -> Path:
+    """Write a matplotlib figure as a PNG atomically (no metadata, so the same figure gives the
+    same bytes) and close it."""
+    import matplotlib.pyplot as plt
+
+    p = Path(path)
+    try:
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return p

@@ -43,12 +43,15 @@ import pandas as pd
 from ppdm.data.io import atomic_write_text, read_table, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.metrics.base import EvaluationContext, MeasureSpec, resolve_measures
+from ppdm.experiments.evaluation import load_all_measures, resolve_measures, run_measure
+from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureSpec
 from ppdm.utils import parse_value
 
 ORIGINAL = "original"
 RESULT_COLUMNS = ["technique", "label", "params", "fold", "repeat", "measure", "value"]
 ProgressFn = Callable[[int, int, str], None]
+#: arguments every technique takes that are not parameters of the technique itself
+_COMMON_ARGS = ("class_column", "schema", "random_state")
 
 
 # ----------------------------------------------------------------- technique specs
@@ -436,6 +439,95 @@ def correlation_pvalues(
     return out
 
 
+# ------------------------------------------------------------------- best release
+def measure_info(result: ComparisonResult, name: str) -> dict[str, Any]:
+    """Kind, direction, range, threshold, description and meaning of measure ``name``: as
+    stored in the result, completed from the registry for results saved by older versions."""
+    stored = dict((result.meta.get("measure_info") or {}).get(name) or {})
+    spec = MEASURES.get(name) or load_all_measures().get(name)
+    known = spec.info() if spec is not None else {}
+    out: dict[str, Any] = {"kind": None, "direction": None, "range": [None, None], "threshold": None,
+                           "description": "", "meaning": ""}
+    for key in out:
+        if stored.get(key) not in (None, "", [None, None]):
+            out[key] = stored[key]
+        elif known.get(key) not in (None, "", [None, None]):
+            out[key] = known[key]
+    return out
+
+
+@dataclass(frozen=True)
+class BestMark:
+    """The verdict on one measure of a comparison: the best release, or why none is marked."""
+
+    measure: str
+    label: str | None
+    note: str
+    candidates: tuple[str, ...] = ()
+
+
+def _fold_means(result: ComparisonResult, label: str, measure: str) -> pd.Series:
+    d = result.data
+    sub = d[(d["label"] == label) & (d["measure"] == measure)]
+    return sub.groupby("fold")["value"].mean()
+
+
+def best_releases(result: ComparisonResult, confidence: float = 0.95) -> dict[str, BestMark]:
+    """Per measure, the release that is best beyond the noise, if any.
+
+    Only releases that change the data compete (the ``original`` baseline and any
+    technique whose release equalled x in every run, e.g. noise of level 0, are left out:
+    they protect nobody). The candidate with the best mean (in the measure's direction) is
+    marked only when, against every other candidate, the paired difference of the fold
+    means (techniques of a fold share their training table and seeds) has a Student-t
+    confidence interval that excludes 0. Folds share training records, so the interval is
+    the optimistic cross-validation one: a guide, not a test.
+    """
+    from scipy import stats
+
+    if not 0 < confidence < 1:
+        raise ParameterError(f"confidence must lie in (0, 1), got {confidence!r}")
+    techniques = result.meta["techniques"]
+    cands = [t["label"] for t in techniques if t["technique"] != ORIGINAL and t.get("changes_data", True)]
+    out: dict[str, BestMark] = {}
+    for m in result.measures:
+        direction = measure_info(result, m)["direction"]
+        if direction not in ("higher", "lower"):
+            out[m] = BestMark(m, None, "no direction: neither higher nor lower is better", tuple(cands))
+            continue
+        means = {lab: _fold_means(result, lab, m) for lab in cands}
+        finite = {lab: s[np.isfinite(s)] for lab, s in means.items()}
+        finite = {lab: s for lab, s in finite.items() if len(s)}
+        if len(finite) < 2:
+            out[m] = BestMark(m, None, "fewer than two releases that change the data have a value", tuple(finite))
+            continue
+        overall = {lab: float(s.mean()) for lab, s in finite.items()}
+        best = (max if direction == "higher" else min)(overall, key=lambda lab: overall[lab])
+        decisive = True
+        for other in finite:
+            if other == best:
+                continue
+            both = pd.concat([finite[best], finite[other]], axis=1, join="inner").to_numpy(dtype=float)
+            diff = both[:, 0] - both[:, 1]
+            n = len(diff)
+            if n < 2:
+                decisive = False
+                break
+            sd = float(diff.std(ddof=1))
+            half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+            lo, hi = float(diff.mean()) - half, float(diff.mean()) + half
+            if lo <= 0 <= hi:
+                decisive = False
+                break
+        if decisive:
+            out[m] = BestMark(m, best, f"better than every other release beyond the {confidence:.0%} interval",
+                              tuple(finite))
+        else:
+            out[m] = BestMark(m, None, f"no release is better than all others beyond the {confidence:.0%} "
+                              "interval of the paired fold differences", tuple(finite))
+    return out
+
+
 # ------------------------------------------------------------------------ engine
 @dataclass
 class _Task:
@@ -509,8 +601,10 @@ def _resolve_measure_list(measures: str | Sequence[str | MeasureSpec] | None, sc
     return chosen
 
 
-def _validate_spec(spec: TechniqueSpec, schema: Schema) -> type:
-    """Build the technique once and check its parameters, so mistakes surface before any work."""
+def _validate_spec(spec: TechniqueSpec, schema: Schema) -> tuple[type, dict[str, Any]]:
+    """Build the technique once and check its parameters, so mistakes surface before any work.
+
+    Returns the technique class and its effective parameters (defaults resolved)."""
     from ppdm.anonymize.registry import make_technique
 
     tech = make_technique(spec.name, class_column=schema.class_column, random_state=0, schema=schema,
@@ -519,7 +613,19 @@ def _validate_spec(spec: TechniqueSpec, schema: Schema) -> type:
         tech._validate_params()
     except PPDMError as e:
         raise type(e)(f"{spec.describe()}: {e}") from None
-    return type(tech)
+    effective = {k: v for k, v in tech.get_params(deep=False).items() if k not in _COMMON_ARGS}
+    return type(tech), json.loads(params_to_json(effective))
+
+
+@dataclass
+class _TaskOutput:
+    index: int
+    fold: int
+    repeat: int
+    values: list[float]
+    rules: Any  # Ψx built by this task, or None
+    skipped: dict[str, str]  # measure → reason it could not be computed
+    changed: bool  # the release differs from the training table
 
 
 def _run_task(
@@ -530,8 +636,11 @@ def _run_task(
     measures: list[MeasureSpec],
     options: dict[str, Any],
     rules: Any,
-) -> tuple[int, int, int, list[float], Any]:
-    """Anonymize one training table and evaluate every measure; returns the values in order."""
+) -> _TaskOutput:
+    """Anonymize one training table and evaluate every measure; returns the values in order.
+
+    A measure the release does not allow is skipped (NaN, with its reason) as in
+    :func:`ppdm.experiments.evaluation.run_measure`."""
     where = f"fold {task.fold}, repeat {task.repeat}"
     # private copies: a technique or measure that alters its input must not affect the next task
     # (in worker processes every task has its own copy anyway; this keeps n_jobs=1 identical)
@@ -551,19 +660,30 @@ def _run_task(
     ctx = EvaluationContext(x=train, z=z, schema=schema, test=test, rules=rules,
                             random_state=task.measure_seed, options=dict(options))
     values: list[float] = []
+    skipped: dict[str, str] = {}
     for m in measures:
         try:
-            res = m.fn(ctx)
+            out = run_measure(m, ctx)
         except PPDMError as e:
             who = "the original table" if task.cls is None else task.spec.describe()
             raise type(e)(f"measure {m.name!r} failed for {who} on {where}: {e}") from None
         except Exception as e:
             e.add_note(f"while evaluating measure {m.name!r} for {task.spec.display_label} on {where}")
             raise
-        v = getattr(res, "value", res)
-        values.append(math.nan if v is None else float(v))
+        if out.skipped:
+            skipped[m.name] = str(out.reason)
+        values.append(out.value)
+    changed = task.cls is not None and not _same_table(train, z)
     # only a newly built Ψx travels back, to be shared with the fold's other tasks
-    return task.index, task.fold, task.repeat, values, ctx.rules if rules is None else None
+    return _TaskOutput(task.index, task.fold, task.repeat, values, ctx.rules if rules is None else None, skipped,
+                       changed)
+
+
+def _same_table(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether a release holds exactly the training table (same shape, columns and values)."""
+    if a.shape != b.shape or list(a.columns) != list(b.columns):
+        return False
+    return bool(a.reset_index(drop=True).equals(b.reset_index(drop=True)))
 
 
 def compare(
@@ -631,7 +751,9 @@ def compare(
     mlist = _resolve_measure_list(measures, schema)
     x, _ = schema.validate(x, missing="error", min_classes=2 if schema.class_column else 0)
     x = x.reset_index(drop=True)
-    classes = [_validate_spec(s, schema) for s in specs]
+    validated = [_validate_spec(s, schema) for s in specs]
+    classes = [c for c, _ in validated]
+    effective = [p for _, p in validated]
     if len(x) < cv:
         raise ParameterError(f"cv={cv} folds need at least {cv} rows; the table has {len(x)}")
 
@@ -676,16 +798,22 @@ def compare(
     rules: dict[int, Any] = {}
     done = 0
     values: dict[tuple[int, int, int], list[float]] = {}
+    skipped: dict[tuple[int, str, str], int] = {}  # (spec index, measure, reason) → number of tasks
+    changed: dict[int, bool] = {}
 
     def args(t: _Task) -> tuple:
         return (t, folds[t.fold][0], folds[t.fold][1], schema, mlist, options, rules.get(t.fold))
 
-    def collect(outs: Iterable[tuple[int, int, int, list[float], Any]], tasks: list[_Task]) -> None:
+    def collect(outs: Iterable[_TaskOutput], tasks: list[_Task]) -> None:
         nonlocal done
-        for (idx, f, r, vals, ctx_rules), t in zip(outs, tasks, strict=True):
-            values[(idx, f, r)] = vals
-            if ctx_rules is not None and f not in rules:
-                rules[f] = ctx_rules  # Ψx of this fold, shared with every technique of the fold
+        for out, t in zip(outs, tasks, strict=True):
+            f, r = out.fold, out.repeat
+            values[(out.index, f, r)] = out.values
+            if out.rules is not None and f not in rules:
+                rules[f] = out.rules  # Ψx of this fold, shared with every technique of the fold
+            for m, reason in out.skipped.items():
+                skipped[(out.index, m, reason)] = skipped.get((out.index, m, reason), 0) + 1
+            changed[out.index] = changed.get(out.index, False) or out.changed
             done += 1
             if progress is not None:
                 progress(done, total, f"fold {f + 1}/{cv} · {t.spec.display_label} · repeat {r + 1}/{repeats}")
@@ -703,6 +831,7 @@ def compare(
             collect(par(delayed(_run_task)(*args(t)) for t in batch), batch)
 
     all_specs = ([base_spec] if baseline else []) + specs
+    all_effective = ([{}] if baseline else []) + effective
     offset = 0 if baseline else 1
     rows = []
     for i, spec in enumerate(all_specs):
@@ -716,6 +845,13 @@ def compare(
                     rows.append((tech_name, spec.display_label, spec.params_json, f, r, m.name, v))
     data = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     data = data.astype({"fold": "int64", "repeat": "int64", "value": "float64"})
+    label_of = {i + offset: spec.display_label for i, spec in enumerate(all_specs)}
+    n_tasks = {i + offset: cv * (1 if i + offset == 0 else repeats) for i in range(len(all_specs))}
+    skipped_rows = [{"label": label_of[i], "measure": m, "reason": reason, "tasks": n, "of": n_tasks[i]}
+                    for (i, m, reason), n in sorted(skipped.items())]
+    for row in skipped_rows:
+        notes.append(f"measure {row['measure']!r} was skipped for {row['label']} in {row['tasks']} of "
+                     f"{row['of']} run(s): {row['reason']}")
     meta = {
         "cv": int(cv),
         "repeats": int(repeats),
@@ -724,9 +860,14 @@ def compare(
         "fold_sizes": [int(len(te)) for _, te in splits],
         "dataset": dataset_summary(x, schema, dataset_name),
         "schema": schema.to_dict(),
-        "techniques": [{"technique": s.name, "label": s.display_label, "params": s.params_json} for s in all_specs],
+        "techniques": [
+            {"technique": s.name, "label": s.display_label, "params": s.params_json, "effective_params": eff,
+             "changes_data": bool(changed.get(i + offset, False))}
+            for i, (s, eff) in enumerate(zip(all_specs, all_effective, strict=True))
+        ],
         "measures": [m.name for m in mlist],
-        "measure_info": {m.name: {"kind": m.kind, "description": m.description} for m in mlist},
+        "measure_info": {m.name: m.info() for m in mlist},
+        "skipped": skipped_rows,
         "notes": notes,
     }
     return ComparisonResult(data, meta)

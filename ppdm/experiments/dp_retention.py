@@ -12,7 +12,7 @@ uniform noise (UN) and Gaussian noise (GN) — the registered techniques
 and for x itself (ε = ∞).
 
 Measures are looked up by name at run time through
-:func:`ppdm.metrics.base.resolve_measures`, each called with an
+:func:`ppdm.experiments.evaluation.resolve_measures`, each called with an
 :class:`~ppdm.metrics.base.EvaluationContext` ``(x, z, schema, test, rules)``.
 """
 
@@ -30,10 +30,9 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from ppdm.anonymize.differential_privacy import DPCube
 from ppdm.anonymize.noise import GaussianNoise, UniformNoise
-from ppdm.data.io import atomic_write_text, write_table
+from ppdm.data.io import atomic_write_text, save_figure, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.report.plots import save_figure
 
 # Paper 000 §7.2: "Common values for the privacy budget parameter range from 0.001 to 1.0";
 # §8.4 names 0.8, 0.08 and 0.02 as points of its Figure 5, whose full axis is not in the text.
@@ -157,7 +156,7 @@ def run_dp_retention(
     DPCube(**params)._validate_params()  # fail before any work
 
     from ppdm.metrics.base import EvaluationContext
-    from ppdm.rules.cart import rules_from_cart
+    from ppdm.trees.cart import rules_from_cart
 
     y = x[cls].to_numpy()
     counts = pd.Series(y).value_counts()
@@ -202,7 +201,7 @@ def run_dp_retention(
 
 
 def _resolve(measures: str) -> list:
-    from ppdm.metrics.base import resolve_measures
+    from ppdm.experiments.evaluation import resolve_measures
 
     return resolve_measures(measures)
 

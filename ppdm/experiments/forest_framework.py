@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import KFold, StratifiedKFold
 
+from ppdm.data.io import save_figure
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
-from ppdm.report.plots import save_figure
 
 PAPER_MIN_LEAF: dict[str, int] = {"wine": 10, "wbc": 45, "credit": 30, "cmc": 60, "abalone": 180}
 PAPER_DATASETS: tuple[str, ...] = tuple(PAPER_MIN_LEAF)

@@ -31,8 +31,8 @@ from ppdm.anonymize.reconstruct import (
     reconstruct,
     reduce_error,
 )
+from ppdm.data.io import save_figure
 from ppdm.errors import ParameterError
-from ppdm.report.plots import save_figure
 from ppdm.utils import check_random_state
 
 GAMMAS: tuple[int, ...] = tuple(range(2, 22))

@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from ppdm import progress
 from ppdm.data.provenance import build_provenance, jsonable, provenance_path, provenance_text, table_sha256
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
@@ -150,19 +151,25 @@ def release(
     # instance with the same parameter objects (sklearn's clone would unfit a fitted tree= given)
     tech = type(technique)(**technique.get_params(deep=False))
     tech.set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        z = tech.fit_transform(work)
-    lines = []
-    for w in caught:
-        line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
-        if line not in lines:
-            lines.append(line)
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    dec = {**source_decimals(work, sch.numeric), **{c: int(d) for c, d in (decimals or {}).items()}}
-    dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
-    z = round_to_decimals(z, dec)
-    check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch)
+    name = getattr(tech, "method_name", type(tech).__name__)
+    with progress.steps(3, f"{name}: learning from {len(work)} records") as step:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tech.fit(work)
+            step(1, description=f"{name}: releasing z")
+            z = tech.transform(work)
+            step(1, description=f"{name}: checking the release")
+        lines = []
+        for w in caught:
+            line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
+            if line not in lines:
+                lines.append(line)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        dec = {**source_decimals(work, sch.numeric), **{c: int(d) for c, d in (decimals or {}).items()}}
+        dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
+        z = round_to_decimals(z, dec)
+        check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch)
+        step(1)
     if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
         raise ReleaseRefused(
             f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "

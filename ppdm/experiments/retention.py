@@ -25,8 +25,8 @@ from ppdm.metrics.retention import (
     rule_retention,
     rule_support_distance_from,
 )
-from ppdm.rules.cart import rules_from_cart
 from ppdm.rules.core import RuleSet
+from ppdm.trees.cart import rules_from_cart
 
 MEASURES = ("rule_accuracy", "rule_support_distance", "rule_label_distance", "rule_accuracy_error")
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 
 
 def is_dask(obj: Any) -> bool:
@@ -136,7 +136,7 @@ def require_nonconstant(names: list[str], sd: np.ndarray, *, measure: str, label
     """Raise when a column has zero spread, which makes a scaled measure undefined."""
     zero = np.flatnonzero(~(sd > 0))
     if zero.size:
-        raise ParameterError(
+        raise MeasureNotApplicable(
             f"{measure} is undefined: column {names[zero[0]]!r} of the {label} table is constant (sd = 0)"
         )
 
@@ -173,7 +173,7 @@ def context_numeric(ctx: Any, measure: str) -> list[str]:
     """The numeric non-class attributes of an evaluation context, checked against z."""
     cols = [c for c in ctx.schema.numeric if c != ctx.schema.class_column]
     if not cols:
-        raise ParameterError(f"measure {measure!r} needs numeric attributes, and the schema names none")
+        raise MeasureNotApplicable(f"measure {measure!r} needs numeric attributes, and the schema names none")
     absent = [c for c in cols if c not in ctx.z.columns]
     if absent:
         raise SchemaError(f"measure {measure!r}: column(s) {', '.join(map(repr, absent))} not in the masked table")

@@ -6,7 +6,12 @@ number the paper reports, other fields carry per-rule / per-attribute detail
 (pandas DataFrames are fine; :meth:`MeasureResult.to_dict` makes them JSON-ready).
 
 For ``ppdm evaluate`` each measure also registers an adapter taking an
-:class:`EvaluationContext` under its snake_case name (``rule_accuracy``, ``il1s``...).
+:class:`EvaluationContext` under its snake_case name (``rule_accuracy``, ``il1s``...),
+with what a reader needs to judge its value: the kind (utility or risk), which direction
+is better, the range of the value, what a good value means and, where one is documented,
+the threshold an evaluation's verdict uses. Measures are registered here and found by
+name through :mod:`ppdm.experiments.evaluation`, which imports every module that
+registers them (:mod:`ppdm.metrics` and :mod:`ppdm.attacks`).
 """
 
 from __future__ import annotations
@@ -15,13 +20,12 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError
 
 
 def _jsonable(v: Any) -> Any:
@@ -48,18 +52,38 @@ def _jsonable(v: Any) -> Any:
 
 @dataclass
 class MeasureResult:
-    """Base of every measure's result: ``value`` is the paper's headline number."""
+    """Base of every measure's result: ``value`` is the paper's headline number.
+
+    ``record_level`` names fields that hold one row per record (an attack's estimate of
+    every record, a per-record score): they stay available to library users but are left
+    out of :meth:`to_dict` and :meth:`details`, so reports and JSON carry aggregates only.
+    """
 
     value: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field (DataFrames become lists of records)."""
-        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+    record_level: ClassVar[tuple[str, ...]] = ()
+
+    def _public_fields(self, records: bool) -> list[dataclasses.Field]:
+        return [f for f in dataclasses.fields(self) if records or f.name not in self.record_level]
+
+    def to_dict(self, *, records: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict of the fields (DataFrames become lists of records); record-level
+        fields only with ``records=True``."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in self._public_fields(records)}
 
     def details(self) -> dict[str, pd.DataFrame]:
-        """Tables of per-rule / per-attribute detail, by name."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+        """Tables of per-rule / per-attribute detail, by name (no record-level table)."""
+        return {f.name: getattr(self, f.name) for f in self._public_fields(False)
                 if isinstance(getattr(self, f.name), pd.DataFrame)}
+
+    def scalars(self) -> dict[str, Any]:
+        """The single-valued fields besides ``value`` (numbers, text, flags), by name."""
+        out: dict[str, Any] = {}
+        for f in self._public_fields(False):
+            v = getattr(self, f.name)
+            if f.name != "value" and (isinstance(v, (int, float, str, bool, np.generic)) or v is None):
+                out[f.name] = _jsonable(v)
+        return out
 
 
 #: records of a Dask ``x`` that CART finds Ψx in, by default
@@ -93,7 +117,7 @@ class EvaluationContext:
         in a uniform random sample of ``options["rule_rows"]`` of its records (default
         :data:`RULE_SAMPLE_ROWS`)."""
         if self.rules is None:
-            from ppdm.rules.cart import rules_from_cart
+            from ppdm.trees.cart import rules_from_cart
 
             x = self.x
             if type(x).__module__.startswith("dask"):
@@ -105,33 +129,51 @@ class EvaluationContext:
         return self.rules
 
 
-def load_all_measures() -> None:
-    """Import every module of :mod:`ppdm.metrics` so each registers its measures."""
-    import importlib
-    import pkgutil
-
-    import ppdm.metrics as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if not mod.name.startswith("_"):
-            importlib.import_module(f"ppdm.metrics.{mod.name}")
-
-
 MeasureFn = Callable[[EvaluationContext], MeasureResult]
+
+
+KINDS = ("utility", "risk", "combined")  # combined: a score mixing information loss and risk
+DIRECTIONS = ("higher", "lower")
 
 
 @dataclass(frozen=True)
 class MeasureSpec:
+    """A registered measure and what a reader needs to judge its value.
+
+    ``direction`` says which values are better ("higher" or "lower"; for a risk measure,
+    better protected) or ``None`` when neither is (the text in ``meaning`` then says how to
+    read the value); ``value_range`` bounds ``value`` with the default options (``None`` =
+    unbounded on that side); ``meaning`` says in plain words what a good value is;
+    ``threshold`` is the level an evaluation's verdict holds the value to (``None``: the
+    measure is shown but not judged). Thresholds are listed in docs/measures.md.
+    """
+
     name: str
     fn: MeasureFn
-    kind: str  # "utility" or "risk"
+    kind: str  # "utility", "risk" or "combined"
     description: str
     needs_class: bool = True
     default: bool = False  # part of the default ``ppdm evaluate`` set
     requires: tuple[str, ...] = ()  # options without which it cannot run; left out of "all"
     direction: str | None = None  # "higher" or "lower" is better (for risk: better protected); None: neither
     value_range: tuple[float | None, float | None] = (None, None)  # bounds of ``value``; None = unbounded
+    meaning: str = ""
+    threshold: float | None = None
     out_of_core: bool = False  # fn computes the measure exactly when x and z are Dask DataFrames
+
+    def within(self, value: float) -> bool | None:
+        """Whether ``value`` meets ``threshold`` in this measure's direction (``None`` when
+        the measure has no threshold or direction, or the value is missing)."""
+        if self.threshold is None or self.direction is None or value is None or not math.isfinite(value):
+            return None
+        return value <= self.threshold if self.direction == "lower" else value >= self.threshold
+
+    def info(self) -> dict[str, Any]:
+        """Everything about the measure except its function, JSON-ready."""
+        return {"kind": self.kind, "direction": self.direction, "range": list(self.value_range),
+                "threshold": self.threshold, "default": self.default, "needs_class": self.needs_class,
+                "requires": list(self.requires), "description": self.description, "meaning": self.meaning,
+                "out_of_core": self.out_of_core}
 
 
 MEASURES: dict[str, MeasureSpec] = {}
@@ -147,6 +189,8 @@ def register_measure(
     requires: tuple[str, ...] = (),
     direction: str | None = None,
     value_range: tuple[float | None, float | None] = (None, None),
+    meaning: str = "",
+    threshold: float | None = None,
     out_of_core: bool = False,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
@@ -154,38 +198,30 @@ def register_measure(
     ``requires`` names options the measure cannot run without (e.g. the perturbation
     matrices of an attack); such a measure runs only when named, never as part of ``all``.
     ``direction`` says whether a higher or a lower ``value`` is better ("higher"/"lower";
-    for a risk measure, better protected) and ``value_range`` the bounds of ``value``.
-    ``out_of_core=True`` declares that ``fn`` computes the measure exactly, partition by
-    partition, when the context's tables are Dask DataFrames; any other measure is computed
-    on a random sample of the records, with a confidence interval
-    (:mod:`ppdm.metrics.out_of_core`).
+    for a risk measure, better protected), ``value_range`` the bounds of ``value``,
+    ``meaning`` what a good value means and ``threshold`` the level an evaluation's
+    verdict holds the value to (see :class:`MeasureSpec`). ``out_of_core=True`` declares
+    that ``fn`` computes the measure exactly, partition by partition, when the context's
+    tables are Dask DataFrames; any other measure is computed on a random sample of the
+    records, with a confidence interval (:mod:`ppdm.metrics.out_of_core`).
+
+    A measure that cannot be computed on the table it is given (no numeric attribute, a
+    single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
+    report it as skipped with that reason.
     """
-    if direction not in (None, "higher", "lower"):
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if direction not in (None, *DIRECTIONS):
         raise ValueError(f"direction must be 'higher', 'lower' or None, got {direction!r}")
+    lo, hi = value_range
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"value_range of {name!r} is empty: {value_range!r}")
+    if threshold is not None and direction is None:
+        raise ValueError(f"measure {name!r} has a threshold but no direction to hold it to")
 
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
-                                     direction, tuple(value_range), bool(out_of_core))  # type: ignore[arg-type]
+                                     direction, (lo, hi), meaning, threshold, bool(out_of_core))
         return fn
 
     return deco
-
-
-def resolve_measures(spec: str | None) -> list[MeasureSpec]:
-    """``None`` → the default set; ``"all"`` → every measure; else a comma list of names."""
-    load_all_measures()
-
-    if spec is None:
-        return [m for m in MEASURES.values() if m.default]
-    if spec.strip() == "all":
-        return [m for m in MEASURES.values() if not m.requires]
-    out = []
-    for name in (s.strip() for s in spec.split(",")):
-        if not name:
-            continue
-        if name not in MEASURES:
-            raise ParameterError(f"unknown measure {name!r}; known: {', '.join(sorted(MEASURES))}")
-        out.append(MEASURES[name])
-    if not out:
-        raise ParameterError("no measure named in --measures")
-    return out

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ppdm.errors import ParameterError
+from ppdm.errors import MeasureNotApplicable, ParameterError
 from ppdm.metrics import _dask
 from ppdm.metrics._common import (
     column_names,
@@ -102,7 +102,7 @@ def il1s(
         n, cnt, sx = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: (X.shape[0], *_dask.observed_sums(X)), measure="IL1s"))
         if n < 2:
-            raise ParameterError("IL1s needs at least 2 records")
+            raise MeasureNotApplicable("IL1s needs at least 2 records")
         mx = sx / np.maximum(cnt, 1)
 
         def part(X: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -152,7 +152,7 @@ def _sse_sst_from_sums(names: list[str], n: Any, ss: np.ndarray, se: np.ndarray,
     sst = float(ss.sum())
     sse = float(se.sum())
     if not sst > 0:
-        raise ParameterError("SSE/SST is undefined: every original column is constant (SST = 0)")
+        raise MeasureNotApplicable("SSE/SST is undefined: every original column is constant (SST = 0)")
     per = pd.DataFrame({"attribute": names, "sse": se, "sst": ss})
     return SseSstResult(value=100.0 * sse / sst, sse=sse, sst=sst, standardize=standardize, per_attribute=per)
 
@@ -368,7 +368,7 @@ def _il_metrics_result(names: list[str], il_x: float, excluded: dict[str, int], 
         il_r = float("nan")
     finite = [t for t in terms if math.isfinite(t)]
     if not finite:
-        raise ParameterError("IL metrics is undefined: every component has a zero denominator")
+        raise MeasureNotApplicable("IL metrics is undefined: every component has a zero denominator")
     value = scale * float(np.mean(finite))
     with np.errstate(invalid="ignore", divide="ignore"):
         per = pd.DataFrame({
@@ -520,7 +520,7 @@ def correlation_difference(
                 r[j] = np.corrcoef(a, b)[0, 1]
         return _correlation_result(names, None, None, r, variant)
     if p < 2:
-        raise ParameterError("correlation difference needs at least 2 numeric attributes")
+        raise MeasureNotApplicable("correlation difference needs at least 2 numeric attributes")
     if gaps:
         V, Vz = pd.DataFrame(X).cov(ddof=1).to_numpy(), pd.DataFrame(Z).cov(ddof=1).to_numpy()
     else:
@@ -535,7 +535,7 @@ def _correlation_result(names: list[str], V: Any, Vz: Any, r_xz: Any, variant: s
         per = pd.DataFrame({"attribute": names, "abs_corr": np.abs(r)})
         return CorrelationResult(value=float(np.abs(r).mean()), variant=variant, per_pair=per)
     if p < 2:
-        raise ParameterError("correlation difference needs at least 2 numeric attributes")
+        raise MeasureNotApplicable("correlation difference needs at least 2 numeric attributes")
     require_nonconstant(names, np.sqrt(np.clip(np.diag(np.atleast_2d(V)), 0, None)), measure="correlation difference")
     R = _corr(np.atleast_2d(V))
     Rz = _corr(np.atleast_2d(Vz))
@@ -553,42 +553,60 @@ def _num_ctx(ctx: EvaluationContext, name: str) -> tuple[pd.DataFrame, pd.DataFr
 
 
 @register_measure("il_metrics", kind="utility", needs_class=False, out_of_core=True,
-                  description="IL metrics of Domingo-Ferrer & Torra in percent (paper 003 §3.3.1); lower is better")
+                  description="IL metrics of Domingo-Ferrer & Torra in percent (paper 003 §3.3.1); lower is better",
+                  direction="lower", value_range=(0.0, None),
+                  meaning="0 means the means, covariances and correlations of the numeric attributes are unchanged; "
+                  "the value is a sum of relative differences in percent, so compare releases of one table.")
 def _il_metrics_measure(ctx: EvaluationContext) -> ILMetricsResult:
     x, z, cols = _num_ctx(ctx, "il_metrics")
     return il_metrics(x, z, cols, **pick_options(ctx.options, "il_metrics", ["scale", "r_divisor", "r_term_p1"]))
 
 
 @register_measure("il1s", kind="utility", needs_class=False, out_of_core=True,
-                  description="IL1s, sdcMicro's sum form (paper 003 §3.3.1); lower is better")
+                  description="IL1s, sdcMicro's sum form (paper 003 §3.3.1); lower is better",
+                  direction="lower", value_range=(0.0, None),
+                  meaning="0 means every numeric value is released unchanged; it grows with the distance between "
+                  "original and released values in standard deviations, summed over attributes.")
 def _il1s_measure(ctx: EvaluationContext) -> IL1sResult:
     x, z, cols = _num_ctx(ctx, "il1s")
     return il1s(x, z, cols, **pick_options(ctx.options, "il1s", ["form"]))
 
 
 @register_measure("il1s_mean", kind="utility", needs_class=False, out_of_core=True,
-                  description="IL1s, per-cell mean form as printed in paper 003 §3.3.1; lower is better")
+                  description="IL1s, per-cell mean form as printed in paper 003 §3.3.1; lower is better",
+                  direction="lower", value_range=(0.0, None),
+                  meaning="0 means every numeric value is released unchanged; the value is the mean distance of a "
+                  "released value from its original, in standard deviations of the attribute.")
 def _il1s_mean_measure(ctx: EvaluationContext) -> IL1sResult:
     x, z, cols = _num_ctx(ctx, "il1s_mean")
     return il1s_mean(x, z, cols)
 
 
 @register_measure("sse_sst", kind="utility", needs_class=False, out_of_core=True,
-                  description="100·SSE/SST of the numeric attributes (microaggregation loss); lower is better")
+                  description="100·SSE/SST of the numeric attributes (microaggregation loss); lower is better",
+                  direction="lower", value_range=(0.0, None),
+                  meaning="0 means the numeric values are unchanged; 100 means they lost as much as if every value "
+                  "were replaced by its attribute's mean.")
 def _sse_sst_measure(ctx: EvaluationContext) -> SseSstResult:
     x, z, cols = _num_ctx(ctx, "sse_sst")
     return sse_sst(x, z, cols, **pick_options(ctx.options, "sse_sst", ["standardize"]))
 
 
 @register_measure("entropy", kind="utility", needs_class=False, out_of_core=True,
-                  description="mean Shannon entropy (bits) of the released numeric attributes")
+                  description="mean Shannon entropy (bits) of the released numeric attributes",
+                  direction=None, value_range=(0.0, None),
+                  meaning="Neither higher nor lower is better in itself: compare it with the original's entropy "
+                  "(per-attribute table); a release well below it no longer tells many values apart.")
 def _entropy_measure(ctx: EvaluationContext) -> EntropyResult:
     x, z, cols = _num_ctx(ctx, "entropy")
     return entropy(x, z, cols, **pick_options(ctx.options, "entropy", ["base", "normalized"]))
 
 
 @register_measure("correlation_difference", kind="utility", needs_class=False, out_of_core=True,
-                  description="mean |r_ij − r'_ij| over pairs of numeric attributes; lower is better")
+                  description="mean |r_ij − r'_ij| over pairs of numeric attributes; lower is better",
+                  direction="lower", value_range=(0.0, 2.0),
+                  meaning="0 means every correlation between two numeric attributes is kept (with option "
+                  "variant=preservation the value is a correlation instead, and 1 is best).")
 def _correlation_measure(ctx: EvaluationContext) -> CorrelationResult:
     x, z, cols = _num_ctx(ctx, "correlation_difference")
     return correlation_difference(x, z, cols, **pick_options(ctx.options, "correlation_difference", ["variant"]))

@@ -18,8 +18,10 @@ records of t (``n_test`` counts them).
 AUC and F-measure are defined for two classes with one "positive" (important) label
 (§3). ``pos_label`` names it; by default it is the less frequent class of x (the one a
 user usually tries to find; ties go to the last class in sorted order). With more than
-two classes they need an averaging, named with ``average`` ("macro", "weighted", or
-"micro"); without one a :class:`~ppdm.errors.ParameterError` is raised.
+two classes they are averaged over the classes, one class against the rest, as
+``average`` says ("macro", "weighted" or "micro"); without ``average`` the plain mean
+over the classes, "macro" (:data:`DEFAULT_MULTICLASS_AVERAGE`), is used and recorded in
+the result's ``average``, so every class counts the same however rare it is.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ from sklearn.metrics import fbeta_score, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError, PPDMError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.trees.cart import CARTClassifier
 
 AUC_AVERAGES = ("macro", "weighted", "micro")
 F_AVERAGES = ("binary", "macro", "weighted", "micro")
+#: averaging of AUC and F-measure over more than two classes when none is named
+DEFAULT_MULTICLASS_AVERAGE = "macro"
 
 
 @dataclass
@@ -181,15 +185,11 @@ def _resolve_pos_label(mc: ModelComparison, pos_label: Any) -> Any:
     return pos_label
 
 
-def _binary(mc: ModelComparison, what: str, average: str | None) -> bool:
+def _binary(mc: ModelComparison, average: str | None) -> tuple[bool, str | None]:
+    """Whether the classes are two, and the averaging to use when they are more."""
     if len(mc.classes) <= 2:
-        return True
-    if average is None:
-        raise ParameterError(
-            f"{what} needs two classes but the class has {len(mc.classes)} ({', '.join(map(str, mc.classes))}); "
-            "name an averaging, e.g. average='macro' (CLI: --param average=macro)"
-        )
-    return False
+        return True, average
+    return False, average or DEFAULT_MULTICLASS_AVERAGE
 
 
 def _result(mc: ModelComparison, sx: float, sz: float, pos: Any, average: str | None) -> ModelMeasureResult:
@@ -209,11 +209,11 @@ def _auc(y: np.ndarray, proba: np.ndarray, classes: list[Any], binary: bool, pos
         j = classes.index(pos)
         yb = y == pos
         if yb.all() or not yb.any():
-            raise PPDMError("the test set holds only one class, so AUC is undefined")
+            raise MeasureNotApplicable("the test set t holds only one class, so AUC is undefined")
         return float(roc_auc_score(yb, proba[:, j]))
     present = [c for c in classes if (y == c).any()]
     if len(present) < 2:
-        raise PPDMError("the test set holds only one class, so AUC is undefined")
+        raise MeasureNotApplicable("the test set t holds only one class, so AUC is undefined")
     cols = [classes.index(c) for c in present]
     # one-vs-rest over the classes present in t, as scikit-learn's multi_class="ovr"
     Y = np.stack([y == c for c in present], axis=1)
@@ -232,12 +232,12 @@ def auc_from(mc: ModelComparison, *, pos_label: Any = None, average: str | None 
 
     Scores are the CART leaf class frequencies (``predict_proba``). Two classes: the
     ROC of ``pos_label`` against the rest (``average`` is then irrelevant). More
-    classes: one-vs-rest AUC averaged as ``average`` says ("macro": plain mean,
-    "weighted": by class prevalence in t, "micro": pooled), as scikit-learn's
+    classes: one-vs-rest AUC averaged as ``average`` says ("macro", the default: plain
+    mean, "weighted": by class prevalence in t, "micro": pooled), as scikit-learn's
     ``roc_auc_score(multi_class="ovr")``.
     """
     _check_average(average, AUC_AVERAGES, "AUC")
-    binary = _binary(mc, "AUC", average)
+    binary, average = _binary(mc, average)
     pos = _resolve_pos_label(mc, pos_label) if binary else None
     sx = _auc(mc.y_test, mc.proba_x, mc.classes, binary, pos, average)
     sz = _auc(mc.y_test, mc.proba_z, mc.classes, binary, pos, average)
@@ -250,15 +250,16 @@ def f_measure_from(
     """F_β of Ψx on t minus F_β of Ψz on t (paper 000 §3; β = 1 as in the paper).
 
     Two classes and no ``average`` (or ``"binary"``): the F-measure of ``pos_label``.
-    Otherwise per-class F-measures averaged as ``average`` says ("macro", "weighted",
-    "micro"), as scikit-learn's ``fbeta_score``; an undefined precision or recall counts 0.
+    Otherwise per-class F-measures averaged as ``average`` says ("macro", the default for
+    more than two classes, "weighted", "micro"), as scikit-learn's ``fbeta_score``; an
+    undefined precision or recall counts 0.
     """
     _check_average(average, F_AVERAGES, "F-measure")
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta > 0:
         raise ParameterError(f"beta must be a positive number, got {beta!r}")
     if average == "binary":
         average = None
-    binary = _binary(mc, "F-measure", average)
+    binary, average = _binary(mc, average)
     y = mc.y_test
     if binary and average is None:
         pos = _resolve_pos_label(mc, pos_label)
@@ -332,6 +333,9 @@ def comparison_from_context(ctx: EvaluationContext) -> ModelComparison:
 @register_measure(
     "prediction_accuracy", kind="utility", default=True,
     description="Prediction Accuracy α(Ψx|t) − α(Ψz|t) of CART trained on x and on z (paper 000 §3)",
+    direction="lower", value_range=(-1.0, 1.0), threshold=0.02,
+    meaning="0 means a model trained on z classifies the test records as well as one trained on x; 0.02 means it "
+    "gets 2 % more of them wrong (below 0: z happened to give the better model).",
 )
 def _prediction_accuracy_measure(ctx: EvaluationContext) -> ModelMeasureResult:
     return prediction_accuracy_from(comparison_from_context(ctx))
@@ -339,7 +343,11 @@ def _prediction_accuracy_measure(ctx: EvaluationContext) -> ModelMeasureResult:
 
 @register_measure(
     "auc", kind="utility", default=True,
-    description="AUC of CART trained on x minus that of CART trained on z, tested on t (paper 000 §3)",
+    description="AUC of CART trained on x minus that of CART trained on z, tested on t (paper 000 §3); "
+    "more than two classes: macro average",
+    direction="lower", value_range=(-1.0, 1.0), threshold=0.02,
+    meaning="0 means a model trained on z ranks the test records as well as one trained on x; a positive value is "
+    "the area under the ROC curve lost.",
 )
 def _auc_measure(ctx: EvaluationContext) -> ModelMeasureResult:
     return auc_from(comparison_from_context(ctx), pos_label=ctx.options.get("pos_label"),
@@ -348,7 +356,11 @@ def _auc_measure(ctx: EvaluationContext) -> ModelMeasureResult:
 
 @register_measure(
     "f_measure", kind="utility", default=True,
-    description="F-measure (β=1) of CART trained on x minus that of CART trained on z, tested on t (paper 000 §3)",
+    description="F-measure (β=1) of CART trained on x minus that of CART trained on z, tested on t (paper 000 §3); "
+    "more than two classes: macro average",
+    direction="lower", value_range=(-1.0, 1.0), threshold=0.05,
+    meaning="0 means a model trained on z finds the positive (rarer) class as well as one trained on x; a positive "
+    "value is the F-measure lost.",
 )
 def _f_measure_measure(ctx: EvaluationContext) -> ModelMeasureResult:
     return f_measure_from(comparison_from_context(ctx), pos_label=ctx.options.get("pos_label"),

@@ -313,6 +313,9 @@ def release_check_dask(x: Any, z: Any, schema: Schema, *, columns: Sequence[str]
     needs_class=False,
     direction="lower",
     value_range=(0.0, 1.0),
+    meaning="The share of released records whose quasi-identifiers (all attributes when none are declared) "
+    "are exactly their original values, so an intruder who knows them finds the person unchanged; 0 is best.",
+    threshold=0.05,
     out_of_core=True,
 )
 def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:

@@ -179,7 +179,7 @@ def rule_retention(
     x, z:
         Original and anonymized tables with the same columns (z need not have as many rows).
     rules:
-        Ψx, e.g. from :func:`ppdm.rules.cart.rules_from_cart` or a rule file.
+        Ψx, e.g. from :func:`ppdm.trees.cart.rules_from_cart` or a rule file.
     class_column:
         The class attribute C; defaults to ``rules.class_column``.
     min_support:
@@ -468,6 +468,9 @@ def retention_from_context(ctx: EvaluationContext) -> RuleRetention:
 @register_measure(
     "rule_accuracy", kind="utility", default=True, out_of_core=True,
     description="Rule Accuracy |α(Ψx|x) − α(Ψx|z)|: change in how well x's rules predict (paper 000 §5.1)",
+    direction="lower", value_range=(0.0, 1.0), threshold=0.05,
+    meaning="0 means the rules found in x predict the class on z exactly as well as on x; 0.05 means their "
+    "accuracy moved by 5 percentage points.",
 )
 def _rule_accuracy_measure(ctx: EvaluationContext) -> RuleAccuracyResult:
     return rule_accuracy_from(retention_from_context(ctx))
@@ -476,6 +479,9 @@ def _rule_accuracy_measure(ctx: EvaluationContext) -> RuleAccuracyResult:
 @register_measure(
     "rule_support_distance", kind="utility", default=True, out_of_core=True,
     description="RSD: mean change in rule support, as a fraction of |x| (paper 000 §5.2)",
+    direction="lower", value_range=(0.0, None), threshold=0.01,
+    meaning="0 means every rule of x covers as many records in z as in x; 0.01 means a rule gains or loses on "
+    "average 1 % of the records of x.",
 )
 def _rule_support_distance_measure(ctx: EvaluationContext) -> RuleSupportDistanceResult:
     return rule_support_distance_from(retention_from_context(ctx))
@@ -484,6 +490,9 @@ def _rule_support_distance_measure(ctx: EvaluationContext) -> RuleSupportDistanc
 @register_measure(
     "rule_label_distance", kind="utility", default=True, out_of_core=True,
     description="RLD: mean χ² distance of the class frequencies each rule covers (paper 000 §5.3)",
+    direction="lower", value_range=(0.0, 1.0), threshold=0.05,
+    meaning="0 means the records each rule covers have the same class mix in z as in x; 1 means the mixes share "
+    "nothing.",
 )
 def _rule_label_distance_measure(ctx: EvaluationContext) -> RuleLabelDistanceResult:
     return rule_label_distance_from(retention_from_context(ctx))

@@ -23,12 +23,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics import _dask
 from ppdm.metrics._common import (
     column_names,
@@ -446,6 +446,8 @@ class SERSResult(MeasureResult):
     confidence: float = 0.95
     record_entropy: np.ndarray | None = None
 
+    record_level: ClassVar[tuple[str, ...]] = ("record_entropy",)  # one value per record: never in a report
+
 
 def _sers_prepare(
     x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], categorical: list[str], domain: str
@@ -517,7 +519,7 @@ def sers(
     numeric, categorical = list(numeric or []), list(categorical or [])
     cols = numeric + categorical
     if not cols:
-        raise ParameterError("SERS needs at least one attribute; none was given")
+        raise MeasureNotApplicable("SERS needs at least one attribute; none was given")
     for label, df in (("original", x), ("perturbed", z)):
         absent = [c for c in cols if c not in df.columns]
         if absent:
@@ -551,7 +553,7 @@ def sers(
     ok = np.isfinite(h)
     undefined = int((~ok).sum())
     if not ok.any():
-        raise ParameterError("SERS is undefined: every original record has zero similarity to every perturbed record")
+        raise MeasureNotApplicable("SERS is undefined: every original record has zero similarity to every perturbed record")
     value = float(h[ok].mean())
     lo = hi = value
     if not exact:
@@ -569,22 +571,31 @@ def sers(
 
 # --------------------------------------------------------------- CLI registrations
 @register_measure("ddr", kind="risk", needs_class=False, out_of_core=True,
-                  description="distance-based record linkage: share of masked records linked to their own original")
+                  description="distance-based record linkage: share of masked records linked to their own original",
+                  direction="lower", value_range=(0.0, 1.0), threshold=0.05,
+                  meaning="The share of released records an intruder who holds the original numeric values links "
+                  "to the right person by nearest distance; 0 is best, 0.05 means one record in twenty.")
 def _ddr_measure(ctx: EvaluationContext) -> DDRResult:
     cols = context_numeric(ctx, "ddr")
     return ddr(ctx.x, ctx.z, cols, **pick_options(ctx.options, "ddr", ["standardize", "ties", "method", "percent"]))
 
 
 @register_measure("idr", kind="risk", needs_class=False, out_of_core=True,
-                  description="interval disclosure (sdcMicro dRisk, k = 0.05): share of records at risk")
+                  description="interval disclosure (sdcMicro dRisk, k = 0.05): share of records at risk",
+                  direction="lower", value_range=(0.0, 1.0), threshold=0.10,
+                  meaning="The share of records whose every original numeric value lies within 5 % of a standard "
+                  "deviation of its released value, so the release discloses it closely; 0 is best.")
 def _idr_measure(ctx: EvaluationContext) -> IDRResult:
     cols = context_numeric(ctx, "idr")
     opts = pick_options(ctx.options, "idr", ["k", "rule"])
     return idr(ctx.x, ctx.z, opts.pop("k", 0.05), cols, **opts)
 
 
-@register_measure("il_dr_score", kind="risk", needs_class=False, out_of_core=True,
-                  description="IL-DR score 0.25·(IL metrics + IL1s + DDR + IDR) of paper 003 §3.3.3; lower is better")
+@register_measure("il_dr_score", kind="combined", needs_class=False, out_of_core=True,
+                  description="IL-DR score 0.25·(IL metrics + IL1s + DDR + IDR) of paper 003 §3.3.3; lower is better",
+                  direction="lower", value_range=(0.0, None),
+                  meaning="A trade-off score: lower means less information lost and less disclosure together; "
+                  "its terms have different scales, so compare releases of one table only.")
 def _il_dr_measure(ctx: EvaluationContext) -> ILDRResult:
     cols = context_numeric(ctx, "il_dr_score")
     opts = pick_options(ctx.options, "il_dr_score",
@@ -593,7 +604,10 @@ def _il_dr_measure(ctx: EvaluationContext) -> ILDRResult:
 
 
 @register_measure("sers", kind="risk", needs_class=False,
-                  description="SERS record-similarity entropy in bits (paper 004 §6); higher is more secure")
+                  description="SERS record-similarity entropy in bits (paper 004 §6); higher is more secure",
+                  direction="higher", value_range=(0.0, None),
+                  meaning="Higher means each original record resembles many released records alike, so an intruder "
+                  "cannot single out its release; 0 means every record has one clear match.")
 def _sers_measure(ctx: EvaluationContext) -> SERSResult:
     opts = pick_options(ctx.options, "sers", ["domain", "normalized", "sample", "confidence", "include_class"])
     include_class = bool(opts.pop("include_class", True))

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics._common import pick_options
 from ppdm.metrics._structure_kernels import segment_scores
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
@@ -300,7 +300,7 @@ def eduds(
     _check_tables(x, z, sch, "EDUDS")
     attrs = sch.attributes
     if not attrs:
-        raise ParameterError("EDUDS needs at least one non-class attribute")
+        raise MeasureNotApplicable("EDUDS needs at least one non-class attribute")
     numeric = set(sch.numeric)
     if trees_x is None or trees_z is None:
         factory = make_tree or default_tree_factory()
@@ -637,7 +637,7 @@ def edusc(
     _check_tables(x, z, sch, "EDUSC")
     attrs = sch.attributes
     if not attrs:
-        raise ParameterError("EDUSC needs at least one non-class attribute")
+        raise MeasureNotApplicable("EDUSC needs at least one non-class attribute")
     cls = sch.class_column
     assert cls is not None
     if trees_x is None:
@@ -726,7 +726,10 @@ def _structure_options(ctx: EvaluationContext, name: str, allowed: Sequence[str]
 
 
 @register_measure("eduds", kind="utility", needs_class=True,
-                  description="EDUDS forest sub-domain similarity (paper 004 §4); 1 = same tree regions")
+                  description="EDUDS forest sub-domain similarity (paper 004 §4); 1 = same tree regions",
+                  direction="higher", value_range=(0.0, 1.0),
+                  meaning="1 means forests grown on z split the attribute domains into the same regions as forests "
+                  "grown on x; 0 means they share none.")
 def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
     opts, factory = _structure_options(ctx, "eduds", ["domain", "count_untested", "empty_records"])
     return eduds(_complete(ctx, "x"), _complete(ctx, "z"), schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),
@@ -734,7 +737,10 @@ def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
 
 
 @register_measure("edusc", kind="utility", needs_class=True,
-                  description="EDUSC gain-ratio similarity of forced trees (paper 004 §5); 1 = same splitting criteria")
+                  description="EDUSC gain-ratio similarity of forced trees (paper 004 §5); 1 = same splitting criteria",
+                  direction="higher", value_range=(0.0, 1.0),
+                  meaning="1 means the splits of the forests of x are as informative on z as on x; 0 means they "
+                  "tell nothing about the class on z.")
 def _edusc_measure(ctx: EvaluationContext) -> EDUSCResult:
     opts, factory = _structure_options(ctx, "edusc", ["criterion", "min_gain_ratio", "node_count"])
     return edusc(_complete(ctx, "x"), _complete(ctx, "z"), schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),

@@ -1,7 +1,25 @@
-"""Tables, plots and self-contained HTML reports of comparisons and evaluations."""
+"""Tables, plots, self-contained HTML reports and the JSON document of evaluations and comparisons.
 
-from ppdm.report.html import render_evaluation_html, render_html, write_evaluation_html, write_html
-from ppdm.report.measure_info import MEASURE_INFO, MeasureInfo, describe_measure
+The renderers are imported on first use (they load Jinja2 and matplotlib).
+"""
 
-__all__ = ["render_html", "render_evaluation_html", "write_html", "write_evaluation_html", "MEASURE_INFO", "MeasureInfo",
-           "describe_measure"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "render_html": "ppdm.report.html",
+    "render_evaluation_html": "ppdm.report.html",
+    "write_html": "ppdm.report.html",
+    "write_evaluation_html": "ppdm.report.html",
+    "evaluation_document": "ppdm.report.evaluation",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ppdm.report' has no attribute {name!r}")

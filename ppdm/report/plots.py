@@ -12,7 +12,6 @@ import io
 import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,9 +19,18 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ppdm.report.measure_info import describe_measure, direction_text
+from ppdm.data.io import save_figure
 
 _DPI = 96
+
+__all__ = ["save_figure", "figure_png", "png_base64", "measure_plot", "sweep_series", "sweep_plot",
+           "correlation_heatmap", "risk_utility_plot", "direction_text"]
+
+
+def direction_text(direction: str | None) -> str:
+    """How a reader should read a measure's value: which direction is better."""
+    return {"higher": "higher is better", "lower": "lower is better"}.get(direction or "",
+                                                                          "neither direction is better")
 
 
 def figure_png(fig: Figure) -> bytes:
@@ -33,27 +41,12 @@ def figure_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def save_figure(fig: Figure, path: str | Path, *, dpi: int = 110) -> Path:
-    """Write ``fig`` as a PNG atomically (no metadata, so the same figure gives the same bytes)
-    and close it."""
-    import matplotlib.pyplot as plt
-
-    from ppdm.data.io import atomic_path
-
-    p = Path(path)
-    try:
-        with atomic_path(p) as tmp:
-            fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
-    finally:
-        plt.close(fig)
-    return p
-
-
 def png_base64(png: bytes) -> str:
     return base64.b64encode(png).decode("ascii")
 
 
-def measure_plot(summary: pd.DataFrame, measure: str, *, order: Sequence[str] | None = None) -> bytes:
+def measure_plot(summary: pd.DataFrame, measure: str, *, order: Sequence[str] | None = None,
+                 direction: str | None = None) -> bytes:
     """Mean ± standard deviation of one measure for every technique (a point plot, one row per label).
 
     ``summary`` is :meth:`ComparisonResult.summary`; the baseline is drawn in grey.
@@ -72,8 +65,7 @@ def measure_plot(summary: pd.DataFrame, measure: str, *, order: Sequence[str] | 
     ax.errorbar(means, ypos, xerr=stds, fmt="none", ecolor="black", capsize=3, lw=1)
     ax.scatter(means, ypos, color=colors, zorder=3, s=18)
     ax.set_yticks(ypos, labels=list(s.index))
-    info = describe_measure(measure)
-    ax.set_xlabel(f"{measure} (mean ± sd; {direction_text(info.direction)})")
+    ax.set_xlabel(f"{measure} (mean ± sd; {direction_text(direction)})")
     ax.grid(axis="x", alpha=0.3)
     return figure_png(fig)
 
@@ -115,7 +107,8 @@ def sweep_series(meta_techniques: Sequence[dict[str, Any]]) -> dict[str, list[di
     return out
 
 
-def sweep_plot(summary: pd.DataFrame, measure: str, param: str, series: Sequence[dict[str, Any]]) -> bytes:
+def sweep_plot(summary: pd.DataFrame, measure: str, param: str, series: Sequence[dict[str, Any]],
+               direction: str | None = None) -> bytes:
     """Mean ± sd of ``measure`` against the swept ``param``: one line per series; the original
     table's value as a dashed line."""
     s = summary[summary["measure"] == measure].set_index("label")
@@ -130,10 +123,9 @@ def sweep_plot(summary: pd.DataFrame, measure: str, param: str, series: Sequence
         ax.errorbar(ser["values"], means, yerr=stds, marker="o", ms=4, capsize=3, lw=1.2, label=name)
     if "original" in s.index and math.isfinite(float(s.loc["original", "mean"])):
         ax.axhline(float(s.loc["original", "mean"]), color="#888888", ls="--", lw=1, label="original")
-    info = describe_measure(measure)
     ax.set_xlabel(param)
     ax.set_ylabel(measure)
-    ax.set_title(f"{measure} vs {param} ({direction_text(info.direction)})", fontsize=10)
+    ax.set_title(f"{measure} vs {param} ({direction_text(direction)})", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return figure_png(fig)
@@ -157,4 +149,36 @@ def correlation_heatmap(corr: pd.DataFrame, *, title: str = "") -> bytes:
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     if title:
         ax.set_title(title, fontsize=10)
+    return figure_png(fig)
+
+
+def risk_utility_plot(points: Sequence[dict[str, Any]], *, risk: str, risk_direction: str, utility: str,
+                      utility_direction: str) -> bytes:
+    """The risk–utility map: one point per release, disclosure risk across, utility loss up.
+
+    ``points`` hold ``label``, ``risk`` and ``utility`` (means) with ``risk_ci`` and
+    ``utility_ci`` (half-widths of their confidence intervals, drawn as error bars) and
+    ``baseline`` (drawn in grey). An axis whose measure is better when higher is reversed,
+    so that right always means more risk and up always means more utility lost: the lower
+    left corner is the place to be.
+    """
+    fig = Figure(figsize=(9.6, 5.2))
+    ax = fig.add_subplot()
+    for k, pt in enumerate(points):
+        color = "#888888" if pt.get("baseline") else f"C{k % 10}"
+        xerr = pt.get("risk_ci")
+        yerr = pt.get("utility_ci")
+        ax.errorbar([pt["risk"]], [pt["utility"]],
+                    xerr=None if xerr is None or not math.isfinite(xerr) else [[xerr], [xerr]],
+                    yerr=None if yerr is None or not math.isfinite(yerr) else [[yerr], [yerr]],
+                    fmt="o", ms=6, color=color, ecolor=color, elinewidth=1, capsize=3,
+                    label=pt["label"], zorder=3)
+    if risk_direction == "higher":
+        ax.invert_xaxis()
+    if utility_direction == "higher":
+        ax.invert_yaxis()
+    ax.set_xlabel(f"{risk} — disclosure risk, more to the right ({direction_text(risk_direction)})")
+    ax.set_ylabel(f"{utility} — utility lost, more upwards\n({direction_text(utility_direction)})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return figure_png(fig)

@@ -1,6 +1,9 @@
-"""Logic rules ψ → c: conditions, rules, rule sets and their text format."""
+"""Logic rules ψ → c: conditions, rules, rule sets and their text format.
+
+Rules found by tree learners come from the adapters beside the trees:
+:mod:`ppdm.trees.rules` (any tree or forest) and :mod:`ppdm.trees.cart` (Ψx from CART).
+"""
 
 from ppdm.rules.core import Condition, Rule, RuleSet
-from ppdm.rules.trees import from_forest, from_tree
 
-__all__ = ["Condition", "Rule", "RuleSet", "from_tree", "from_forest"]
+__all__ = ["Condition", "Rule", "RuleSet"]

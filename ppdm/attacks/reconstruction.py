@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ppdm.anonymize.perturbation_matrix import matrix_entropy_of
 from ppdm.anonymize.random_substitution import SubstitutionMetadata, substitute
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.utils import check_random_state
 
@@ -38,6 +38,8 @@ class SpectralFilteringResult(MeasureResult):
     data); for a random-substitution release (metadata given) the exact-recovery rate of
     the estimate, to compare with ``exact_release`` (the keep rate). ``NaN`` without ``x``.
     """
+
+    record_level: ClassVar[tuple[str, ...]] = ("estimate",)  # one row per record: never in a report
 
     metric: str = ""
     estimate: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -54,6 +56,8 @@ class SpectralFilteringResult(MeasureResult):
 @dataclass
 class BayesEstimateResult(MeasureResult):
     """Bayes-estimate reconstruction; ``value`` = ``RMSE(estimate, x) / RMSE(release, x)``."""
+
+    record_level: ClassVar[tuple[str, ...]] = ("estimate",)
 
     estimate: pd.DataFrame = field(default_factory=pd.DataFrame)
     rmse_release: float = float("nan")
@@ -103,7 +107,7 @@ def _numeric_columns(z: pd.DataFrame, columns: Sequence[str] | None) -> list[str
         if missing:
             raise SchemaError(f"column {missing[0]!r} is not in the table")
     if len(cols) < 2:
-        raise ParameterError("spectral filtering needs at least two numeric columns")
+        raise MeasureNotApplicable("spectral filtering needs at least two numeric columns")
     return cols
 
 
@@ -182,7 +186,7 @@ def spectral_filtering_attack(
         cols = list(columns) if columns is not None else [
             c for c, a in metadata.attributes.items() if a.kind != "categorical" and c in z.columns]
         if len(cols) < 2:
-            raise ParameterError("spectral filtering needs at least two perturbed numeric attributes")
+            raise MeasureNotApplicable("spectral filtering needs at least two perturbed numeric attributes")
         doms = [metadata.attributes[c] for c in cols]
         u = np.column_stack([d.get_index(z[c], released=True) for c, d in zip(cols, doms, strict=True)]).astype(float)
         est, k, w, s2, lam = spectral_filter(u, None if noise_std is None else float(np.mean(np.square(noise_std))))
@@ -315,6 +319,9 @@ def repeated_perturbation_attack(
     description="Spectral-filtering data recovery (Kargupta et al. 2003): RMSE(attack, x)/RMSE(z, x); "
     "option noise_std (default: median-eigenvalue noise floor)",
     needs_class=False,
+    direction="higher", value_range=(0.0, None), threshold=0.9,
+    meaning="The attacker's error over the release's own error: 1 or more means filtering the release brings the "
+    "attacker no closer to the original values; 0.5 means it halves the error.",
 )
 def _spectral_filtering_measure(ctx: EvaluationContext) -> SpectralFilteringResult:
     cols = [c for c in ctx.schema.numeric if c in ctx.z.columns]
@@ -337,6 +344,9 @@ def _complete_pair(x: pd.DataFrame, z: pd.DataFrame, cols: list[str]) -> tuple[p
     "recovery; option matrices=<release>.matrices.json",
     needs_class=False,
     requires=("matrices",),
+    direction="lower", value_range=(-1.0, 1.0), threshold=0.01,
+    meaning="The attacker's best gain in exactly recovered values from perturbing the release again; 0 or below "
+    "means repeating gains nothing (paper 001 Theorem 2).",
 )
 def _repeated_perturbation_measure(ctx: EvaluationContext) -> RepeatedPerturbationResult:
     path = ctx.options.get("matrices")

@@ -6,13 +6,11 @@ wrapped scikit-learn trees) and on forests that expose their trees as ``estimato
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ppdm.errors import PPDMError
 from ppdm.rules.core import Rule, RuleSet
-
-if TYPE_CHECKING:  # ppdm.trees.base imports ppdm.rules, so only for type checkers
-    from ppdm.trees.base import TreeModel
+from ppdm.trees.base import TreeModel
 
 
 def from_tree(tree: TreeModel, class_column: str | None = None) -> RuleSet:

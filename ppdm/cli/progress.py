@@ -1,0 +1,89 @@
+"""Progress bars with the time left, for every command that may run longer than a moment.
+
+:func:`progress_bar` listens to :mod:`ppdm.progress` (where techniques, measures and
+experiments report their steps) and draws the steps on stderr with rich: one line per
+running task with its bar, steps done, time spent and time left. The command's own task
+stays on screen while it runs; tasks a library opens inside it disappear when done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ppdm import progress
+from ppdm.cli.common import err_console
+
+
+class _RichListener:
+    """Forwards :mod:`ppdm.progress` events to a rich ``Progress``."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.tasks: dict[int, Any] = {}
+        self.outer: int | None = None
+
+    def start(self, key: int, total: float | None, description: str) -> None:
+        if self.outer is None:
+            self.outer = key
+        self.tasks[key] = self.bar.add_task(description, total=total)
+
+    def advance(self, key: int, amount: float, description: str | None) -> None:
+        task = self.tasks.get(key)
+        if task is None:
+            return
+        if description is None:
+            self.bar.update(task, advance=amount)
+        else:
+            self.bar.update(task, advance=amount, description=description)
+
+    def reset(self, key: int, total: float | None, description: str | None) -> None:
+        task = self.tasks.get(key)
+        if task is not None:
+            kw: dict[str, Any] = {"total": total}
+            if description is not None:
+                kw["description"] = description
+            self.bar.reset(task, **kw)
+
+    def finish(self, key: int) -> None:
+        task = self.tasks.pop(key, None)
+        if task is not None and key != self.outer:
+            self.bar.remove_task(task)
+
+
+def _columns() -> list[Any]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return [TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+
+
+@contextmanager
+def progress_bar(description: str, total: float | None = None) -> Iterator[progress.Steps]:
+    """Show the progress of everything run inside the block; yields the command's own task
+    (call it per step; ``reset(total)`` once the number of steps is known)."""
+    from rich.progress import Progress
+
+    with Progress(*_columns(), console=err_console.real, transient=True) as bar:
+        listener = _RichListener(bar)
+        with progress.listening(listener), progress.steps(total, description) as outer:
+            yield outer
+
+
+@contextmanager
+def progress_of_library() -> Iterator[None]:
+    """Show the progress the library reports inside the block, with no task of the command's
+    own: the first task the library opens (e.g. :func:`ppdm.experiments.release.release`'s
+    steps) is the one that stays on screen."""
+    from rich.progress import Progress
+
+    with Progress(*_columns(), console=err_console.real, transient=True) as bar:
+        with progress.listening(_RichListener(bar)):
+            yield
