@@ -47,6 +47,39 @@ def test_spec_examples() -> None:
     assert k_from_c(500, 3) == 167 and k_from_c(500, 15) == 34
 
 
+def test_resampling_by_hand_on_a_tiny_seeded_input() -> None:
+    # RBD (paper 003 Algorithm 1) with 2 strata and 3 bootstrap samples per stratum.
+    x = np.array([1.0, 2, 3, 4, 11, 12, 13, 14])
+    # strata Q1 = {1, 2, 3, 4}, Q2 = {11, 12, 13, 14}; the generator seeded with 7 draws, per
+    # stratum in order, a 3 × 4 block of positions:
+    rng = np.random.default_rng(7)
+    assert rng.integers(0, 4, size=(3, 4)).tolist() == [[3, 2, 2, 3], [2, 3, 3, 0], [0, 1, 1, 3]]
+    assert rng.integers(0, 4, size=(3, 4)).tolist() == [[3, 0, 1, 3], [0, 3, 0, 1], [3, 1, 1, 1]]
+    # Q1 samples (4,3,3,4), (3,4,4,1), (1,2,2,4): means 3.5, 3, 2.25
+    # Q2 samples (14,11,12,14), (11,14,11,12), (14,12,12,12): means 12.75, 12, 12.5
+    # k-means with c = 2 on the six means: {2.25, 3, 3.5} and {12, 12.5, 12.75}
+    two = resampling(x, 2, np.random.default_rng(7), n_quantiles=2, n_bootstrap=3)
+    assert two == pytest.approx([8.75 / 3, 37.25 / 3], abs=1e-12)
+    # c = 3: {2.25}, {3, 3.5}, {12, 12.5, 12.75} (SSE 0.4167 against 0.8229 for splitting Q2)
+    three = resampling(x, 3, np.random.default_rng(7), n_quantiles=2, n_bootstrap=3)
+    assert three == pytest.approx([2.25, 3.25, 37.25 / 3], abs=1e-12)
+    # plain k-means on x would give 2.5 and 12.5: the bootstrap step matters
+    assert kmeans_1d(x, 2)[0].tolist() == [2.5, 12.5]
+
+
+def test_chimerge_second_worked_example() -> None:
+    # value: classes   1: AAA  2: AAA  3: BBB  4: BBA  5: AAA   (K = 2, alpha 0.10: chi2 < 2.7055 merges)
+    x = [1.0] * 3 + [2.0] * 3 + [3.0] * 3 + [4.0] * 3 + [5.0] * 3
+    y = list("AAA" "AAA" "BBB" "BBA" "AAA")
+    # initial pairs: (1,2) 0.2 (an expected 0 counts as 0.1), (2,3) 6.0, (3,4) 1.2, (4,5) 3.0
+    # merge (1,2): ([1-2],3) = 9.0; merge (3,4): ([1-2],[3-4]) = 8.571, ([3-4],5) = 5.625: stop
+    assert chimerge_cuts(x, y).tolist() == [2.5, 4.5]
+    # with at most 2 intervals the smaller of 8.571 and 5.625 is merged too
+    assert chimerge_cuts(x, y, max_intervals=2).tolist() == [2.5]
+    # (cutting wherever the class changes would also cut at 3.5; MDLP accepts no cut here)
+    assert mdlp_cuts(x, y).size == 0
+
+
 def test_bad_c() -> None:
     with pytest.raises(ParameterError):
         equal_width([1.0, 2.0], 1)

@@ -253,3 +253,62 @@ def test_pruning_never_adds_leaves(t: tuple[pd.DataFrame, pd.Series, int, bool])
     assert pruned.n_leaves_ <= grown.n_leaves_
     p = pruned.predict_proba(X)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
+
+
+# ------------------------------------------------------------- compiled builder
+def _same_nodes(a, b) -> None:
+    assert (a.attr, a.nominal, a.is_empty, len(a.children)) == (b.attr, b.nominal, b.is_empty, len(b.children))
+    assert (math.isnan(a.threshold) and math.isnan(b.threshold)) or a.threshold == b.threshold
+    np.testing.assert_allclose(a.dist, b.dist, rtol=0, atol=1e-12)
+    if a.bag_dist is None or b.bag_dist is None:
+        assert a.bag_dist is None and b.bag_dist is None
+    else:
+        np.testing.assert_allclose(a.bag_dist, b.bag_dist, rtol=0, atol=1e-12)
+    for ca, cb in zip(a.children, b.children, strict=True):
+        _same_nodes(ca, cb)
+
+
+@st.composite
+def complete_tables(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.Series, dict]:
+    n = draw(st.integers(6, 80))
+    a = draw(st.lists(st.integers(0, 9).map(float), min_size=n, max_size=n))
+    b = draw(st.lists(st.floats(-3, 3, allow_nan=False).map(lambda v: round(v, 2)), min_size=n, max_size=n))
+    c = draw(st.lists(st.sampled_from(["p", "q", "r", "s"]), min_size=n, max_size=n))
+    y = draw(st.lists(st.sampled_from(["u", "v", "w"]), min_size=n, max_size=n))
+    assume(len(set(y)) >= 2)
+    opts = dict(min_leaf=draw(st.integers(1, 4)), unpruned=draw(st.booleans()),
+                subtree_raising=draw(st.booleans()), collapse=draw(st.booleans()),
+                confidence=draw(st.sampled_from([0.1, 0.25, 0.5, 0.75])),
+                threshold_tolerance=draw(st.sampled_from([0.0, 1e-6])))
+    return pd.DataFrame({"a": a, "b": b, "c": c}), pd.Series(y), opts
+
+
+@settings(max_examples=150)
+@given(complete_tables(), st.booleans())
+def test_compiled_builder_grows_the_interpreted_tree(t: tuple[pd.DataFrame, pd.Series, dict], weighted: bool) -> None:
+    """The compiled builder (rows without unknown values) and the Python one give the same
+    tree: tests, thresholds, distributions, branch distributions, empty leaves."""
+    from ppdm.trees import _c45_tree as T
+    from ppdm.trees.c45 import _prepare
+
+    X, y, opts = t
+    tree = C45Classifier(**opts)
+    enc, Xf, codes, classes = _prepare(X, y, None, None, "appearance")
+    data = T.Data(np.asfortranarray(Xf), codes, enc.is_nom, enc.nvals, len(classes))
+    rows = np.arange(len(codes))
+    w = np.where(np.arange(len(codes)) % 3 == 0, 2.0, 1.0) if weighted else np.ones(len(codes))
+    assert not data.any_unknown(rows)
+    _same_nodes(T.build_tree_compiled(data, tree._options(), rows, w),
+                T.build_tree_interpreted(data, tree._options(), rows, w))
+
+
+def test_rows_with_unknown_values_take_the_interpreted_builder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ppdm.trees import _c45_tree as T
+
+    calls: list[str] = []
+    real_c, real_i = T.build_tree_compiled, T.build_tree_interpreted
+    monkeypatch.setattr(T, "build_tree_compiled", lambda *a, **k: calls.append("compiled") or real_c(*a, **k))
+    monkeypatch.setattr(T, "build_tree_interpreted", lambda *a, **k: calls.append("interpreted") or real_i(*a, **k))
+    C45Classifier().fit(*golf(unknown=True))
+    C45Classifier().fit(*golf())
+    assert calls == ["interpreted", "compiled"]

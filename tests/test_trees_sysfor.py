@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -108,11 +110,84 @@ def test_credal_vote_by_hand() -> None:
     np.testing.assert_allclose(lower[0], [10 / 13, 2 / 13])
 
 
+def _tie_table() -> tuple[pd.DataFrame, pd.Series]:
+    # cells (a, b): (p, n) records — (0,0): 5p 3n, (0,1): 1p 1n, (1,0): 3p 0n, (1,1): 1p 8n
+    cells = {(0, 0): (5, 3), (0, 1): (1, 1), (1, 0): (3, 0), (1, 1): (1, 8)}
+    rows: list[tuple[float, float, str]] = []
+    for (a, b), (p, n) in cells.items():
+        rows += [(float(a), float(b), "p")] * p + [(float(a), float(b), "n")] * n
+    X = pd.DataFrame([r[:2] for r in rows], columns=["a", "b"])
+    return X, pd.Series([r[2] for r in rows])
+
+
 def test_majority_vote_tie_goes_to_larger_confidence() -> None:
-    X = pd.DataFrame({"a": [0, 0, 0, 0, 1, 1, 1, 1, 1, 1], "b": [0, 1, 0, 1, 0, 1, 0, 1, 0, 1]})
-    y = pd.Series(["n", "n", "n", "n", "p", "p", "p", "p", "p", "n"])
-    forest = SysForClassifier(n_trees=2, min_leaf=1, goodness=1.0).fit(X, y)
-    assert set(forest.predict(X)) <= {"n", "p"}
+    # With min_leaf 5 no partition can be split again, so the forest is two stumps:
+    # b <= 0.5: p (8/11), b > 0.5: n (9/11); a <= 0.5: p (6/10), a > 0.5: n (8/12).
+    X, y = _tie_table()
+    forest = SysForClassifier(n_trees=2, min_leaf=5, goodness=1.0).fit(X, y)
+    assert [(g.attr, g.threshold) for (g,) in forest.roots_] == [(1, 0.5), (0, 0.5)]
+    assert list(forest.classes_) == ["p", "n"]  # first appearance: a first-class rule would say p
+    q = pd.DataFrame({"a": [0.0, 1.0, 0.0, 1.0], "b": [1.0, 0.0, 0.0, 1.0]})
+    # (0, 1): b-tree n with 9/11, a-tree p with 6/10 -> 1:1, n has the larger confidence
+    # (1, 0): b-tree p with 8/11, a-tree n with 8/12 -> 1:1, p has the larger confidence
+    # (0, 0) and (1, 1): both trees agree
+    assert forest.predict(q).tolist() == ["n", "p", "p", "n"]
+    np.testing.assert_allclose(forest.predict_proba(q), [[0.5, 0.5], [0.5, 0.5], [1, 0], [0, 1]])
+
+
+def _level_two_table() -> tuple[pd.DataFrame, pd.Series]:
+    y = list("BAABAA" "BBABBA")
+    return pd.DataFrame({
+        "g": ["u"] * 6 + ["v"] * 6,
+        "b": [6.0, 1, 6, 5, 4, 2] + [2.0, 2, 4, 4, 6, 6],
+        "c": [6.0, 2, 6, 3, 5, 4] + [4.0] * 6,
+    }), pd.Series(y)
+
+
+def _gain_ratio(left: list[str], right: list[str]) -> float:
+    def h(*counts: int) -> float:
+        n = sum(counts)
+        return -sum(k / n * math.log2(k / n) for k in counts if k)
+
+    both = left + right
+    n = len(both)
+    gain = h(*(both.count(c) for c in "AB")) - sum(
+        len(s) / n * h(*(s.count(c) for c in "AB")) for s in (left, right))
+    return gain / h(len(left), len(right))
+
+
+def test_level_two_tree_forces_the_next_good_attribute_of_each_partition() -> None:
+    """A hand-worked level-two tree (Islam & Giggins 2011, Algorithm 1; min_leaf 2, goodness 1,
+    separation 1: every admissible attribute is good, one split point per numeric attribute)."""
+    X, y = _level_two_table()
+    forest = SysForClassifier(n_trees=4, min_leaf=2, goodness=1.0, separation=1.0).fit(X, y)
+    # whole table: g splits u (4A 2B) from v (2A 4B): gain 1 - H(4,2) = 0.0817, split info 1 — the best
+    assert forest.good_attributes_[0].attr == 0
+    assert forest.good_attributes_[0].gain_ratio == pytest.approx(1 - 0.9182958340544896, abs=1e-12)
+    # partition u: b at 4.5 (AAA | BBA) has gain ratio 0.4591; c at 3.5 (AB | AABA) 0.0480, tied
+    # with 5.5 and taken as the lower point; g is constant. G_u = [b@4.5, c@3.5]
+    u = y[:6].tolist()
+    assert _gain_ratio(list("AAA"), list("BBA")) == pytest.approx(0.4591479, abs=1e-7)
+    assert _gain_ratio(list("AB"), list("AABA")) == pytest.approx(0.0480351, abs=1e-7)
+    assert sorted(u) == sorted("AAAABB")
+    # partition v: c is constant; b at 3 (BB | ABBA) 0.2740 beats b at 5 (0.0480). G_v = [b@3]
+    assert _gain_ratio(list("BB"), list("ABBA")) == pytest.approx(0.2740175, abs=1e-7)
+    # level-2 trees of root g: floor((2·6 + 1·6) / 12) = 1 tree, x = 0: partition u forces
+    # G_u[x + 1] = c@3.5 (it has a next good attribute), partition v forces G_v[0] = b@3
+    assert [len(r) for r in forest.roots_] == [1, 1, 1, 2]
+    assert forest.roots_[3] == (forest.good_attributes_[0], 0)
+    root = forest.estimators_[3].tree_
+    assert root.attr == 0 and root.nominal and len(root.children) == 2
+    sub_u, sub_v = root.children
+    assert (sub_u.attr, sub_u.threshold) == (2, 3.5)  # c, a midpoint (3 and 4 are the values)
+    assert (sub_v.attr, sub_v.threshold) == (1, 3.0)  # b, the midpoint of 2 and 4: not relocated
+    # below the forced sub-roots, C4.5 leaves on the sub-partitions (2 and 4 records each)
+    assert [c.dist.sum() for c in sub_u.children] == [2.0, 4.0]
+    assert [c.dist.sum() for c in sub_v.children] == [2.0, 4.0]
+    assert all(c.is_leaf for c in (*sub_u.children, *sub_v.children))
+    text = forest.estimators_[3].export_text(header=False)
+    assert text.splitlines() == ["g = u", "|   c <= 3.5: B (2.0/1.0)", "|   c > 3.5: A (4.0/1.0)",
+                                 "g = v", "|   b <= 3: B (2.0)", "|   b > 3: B (4.0/2.0)"]
 
 
 def test_bad_parameters() -> None:
@@ -159,3 +234,25 @@ def test_forest_invariants(t: tuple[pd.DataFrame, pd.Series], min_leaf: int, n_t
             sel = leaves[:, k] == leaf_id
             np.testing.assert_array_equal(rule.mask(X), sel)
             assert all(p == rule.prediction for p in tp[sel])
+
+
+def test_threads_and_shared_subtrees_give_the_same_forest() -> None:
+    # level-two trees repeat subtrees (G_j[0] or a plain C4.5 tree of a short partition);
+    # each is grown once and copied, and threads change nothing
+    df, schema = load("credit", missing="drop")
+    X, y = df.drop(columns="a16"), df["a16"]
+    one = SysForClassifier(n_trees=12, min_leaf=10, schema=schema).fit(X, y)
+    two = SysForClassifier(n_trees=12, min_leaf=10, schema=schema, n_jobs=2).fit(X, y)
+    assert one.export_text() == two.export_text()
+    # every tree owns its nodes: leaf ids run 0..n_leaves-1 in each tree
+    seen: set[int] = set()
+    for est in two.estimators_:
+        assert sorted(est.leaf_rules()) == list(range(est.n_leaves_))
+        stack = [est.tree_]
+        while stack:
+            node = stack.pop()
+            assert id(node) not in seen
+            seen.add(id(node))
+            stack.extend(node.children)
+    with pytest.raises(ParameterError):
+        SysForClassifier(n_jobs=0).fit(X, y)

@@ -170,7 +170,7 @@ def _summary(details: dict[str, Any]) -> str:
     """One line of context for the table: the scores behind a difference."""
     parts = []
     for name in ("accuracy_x", "accuracy_z", "score_x", "score_z", "n_used", "n_rules", "pos_label", "average",
-                 "test_source"):
+                 "test_source", "ceiling"):
         v = details.get(name)
         if v is not None:
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")

@@ -432,7 +432,13 @@ def il_dr_score(
 @dataclass
 class SERSResult(MeasureResult):
     """SERS (paper 004 §6): mean entropy (bits) of the original records' normalised
-    similarity rows; higher means more uncertainty for an intruder, i.e. more security."""
+    similarity rows; higher means more uncertainty for an intruder, i.e. more security.
+
+    ``ceiling`` is the largest value SERS can take, log2 n_P (1 when ``normalized``): an
+    original record equally similar to every perturbed record. On real tables every
+    release lands within a few thousandths of it, so read SERS against the ceiling, and
+    not as a re-identification risk (see docs/measures.md).
+    """
 
     n_original: int = 0
     n_perturbed: int = 0
@@ -444,9 +450,27 @@ class SERSResult(MeasureResult):
     ci_low: float = float("nan")
     ci_high: float = float("nan")
     confidence: float = 0.95
+    ceiling: float = float("nan")
+    attributes: list[str] = field(default_factory=list)
     record_entropy: np.ndarray | None = None
 
     record_level: ClassVar[tuple[str, ...]] = ("record_entropy",)  # one value per record: never in a report
+
+
+def sers_attributes(schema: Any, *, include_class: bool = True) -> tuple[list[str], list[str]]:
+    """The numeric and categorical attributes SERS compares for a table with ``schema``.
+
+    ppdm's one class policy for SERS: the class is compared as one more categorical
+    attribute (``include_class=True``), as paper 004 treats it when perturbing (§3 step 5:
+    "all categorical attributes (including the class attribute)") and as a released
+    record carries it. Identifiers and the weight column are not attributes and never count.
+    """
+    numeric = list(schema.numeric)
+    categorical = list(schema.categorical)
+    cls = getattr(schema, "class_column", None)
+    if include_class and cls is not None and cls not in categorical:
+        categorical.append(cls)
+    return numeric, categorical
 
 
 def _sers_prepare(
@@ -499,7 +523,8 @@ def sers(
     S̃_ik = S_ik / Σ_l S_il, H_i = −Σ_k S̃_ik log2 S̃_ik, SERS = mean_i H_i.
 
     ``numeric``/``categorical`` name the attributes (default: numeric dtypes of ``x`` are
-    numeric, the rest categorical). ``domain``: dom_j is the range over original ∪
+    numeric, the rest categorical, so a class column in ``x`` counts as categorical; with a
+    schema use :func:`sers_attributes`, ppdm's class policy). ``domain``: dom_j is the range over original ∪
     perturbed values (``"union"``, keeps 0 ≤ S ≤ 1) or over the original only
     (``"original"``; negative similarities are then clipped at 0). Records with Σ_k S_ik = 0
     have no entropy; they are left out and counted in ``undefined``. ``normalized`` divides
@@ -564,9 +589,11 @@ def sers(
         fpc = math.sqrt(max(0.0, (n_o - len(rows)) / (n_o - 1)))
         half = float(stats.t.ppf(0.5 + confidence / 2, df=max(s - 1, 1))) * sd / math.sqrt(s) * fpc
         lo, hi = value - half, value + half
+    ceiling = 1.0 if normalized else math.log2(n_p)
     return SERSResult(value=value, n_original=n_o, n_perturbed=n_p, undefined=undefined, normalized=normalized,
                       domain=domain, exact=exact, sample_size=len(rows), ci_low=lo, ci_high=hi,
-                      confidence=confidence, record_entropy=h if return_records else None)
+                      confidence=confidence, ceiling=ceiling, attributes=cols,
+                      record_entropy=h if return_records else None)
 
 
 # --------------------------------------------------------------- CLI registrations
@@ -604,16 +631,14 @@ def _il_dr_measure(ctx: EvaluationContext) -> ILDRResult:
 
 
 @register_measure("sers", kind="risk", needs_class=False,
-                  description="SERS record-similarity entropy in bits (paper 004 §6); higher is more secure",
+                  description="SERS record-similarity entropy in bits (paper 004 §6), beside its ceiling log2 n; "
+                              "higher is more uncertain for an intruder, not a re-identification risk",
                   direction="higher", value_range=(0.0, None),
-                  meaning="Higher means each original record resembles many released records alike, so an intruder "
-                  "cannot single out its release; 0 means every record has one clear match.")
+                  meaning="Higher means each original record resembles many released records alike, up to the "
+                  "ceiling log2 n; it is an intruder's uncertainty, not a probability of re-identification.")
 def _sers_measure(ctx: EvaluationContext) -> SERSResult:
     opts = pick_options(ctx.options, "sers", ["domain", "normalized", "sample", "confidence", "include_class"])
     include_class = bool(opts.pop("include_class", True))
-    sch = ctx.schema
-    numeric = list(sch.numeric)
-    categorical = list(sch.categorical)
-    if include_class and sch.class_column is not None and sch.class_column in ctx.z.columns:
-        categorical.append(sch.class_column)
+    numeric, categorical = sers_attributes(ctx.schema, include_class=include_class)
+    categorical = [c for c in categorical if c != ctx.schema.class_column or c in ctx.z.columns]
     return sers(ctx.x, ctx.z, numeric, categorical, random_state=ctx.random_state, **opts)

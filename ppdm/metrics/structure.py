@@ -121,7 +121,7 @@ class EDUDSResult(MeasureResult):
     skipped: int = 0
     n_trees_original: int = 0
     n_trees_perturbed: int = 0
-    domain: str = "union"
+    domain: str = "original"
     per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
     per_tree: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -265,7 +265,7 @@ def eduds(
     trees_x: Any = None,
     trees_z: Any = None,
     make_tree: TreeFactory | None = None,
-    domain: Literal["union", "original", "segment"] | Mapping[str, tuple[float, float]] = "union",
+    domain: Literal["original", "union", "segment"] | Mapping[str, tuple[float, float]] = "original",
     count_untested: bool = False,
     empty_records: Literal["skip", "one"] = "skip",
 ) -> EDUDSResult:
@@ -279,12 +279,14 @@ def eduds(
     Diff 1 when exactly one intersection tests it and 0 when both do (eq. 2). Attributes
     tested by neither are discounted, and k counts the rest.
 
-    Parameters (the paper leaves these open):
+    Parameters (defaults: the paper's literal reading):
     domain:
-        ``"union"`` (default): domain_a = range of a over original ∪ perturbed values;
-        ``"original"``: over the original values; ``"segment"``: the width of the
-        record's original sub-domain (paper Table 1's wording), Diff capped at 1; or a
-        mapping attribute → (low, high).
+        ``"original"`` (default, §4: "the total domain size of the attribute"): domain_a =
+        range of a over the original values, and every sub-domain starts from it (a
+        threshold of the perturbed forest outside it is clipped to it); ``"union"``: the
+        range over original ∪ perturbed values; ``"segment"``: the width of the record's
+        original sub-domain (Table 1's wording); or a mapping attribute → (low, high).
+        Diff is capped at 1 in every case.
     count_untested:
         ``False`` (paper): attributes tested by neither forest are left out of k;
         ``True``: they count with Diff 0.
@@ -294,8 +296,8 @@ def eduds(
     """
     if empty_records not in ("skip", "one"):
         raise ParameterError(f"EDUDS empty_records must be 'skip' or 'one', got {empty_records!r}")
-    if not isinstance(domain, Mapping) and domain not in ("union", "original", "segment"):
-        raise ParameterError(f"EDUDS domain must be 'union', 'original', 'segment' or a mapping, got {domain!r}")
+    if not isinstance(domain, Mapping) and domain not in ("original", "union", "segment"):
+        raise ParameterError(f"EDUDS domain must be 'original', 'union', 'segment' or a mapping, got {domain!r}")
     sch = _resolve_schema(x, schema, class_column, "EDUDS")
     _check_tables(x, z, sch, "EDUDS")
     attrs = sch.attributes
@@ -320,10 +322,10 @@ def eduds(
             lo[j], hi[j] = map(float, domain[a])
         else:
             vx = x[a].to_numpy(dtype=float)
-            vals = vx if domain == "original" else np.concatenate([vx, z[a].to_numpy(dtype=float)])
+            vals = np.concatenate([vx, z[a].to_numpy(dtype=float)]) if domain == "union" else vx
             lo[j], hi[j] = vals.min(), vals.max()
     dom = hi - lo
-    mode = domain if isinstance(domain, str) else "union"
+    mode = domain if isinstance(domain, str) else "given"
     data = x[attrs]
     n = len(data)
     # every tree routes the records once; the forest and per-tree regions reuse the routes
@@ -380,15 +382,28 @@ def _split_info(sizes: np.ndarray) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
+# Gains within this relative distance of the best are ties. Cut points can tie exactly
+# (4·H(3,1) + 3·H(1,2) = 6·H(3,3) = 6 bits), and then the last bit of log2, which differs
+# between NumPy releases, must not decide which threshold (and so which gain ratio) wins.
+GAIN_TIE = 1e-12
+
+
+def _first_best(gain: np.ndarray) -> int:
+    """Position of the first gain within :data:`GAIN_TIE` of the largest."""
+    best = gain.max()
+    return int(np.flatnonzero(gain >= best - GAIN_TIE * max(1.0, abs(best)))[0])
+
+
 def split_score(values: np.ndarray, y: np.ndarray, n_classes: int, *, numeric: bool,
                 criterion: str = "gain_ratio") -> float:
     """The normalised splitting criterion of one attribute on one data segment.
 
     Categorical: a multiway split on the values. Numeric: the binary threshold (midpoints
     of adjacent distinct values) with the highest information gain (Gini gain for
-    ``"gini"``), ties to the smallest threshold. ``"gain_ratio"`` = gain / split info
-    (Quinlan 1993); ``"info_gain"`` the gain; ``"gini"`` the Gini gain. An empty segment,
-    a constant attribute or zero split info gives 0.
+    ``"gini"``), ties to the smallest threshold (gains within a relative 1e-12 of each
+    other are ties, so exact ties do not depend on rounding). ``"gain_ratio"`` = gain /
+    split info (Quinlan 1993); ``"info_gain"`` the gain; ``"gini"`` the Gini gain. An empty
+    segment, a constant attribute or zero split info gives 0.
     """
     n = len(values)
     if n == 0:
@@ -411,7 +426,7 @@ def split_score(values: np.ndarray, y: np.ndarray, n_classes: int, *, numeric: b
         nl = left.sum(axis=1)
         nr = n - nl
         gain = base - (nl * _impurity(left, crit) + nr * _impurity(right, crit)) / n
-        b = int(np.argmax(gain))  # first maximum = smallest threshold
+        b = _first_best(gain)  # first maximum = smallest threshold
         g = float(gain[b])
         if criterion != "gain_ratio":
             return max(g, 0.0)
@@ -559,12 +574,14 @@ def _segment_scores(ptr: np.ndarray, recs: np.ndarray, y: np.ndarray, n_classes:
     nl = left.sum(axis=1)
     nr = n_seg - nl
     gain = base - (nl * _impurity(left, crit) + nr * _impurity(right, crit)) / n_seg
-    # first maximum of each (segment, attribute) group; candidates come in cut order
+    # first maximum (ties within GAIN_TIE) of each (segment, attribute) group; candidates
+    # come in cut order
     key = c_seg * len(is_num) + c_attr
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     gmax = np.maximum.reduceat(gain, starts)
     group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(key)]))
-    hit = np.flatnonzero(gain == gmax[group])
+    top = gmax[group]
+    hit = np.flatnonzero(gain >= top - GAIN_TIE * np.maximum(1.0, np.abs(top)))
     first = hit[np.r_[True, group[hit][1:] != group[hit][:-1]]]
     g = np.maximum(gain[first], 0.0)
     if criterion == "gain_ratio":
@@ -600,7 +617,7 @@ def edusc(
     make_tree: TreeFactory | None = None,
     criterion: Literal["gain_ratio", "info_gain", "gini"] = "gain_ratio",
     min_gain_ratio: float = 0.01,
-    node_count: Literal["counted", "all"] = "counted",
+    node_count: Literal["all", "counted"] = "all",
 ) -> EDUSCResult:
     """EDUSC (paper 004 §5, eq. 4–5).
 
@@ -614,13 +631,15 @@ def edusc(
 
     N the number of original records.
 
-    Parameters (the paper leaves these open):
+    Parameters (defaults: the paper's literal reading):
     min_gain_ratio:
         the threshold an attribute's criterion must exceed in one of the two segments; the
         paper takes SysFor's minimum gain ratio, 0.01 in its experiments.
     node_count:
-        S_t counts the nodes where some attribute counted (``"counted"``) or every node
-        (``"all"``, eq. 4 read literally).
+        S_t is "the total number of nodes/segments in the t-th tree" (Table 2): every node,
+        leaves included (``"all"``, default), so a node where no attribute counts adds 0 to
+        the sum and 1 to S_t; ``"counted"`` divides by the nodes where some attribute
+        counted instead.
     criterion:
         ``"gain_ratio"`` (paper), ``"info_gain"`` or ``"gini"`` (both named by the paper).
 
@@ -629,8 +648,8 @@ def edusc(
     """
     if criterion not in ("gain_ratio", "info_gain", "gini"):
         raise ParameterError(f"EDUSC criterion must be 'gain_ratio', 'info_gain' or 'gini', got {criterion!r}")
-    if node_count not in ("counted", "all"):
-        raise ParameterError(f"EDUSC node_count must be 'counted' or 'all', got {node_count!r}")
+    if node_count not in ("all", "counted"):
+        raise ParameterError(f"EDUSC node_count must be 'all' or 'counted', got {node_count!r}")
     if not (isinstance(min_gain_ratio, (int, float)) and math.isfinite(min_gain_ratio)):
         raise ParameterError(f"EDUSC min_gain_ratio must be a number, got {min_gain_ratio!r}")
     sch = _resolve_schema(x, schema, class_column, "EDUSC")

@@ -23,39 +23,53 @@ LOG2 = np.log(2.0)
 
 
 @njit(cache=True)
-def _logf(x: float) -> float:
-    # n·log2(n), with J48's cut-off for tiny weights
+def _logf(x: float, tab=None) -> float:
+    # n·log2(n), with J48's cut-off for tiny weights; ``tab`` (see xlogx_table) holds the
+    # values for whole counts, computed by this same expression
     if x < SMALL:
         return 0.0
+    if tab is not None:
+        i = int(x)
+        if i == x and i < tab.shape[0]:
+            return tab[i]
     return x * np.log(x) / LOG2
 
 
 @njit(cache=True)
-def old_ent(class_w: np.ndarray) -> float:
+def xlogx_table(n: int) -> np.ndarray:
+    """c·log2(c) for the whole counts c = 0..n, bit for bit what :func:`_logf` computes."""
+    out = np.zeros(n + 1)
+    for c in range(1, n + 1):
+        out[c] = _logf(float(c))
+    return out
+
+
+@njit(cache=True)
+def old_ent(class_w: np.ndarray, tab=None) -> float:
     """Unnormalised entropy of the known rows: logf(K) − Σ_c logf(n_c)."""
     s = 0.0
     tot = 0.0
     for c in range(class_w.shape[0]):
-        s += _logf(class_w[c])
+        s += _logf(class_w[c], tab)
         tot += class_w[c]
-    return _logf(tot) - s
+    return _logf(tot, tab) - s
 
 
 @njit(cache=True)
-def new_ent(bags: np.ndarray) -> float:
+def new_ent(bags: np.ndarray, tab=None) -> float:
     """Unnormalised weighted entropy after the split: Σ_b [logf(w_b) − Σ_c logf(n_bc)]."""
     s = 0.0
     for b in range(bags.shape[0]):
         tot = 0.0
         for c in range(bags.shape[1]):
-            s += _logf(bags[b, c])
+            s += _logf(bags[b, c], tab)
             tot += bags[b, c]
-        s -= _logf(tot)
+        s -= _logf(tot, tab)
     return -s
 
 
 @njit(cache=True)
-def info_gain(bags: np.ndarray, total_w: float, oldent: float) -> float:
+def info_gain(bags: np.ndarray, total_w: float, oldent: float, tab=None) -> float:
     """C4.5 information gain of a split (known rows only, scaled by the known fraction).
 
     ``total_w`` is the node weight W including rows whose value is unknown."""
@@ -63,14 +77,14 @@ def info_gain(bags: np.ndarray, total_w: float, oldent: float) -> float:
     if known <= 0.0:
         return 0.0
     unknown_rate = (total_w - known) / total_w
-    num = (1.0 - unknown_rate) * (oldent - new_ent(bags))
+    num = (1.0 - unknown_rate) * (oldent - new_ent(bags, tab))
     if abs(num) < SMALL:
         return 0.0
     return num / known
 
 
 @njit(cache=True)
-def gain_ratio(bags: np.ndarray, total_w: float, gain: float) -> float:
+def gain_ratio(bags: np.ndarray, total_w: float, gain: float, tab=None) -> float:
     """Gain ratio: gain / split information, the unknown rows counting as one more bag."""
     known = bags.sum()
     if known <= SMALL:
@@ -80,21 +94,28 @@ def gain_ratio(bags: np.ndarray, total_w: float, gain: float) -> float:
         tot = 0.0
         for c in range(bags.shape[1]):
             tot += bags[b, c]
-        s -= _logf(tot)
-    s -= _logf(total_w - known)
-    s += _logf(total_w)
+        s -= _logf(tot, tab)
+    s -= _logf(total_w - known, tab)
+    s += _logf(total_w, tab)
     if abs(s) < SMALL:
         return 0.0
     return gain / (s / total_w)
 
 
 @njit(cache=True)
-def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj):
+def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj, tab=None):
     bags = np.zeros((nval, n_classes))
     for i in range(rows.shape[0]):
         v = col[rows[i]]
         if v == v:  # not NaN
             bags[int(v), y[rows[i]]] += w[i]
+    return nominal_criteria(bags, total_w, min_obj, tab)
+
+
+@njit(cache=True)
+def nominal_criteria(bags, total_w, min_obj, tab=None):
+    """(admissible, gain, gain ratio) of a multiway split with value × class weights ``bags``."""
+    nval = bags.shape[0]
     # admissible only if at least two bags hold >= M weight (Distribution.check)
     big = 0
     for b in range(nval):
@@ -103,8 +124,8 @@ def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj):
     if big < 2:
         return False, 0.0, 0.0
     class_w = bags.sum(axis=0)
-    ig = info_gain(bags, total_w, old_ent(class_w))
-    gr = gain_ratio(bags, total_w, ig)
+    ig = info_gain(bags, total_w, old_ent(class_w, tab), tab)
+    gr = gain_ratio(bags, total_w, ig, tab)
     return True, ig, gr
 
 
@@ -112,7 +133,7 @@ def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj):
 def _eval_numeric(col, y, rows, w, n_classes, total_w, min_obj, use_mdl):
     """Best binary cut of one numeric attribute (C4.5 release 8).
 
-    Returns (valid, gain, gain_ratio, threshold, n_left_rows, left/right weights)."""
+    Returns (valid, gain, gain_ratio, threshold)."""
     n = rows.shape[0]
     vals = np.empty(n)
     cls = np.empty(n, dtype=np.int64)
@@ -129,9 +150,29 @@ def _eval_numeric(col, y, rows, w, n_classes, total_w, min_obj, use_mdl):
     cls = cls[:k]
     wts = wts[:k]
     order = np.argsort(vals, kind="mergesort")
-    vals = vals[order]
-    cls = cls[order]
-    wts = wts[order]
+    return _scan_numeric(vals[order], cls[order], wts[order], n_classes, total_w, min_obj, use_mdl)
+
+
+@njit(cache=True)
+def _eval_numeric_sorted(col, y, srows, wrow, n_classes, total_w, min_obj, use_mdl, tab=None):
+    """:func:`_eval_numeric` for rows already sorted by the attribute (no unknown values);
+    ``wrow`` holds the weight of every row of the table."""
+    k = srows.shape[0]
+    vals = np.empty(k)
+    cls = np.empty(k, dtype=np.int64)
+    wts = np.empty(k)
+    for i in range(k):
+        r = srows[i]
+        vals[i] = col[r]
+        cls[i] = y[r]
+        wts[i] = wrow[r]
+    return _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab)
+
+
+@njit(cache=True)
+def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None):
+    """Scan the cut points of known values sorted ascending (C4.5 release 8, J48 C45Split)."""
+    k = vals.shape[0]
     bags = np.zeros((2, n_classes))
     for i in range(k):
         bags[1, cls[i]] += wts[i]
@@ -144,7 +185,7 @@ def _eval_numeric(col, y, rows, w, n_classes, total_w, min_obj, use_mdl):
     # enough known rows? (J48 compares the row count, not the weight)
     if k < 2.0 * min_split - SMALL:
         return False, 0.0, 0.0, 0.0
-    oldent = old_ent(bags[1])
+    oldent = old_ent(bags[1], tab)
     best_gain = 0.0
     split_index = -1
     tries = 0
@@ -159,7 +200,7 @@ def _eval_numeric(col, y, rows, w, n_classes, total_w, min_obj, use_mdl):
                 left_w += wts[j]
                 right_w -= wts[j]
             if left_w > min_split - SMALL and right_w > min_split - SMALL:
-                g = info_gain(bags, total_w, oldent)
+                g = info_gain(bags, total_w, oldent, tab)
                 if g > best_gain + SMALL:
                     best_gain = g
                     split_index = nxt - 1
@@ -181,7 +222,78 @@ def _eval_numeric(col, y, rows, w, n_classes, total_w, min_obj, use_mdl):
             bags[0, cls[i]] += wts[i]
         else:
             bags[1, cls[i]] += wts[i]
-    gr = gain_ratio(bags, total_w, best_gain)
+    gr = gain_ratio(bags, total_w, best_gain, tab)
+    return True, best_gain, gr, thr
+
+
+@njit(cache=True)
+def scan_numeric_unit(vals, cls, n_classes, total_w, min_obj, use_mdl, tab):
+    """:func:`_scan_numeric` for rows of weight 1 (whole counts), ``tab`` =
+    :func:`xlogx_table` of at least the row count. Every gain is the same sum of the same
+    table values in the same order as there, so the results are bit for bit equal; only
+    the per-value checks of :func:`_logf` are saved."""
+    k = vals.shape[0]
+    C = n_classes
+    cnt = np.zeros((2, C), dtype=np.int64)
+    for i in range(k):
+        cnt[1, cls[i]] += 1
+    known_w = float(k)
+    min_split = 0.1 * known_w / n_classes
+    if min_split <= min_obj + SMALL:
+        min_split = min_obj
+    elif min_split > 25.0 + SMALL:
+        min_split = 25.0
+    if k < 2.0 * min_split - SMALL:
+        return False, 0.0, 0.0, 0.0
+    s0 = 0.0
+    t0 = 0
+    for c in range(C):
+        s0 += tab[cnt[1, c]]
+        t0 += cnt[1, c]
+    oldent = tab[t0] - s0
+    unknown_rate = (total_w - known_w) / total_w
+    best_gain = 0.0
+    split_index = -1
+    tries = 0
+    last = 0
+    left = 0
+    for nxt in range(1, k):
+        if vals[nxt - 1] + 1e-5 < vals[nxt]:
+            for j in range(last, nxt):
+                cnt[0, cls[j]] += 1
+                cnt[1, cls[j]] -= 1
+            left += nxt - last
+            if left > min_split - SMALL and k - left > min_split - SMALL:
+                s = 0.0
+                for b in range(2):
+                    tot = 0
+                    for c in range(C):
+                        s += tab[cnt[b, c]]
+                        tot += cnt[b, c]
+                    s -= tab[tot]
+                num = (1.0 - unknown_rate) * (oldent - (-s))
+                g = 0.0 if abs(num) < SMALL else num / known_w
+                if g > best_gain + SMALL:
+                    best_gain = g
+                    split_index = nxt - 1
+                tries += 1
+            last = nxt
+    if tries == 0:
+        return False, 0.0, 0.0, 0.0
+    if use_mdl:
+        best_gain = best_gain - np.log(tries) / LOG2 / total_w
+    if best_gain <= SMALL or split_index < 0:
+        return False, 0.0, 0.0, 0.0
+    thr = (vals[split_index + 1] + vals[split_index]) / 2.0
+    if thr == vals[split_index + 1]:
+        thr = vals[split_index]
+    bags = np.zeros((2, C))
+    for i in range(k):
+        if i <= split_index:
+            bags[0, cls[i]] += 1.0
+        else:
+            bags[1, cls[i]] += 1.0
+    gr = gain_ratio(bags, total_w, best_gain, tab)
     return True, best_gain, gr, thr
 
 
@@ -192,6 +304,23 @@ def select_split(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_m
     Returns (attribute, threshold, gain, gain_ratio); attribute −1 means "make a leaf".
     ``allowed`` masks attributes that may be tested (all, for plain C4.5).
     """
+    return _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed,
+                   np.zeros((0, 0), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), False, np.zeros(0))
+
+
+@njit(cache=True)
+def select_split_sorted(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos,
+                        wrow, tab):
+    """:func:`select_split` for rows without unknown values whose order by every numeric
+    attribute is given: ``srt[num_pos[a]]`` lists the node's rows sorted by attribute a,
+    ``wrow`` the weight of every row of the table, ``tab`` the :func:`xlogx_table`."""
+    return _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos, wrow,
+                   True, tab)
+
+
+@njit(cache=True)
+def _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos, wrow,
+            presorted, tab):
     m = X.shape[1]
     class_w = np.zeros(n_classes)
     for i in range(rows.shape[0]):
@@ -213,8 +342,11 @@ def select_split(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_m
         if not allowed[a]:
             continue
         if is_nom[a]:
-            ok, ig, gr = _eval_nominal(X[:, a], y, rows, w, nvals[a], n_classes, total_w, min_obj)
+            ok, ig, gr = _eval_nominal(X[:, a], y, rows, w, nvals[a], n_classes, total_w, min_obj, tab)
             t = 0.0
+        elif presorted:
+            ok, ig, gr, t = _eval_numeric_sorted(X[:, a], y, srt[num_pos[a]], wrow, n_classes, total_w, min_obj,
+                                                 use_mdl, tab)
         else:
             ok, ig, gr, t = _eval_numeric(X[:, a], y, rows, w, n_classes, total_w, min_obj, use_mdl)
         if ok:

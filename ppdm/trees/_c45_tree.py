@@ -104,7 +104,9 @@ class Node:
     ``dist`` is the node's weighted class distribution; an internal node also has the
     tested attribute, its threshold (numeric) or none (categorical, one branch per
     declared value), and ``bag_dist`` (branch × class weights, unknowns spread in
-    proportion), which classification uses for rows missing the tested value.
+    proportion), which classification uses for rows missing the tested value. An empty
+    leaf answers with its parent's class unless ``empty_class`` names one (SysFor's
+    forced splits, whose empty branches the reference gives the first class).
     """
 
     dist: np.ndarray
@@ -118,6 +120,7 @@ class Node:
     w: np.ndarray | None = None
     leaf_id: int = -1
     nid: int = -1
+    empty_class: int = -1
 
     @property
     def is_leaf(self) -> bool:
@@ -141,9 +144,60 @@ class Data:
     is_nom: np.ndarray
     nvals: np.ndarray
     n_classes: int
+    _row_unknown: np.ndarray | None = field(default=None, repr=False)
+    _order: np.ndarray | None = field(default=None, repr=False)
+    _nom_codes: np.ndarray | None = field(default=None, repr=False)
+    _xlogx: np.ndarray | None = field(default=None, repr=False)
 
     def class_dist(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.bincount(self.y[rows], weights=w, minlength=self.n_classes).astype(float)
+
+    def any_unknown(self, rows: np.ndarray) -> bool:
+        """Whether some row of ``rows`` has an unknown attribute value."""
+        if self._row_unknown is None:
+            self._row_unknown = np.isnan(self.X).any(axis=1)
+        return bool(self._row_unknown[rows].any())
+
+    def sorted_rows(self, rows: np.ndarray) -> np.ndarray:
+        """For every numeric attribute (in column order), ``rows`` sorted by its value (ties
+        in row order). Each attribute is sorted once over the whole table; a subset of rows
+        is a filter of that order (the many trees of a forest are grown on subsets)."""
+        num = np.flatnonzero(~self.is_nom)
+        if self._order is None:
+            self._order = np.empty((num.size, self.X.shape[0]), dtype=np.int64)
+            for q, a in enumerate(num):
+                self._order[q] = np.argsort(self.X[:, a], kind="stable")
+        if rows.size == self.X.shape[0]:
+            return self._order.copy()
+        member = np.zeros(self.X.shape[0], dtype=np.bool_)
+        member[rows] = True
+        out = np.empty((num.size, rows.size), dtype=np.int64)
+        for q in range(num.size):
+            out[q] = self._order[q][member[self._order[q]]]
+        return out
+
+    def warm(self) -> None:
+        """Compute the cached row flags, sort orders, code matrix and table now (before
+        threads share them)."""
+        self.any_unknown(np.zeros(0, dtype=np.int64))
+        self.sorted_rows(np.zeros(0, dtype=np.int64))
+        self.nominal_codes()
+        self.xlogx()
+
+    def xlogx(self) -> np.ndarray:
+        """c·log2(c) for c = 0..n (whole class counts of unit-weight rows)."""
+        if self._xlogx is None:
+            from ppdm.trees._c45_kernels import xlogx_table
+
+            self._xlogx = xlogx_table(self.X.shape[0])
+        return self._xlogx
+
+    def nominal_codes(self) -> np.ndarray:
+        """The categorical attributes' codes, row by row (rows × categorical attributes)."""
+        if self._nom_codes is None:
+            cols = self.X[:, self.is_nom]
+            self._nom_codes = np.ascontiguousarray(np.nan_to_num(cols, nan=0.0).astype(np.int64))
+        return self._nom_codes
 
 
 @dataclass
@@ -155,6 +209,7 @@ class Options:
     collapse: bool = True
     use_mdl: bool = True
     relocate: bool = True
+    relocate_tol: float = SMALL
 
 
 # ----------------------------------------------------------------------------- splitting
@@ -222,6 +277,16 @@ def partition(data: Data, node: Node, rows: np.ndarray, w: np.ndarray,
 
 
 # ----------------------------------------------------------------------------- growing
+def _selection_masks(data: Data, all_rows: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Which attributes enter the average gain (categorical ones with values for ≥ 30 % of
+    all data do not, unless every attribute is such) and which may be tested."""
+    m = data.X.shape[1]
+    many = data.is_nom & (data.nvals >= 0.3 * all_rows.shape[0])
+    multi_val = bool(m > 0 and many.all())
+    in_avg = ~many | multi_val
+    return in_avg, (np.ones(m, dtype=np.bool_) if allowed is None else allowed)
+
+
 class Grower:
     """Grows a C4.5 tree over a set of rows (J48 ``C45ModelSelection`` + ``ClassifierTree``).
 
@@ -233,22 +298,21 @@ class Grower:
     def __init__(self, data: Data, opts: Options, all_rows: np.ndarray,
                  allowed: np.ndarray | None = None) -> None:
         self.data, self.opts = data, opts
-        m = data.X.shape[1]
-        n_all = all_rows.shape[0]
-        many = data.is_nom & (data.nvals >= 0.3 * n_all)
-        multi_val = bool(m > 0 and many.all())
-        self.in_avg = ~many | multi_val
-        self.allowed = np.ones(m, dtype=np.bool_) if allowed is None else allowed
+        self.in_avg, self.allowed = _selection_masks(data, all_rows, allowed)
         self._sorted_all: dict[int, np.ndarray] = {}
         self._all_rows = all_rows
 
     def relocate(self, attr: int, t: float) -> float:
-        """Largest value of ``attr`` in all data that is ≤ t (J48 ``setSplitPoint``)."""
+        """Largest value of ``attr`` in all data that is ≤ t (J48 ``setSplitPoint``).
+
+        J48 3.6 accepts values up to 1e-6 above t (``relocate_tol``); J48 3.8 and later
+        compare exactly (``relocate_tol=0``), which matters when a training value lies a
+        rounding error above the midpoint of its neighbours."""
         vals = self._sorted_all.get(attr)
         if vals is None:
             v = self.data.X[self._all_rows, attr]
             vals = self._sorted_all[attr] = np.unique(v[~np.isnan(v)])
-        i = int(np.searchsorted(vals, t + SMALL, side="right")) - 1
+        i = int(np.searchsorted(vals, t + self.opts.relocate_tol, side="right")) - 1
         return float(vals[i]) if i >= 0 else t
 
     def choose(self, rows: np.ndarray, w: np.ndarray) -> tuple[int, float]:
@@ -423,7 +487,81 @@ class Pruner:
 
 def build_tree(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
                all_rows: np.ndarray | None = None) -> Node:
-    """Grow, collapse and prune one C4.5 tree over ``rows`` (J48's ``buildClassifier``)."""
+    """Grow, collapse and prune one C4.5 tree over ``rows`` (J48's ``buildClassifier``).
+
+    Rows without unknown values are built by the compiled builder
+    (:mod:`ppdm.trees._c45_compiled`); otherwise a row may reach several children with
+    fractional weights and the tree is grown here."""
+    if not data.any_unknown(rows):
+        return build_tree_compiled(data, opts, rows, w, all_rows)
+    return build_tree_interpreted(data, opts, rows, w, all_rows)
+
+
+def build_tree_compiled(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
+                        all_rows: np.ndarray | None = None) -> Node:
+    """:func:`build_tree` in compiled code, for rows without unknown values."""
+    return nodes_from_flat(build_flat(data, opts, rows, w, all_rows))
+
+
+def build_flat(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
+               all_rows: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """The grown, collapsed and pruned tree of rows without unknown values as flat arrays
+    (see :func:`ppdm.trees._c45_compiled.grow`); :func:`nodes_from_flat` makes the nodes.
+    The compiled kernels release the GIL, so several trees can be built in threads."""
+    from ppdm.trees import _c45_compiled as cc
+
+    all_rows = rows if all_rows is None else all_rows
+    in_avg, allowed = _selection_masks(data, all_rows, None)
+    perm = np.array(rows, dtype=np.int64)
+    wperm = np.array(w, dtype=float)
+    # every numeric attribute's rows in sorted order; growing partitions them with the rows
+    num = np.flatnonzero(~data.is_nom)
+    num_pos = np.full(data.X.shape[1], -1, dtype=np.int64)
+    num_pos[num] = np.arange(num.size)
+    nom_pos = np.full(data.X.shape[1], -1, dtype=np.int64)
+    nom_pos[data.is_nom] = np.arange(int(data.is_nom.sum()))
+    (attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re) = cc.grow(
+        data.X, data.y, perm, wperm, data.is_nom, data.nvals, in_avg, data.n_classes, float(opts.min_obj),
+        bool(opts.use_mdl), allowed, np.asarray(all_rows, dtype=np.int64), bool(opts.relocate),
+        float(opts.relocate_tol), data.sorted_rows(perm), num_pos, data.nominal_codes(), nom_pos,
+        data.xlogx(), all_rows is rows)
+    if opts.collapse:
+        cc.collapse(attr, kid_start, n_kids, kids, dist)
+    if opts.prune:
+        cf32 = float(np.float32(opts.cf))
+        z = _z(cf32) if cf32 <= 0.5 else 0.0
+        n = perm.shape[0]
+        width = max(2, int(data.nvals.max()) if data.nvals.size else 2)
+        cc.prune(data.X, data.y, perm, wperm, 0, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
+                 empty, rs, re, bool(opts.subtree_raising), cf32, z, np.zeros((attr.shape[0], data.n_classes)),
+                 np.empty((width, data.n_classes)), np.empty(width + 1, dtype=np.int64), np.empty(n, dtype=np.int64),
+                 np.empty(n), np.empty(n, dtype=np.int64), n_kids == 0)
+    return attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty
+
+
+def nodes_from_flat(flat: tuple[np.ndarray, ...]) -> Node:
+    """A fresh :class:`Node` tree of a flat tree made by :func:`build_flat`."""
+    return _nodes_from_flat(0, *flat)
+
+
+def _nodes_from_flat(root: int, attr: np.ndarray, thr: np.ndarray, nominal: np.ndarray, kid_start: np.ndarray,
+                     n_kids: np.ndarray, kids: np.ndarray, dist: np.ndarray, bag_off: np.ndarray, bags: np.ndarray,
+                     empty: np.ndarray) -> Node:
+    """The :class:`Node` tree of a flat tree (only the nodes still reachable from ``root``)."""
+    def make(i: int) -> Node:
+        if n_kids[i] == 0:
+            return Node(dist[i].copy(), is_empty=bool(empty[i]))
+        nk, off, ks = int(n_kids[i]), int(bag_off[i]), int(kid_start[i])
+        return Node(dist[i].copy(), attr=int(attr[i]), threshold=math.nan if nominal[i] else float(thr[i]),
+                    nominal=bool(nominal[i]), bag_dist=bags[off:off + nk].copy(), is_empty=bool(empty[i]),
+                    children=[make(int(kids[ks + j])) for j in range(nk)])
+
+    return make(root)
+
+
+def build_tree_interpreted(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
+                           all_rows: np.ndarray | None = None) -> Node:
+    """:func:`build_tree` in Python, for any rows (unknown values spread with fractional weights)."""
     grower = Grower(data, opts, rows if all_rows is None else all_rows)
     root = grower.grow(rows, w, keep=opts.prune and opts.subtree_raising)
     if opts.collapse:

@@ -58,10 +58,15 @@ class Encoding:
 
 
 def _codes(s: pd.Series, cats: list[Any]) -> np.ndarray:
-    """Position of each value in ``cats`` (−1 for missing or unseen values)."""
+    """Position of each value in ``cats`` (−1 for missing or unseen values).
+
+    The column is factorised first and only its distinct values are looked up in ``cats``
+    (the same equality as looking up every value, without an object per row)."""
     vals = _plain(s)
-    codes = pd.Index(cats, dtype=object).get_indexer(pd.Index(vals, dtype=object))
-    codes[vals.isna().to_numpy()] = -1
+    fc, uniq = pd.factorize(vals, use_na_sentinel=True)
+    fc = np.asarray(fc, dtype=np.int64)
+    lookup = pd.Index(cats, dtype=object).get_indexer(pd.Index(np.asarray(uniq, dtype=object), dtype=object))
+    codes = np.where(fc >= 0, lookup[np.maximum(fc, 0)] if lookup.size else -1, -1).astype(np.int64)
     return codes
 
 

@@ -55,6 +55,11 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
     relocate_threshold:
         Move a numeric threshold to the largest training value at or below the cut, as J48
         prints it (otherwise the midpoint is kept).
+    threshold_tolerance:
+        How far above the cut a training value may lie and still count as "at or below" it
+        when the threshold is moved: 1e-6 in J48 3.6 (Weka's ``smOrEq``), 0 in J48 3.8 and
+        later. It decides the threshold when a value sits a rounding error above the
+        midpoint of its neighbours (e.g. 0.1715 against (0.171 + 0.172)/2).
     categorical:
         Columns to treat as categorical (names, or positions for an array). Columns with a
         non-numeric or pandas categorical dtype are categorical anyway.
@@ -84,6 +89,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         collapse: bool = True,
         use_mdl: bool = True,
         relocate_threshold: bool = True,
+        threshold_tolerance: float = 1e-6,
         categorical: Sequence[Hashable] | None = None,
         schema: Schema | None = None,
         value_order: str = "appearance",
@@ -95,6 +101,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         self.collapse = collapse
         self.use_mdl = use_mdl
         self.relocate_threshold = relocate_threshold
+        self.threshold_tolerance = threshold_tolerance
         self.categorical = categorical
         self.schema = schema
         self.value_order = value_order
@@ -107,6 +114,9 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
             raise ParameterError(f"confidence must be in (0, 1], got {self.confidence!r}")
         if self.value_order not in ("appearance", "sorted"):
             raise ParameterError(f"value_order must be 'appearance' or 'sorted', got {self.value_order!r}")
+        tol = self.threshold_tolerance
+        if not isinstance(tol, (int, float, np.integer, np.floating)) or not 0 <= tol < 1:
+            raise ParameterError(f"threshold_tolerance must be a number in [0, 1), got {tol!r}")
         if self.schema is not None and not isinstance(self.schema, Schema):
             raise ParameterError("schema must be a ppdm Schema")
 
@@ -119,6 +129,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
             collapse=bool(self.collapse),
             use_mdl=bool(self.use_mdl),
             relocate=bool(self.relocate_threshold),
+            relocate_tol=float(self.threshold_tolerance),
         )
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> C45Classifier:
@@ -152,7 +163,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         self._leaf_pred = np.array([_leaf_prediction(n, p) for n, p in pairs], dtype=np.int64)
         # class weights a leaf answers with: its own, or its parent's when it is empty
         self.leaf_class_weights_ = np.stack(
-            [n.dist if abs(n.dist.sum()) >= SMALL or p is None else p.dist for n, p in pairs]
+            [n.dist if abs(n.dist.sum()) >= SMALL or p is None or n.empty_class >= 0 else p.dist for n, p in pairs]
         ).astype(float)
 
     @classmethod
@@ -320,9 +331,12 @@ def _leaves(root: Node) -> list[Node]:
 
 
 def _leaf_prediction(leaf: Node, parent: Node | None) -> int:
-    """The class J48 prints and predicts at a leaf; an empty leaf takes its parent's class."""
+    """The class J48 prints and predicts at a leaf; an empty leaf takes its parent's class
+    (or the class it was given, ``Node.empty_class``)."""
     if abs(leaf.dist.sum()) >= SMALL or parent is None:
         return max_class(leaf.dist)
+    if leaf.empty_class >= 0:
+        return leaf.empty_class
     return max_class(parent.dist)
 
 
@@ -356,7 +370,11 @@ def _probs(node: Node, Xf: np.ndarray, idx: np.ndarray, wt: np.ndarray, out: np.
         if not sel.any():
             continue
         if child.is_empty:
-            p = node.bag_dist[j] / bag_w[j] if bag_w[j] > SMALL else _class_prob(node.dist)
+            if child.empty_class >= 0:
+                p = np.zeros(out.shape[1])
+                p[child.empty_class] = 1.0
+            else:
+                p = node.bag_dist[j] / bag_w[j] if bag_w[j] > SMALL else _class_prob(node.dist)
             out[idx[sel]] += wt[sel, None] * p[None, :]
         else:
             _probs(child, Xf, idx[sel], wt[sel], out)

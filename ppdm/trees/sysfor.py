@@ -1,20 +1,25 @@
 """SysFor: a systematically developed forest of C4.5 trees (Islam & Giggins, AusDM 2011).
 
-Paper 004 (§3 step 1, §5) builds the forest F = {T1..Tf} that Forest Framework
+Paper 004 (§3 step 1, §7) builds the forest F = {T1..Tf} that Forest Framework
 preserves with SysFor. SysFor first collects the *good attributes* of the data — every
 categorical attribute and every well separated numeric split point whose gain ratio is
 within a *goodness* threshold of the best — then grows one C4.5 tree with each good
 attribute forced at the root (level 1) and, while trees are still wanted, trees whose
 second level is forced to a good attribute of each root partition (level 2). Below the
 forced levels every branch is an ordinary C4.5 (J48) tree with minimum leaf size
-``min_leaf`` and pruning confidence ``confidence``. See the spec
-``trees_and_perturbation.md`` §2 and docs/trees.md for the choices made where the paper
-leaves room.
+``min_leaf`` and pruning confidence ``confidence``. The forests are those of the Weka
+SysFor package of the paper's authors' group (tests/test_trees_sysfor_parity.py); where
+that implementation departs from the paper, the default follows it and an option gives
+the other reading (docs/trees.md lists them).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import os
 from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +29,19 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.rules.core import Rule, RuleSet
-from ppdm.trees._c45_tree import Data, Node, Options, branch_of, build_tree, partition, split_distribution
+from ppdm.trees._c45_tree import (
+    Data,
+    Node,
+    Options,
+    branch_of,
+    build_flat,
+    build_tree,
+    nodes_from_flat,
+    partition,
+    split_distribution,
+)
 from ppdm.trees._encoding import encode_labels, fit_encoding
+from ppdm.trees._sysfor_kernels import nominal_gain_ratio, numeric_candidates, separated_points
 from ppdm.trees.c45 import C45Classifier, _argmax_tol, _probs
 
 PAPER_004 = {"min_gain_ratio": 0.01, "confidence": 0.25, "goodness": 0.5, "separation": 0.3, "n_trees": 3}
@@ -41,15 +57,6 @@ class GoodSplit:
     gain_ratio: float
 
 
-def _entropy(counts: np.ndarray) -> np.ndarray:
-    """Row-wise log2 entropy of weight vectors (zero terms contribute 0)."""
-    tot = counts.sum(axis=-1, keepdims=True)
-    p = np.divide(counts, tot, out=np.zeros_like(counts, dtype=float), where=tot > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
-    return terms.sum(axis=-1)
-
-
 def good_attributes(
     data: Data,
     rows: np.ndarray,
@@ -61,18 +68,26 @@ def good_attributes(
     goodness_mode: str,
     min_gain_ratio: float,
     ranges: np.ndarray,
+    empty_value_gain: str = "entropy",
 ) -> list[GoodSplit]:
     """SysFor's good attributes of the rows ``rows`` (Islam & Giggins 2011, Algorithm 2).
 
     Plain gain ratios (no MDL correction) over the rows whose value is known. A numeric
     attribute contributes its best split point, then the best remaining one farther than
-    ``separation × range`` from every chosen point, and so on; a categorical attribute
-    contributes its multiway split if two values hold ``min_leaf`` rows. The pool is sorted
-    by gain ratio (highest first) and cut at ``best − goodness`` (``goodness_mode="relative"``,
-    the reference implementation) or at ``goodness`` (``"absolute"``), and at ``min_gain_ratio``.
+    ``separation × range`` from every chosen point, and so on (every admissible point, even
+    one with zero gain ratio, is a candidate); a categorical attribute contributes its
+    multiway split if two values hold ``min_leaf`` rows. The pool is sorted by gain ratio
+    (highest first, ties in attribute order) and cut at ``best − goodness``
+    (``goodness_mode="relative"``, the reference implementation) or at ``goodness``
+    (``"absolute"``), and at ``min_gain_ratio`` when that is above zero. ``goodness`` and
+    ``separation`` are compared in single precision, as the reference stores them.
+    ``empty_value_gain`` is ``"entropy"`` (the reference: a categorical attribute with a
+    value that no row takes gets gain H(D)) or ``"standard"`` (empty values add nothing).
     """
     pool: list[GoodSplit] = []
     nc = data.n_classes
+    sep = float(np.float32(separation))
+    quirk = empty_value_gain == "entropy"
     for a in range(data.X.shape[1]):
         v = data.X[rows, a]
         known = ~np.isnan(v)
@@ -82,48 +97,30 @@ def good_attributes(
         if data.is_nom[a]:
             k = int(data.nvals[a])
             bags = np.bincount(v.astype(np.int64) * nc + c, weights=ww, minlength=k * nc).reshape(k, nc)
-            per_bag = bags.sum(axis=1)
-            if (per_bag >= min_leaf).sum() < 2:
-                continue
-            n = per_bag.sum()
-            gain = _entropy(bags.sum(axis=0)) - float((per_bag / n) @ _entropy(bags))
-            si = float(_entropy(per_bag))
-            if si > 0 and gain > 0:
-                pool.append(GoodSplit(a, None, float(gain / si)))
+            ok, gr = nominal_gain_ratio(bags, float(min_leaf), quirk)
+            if ok:
+                pool.append(GoodSplit(a, None, float(gr)))
             continue
         order = np.argsort(v, kind="stable")
-        v, c, ww = v[order], c[order], ww[order]
-        onehot = np.zeros((v.shape[0], nc))
-        onehot[np.arange(v.shape[0]), c] = ww
-        cum = np.cumsum(onehot, axis=0)
-        cut = np.nonzero(v[:-1] < v[1:])[0]
-        if cut.size == 0:
+        mids, grs = numeric_candidates(v[order], c[order], ww[order], nc, float(min_leaf))
+        if mids.size == 0:
             continue
-        left = cum[cut]
-        total = cum[-1]
-        right = total - left
-        nl, nr = left.sum(axis=1), right.sum(axis=1)
-        n = total.sum()
-        ok = (nl >= min_leaf) & (nr >= min_leaf)
-        if not ok.any():
-            continue
-        cut, left, right, nl, nr = cut[ok], left[ok], right[ok], nl[ok], nr[ok]
-        gain = _entropy(total[None, :])[0] - (nl / n) * _entropy(left) - (nr / n) * _entropy(right)
-        si = _entropy(np.stack([nl, nr], axis=1))
-        gr = np.divide(gain, si, out=np.zeros_like(gain), where=si > 0)
-        mids = (v[cut] + v[cut + 1]) / 2.0
-        avail = gr > 0
-        rng = ranges[a] if ranges[a] > 0 else 1.0
-        while avail.any():
-            i = int(np.argmax(np.where(avail, gr, -np.inf)))
-            pool.append(GoodSplit(a, float(mids[i]), float(gr[i])))
-            avail &= np.abs(mids - mids[i]) / rng > separation
-    pool.sort(key=lambda g: -g.gain_ratio)
+        rng = float(ranges[a]) if ranges[a] > 0 else 1.0
+        for i in separated_points(mids, grs, rng, sep):
+            pool.append(GoodSplit(a, float(mids[i]), float(grs[i])))
+    pool = [g for g in pool if not np.isnan(g.gain_ratio)]
+    pool.sort(key=lambda g: -g.gain_ratio)  # stable: ties keep attribute order
     if not pool:
         return pool
     best = pool[0].gain_ratio
-    cutoff = best - goodness if goodness_mode == "relative" else goodness
-    return [g for g in pool if g.gain_ratio >= cutoff - 1e-12 and g.gain_ratio >= min_gain_ratio]
+    good = float(np.float32(goodness))
+    if goodness_mode == "relative":
+        kept = [pool[0]] + [g for g in pool[1:] if not abs(g.gain_ratio - best) > good]
+    else:
+        kept = [g for g in pool if g.gain_ratio >= good]
+    if min_gain_ratio > 0:
+        kept = [g for g in kept if g.gain_ratio >= min_gain_ratio]
+    return kept
 
 
 class SysForClassifier(ClassifierMixin, BaseEstimator):
@@ -149,14 +146,33 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         ``"relative"`` (gain ratio ≥ best − goodness, the reference implementation) or
         ``"absolute"`` (gain ratio ≥ goodness).
     combiner:
-        ``"majority"`` (each tree votes for its class) or ``"credal"`` (IDM voting: a tree
-        votes for its class only if that class's lower probability beats every other class's
-        upper probability, else splits its vote over the non-dominated classes).
+        ``"majority"`` (each tree votes for its class, ties to the larger summed leaf
+        confidence: the reference implementation's vote) or ``"credal"``, ppdm's own
+        interval vote (see :func:`credal_vote`): paper 004 §7 names "Credal Voting" after
+        Abellán & Masegosa (2010), who build credal trees; no available source defines
+        such a vote, so this rule is an interpretation, not the paper's. SysFor's own Voting 1 and
+        Voting 2 (Islam & Giggins 2011) are not implemented: no available source states them.
     idm_s:
-        The IDM's prior strength s for credal voting.
+        The IDM's prior strength s of the ``"credal"`` vote.
     missing:
         ``"drop"`` (the reference: rows with an unknown attribute value are removed before
         training) or ``"keep"`` (C4.5's fractional weights).
+    empty_value_gain:
+        Gain of a categorical good-attribute candidate with a value no row takes:
+        ``"entropy"`` (the reference implementation: the class entropy H(D), as if the split
+        were perfect) or ``"standard"`` (Quinlan's gain, empty values contribute nothing).
+    empty_leaf_class:
+        Class of a forced split's branch that no training row reaches: ``"first"`` (the
+        first class of ``classes_``, which the reference implementation predicts there) or
+        ``"parent"`` (the majority class of the forced split's rows, J48's convention for
+        empty leaves).
+    threshold_tolerance:
+        Threshold relocation in the C4.5 subtrees, as for
+        :class:`~ppdm.trees.c45.C45Classifier`; 0 (J48 3.8 and later, which the reference
+        runs on) by default.
+    n_jobs:
+        Threads growing the C4.5 subtrees (``None``: one; ``-1``: one per CPU). The forest
+        is the same whatever the number.
     categorical, schema, value_order:
         As for :class:`~ppdm.trees.c45.C45Classifier`.
 
@@ -183,6 +199,10 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         combiner: str = "majority",
         idm_s: float = 1.0,
         missing: str = "drop",
+        empty_value_gain: str = "entropy",
+        empty_leaf_class: str = "first",
+        threshold_tolerance: float = 0.0,
+        n_jobs: int | None = None,
         categorical: Sequence[Hashable] | None = None,
         schema: Schema | None = None,
         value_order: str = "appearance",
@@ -197,13 +217,17 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         self.combiner = combiner
         self.idm_s = idm_s
         self.missing = missing
+        self.empty_value_gain = empty_value_gain
+        self.empty_leaf_class = empty_leaf_class
+        self.threshold_tolerance = threshold_tolerance
+        self.n_jobs = n_jobs
         self.categorical = categorical
         self.schema = schema
         self.value_order = value_order
 
     @classmethod
     def paper_004(cls, min_leaf: float = 10, **overrides: Any) -> SysForClassifier:
-        """The settings of paper 004 §5: minimum gain ratio 0.01, confidence 0.25, goodness
+        """The settings of paper 004 §7: minimum gain ratio 0.01, confidence 0.25, goodness
         0.5, separation 0.3, 3 trees; ``min_leaf`` per data set (Wine 10, WBC 45, Credit 30,
         CMC 60, Abalone 180)."""
         params = {**PAPER_004, "min_leaf": min_leaf, **overrides}
@@ -229,12 +253,23 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
             raise ParameterError(f"idm_s must be positive, got {self.idm_s!r}")
         if self.missing not in ("drop", "keep"):
             raise ParameterError(f"missing must be 'drop' or 'keep', got {self.missing!r}")
+        if self.empty_value_gain not in ("entropy", "standard"):
+            raise ParameterError(f"empty_value_gain must be 'entropy' or 'standard', got {self.empty_value_gain!r}")
+        if self.empty_leaf_class not in ("first", "parent"):
+            raise ParameterError(f"empty_leaf_class must be 'first' or 'parent', got {self.empty_leaf_class!r}")
+        tol = self.threshold_tolerance
+        if not isinstance(tol, (int, float, np.number)) or not 0 <= tol < 1:
+            raise ParameterError(f"threshold_tolerance must be a number in [0, 1), got {tol!r}")
         if self.value_order not in ("appearance", "sorted"):
             raise ParameterError(f"value_order must be 'appearance' or 'sorted', got {self.value_order!r}")
+        if self.n_jobs is not None and (not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs == 0
+                                        or self.n_jobs < -1):
+            raise ParameterError(f"n_jobs must be None, -1 or a positive integer, got {self.n_jobs!r}")
 
     def _tree_params(self) -> dict[str, Any]:
         return {"min_leaf": self.min_leaf, "confidence": self.confidence, "categorical": self.categorical,
-                "schema": self.schema, "value_order": self.value_order}
+                "schema": self.schema, "value_order": self.value_order,
+                "threshold_tolerance": self.threshold_tolerance}
 
     def fit(self, X: Any, y: Any) -> SysForClassifier:
         """Build the forest on ``X`` and class ``y``."""
@@ -262,10 +297,12 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         w = np.ones(rows.shape[0])
         data = Data(np.asfortranarray(Xf), codes, enc.is_nom, enc.nvals, len(classes))
         self._data, self._ranges = data, ranges
-        opts = Options(min_obj=float(self.min_leaf), cf=float(self.confidence))
+        opts = Options(min_obj=float(self.min_leaf), cf=float(self.confidence),
+                       relocate_tol=float(self.threshold_tolerance))
         self._opts = opts
         good = self._good(rows, w)
         self.good_attributes_ = good
+        self._jobs: dict[bytes, _Job] = {}
         trees: list[Node] = []
         roots: list[tuple] = []
         if not good:
@@ -290,6 +327,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
                     break
                 trees.append(self._forced(g, rows, w, level2=(goods, x)))
                 roots.append((g, x))
+        self._build_jobs(trees)
         params = self._tree_params()
         self.estimators_ = [C45Classifier._from_tree(params, enc, classes, t) for t in trees]
         self.roots_ = roots
@@ -298,14 +336,43 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         self.n_classes_ = len(classes)
         self.feature_names_in_ = np.array(enc.columns, dtype=object)
         self.n_features_in_ = len(enc.columns)
-        del self._data
+        del self._data, self._jobs
         return self
+
+    def _build_jobs(self, trees: list[Node]) -> None:
+        """Grow every distinct C4.5 subtree the forest needs once (in threads with
+        ``n_jobs``), and put a fresh copy wherever the plan has a :class:`_Job`."""
+        jobs = list(self._jobs.values())
+        data, opts = self._data, self._opts
+        data.warm()
+
+        def run(job: _Job) -> None:
+            if data.any_unknown(job.rows):
+                job.tree = build_tree(data, opts, job.rows, job.w)
+            else:
+                job.flat = build_flat(data, opts, job.rows, job.w)
+
+        workers = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
+        if workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+                list(pool.map(run, jobs))
+        else:
+            for job in jobs:
+                run(job)
+        stack = list(trees)
+        while stack:
+            node = stack.pop()
+            for j, child in enumerate(node.children):
+                if isinstance(child, _Job):
+                    node.children[j] = child.fresh()
+                else:
+                    stack.append(child)
 
     def _good(self, rows: np.ndarray, w: np.ndarray) -> list[GoodSplit]:
         return good_attributes(self._data, rows, w, min_leaf=float(self.min_leaf),
                                separation=float(self.separation), goodness=float(self.goodness),
                                goodness_mode=self.goodness_mode, min_gain_ratio=float(self.min_gain_ratio),
-                               ranges=self._ranges)
+                               ranges=self._ranges, empty_value_gain=self.empty_value_gain)
 
     def _split_node(self, g: GoodSplit, rows: np.ndarray, w: np.ndarray) -> Node:
         data = self._data
@@ -336,8 +403,16 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
 
     def _grow(self, rows: np.ndarray, w: np.ndarray) -> Node:
         if rows.size == 0 or w.sum() <= 0:
-            return Node(self._data.class_dist(rows, w), is_empty=True)
-        return build_tree(self._data, self._opts, rows, w)
+            # the reference grows J48 on no rows: a leaf without a distribution, answering
+            # with the first class; ``empty_leaf_class="parent"`` gives J48's own convention
+            first = 0 if self.empty_leaf_class == "first" else -1
+            return Node(self._data.class_dist(rows, w), is_empty=True, empty_class=first)
+        # planned now, grown with the forest's other subtrees; equal row sets share one build
+        key = hashlib.blake2b(rows.tobytes() + w.tobytes(), digest_size=16).digest()
+        job = self._jobs.get(key)
+        if job is None:
+            job = self._jobs[key] = _Job(rows, w)
+        return job  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self) -> None:
@@ -373,8 +448,9 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         return votes / votes.sum(axis=1, keepdims=True)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Majority (or credal) vote; ties go to the larger summed tree confidence, then to
-        the first class."""
+        """Majority (or ``"credal"``) vote; ties go to the larger summed tree confidence
+        (for the majority vote: each tree's probability of the class it voted for, as the
+        reference does for two tied classes), then to the first class."""
         votes, score = self._votes(X)
         top = votes.max(axis=1, keepdims=True)
         tied = np.isclose(votes, top, rtol=0, atol=1e-9)
@@ -415,15 +491,33 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
+class _Job:
+    """A C4.5 subtree the forest needs: its rows and weights, then the grown tree."""
+
+    def __init__(self, rows: np.ndarray, w: np.ndarray) -> None:
+        self.rows, self.w = rows, w
+        self.flat: tuple[np.ndarray, ...] | None = None
+        self.tree: Node | None = None
+
+    def fresh(self) -> Node:
+        """A copy of the grown subtree of its own (trees number their leaves themselves)."""
+        if self.flat is not None:
+            return nodes_from_flat(self.flat)
+        assert self.tree is not None
+        return copy.deepcopy(self.tree)
+
+
 def _leaf_counts(est: C45Classifier, Xf: np.ndarray) -> np.ndarray:
     """Training class weights of the leaf each row reaches (empty leaves: the parent's)."""
     return est.leaf_class_weights_[est.apply_encoded(Xf)]
 
 
 def credal_vote(counts: np.ndarray, s: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Votes of one tree under the Imprecise Dirichlet Model (Abellán & Masegosa 2010).
+    """Votes of one tree by interval dominance under the Imprecise Dirichlet Model.
 
-    For class counts n_c (total N) the IDM gives each class the probability interval
+    ppdm's own interpretation of the "Credal Voting" paper 004 §7 names: the IDM is the
+    model of Abellán & Masegosa's (2010) credal trees, the vote built on it here is not
+    taken from any source. For class counts n_c (total N) the IDM gives each class the probability interval
     [n_c/(N+s), (n_c+s)/(N+s)]. A class is dominated when another class's lower bound
     exceeds its upper bound. The tree gives one vote to its class when every other class
     is dominated, otherwise 1/|ND| to each non-dominated class. Returns (votes, lower bounds).
