@@ -22,7 +22,6 @@ category labels. This module converts between what a table holds and that workin
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -52,7 +51,7 @@ _DATE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"\d{2}\.\d{2}\.\d{4}", "%d.%m.%Y"),
     (r"\d{2}/\d{2}/\d{4}", "%d/%m/%Y|%m/%d/%Y"),
 )
-_LEADING_ZERO = re.compile(r"^\s*[+-]?0\d")
+_LEADING_ZERO = r"^\s*[+-]?0\d"  # a string, so pandas runs it vectorised (pyarrow) on text columns
 _TRUE = frozenset({"true", "True", "TRUE"})
 _FALSE = frozenset({"false", "False", "FALSE"})
 
@@ -71,8 +70,8 @@ def is_bool_column(s: pd.Series) -> bool:
         return True
     if not pd.api.types.is_object_dtype(s):
         return False
-    vals = s.dropna()
-    return len(vals) > 0 and all(isinstance(v, (bool, np.bool_)) for v in vals.to_numpy())
+    vals = _distinct(s)
+    return len(vals) > 0 and all(isinstance(v, (bool, np.bool_)) for v in vals)
 
 
 def detect_date_format(text: pd.Series) -> str | None:
@@ -83,10 +82,10 @@ def detect_date_format(text: pd.Series) -> str | None:
     above 12 makes it day first, a second above 12 month first; when neither says, the
     column stays text (declare its format in the schema, ``"dates": {"col": "%d/%m/%Y"}``).
     """
-    vals = text.dropna()
+    vals = _distinct(text)
     if len(vals) == 0:
         return None
-    s = vals.astype(str).str.strip()
+    s = pd.Series(vals, dtype="str").str.strip()
     for pattern, fmt in _DATE_PATTERNS:
         if not s.str.fullmatch(pattern).all():
             continue
@@ -110,10 +109,10 @@ def detect_date_format(text: pd.Series) -> str | None:
 def has_leading_zero_code(text: pd.Series) -> bool:
     """Whether a column written as numbers holds a code with a leading zero (``0150``):
     read as a number, the zero would be lost."""
-    vals = text.dropna()
+    vals = _distinct(text)
     if len(vals) == 0:
         return False
-    return bool(vals.astype(str).str.match(_LEADING_ZERO).any())
+    return bool(pd.Series(vals, dtype="str").str.match(_LEADING_ZERO).any())
 
 
 def written_as_whole(text: pd.Series) -> bool:
@@ -128,21 +127,31 @@ def as_bool(s: pd.Series) -> pd.Series:
     Text ``true``/``false`` (any of three spellings) is accepted."""
     if pd.api.types.is_bool_dtype(s) and not s.isna().any():
         return s.astype(bool)
-    vals = s.to_numpy(dtype=object)
-    out = np.empty(len(vals), dtype=object)
-    for i, v in enumerate(vals):
-        if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-            out[i] = pd.NA
-        elif isinstance(v, (bool, np.bool_)):
-            out[i] = bool(v)
+    obj = s.astype(object)
+    missing = obj.isna().to_numpy()
+    # each distinct value is judged once, then the column is looked up (a loop over the
+    # records took most of the time of reading a large table)
+    meaning: dict[Any, bool] = {}
+    for v in _distinct(s):
+        if isinstance(v, (bool, np.bool_)):
+            meaning[v] = bool(v)
         elif isinstance(v, str) and v in _TRUE:
-            out[i] = True
+            meaning[v] = True
         elif isinstance(v, str) and v in _FALSE:
-            out[i] = False
+            meaning[v] = False
         else:
             raise SchemaError(f"column {s.name!r} holds {v!r}, which is not a boolean")
-    res = pd.Series(out, index=s.index, name=s.name, dtype="boolean")
-    return res if res.isna().any() else res.astype(bool)
+    values = np.zeros(len(obj), dtype=bool)
+    if (~missing).any():
+        values[~missing] = obj[~missing].map(meaning).to_numpy(dtype=bool)
+    if not missing.any():
+        return pd.Series(values, index=s.index, name=s.name)
+    return pd.Series(pd.arrays.BooleanArray(values, missing), index=s.index, name=s.name)
+
+
+def _distinct(s: pd.Series) -> np.ndarray:
+    """The distinct non-missing values of ``s`` (detection looks at each value once)."""
+    return np.asarray(s.dropna().unique(), dtype=object)
 
 
 def text_is_bool(text: pd.Series) -> bool:
