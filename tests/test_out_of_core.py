@@ -287,6 +287,7 @@ def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> N
     assert m["prediction_accuracy"]["out_of_core"] == "sample"
     d = m["auc"]["details"]
     assert d["sample_size"] == 1200 and d["population"] == 6000 and d["exact"] is False
+    assert d["ci_low"] <= m["auc"]["value"] <= d["ci_high"] and 0 <= d["score_x"] <= 1  # the sample's own result too
     assert "note: --original is not the file" not in res.output
 
 

@@ -174,6 +174,12 @@ def _summary(details: dict[str, Any]) -> str:
         v = details.get(name)
         if v is not None:
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")
+    if details.get("sample_size") is not None:
+        # a measure of a partitioned table computed on a sample says so, with its interval
+        lo, hi = details.get("ci_low"), details.get("ci_high")
+        ci = (f", {100 * details.get('confidence', 0.95):.0f}% CI [{lo:.4g}, {hi:.4g}]"
+              if isinstance(lo, float) and isinstance(hi, float) else ", no interval")
+        parts.append(f"sample of {details['sample_size']} of {details.get('population')} records{ci}")
     return ", ".join(parts)
 
 

@@ -61,6 +61,15 @@ class SampledResult(MeasureResult):
     ci_method: str = "batch means"
     result: Any = None
 
+    def scalars(self) -> dict[str, Any]:
+        """The sample's fields, after those of the measure's own result on the sample."""
+        inner = self.result.scalars() if isinstance(self.result, MeasureResult) else {}
+        return {**inner, **super().scalars()}
+
+    def details(self) -> dict[str, Any]:
+        """The detail tables of the measure's own result on the sample."""
+        return self.result.details() if isinstance(self.result, MeasureResult) else {}
+
 
 def is_out_of_core(ctx: EvaluationContext) -> bool:
     return is_dask(ctx.x) or is_dask(ctx.z)
