@@ -282,6 +282,10 @@ def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> N
         assert res.exit_code == 0, res.output
     assert guard.calls > 10 and guard.largest <= 1500
     obj = json.loads(res.stdout[res.stdout.index("{"):])
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "ppdm.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(obj)  # the same versioned document as in memory
     m = obj["measures"]
     assert m["il1s"]["out_of_core"] == "exact" and m["ddr"]["out_of_core"] == "exact"
     assert m["prediction_accuracy"]["out_of_core"] == "sample"
