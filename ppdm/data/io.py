@@ -394,6 +394,16 @@ def _to_int(s: pd.Series) -> pd.Series:
 
 
 def _parse_dates(s: pd.Series, fmt: str, column: str, source: str) -> pd.Series:
+    # each distinct date is parsed once (a column of a million dates has a few thousand)
+    codes, uniq = pd.factorize(s, use_na_sentinel=True)
+    if len(uniq) < len(s) // 2:
+        try:
+            days = pd.to_datetime(pd.Series(uniq, dtype="str").str.strip(), format=fmt)
+        except (ValueError, TypeError, OverflowError):
+            pass  # the whole column is parsed below, to name the first bad row
+        else:
+            # a missing cell (code -1) becomes NaT; a time zone of the format is kept
+            return pd.Series(days.array.take(codes, allow_fill=True), index=s.index, name=s.name)
     text = s.astype("str").str.strip().where(s.notna())
     try:
         return pd.to_datetime(text, format=fmt)

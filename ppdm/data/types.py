@@ -127,23 +127,21 @@ def as_bool(s: pd.Series) -> pd.Series:
     Text ``true``/``false`` (any of three spellings) is accepted."""
     if pd.api.types.is_bool_dtype(s) and not s.isna().any():
         return s.astype(bool)
-    obj = s.astype(object)
-    missing = obj.isna().to_numpy()
-    # each distinct value is judged once, then the column is looked up (a loop over the
+    # each distinct value is judged once, then looked up by its code (a loop over the
     # records took most of the time of reading a large table)
-    meaning: dict[Any, bool] = {}
-    for v in _distinct(s):
+    codes, uniq = pd.factorize(s, use_na_sentinel=True)
+    meaning = np.zeros(len(uniq) + 1, dtype=bool)  # the last entry: missing cells (code -1)
+    for i, v in enumerate(np.asarray(uniq, dtype=object)):
         if isinstance(v, (bool, np.bool_)):
-            meaning[v] = bool(v)
+            meaning[i] = bool(v)
         elif isinstance(v, str) and v in _TRUE:
-            meaning[v] = True
+            meaning[i] = True
         elif isinstance(v, str) and v in _FALSE:
-            meaning[v] = False
+            meaning[i] = False
         else:
             raise SchemaError(f"column {s.name!r} holds {v!r}, which is not a boolean")
-    values = np.zeros(len(obj), dtype=bool)
-    if (~missing).any():
-        values[~missing] = obj[~missing].map(meaning).to_numpy(dtype=bool)
+    values = meaning[codes]
+    missing = codes < 0
     if not missing.any():
         return pd.Series(values, index=s.index, name=s.name)
     return pd.Series(pd.arrays.BooleanArray(values, missing), index=s.index, name=s.name)
@@ -151,7 +149,8 @@ def as_bool(s: pd.Series) -> pd.Series:
 
 def _distinct(s: pd.Series) -> np.ndarray:
     """The distinct non-missing values of ``s`` (detection looks at each value once)."""
-    return np.asarray(s.dropna().unique(), dtype=object)
+    u = np.asarray(s.unique(), dtype=object)
+    return u[~pd.isna(u)] if len(u) else u
 
 
 def text_is_bool(text: pd.Series) -> bool:
