@@ -45,8 +45,16 @@ def _csv(tmp: Path, n: int = 3000, name: str = "x.csv") -> tuple[Path, pd.DataFr
 
 
 # ------------------------------------------------------------------------------ reading
-def test_dask_inputs_are_recognised(tmp_path: Path) -> None:
+def test_dask_inputs_are_recognised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src, _ = _csv(tmp_path)
+    import ppdm.data.partitions as parts
+
+    # a file above the documented size goes to Dask by itself, unless --engine pandas says not
+    monkeypatch.setattr(parts, "DASK_AUTO_BYTES", src.stat().st_size - 1)
+    assert wants_dask(str(src)) and not wants_dask(str(src), "pandas")
+    monkeypatch.setattr(parts, "DASK_AUTO_BYTES", src.stat().st_size)
+    assert not wants_dask(str(src))
+    monkeypatch.undo()
     folder = tmp_path / "parts"
     folder.mkdir()
     assert wants_dask(str(folder)) and wants_dask(str(tmp_path / "*.csv")) and wants_dask(str(src), "dask")

@@ -118,7 +118,7 @@ def has_leading_zero_code(text: pd.Series) -> bool:
 def written_as_whole(text: pd.Series) -> bool:
     """Whether every non-missing value of a numeric column was written without a decimal
     point or exponent (``12``, not ``12.0``)."""
-    vals = text.dropna().astype(str)
+    vals = pd.Series(_distinct(text), dtype="str")
     return bool(len(vals)) and not vals.str.contains(r"[.eE]", regex=True).any()
 
 
