@@ -121,6 +121,16 @@ def test_a_later_partition_may_have_empty_whole_numbers_and_booleans(tmp_path: P
     assert got["n"].iloc[:30].tolist() == list(range(30)) and got["flag"].iloc[1]
 
 
+def test_a_partition_of_empty_dates_keeps_the_unit_of_the_others(tmp_path: Path) -> None:
+    rows = [f"2021-01-{1 + i % 28:02d},{i}.5" for i in range(20)] + [f",{i}.25" for i in range(200)]
+    src = tmp_path / "d.csv"
+    src.write_text("day,v\n" + "\n".join(rows) + "\n")
+    ds = open_dataset(str(src), blocksize="200B")
+    parts = [ds.partition(i) for i in range(ds.npartitions)]
+    assert parts[-1]["day"].isna().all() and parts[0]["day"].notna().any()
+    assert {str(p["day"].dtype) for p in parts} == {str(ds.head["day"].dtype)}
+
+
 # ----------------------------------------------------------------------------- releases
 def _tech(name: str = "gaussian-noise", seed: int | None = 5, **params: Any) -> Any:
     return make_technique(name, class_column="label", random_state=seed, params=params or {"level": 0.5})

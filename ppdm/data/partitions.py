@@ -203,7 +203,10 @@ def open_dataset(
     for c, how in plan.items():
         if how in ("Int64", "boolean"):
             meta[c] = meta[c].astype(how)
-    typed = ddf.map_partitions(_apply_plan, plan, formats, spec, meta=meta)
+    # every partition's dates in the head's unit (a partition of only empty dates would parse
+    # to another one, and the parts of a release must share one schema)
+    units = {c: str(meta[c].dtype) for c, how in plan.items() if how == "date"}
+    typed = ddf.map_partitions(_apply_plan, plan, formats, spec, units, meta=meta)
     return Dataset(typed, spec, files, kind, head, formats, blocksize)
 
 
@@ -230,7 +233,7 @@ def _plan(head: pd.DataFrame) -> dict[str, str]:
 
 
 def _apply_plan(pdf: pd.DataFrame, plan: dict[str, str], formats: dict[str, str], source: str,
-                partition_info: dict | None = None) -> pd.DataFrame:
+                units: dict[str, str] | None = None, partition_info: dict | None = None) -> pd.DataFrame:
     """Give one partition the types of the plan, refusing values that contradict it."""
     from ppdm.data import types as ty
 
@@ -267,6 +270,8 @@ def _apply_plan(pdf: pd.DataFrame, plan: dict[str, str], formats: dict[str, str]
                         raise PPDMError(f"date column {c!r} of {source} holds {text[bad].iloc[0]!r} in {where}, "
                                         f"which is not a date in the format {fmt!r}")
                     out[c] = parsed
+                if units and c in units and str(out[c].dtype) != units[c]:
+                    out[c] = out[c].astype(units[c])
         except PPDMError:
             raise
         except (TypeError, ValueError) as e:
