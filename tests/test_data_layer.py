@@ -126,8 +126,9 @@ def test_schema_roles_round_trip_and_checks() -> None:
     from ppdm.errors import SchemaError
 
     s = Schema(["a", "b"], ["c"], "y", identifiers=["id"], quasi_identifiers=["a", "c"], sensitive=["y"],
-               weight="w", bounds={"a": [0, 1]})
+               weight="w", bounds={"a": [0, 1]}, categories={"c": ["u", "v"], "y": [0, 1]})
     assert Schema.from_json(s.to_json()) == s
+    assert s.to_dict()["categories"] == {"c": ["u", "v"], "y": [0, 1]}
     assert [s.role(c) for c in ("id", "a", "b", "c", "y", "w")] == [
         "identifier", "quasi-identifier", "other", "quasi-identifier", "class", "weight"]
     assert s.all_columns == ["id", "a", "b", "c", "y", "w"]
@@ -135,6 +136,8 @@ def test_schema_roles_round_trip_and_checks() -> None:
     # a new class leaves the quasi-identifiers
     assert s.with_class("c").quasi_identifiers == ["a"]
     for bad in (dict(identifiers=["a"]), dict(quasi_identifiers=["zz"]), dict(weight="b"),
-                dict(sensitive=["zz"]), dict(bounds={"a": [1, 0]}), dict(bounds={"c": [0, 1]})):
+                dict(sensitive=["zz"]), dict(bounds={"a": [1, 0]}), dict(bounds={"c": [0, 1]}),
+                dict(categories={"a": [0, 1]}), dict(categories={"c": []}), dict(categories={"c": "uv"}),
+                dict(categories={"c": ["u", "u"]})):
         with pytest.raises(SchemaError):
             Schema(["a", "b"], ["c"], "y", **bad)

@@ -179,3 +179,55 @@ def test_correlations_follow_table_6_layout(stand_in_measures, small_banknote):
     r = float(np.corrcoef(diff[stand_in_measures], diff["rule_accuracy"])[0, 1])
     got = corr[corr["group"] == "UN"]["r"].iloc[0]
     assert got == pytest.approx(r)
+
+
+def test_dpcube_domain_is_the_declared_one_never_the_records(stand_in_measures, small_banknote):
+    import warnings
+
+    from ppdm.anonymize.differential_privacy import DomainFromDataWarning
+
+    x, s = small_banknote
+    assert s.bounds and s.categories  # shipped with the dataset's metadata
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DomainFromDataWarning)  # a domain read from a fold would raise
+        res = run_dp_retention(x, s, epsilons=[1.0], noise_levels=[], repeats=1, folds=2,
+                               measures=stand_in_measures, dataset="banknote")
+    md = res.to_markdown()
+    assert "variance [-8, 8]" in md and "class {0, 1}" in md
+    assert "'class-first'" in md and "ppdm's extension beyond the paper" in md and "not used here" in md
+    used = run_dp_retention(x, s, epsilons=[1.0], noise_levels=[], repeats=1, folds=2, measures=stand_in_measures,
+                            dpcube_params={"split_dimension": "class-first"}).to_markdown()
+    assert "separates the class values first" in used and "ppdm's extension beyond the paper" in used
+
+
+def test_undeclared_domain_is_refused(stand_in_measures, small_banknote):
+    x, s = small_banknote
+    from dataclasses import replace
+
+    for bare in (replace(s, bounds={c: b for c, b in s.bounds.items() if c != "entropy"}),
+                 replace(s, categories={})):
+        with pytest.raises(ParameterError, match="public domain declared in the schema.*('entropy'|'class')"):
+            run_dp_retention(x, bare, epsilons=[1.0], noise_levels=[], repeats=1, folds=2,
+                             measures=stand_in_measures)
+
+
+def test_cli_dp_experiment_refuses_a_table_without_declared_domain(tmp_path):
+    x, _ = load("banknote")
+    src = tmp_path / "bank.csv"
+    x.to_csv(src, index=False)
+    out = tmp_path / "never"
+    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "reproduce", "dp-experiment", "--out", str(out), "--data", str(src),
+                           "--class", "class", "--epsilons", "1", "--folds", "2", "--repeats", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "public domain declared in the schema" in proc.stderr and "'variance'" in proc.stderr
+    assert not out.exists()
+    # the same table with a schema file declaring its domain runs
+    _, s = load("banknote")
+    s.save(tmp_path / "schema.json")
+    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "reproduce", "dp-experiment", "--out", str(out), "--data", str(src),
+                           "--schema", str(tmp_path / "schema.json"), "--epsilons", "1", "--folds", "2",
+                           "--repeats", "1", "--noise-levels", "0.1", "--measures", "rule_accuracy"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "dp_retention.md").exists()

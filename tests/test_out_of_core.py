@@ -194,8 +194,14 @@ def test_every_technique_releases_partition_by_partition(tmp_path: Path) -> None
     _load_all()
     src, _ = _csv(tmp_path, 900)
     ds = open_dataset(str(src), blocksize="30KB", categorical=["grade"])
+    # DPCube under add/remove-one neighbours releases its own, noisy, number of records: refused here
+    dp = make_technique("dpcube", class_column="label", random_state=1, params=PARAMS["dpcube"])
+    with pytest.raises(PPDMError, match="neighbouring='replace'"):
+        release_dataset(ds, dp, tmp_path / "dp", missing="keep", fit_rows=600)
+    assert not (tmp_path / "dp").exists()
     for name in sorted(TECHNIQUES):
-        tech = make_technique(name, class_column="label", random_state=1, params=PARAMS.get(name, {}))
+        params = {**PARAMS.get(name, {}), **({"neighbouring": "replace"} if name == "dpcube" else {})}
+        tech = make_technique(name, class_column="label", random_state=1, params=params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rel = release_dataset(ds, tech, tmp_path / name, missing="keep", fit_rows=600, allow_unchanged=True)

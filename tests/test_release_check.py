@@ -96,3 +96,20 @@ def test_properties(n: int, seed: int, p: float) -> None:
     assert r.records_unchanged == n - changed.sum() == r.records_verbatim
     assert 0 <= r.unique_in_z <= n
     assert ("a" in r.untouched_columns) == (not changed.any())
+
+
+def test_a_synthetic_release_is_looked_up_among_all_original_records() -> None:
+    """Hand-computed: z has 3 records, not paired with x's 4. Record 0 copies x's record 2
+    on every column, record 1 has x's record 0's quasi-identifier (a=1) with another b,
+    record 2 matches nothing."""
+    x = pd.DataFrame({"a": [1, 2, 3, 4], "b": ["u", "v", "w", "u"]})
+    z = pd.DataFrame({"a": [3, 1, 9], "b": ["w", "v", "u"]})
+    sch = Schema(numeric=["a"], categorical=["b"], quasi_identifiers=["a"])
+    chk = release_check(x, z, sch, record_aligned=False)
+    assert not chk.record_aligned and chk.n_records == 3
+    assert chk.records_unchanged == 2 and chk.value == pytest.approx(2 / 3)
+    assert chk.records_verbatim == 1 and chk.share_verbatim == pytest.approx(1 / 3)
+    assert chk.unique_in_z == 3 and chk.per_column.empty
+    assert chk.summary_lines()[0].startswith("synthetic release of 3 records")
+    with pytest.raises(SchemaError, match="one by one"):
+        release_check(x, z, sch)

@@ -109,3 +109,33 @@ def test_dask_transform_is_partitionwise_and_reproducible():
     assert not a["wage"].equals(df["wage"])
     with pytest.raises(SchemaError, match="needs a pandas table"):
         _Jitter(class_column="y").fit(ddf)
+
+
+class _Sample(Technique):
+    """Releases ``m`` records drawn from the table (test double for a release with its own size)."""
+
+    def __init__(self, class_column=None, schema=None, random_state=None, m: int = 3) -> None:
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
+        self.m = m
+
+    def _keeps_rows(self) -> bool:
+        return False
+
+    def _transform(self, df, schema, rng):
+        return df.iloc[rng.integers(0, len(df), self.m)].astype({"age": float})
+
+
+def test_a_release_with_its_own_number_of_rows():
+    df = _table()
+    z = _Sample(class_column="y", m=7, random_state=1).fit_transform(df)
+    # its own length, a fresh index, the table's columns and dtypes
+    assert len(z) == 7 and z.index.equals(pd.RangeIndex(7))
+    assert list(z.columns) == list(df.columns) and (z.dtypes == df.dtypes).all()
+    # a technique that keeps rows still may not change their number
+    with pytest.raises(AssertionError, match="number of rows"):
+        restore_table(df.iloc[:3], df)
+    dd = pytest.importorskip("dask.dataframe")
+    with pytest.raises(ParameterError, match="own number of records"):
+        _Sample(class_column="y").fit(df).transform(dd.from_pandas(df, npartitions=2))

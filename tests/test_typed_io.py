@@ -184,3 +184,13 @@ def test_releases_have_no_float_noise_and_decimals_can_be_set(tmp_path: Path) ->
 
     prov = json.loads((tmp_path / "z.provenance.json").read_text())
     assert prov["output"]["decimals"] == {"a": 0, "b": 1}
+
+
+def test_declared_numeric_categories_keep_their_numbers(tmp_path: Path) -> None:
+    src = tmp_path / "c.csv"
+    src.write_text("v,g,y\n1.5,01,0\n2.5,02,1\n3.5,01,1\n")
+    sch = Schema(numeric=["v"], categorical=["g"], class_column="y", categories={"y": [0, 1], "g": ["01", "02"]})
+    df = read_table(src, schema=sch)
+    # the class's declared values are numbers: read as numbers, so they match; g's are text
+    assert df["y"].tolist() == [0, 1, 1] and df["g"].tolist() == ["01", "02", "01"]
+    sch.validate(df)

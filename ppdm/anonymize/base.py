@@ -4,7 +4,10 @@ A technique is a scikit-learn transformer over the *whole table*: the class colu
 is part of the table (several techniques perturb it) and is named by
 ``class_column=`` or by a :class:`~ppdm.data.Schema`. ``fit_transform(df)`` returns a
 table with the same rows, index, columns, column order and dtypes. The same
-``random_state`` gives byte-identical output.
+``random_state`` gives byte-identical output. The one exception to "same rows" is a
+synthetic release whose number of records is itself a privacy-protected output
+(DPCube under add/remove-one neighbours): such a technique answers ``False`` from
+:meth:`Technique._keeps_rows` and returns its own records under a fresh 0..m−1 index.
 
 Subclasses list every parameter explicitly in ``__init__`` (so ``get_params`` and
 ``clone`` work), check them in :meth:`Technique._validate_params`, and implement
@@ -75,6 +78,15 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     @abstractmethod
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         """Return the anonymized copy of the validated table ``df`` (a copy the technique may modify)."""
+
+    def _keeps_rows(self) -> bool:
+        """Whether the release has the input's rows (same number, same index).
+
+        A synthetic release whose number of records is drawn by the technique (a
+        differentially private count) answers ``False``; the release then gets a fresh
+        ``0..m−1`` index and cannot be made partition by partition.
+        """
+        return True
 
     # ---------------------------------------------------------------- helpers
     def _resolve_schema(self, df: pd.DataFrame) -> Schema:
@@ -160,6 +172,11 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         return self._transform_frame(X, np.random.default_rng([base, int(number)]))
 
     def _transform_dask(self, ddf: Any) -> Any:
+        if not self._keeps_rows():
+            raise ParameterError(
+                f"{type(self).__name__} releases its own number of records, so it cannot transform a Dask "
+                "DataFrame partition by partition; transform a pandas table"
+            )
         base = self.partition_seed()
 
         def part(pdf: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
@@ -180,7 +197,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         _refuse_missing_class(df, self.schema_)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
         out = self._transform(working_frame(df, self.schema_.numeric).copy(), self.schema_, rng)
-        out = restore_table(out, df, self.schema_)
+        out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows())
         return out.to_numpy() if was_array else out
 
     def fit_transform(self, X: pd.DataFrame, y: Any = None, **fit_params: Any) -> pd.DataFrame:
@@ -212,23 +229,28 @@ def _refuse_missing_class(df: pd.DataFrame, schema: Schema) -> None:
                           "(drop such records with missing='drop', CLI: --missing drop)")
 
 
-def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None = None) -> pd.DataFrame:
+def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None = None, *,
+                  same_rows: bool = True) -> pd.DataFrame:
     """Give ``out`` the index, column order and dtypes of ``like``.
 
-    Integer columns are rounded to the nearest whole number before the cast back
-    (perturbations of integer attributes stay integers, paper 004 §3), nullable ones keep
-    their missing cells; date columns come back from the time axis in the resolution of
-    their format in ``schema``. A value that cannot be represented raises instead of being
-    silently altered.
+    With ``same_rows=False`` (a release with its own number of records) ``out`` keeps
+    its length and gets a fresh ``0..m−1`` index instead of ``like``'s. Integer columns
+    are rounded to the nearest whole number before the cast back (perturbations of
+    integer attributes stay integers, paper 004 §3), nullable ones keep their missing
+    cells; date columns come back from the time axis in the resolution of their format in
+    ``schema``. A value that cannot be represented raises instead of being silently altered.
     """
     if list(out.columns) != list(like.columns):
         missing = [c for c in like.columns if c not in out.columns]
         if missing:
             raise AssertionError(f"technique dropped columns {missing}")
         out = out[list(like.columns)]
-    if len(out) != len(like):
+    if not same_rows:
+        out.index = pd.RangeIndex(len(out))
+    elif len(out) != len(like):
         raise AssertionError(f"technique changed the number of rows ({len(like)} -> {len(out)})")
-    out.index = like.index
+    else:
+        out.index = like.index
     formats = schema.dates if schema is not None else {}
     for c in like.columns:
         if out[c].dtype == like[c].dtype:

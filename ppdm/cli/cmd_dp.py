@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, ParamOpt, SepOpt
+from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, ParamOpt, SchemaOpt, SepOpt
 from ppdm.cli.cmd_reproduce import reproduce_app
 from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
@@ -47,10 +47,14 @@ def dp_experiment(
     class_column: ClassOpt = None,
     param: ParamOpt = None,
     seed: ExperimentSeedOpt = 0,
+    schema: SchemaOpt = None,
     sep: SepOpt = None,
 ) -> None:
     """DPCube releases per privacy budget: Rule Accuracy, RSD, RLD and model measures per
-    epsilon (paper 000 §8.4)."""
+    epsilon (paper 000 §8.4).
+
+    DPCube's domain is the public one the schema declares (a shipped dataset's metadata
+    or --schema with 'bounds' and 'categories'), never one read from the records."""
     from ppdm.cli.progress import progress_bar
     from ppdm.experiments.dp_retention import (
         DEFAULT_DPCUBE_PARAMS,
@@ -69,12 +73,12 @@ def dp_experiment(
     params = {**DEFAULT_DPCUBE_PARAMS, **parse_params(param)}
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a folder")
-    x, schema, _ = load_input(data, class_column, sep=sep)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, sep=sep)
     research_seed_note(seed)
     total = count_runs(len(eps), len(noise), repeats, folds)
     with progress_bar("anonymizing and measuring", total=total) as step:
         result = run_dp_retention(
-            x, schema, epsilons=eps, noise_levels=noise, repeats=repeats, folds=folds,
+            x, sch, epsilons=eps, noise_levels=noise, repeats=repeats, folds=folds,
             measures=measures or DEFAULT_MEASURES, dpcube_params=params, random_state=seed,
             dataset=data.removeprefix("builtin:"), progress=step,
         )

@@ -8,6 +8,7 @@ columns are not attributes and are left out.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 
@@ -68,6 +69,12 @@ def load(name: str, missing: MissingPolicy = "keep") -> tuple[pd.DataFrame, Sche
     order = [c for c in df.columns if c in set(keep_num) | set(keep_cat) | ({cls} if cls else set())]
     df = df[order]
     schema = Schema.infer(df, cls, numeric=keep_num, categorical=keep_cat)
+    # a declared public domain (metadata, never read from the records) travels with the schema
+    bounds = {c: tuple(b) for c, b in (meta.get("bounds") or {}).items() if c in schema.numeric}
+    categories = {c: list(v) for c, v in (meta.get("categories") or {}).items()
+                  if c in schema.categorical or c == schema.class_column}
+    if bounds or categories:
+        schema = replace(schema, bounds=bounds, categories=categories)
     if missing != "keep":
         df, _ = schema.validate(df, missing=missing)
         df = df.reset_index(drop=True)

@@ -239,6 +239,10 @@ def _text_columns(schema: Schema | None, header: list[str] | None, named: list[s
     absent = [c for c in named if c not in header]
     if absent:
         raise PPDMError(f"column {absent[0]!r} given a type is not in the table (columns: {', '.join(header)})")
+    if schema is not None:
+        # a column whose declared categories are numbers keeps its numbers, so they match them
+        want -= {c for c, values in schema.categories.items()
+                 if c not in named and values and not any(isinstance(v, str) for v in values)}
     return [c for c in header if c in want]
 
 

@@ -63,6 +63,10 @@ class Schema:
     bounds:
         Declared public domain ``[low, high]`` of numeric attributes, by column. Techniques
         with a formal guarantee (DPCube) take their domain from here, never from the data.
+    categories:
+        Declared public domain of categorical attributes and of the class: every value the
+        column may take, in a fixed order. Like ``bounds``, it is metadata a data owner
+        publishes; techniques with a formal guarantee read it instead of the data.
     dates:
         Numeric attributes that are dates or datetimes, each with the strftime format its
         values are written in (``None``: ISO, ``%Y-%m-%d``). Techniques see them as days
@@ -78,6 +82,7 @@ class Schema:
     sensitive: list[str] = field(default_factory=list)
     weight: str | None = None
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    categories: dict[str, list] = field(default_factory=dict)
     dates: dict[str, str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -110,6 +115,10 @@ class Schema:
         bad = [c for c in self.bounds if c not in self.numeric]
         if bad:
             raise SchemaError(f"bounds are declared for {bad}, which are not numeric attributes")
+        self.categories = {str(c): _check_categories(c, v) for c, v in dict(self.categories).items()}
+        bad = [c for c in self.categories if c not in self.categorical and c != self.class_column]
+        if bad:
+            raise SchemaError(f"categories are declared for {bad}, which are neither categorical attributes nor the class")
         bad = [c for c in self.dates if c not in self.numeric]
         if bad:
             raise SchemaError(f"date column(s) {bad} are not numeric attributes (a date is a number on a time axis)")
@@ -224,6 +233,7 @@ class Schema:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["bounds"] = {c: list(b) for c, b in self.bounds.items()}
+        d["categories"] = {c: list(v) for c, v in self.categories.items()}
         d["dates"] = dict(self.dates)
         return d
 
@@ -254,6 +264,7 @@ class Schema:
                 sensitive=list(d.get("sensitive", [])),
                 weight=d.get("weight"),
                 bounds=dict(d.get("bounds") or {}),
+                categories=dict(d.get("categories") or {}),
                 dates=dates,
             )
         except (TypeError, ValueError) as e:  # malformed json
@@ -397,6 +408,22 @@ def _check_bounds(column: str, b: object) -> tuple[float, float]:
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise SchemaError(f"bounds of {column!r} must be finite with low < high, got [{lo}, {hi}]")
     return (lo, hi)
+
+
+def _check_categories(column: str, values: object) -> list:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, np.ndarray, pd.Index)):
+        raise SchemaError(f"categories of {column!r} must be a list of values, got {values!r}")
+    # numpy scalars become Python values, so the schema stays JSON-able
+    vals = [v.item() if isinstance(v, np.generic) else v for v in values]
+    if not vals:
+        raise SchemaError(f"categories of {column!r} must name at least one value")
+    try:
+        distinct = len(set(vals))
+    except TypeError:
+        raise SchemaError(f"categories of {column!r} must be plain values (numbers or text)") from None
+    if distinct != len(vals):
+        raise SchemaError(f"categories of {column!r} list a value twice")
+    return vals
 
 
 def _is_whole(s: pd.Series) -> bool:

@@ -205,6 +205,11 @@ def release_dataset(
     """
     if isinstance(fit_rows, bool) or not isinstance(fit_rows, (int, np.integer)) or fit_rows < 2:
         raise PPDMError(f"fit_rows (the size of the fitting sample) must be a whole number ≥ 2, got {fit_rows!r}")
+    if not technique._keeps_rows():
+        # its record count is itself protected: one noisy count per partition would spend the budget again
+        raise PPDMError(f"{type(technique).__name__} with these parameters releases its own number of records, "
+                        "which a release partition by partition cannot do; for DPCube use neighbouring='replace' "
+                        "(the table size public), or release an in-memory table")
     out = check_output_dataset(out, inputs=[str(f) for f in ds.files])
     prov_path = provenance_path(out)
     if prov_path.exists():

@@ -146,6 +146,10 @@ def release(
     sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
                          detect=detect_identifiers)
     ids = [c for c in sch.identifiers if c in x.columns]
+    aligned = technique._keeps_rows()
+    if keep_identifiers and ids and not aligned:
+        raise PPDMError(f"{type(technique).__name__} releases synthetic records, which have no identifiers to keep; "
+                        "drop keep_identifiers (CLI: --keep-identifiers)")
     work = x.drop(columns=ids)
     # the technique never sees an identifier: its schema has none and its table lacks them. A new
     # instance with the same parameter objects (sklearn's clone would unfit a fitted tree= given)
@@ -168,7 +172,8 @@ def release(
         dec = {**source_decimals(work, sch.numeric), **{c: int(d) for c, d in (decimals or {}).items()}}
         dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
         z = round_to_decimals(z, dec)
-        check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch)
+        check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch,
+                              record_aligned=aligned)
         step(1)
     if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
         raise ReleaseRefused(

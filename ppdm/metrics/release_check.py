@@ -55,12 +55,23 @@ class ReleaseCheck(MeasureResult):
     untouched_columns: list[str]
     tolerance: float
     per_column: pd.DataFrame = field(repr=False)
+    record_aligned: bool = True
 
     def summary_lines(self) -> list[str]:
         """The check as a few short lines (what ``ppdm anonymize`` prints)."""
         n = self.n_records
         qi = (f"{len(self.quasi_identifiers)} declared quasi-identifier(s)" if self.quasi_identifiers_declared
               else f"all {len(self.quasi_identifiers)} attributes (no quasi-identifier declared)")
+        if not self.record_aligned:
+            return [
+                f"synthetic release of {n} records, not paired with the original's: each is compared with every "
+                "original record",
+                f"released records equal to an original record on the quasi-identifiers: {_pct(self.value)} "
+                f"({self.records_unchanged} of {n}; {qi})",
+                f"released records equal to an original record on every column: {_pct(self.share_verbatim)} "
+                f"({self.records_verbatim} of {n})",
+                f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
+            ]
         cells = ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in self.per_column.itertuples())
         return [
             f"records with unchanged quasi-identifiers: {_pct(self.value)} ({self.records_unchanged} of {n}; {qi})",
@@ -213,22 +224,27 @@ def release_check(
     *,
     columns: Sequence[str] | None = None,
     tolerance: float = TOLERANCE,
+    record_aligned: bool = True,
 ) -> ReleaseCheck:
     """Compare a release ``z`` with the original ``x`` record by record.
 
     ``columns`` are the columns compared (default: every column of z that x has);
     the quasi-identifiers are ``schema.quasi_identifiers``, or all of the schema's
     attributes when none is declared.
+
+    With ``record_aligned=False`` (a synthetic release with its own number of records,
+    whose rows are not paired with x's) a released record counts as unchanged when it
+    equals *some* original record exactly: ``value`` is then the share of z's records
+    whose quasi-identifiers occur in x, ``share_verbatim`` the share of z's records that
+    are copies of a record of x, and ``per_column`` is empty.
     """
+    if len(x) == 0 or len(z) == 0:
+        raise SchemaError("the release check needs at least one record in x and in z")
+    cols, qi, declared = _compared_columns(x, z, schema, columns)
+    if not record_aligned:
+        return _check_unaligned(x, z, cols, qi, declared, tolerance)
     if len(x) != len(z):
         raise SchemaError(f"the release check compares records one by one: x has {len(x)} rows, z has {len(z)}")
-    if len(x) == 0:
-        raise SchemaError("the release check needs at least one record")
-    cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
-    absent = [c for c in cols if c not in x.columns or c not in z.columns]
-    if absent:
-        raise SchemaError(f"release check: column(s) {', '.join(map(repr, absent))} are not in both tables")
-    qi, declared = check_columns(schema, cols)
     xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
     numeric = _numeric_set(schema)
     same: dict[str, np.ndarray] = {}
@@ -247,8 +263,47 @@ def release_check(
     qi_same = np.ones(n, dtype=bool)
     for c in qi:
         qi_same &= same[c]
-    unique = int((~zv.duplicated(subset=qi, keep=False)).sum()) if qi else 0
     per_column = pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"])
+    untouched = [r["column"] for r in rows if not r["touched"]]
+    return _result(zv, qi, declared, qi_same, all_same, untouched, tolerance, per_column, aligned=True)
+
+
+def _compared_columns(
+    x: pd.DataFrame, z: pd.DataFrame, schema: Schema, columns: Sequence[str] | None
+) -> tuple[list[str], list[str], bool]:
+    """The compared columns, the quasi-identifiers among them, and whether those were declared."""
+    cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
+    absent = [c for c in cols if c not in x.columns or c not in z.columns]
+    if absent:
+        raise SchemaError(f"release check: column(s) {', '.join(map(repr, absent))} are not in both tables")
+    declared = bool(schema.quasi_identifiers)
+    qi = [c for c in (schema.quasi_identifiers if declared else schema.attributes) if c in cols]
+    return cols, qi, declared
+
+
+def _check_unaligned(
+    x: pd.DataFrame, z: pd.DataFrame, cols: list[str], qi: list[str], declared: bool, tolerance: float
+) -> ReleaseCheck:
+    xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
+
+    def found(subset: list[str]) -> np.ndarray:
+        # exact equality of whole rows, by hashing each row of both tables the same way
+        if not subset:
+            return np.ones(len(zv), dtype=bool)
+        hx = pd.util.hash_pandas_object(xv[subset].astype(object), index=False).to_numpy()
+        hz = pd.util.hash_pandas_object(zv[subset].astype(object), index=False).to_numpy()
+        return np.isin(hz, hx)
+
+    empty = pd.DataFrame(columns=["column", "role", "kind", "share_unchanged", "touched"])
+    return _result(zv, qi, declared, found(qi), found(cols), [], tolerance, empty, aligned=False)
+
+
+def _result(
+    zv: pd.DataFrame, qi: list[str], declared: bool, qi_same: np.ndarray, all_same: np.ndarray,
+    untouched: list[str], tolerance: float, per_column: pd.DataFrame, *, aligned: bool,
+) -> ReleaseCheck:
+    n = len(zv)
+    unique = int((~zv.duplicated(subset=qi, keep=False)).sum()) if qi else 0
     return ReleaseCheck(
         value=float(qi_same.mean()) if qi else 1.0,
         n_records=n,
@@ -258,9 +313,10 @@ def release_check(
         records_verbatim=int(all_same.sum()),
         share_verbatim=float(all_same.mean()),
         unique_in_z=unique,
-        untouched_columns=[r["column"] for r in rows if not r["touched"]],
+        untouched_columns=untouched,
         tolerance=float(tolerance),
         per_column=per_column,
+        record_aligned=aligned,
     )
 
 
@@ -323,4 +379,4 @@ def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
 
     if is_dask(ctx.x) or is_dask(ctx.z):
         return release_check_dask(ctx.x, ctx.z, ctx.schema)
-    return release_check(ctx.x, ctx.z, ctx.schema)
+    return release_check(ctx.x, ctx.z, ctx.schema, record_aligned=len(ctx.x) == len(ctx.z))

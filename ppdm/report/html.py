@@ -30,7 +30,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from ppdm.data.io import atomic_write_text
-from ppdm.report.evaluation import evaluation_document
+from ppdm.report.evaluation import evaluation_document, fmt_number
 from ppdm.report.plots import (
     correlation_heatmap,
     direction_text,
@@ -64,19 +64,11 @@ def _version() -> str:
 
 def fmt(v: Any, digits: int = 4) -> str:
     """A number for a table: ``digits`` significant digits; missing values as a dash."""
-    if v is None:
-        return "—"
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
     if isinstance(v, (int, np.integer)):
         return str(int(v))
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if not math.isfinite(f):
-        return "—"
-    return f"{f:.{digits}g}"
+    return fmt_number(v, digits)
 
 
 def _range_text(rng: Sequence[Any] | None) -> str:
