@@ -122,7 +122,7 @@ def test_bad_input_is_named():
     with pytest.raises(MeasureNotApplicable, match="rows"):
         il1s(X, Z.iloc[:3])
     with pytest.raises(SchemaError, match="'b'"):
-        il1s(X, Z.assign(b=[1.0, np.nan, 2, 3]))
+        il1s(X, Z.assign(b=[1.0, np.inf, 2, 3]))
     with pytest.raises(SchemaError, match="'c'"):
         il1s(X, Z, columns=["a", "c"])
     with pytest.raises(SchemaError, match="not numeric"):

@@ -52,10 +52,18 @@ def test_bad_level_is_refused(cls):
 
 
 @pytest.mark.parametrize("cls", NOISES)
-def test_missing_values_are_refused(cls):
-    x = mixed()
-    x.loc[3, "a"] = np.nan
-    with pytest.raises(SchemaError, match="missing"):
+def test_missing_cells_stay_missing_and_are_never_drawn(cls):
+    x = mixed(400)
+    x.loc[x.index % 5 == 0, "a"] = np.nan
+    x.loc[x.index % 4 == 0, "g"] = None
+    z = cls(level=1.0, class_column="c", random_state=0).fit_transform(x)
+    # missing cells stay missing; every observed cell gets a value (level 1: all redrawn)
+    assert z["a"].isna().equals(x["a"].isna()) and z["g"].isna().equals(x["g"].isna())
+    assert z.loc[x["g"].notna(), "g"].isin(set(x["g"].dropna())).all()
+    assert (z.loc[x["a"].notna(), "a"] != x.loc[x["a"].notna(), "a"]).mean() > 0.95
+    # a missing class value is still refused
+    x.loc[3, "c"] = None
+    with pytest.raises(SchemaError, match="class"):
         cls(level=0.1, class_column="c").fit_transform(x)
 
 

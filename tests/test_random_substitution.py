@@ -247,7 +247,7 @@ def test_bad_parameters_raise(params):
 
 def test_bad_table_raises_schema_error():
     df = _table().astype({"wage": float})
-    df.loc[105, "wage"] = np.nan
+    df.loc[105, "wage"] = np.inf
     with pytest.raises(SchemaError):
         RandomSubstitution(class_column="y", gamma=5).fit(df)
     t = _fit(_table())
@@ -406,3 +406,16 @@ def test_float_column_marked_integer_stays_whole():
     assert t.metadata_.attributes["age"].integer
     z = t.transform(df)
     assert z["age"].dtype == float and (z["age"] == z["age"].round()).all()
+
+
+def test_missing_cells_stay_missing_and_domains_are_observed():
+    df = _table().astype({"wage": float})
+    df.loc[df.index % 7 == 0, "wage"] = np.nan
+    df.loc[df.index % 5 == 0, "job"] = None
+    t = RandomSubstitution(class_column="y", gamma=2, random_state=4).fit(df)
+    z = t.transform(df)
+    assert z["wage"].isna().equals(df["wage"].isna()) and z["job"].isna().equals(df["job"].isna())
+    dom = t.metadata_.attributes["job"].values
+    assert None not in dom and all(v == v for v in dom)  # the domain holds observed values only
+    assert set(z["job"].dropna()) <= set(df["job"].dropna())
+    assert (z["job"].dropna() != df.loc[z["job"].notna(), "job"]).any()

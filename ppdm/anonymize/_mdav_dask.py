@@ -31,7 +31,8 @@ from numba import njit
 
 from ppdm.anonymize._mdav import POSITION_BITS
 from ppdm.anonymize.base import restore_table
-from ppdm.errors import ParameterError
+from ppdm.data.types import working_frame
+from ppdm.errors import ParameterError, PPDMError
 
 
 @njit(cache=True)
@@ -97,7 +98,11 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
         if len(pdf) == 0:
             return 0, np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(cells.n_cells, np.int64)
         pdf, _ = schema.validate(pdf, missing=missing)
-        X = pdf[cols].to_numpy(dtype=float)
+        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float)
+        if np.isnan(X).any():
+            # the global ordering needs every value; a partitioned release keeps missing cells
+            raise PPDMError("MDAV over a Dask table needs complete numeric attributes; drop the incomplete "
+                            "records, or release the table with ppdm anonymize (groups within partitions)")
         mean = X.mean(axis=0)
         return (len(X), X.sum(axis=0), (X * X).sum(axis=0), mean, ((X - mean) ** 2).sum(axis=0),
                 np.bincount(cells.cell(X), minlength=cells.n_cells))
@@ -125,7 +130,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
     divisions = [0, *keys.tolist(), int(cells.n_cells) << POSITION_BITS]
 
     def keyed(pdf: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
-        X = pdf[cols].to_numpy(dtype=float)
+        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float)
         start = int(starts[0 if partition_info is None else partition_info["number"]])
         key = (cells.cell(X) << POSITION_BITS) | np.arange(start, start + len(X), dtype=np.int64)
         out = pd.DataFrame(X, columns=vcols)
@@ -159,10 +164,10 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
         agg = agg.sort_index()
         if len(agg) != len(df):
             raise AssertionError("MDAV lost rows while shuffling them back")
-        out = df.copy()
+        out = working_frame(df, cols).copy()
         vals = agg[vcols].to_numpy()
         for j, c in enumerate(cols):
             out[c] = vals[:, j]
-        return restore_table(out, df)
+        return restore_table(out, df, schema)
 
     return dd.map_partitions(combine, ddf, back, meta=ddf._meta, align_dataframes=False)

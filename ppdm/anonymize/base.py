@@ -12,6 +12,12 @@ synthetic release whose number of records is itself a privacy-protected output
 Subclasses list every parameter explicitly in ``__init__`` (so ``get_params`` and
 ``clone`` work), check them in :meth:`Technique._validate_params`, and implement
 ``_fit`` and ``_transform``.
+
+``_fit`` and ``_transform`` see the table in its working form
+(:func:`ppdm.data.types.working_frame`): numeric attributes as float64 with NaN for a
+missing cell, dates as days since 1970-01-01, nullable integers and booleans with NaN.
+The base class turns the result back into the input's dtypes (:func:`restore_table`):
+dates in their resolution, whole numbers rounded, missing cells kept.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppdm.data.schema import Schema
+from ppdm.data.types import restore_column, working_frame
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.utils import check_n_features, check_random_state, check_table_input
 
@@ -37,11 +44,19 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     needs_class:
         The technique cannot run without a class column (with at least two values).
     handles_missing:
-        The technique accepts missing values; otherwise they are refused with a clear error.
+        The technique accepts missing attribute values and documents what it does with
+        them (its docstring, ``docs/missing_values.md``); otherwise they are refused with a
+        clear error. A missing class value is always refused.
+    missing_policy:
+        ``"kept"``, ``"modelled"`` or ``"refused"`` (see below).
     """
 
     needs_class: ClassVar[bool] = False
     handles_missing: ClassVar[bool] = False
+    #: what becomes of a missing attribute value: ``"kept"`` (the cell stays missing),
+    #: ``"modelled"`` (missingness is part of what the technique learns and releases) or
+    #: ``"refused"``; listed by ``ppdm methods`` and in docs/missing_values.md
+    missing_policy: ClassVar[str] = "refused"
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None
@@ -113,6 +128,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
         missing = "keep" if self.handles_missing else "error"
         df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
+        _refuse_missing_class(df, schema)
         if not schema.attributes:
             # nothing to anonymize: a "release" equal to the input must not pass for one
             only = f" besides the class column {schema.class_column!r}" if schema.class_column else ""
@@ -120,7 +136,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self.schema_ = schema
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
         self.n_features_in_ = df.shape[1]
-        self._fit(df, schema, check_random_state(self.random_state))
+        self._fit(working_frame(df, schema.numeric), schema, check_random_state(self.random_state))
         return self
 
     def transform(self, X: pd.DataFrame) -> pd.DataFrame:
@@ -137,22 +153,35 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             return self._transform_dask(X)
         return self._transform_frame(X, check_random_state(self.random_state))
 
+    def partition_seed(self) -> int:
+        """The entropy every partition's generator is seeded from, with the partition number:
+        derived from ``random_state``, or fresh operating-system entropy when it is ``None``
+        (draw it once per release and pass it to :meth:`transform_partition`)."""
+        seed = self.random_state
+        if not (seed is None or isinstance(seed, (int, np.integer))):
+            raise ParameterError("a partitioned transform needs an int random_state (or None) to seed each partition")
+        return int(np.random.SeedSequence(None if seed is None else int(seed)).entropy)
+
+    def transform_partition(self, X: pd.DataFrame, number: int, base: int) -> pd.DataFrame:
+        """Transform partition ``number`` of a larger table, drawing from a generator seeded by
+        ``(base, number)`` (``base`` from :meth:`partition_seed`): the same seed gives the same
+        partition, wherever and in whatever order partitions are transformed."""
+        check_is_fitted(self, "schema_")
+        if len(X) == 0:
+            return X
+        return self._transform_frame(X, np.random.default_rng([base, int(number)]))
+
     def _transform_dask(self, ddf: Any) -> Any:
         if not self._keeps_rows():
             raise ParameterError(
                 f"{type(self).__name__} releases its own number of records, so it cannot transform a Dask "
                 "DataFrame partition by partition; transform a pandas table"
             )
-        seed = self.random_state
-        if not (seed is None or isinstance(seed, (int, np.integer))):
-            raise ParameterError("a Dask transform needs an int random_state (or None) to seed each partition")
-        base = np.random.SeedSequence(None if seed is None else int(seed)).entropy
+        base = self.partition_seed()
 
         def part(pdf: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
             i = 0 if partition_info is None else int(partition_info["number"])
-            if len(pdf) == 0:
-                return pdf
-            return self._transform_frame(pdf, np.random.default_rng([base, i]))
+            return self.transform_partition(pdf, i, base)
 
         return ddf.map_partitions(part, meta=ddf._meta)
 
@@ -165,9 +194,10 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             raise SchemaError(f"the table's columns {cols} differ from those seen in fit {fitted}")
         missing = "keep" if self.handles_missing else "error"
         df, _ = self.schema_.validate(df, missing=missing)
+        _refuse_missing_class(df, self.schema_)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
-        out = self._transform(df.copy(), self.schema_, rng)
-        out = restore_table(out, df, same_rows=self._keeps_rows())
+        out = self._transform(working_frame(df, self.schema_.numeric).copy(), self.schema_, rng)
+        out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows())
         return out.to_numpy() if was_array else out
 
     def fit_transform(self, X: pd.DataFrame, y: Any = None, **fit_params: Any) -> pd.DataFrame:
@@ -191,14 +221,24 @@ def _is_dask(X: Any) -> bool:
     return mod.startswith("dask") and hasattr(X, "map_partitions")
 
 
-def restore_table(out: pd.DataFrame, like: pd.DataFrame, *, same_rows: bool = True) -> pd.DataFrame:
+def _refuse_missing_class(df: pd.DataFrame, schema: Schema) -> None:
+    cls = schema.class_column
+    if cls is not None and cls in df.columns and df[cls].isna().any():
+        row = df.index[df[cls].isna().to_numpy()][0]
+        raise SchemaError(f"the class column {cls!r} has a missing value at row {row!r}; a record needs its class "
+                          "(drop such records with missing='drop', CLI: --missing drop)")
+
+
+def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None = None, *,
+                  same_rows: bool = True) -> pd.DataFrame:
     """Give ``out`` the index, column order and dtypes of ``like``.
 
     With ``same_rows=False`` (a release with its own number of records) ``out`` keeps
     its length and gets a fresh ``0..m−1`` index instead of ``like``'s. Integer columns
     are rounded to the nearest whole number before the cast back (perturbations of
-    integer attributes stay integers, paper 004 §3); a value that cannot be represented
-    raises instead of being silently altered.
+    integer attributes stay integers, paper 004 §3), nullable ones keep their missing
+    cells; date columns come back from the time axis in the resolution of their format in
+    ``schema``. A value that cannot be represented raises instead of being silently altered.
     """
     if list(out.columns) != list(like.columns):
         missing = [c for c in like.columns if c not in out.columns]
@@ -211,17 +251,11 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame, *, same_rows: bool = Tr
         raise AssertionError(f"technique changed the number of rows ({len(like)} -> {len(out)})")
     else:
         out.index = like.index
+    formats = schema.dates if schema is not None else {}
     for c in like.columns:
-        want = like[c].dtype
-        if out[c].dtype == want:
+        if out[c].dtype == like[c].dtype:
             continue
-        if pd.api.types.is_integer_dtype(want):
-            vals = out[c].to_numpy(dtype=float)
-            if not np.all(np.isfinite(vals)):
-                raise AssertionError(f"technique produced a non-finite value in integer column {c!r}")
-            out[c] = np.rint(vals).astype(want)
-        else:
-            out[c] = out[c].astype(want)
+        out[c] = restore_column(out[c], like[c], date_format=formats.get(c))
     return out
 
 

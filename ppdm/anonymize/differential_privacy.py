@@ -50,6 +50,13 @@ Choices the sources leave open are named parameters with proposed defaults
   squared error of its noisy cells by more than ``(split_threshold + 2·ln m)·σ²``, σ²
   the variance of one cell's noise and m the number of possible cuts, i.e. more than
   noise alone would explain.
+
+Missing values are part of the domain: a categorical attribute with missing cells gets
+one more value, "missing"; a numeric one gets a second dimension, whether the value is
+missing (its missing cells are binned at the lower end of its domain). Their cells are
+counted and noised like all others, so the synthetic records have missing cells at the
+noisy rates. Which attributes have missing cells is read from the data, so it is reported
+like a domain read from the data (the release is then not strictly differentially private).
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -84,6 +91,12 @@ __all__ = [
     "kd_partition",
     "laplace_mechanism",
 ]
+
+
+#: the value a missing categorical cell takes in the grid
+MISSING = "\x00missing"
+#: suffix of the dimension that says whether a numeric attribute is missing
+_GAP = "\x00is_missing"
 
 
 class DomainFromDataWarning(UserWarning):
@@ -694,7 +707,12 @@ class DPCube(Technique):
     privacy_report_ (a JSON-able dict), epsilon_spent_, partition_counts_.
     ``partition_counts_`` are the true counts, kept for diagnostics only; publish the
     synthetic table or ``noisy_counts_``, never them.
+
+    Missing cells are modelled (module docstring): the release has missing cells at noisy rates.
     """
+
+    handles_missing = True
+    missing_policy = "modelled"
 
     def __init__(
         self,
@@ -812,12 +830,71 @@ class DPCube(Technique):
         return self.neighbouring == "replace"
 
     # --------------------------------------------------------------------- fit
+    # ------------------------------------------------------------ missing cells
+    def _encode_missing(self, df: pd.DataFrame, schema: Schema, fitting: bool) -> tuple[pd.DataFrame, Schema]:
+        """The table with its missing cells as grid values (see the module docstring)."""
+        if fitting:
+            gaps = [c for c in schema.attributes if df[c].isna().any()]
+            self.missing_columns_ = gaps
+            # a missing numeric cell is binned at the low end of the domain (its flag tells it apart)
+            declared = {**schema.bounds, **dict(self.bounds or {})}
+            self._gap_low = {c: float(declared[c][0]) if c in declared
+                             else float(np.nanmin(df[c].to_numpy(dtype=float)))
+                             for c in gaps if c in schema.numeric}
+        gaps = self.missing_columns_
+        if not gaps:
+            return df, schema
+        out = df.copy()
+        flags = []
+        for c in gaps:
+            if c in schema.numeric:
+                flag = c + _GAP
+                miss = out[c].isna().to_numpy()
+                out[c] = np.where(miss, self._gap_low[c], out[c].to_numpy(dtype=float))
+                out[flag] = pd.Series(np.where(miss, "missing", "observed"), index=out.index, dtype=object)
+                flags.append(flag)
+            else:
+                out[c] = out[c].astype(object).where(out[c].notna(), MISSING)
+        sch = replace(schema, categorical=[*schema.categorical, *flags])
+        return out, sch
+
+    def _domains_with_missing(self, schema: Schema) -> dict | None:
+        doms = dict(self.domains or {})
+        for c in self.missing_columns_:
+            if c in schema.numeric:
+                doms[c + _GAP] = ["observed", "missing"]
+            else:
+                # a declared domain (domains= or the schema's categories) gains the value "missing"
+                declared = list(doms[c]) if c in doms else list(schema.categories.get(c, []))
+                if declared and MISSING not in declared:
+                    doms[c] = [*declared, MISSING]
+        return doms or self.domains
+
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        df, schema = self._encode_missing(df, schema, fitting=True)
+        self._fit_encoded(df, schema, rng)
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        enc, sch = self._encode_missing(df, schema, fitting=False)
+        out = self._transform_encoded(enc, sch, rng)
+        for c in self.missing_columns_:
+            if c in schema.numeric:
+                flag = c + _GAP
+                out[c] = np.where(out[flag].to_numpy(dtype=object) == "missing", np.nan, out[c].to_numpy(dtype=float))
+                out = out.drop(columns=flag)
+            else:
+                vals = out[c].to_numpy(dtype=object)
+                out[c] = pd.Series(np.where(vals == MISSING, np.nan, vals), index=out.index, dtype=object)
+        return out
+
+    def _fit_encoded(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         extra = [c for c in df.columns if c not in schema.columns]
         if extra:
             # every column is synthesized; one copied through would publish original values
             raise SchemaError(f"DPCube synthesizes every column, but {extra[0]!r} is not in the schema")
-        dom = _resolve_domain(df, schema, self.bounds, self.domains)
+        dom = _resolve_domain(df, schema, self.bounds, self._domains_with_missing(schema))
+        # which attributes have missing cells is read from the data, like a domain
+        dom.from_data.extend(f"{c} (whether missing)" for c in self.missing_columns_)
         fixed = count_cells([len(dom.values[c]) for c in schema.columns if c not in schema.numeric])
         if fixed > self.max_cells:
             widest = max(dom.values, key=lambda c: len(dom.values[c]))
@@ -1030,7 +1107,7 @@ class DPCube(Technique):
         return out
 
     # -------------------------------------------------------------- transform
-    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+    def _transform_encoded(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         sample_rng = _child_rng(rng, 1)
         m = int(self.n_rows_) if self.neighbouring == "add-remove" else len(df)  # type: ignore[arg-type]
         counts = self.allocate(m)

@@ -14,6 +14,13 @@ so all the forest's logic rules hold on the release:
 
 The paper gives no σ; ``sigma_frac`` (σ = sigma_frac × sub-domain width, default 1/6
 so ±3σ spans the sub-domain) follows the spec (trees_and_perturbation.md §3).
+
+Missing values: the default SysFor forest grows its trees with C4.5's fractional
+weights for unknown values (J48's treatment); a record missing a tested value follows the
+branch with the most training weight, so it still falls in exactly one intersection. A
+missing cell stays missing: numeric noise is added to observed values only, and the
+re-assignment of step 5 permutes the observed values of an attribute among the records
+of the intersection that have one (counts of every value kept). The class must be known.
 """
 
 from __future__ import annotations
@@ -87,6 +94,18 @@ def permute_within_groups(labels: np.ndarray, rng: np.random.Generator, swap_pro
     return src
 
 
+def permute_observed(labels: np.ndarray, observed: np.ndarray, rng: np.random.Generator,
+                     swap_prob: float = 1.0) -> np.ndarray:
+    """:func:`permute_within_groups` among the records with an ``observed`` value only: a
+    missing cell keeps its place, and no value moves onto it."""
+    if observed.all():
+        return permute_within_groups(labels, rng, swap_prob)
+    idx = np.flatnonzero(observed)
+    src = np.arange(len(labels))
+    src[idx] = idx[permute_within_groups(labels[idx], rng, swap_prob)]
+    return src
+
+
 def integer_attributes(df: pd.DataFrame, schema: Schema, integer_attrs: list[str] | None) -> set[str]:
     """Numeric attributes perturbed on the whole numbers: the given list (default: the
     schema's whole-valued attributes) plus every integer-dtype column, which must stay whole."""
@@ -123,12 +142,15 @@ def perturb_numeric(
 
 
 def group_min_max(v: np.ndarray, labels: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Smallest and largest value of ``v`` in every (non-empty) group."""
+    """Smallest and largest observed value of ``v`` in every (non-empty) group (+inf and
+    −inf for a group without one)."""
     order = np.argsort(labels, kind="stable")
     sizes = np.bincount(labels, minlength=n_groups)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     sv = v[order]
-    return np.minimum.reduceat(sv, starts), np.maximum.reduceat(sv, starts)
+    gone = np.isnan(sv)
+    return (np.minimum.reduceat(np.where(gone, np.inf, sv), starts),
+            np.maximum.reduceat(np.where(gone, -np.inf, sv), starts))
 
 
 @register("forest-framework")
@@ -167,11 +189,15 @@ class ForestFramework(Technique):
         Numeric attributes perturbed on the whole numbers; default the schema's whole-valued
         attributes. Integer-dtype columns are always kept whole.
 
+    Missing cells stay missing (see the module docstring); the class must be known.
+
     After ``transform`` the attribute ``report_`` (:class:`ForestFrameworkReport`) tells how
     many intersections there were and how much noise each attribute received.
     """
 
     needs_class = True
+    handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,
@@ -232,18 +258,21 @@ class ForestFramework(Technique):
             raise ParameterError(f"permute_class must be True or False, got {self.permute_class!r}")
 
     # -------------------------------------------------------------------- fit
-    def _default_forest(self) -> Any:
+    def _default_forest(self, missing: bool = False) -> Any:
+        extra = {"missing": "keep"} if missing else {}
         return paper_learner(
             "SysForClassifier",
             n_trees=self.n_trees, min_leaf=self.min_leaf, goodness=self.goodness,
-            separation=self.separation, cf=self.cf, min_gain_ratio=self.min_gain_ratio,
+            separation=self.separation, cf=self.cf, min_gain_ratio=self.min_gain_ratio, **extra,
         )
 
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         cls = schema.require_class()
         X, y = df[schema.attributes], df[cls]
         self.integer_ = integer_attributes(df, schema, self.integer_attrs)
-        self.trees_ = resolve_trees(self.forest, X, y, self._default_forest, "forest")
+        # unknown values train the trees as in C4.5 (fractional weights) instead of being dropped
+        gaps = bool(X.isna().to_numpy().any())
+        self.trees_ = resolve_trees(self.forest, X, y, lambda: self._default_forest(gaps), "forest")
         self.domain_ = AttributeDomain.from_frame(df, schema.numeric, schema.categorical)
         self.intersector_ = ForestIntersector(self.trees_, self.domain_)
 
@@ -273,17 +302,19 @@ class ForestFramework(Technique):
             )
             out[a] = new
             d = np.abs(new - v)
-            rows.append(dict(attribute=a, kind="numeric", mean_abs_change=float(d.mean()),
-                             share_changed=float((d > 0).mean()), mean_sigma=float(sd.mean()),
-                             share_tested=float(tested_share[j])))
+            obs = ~np.isnan(v)
+            rows.append(dict(attribute=a, kind="numeric", mean_abs_change=float(d[obs].mean()) if obs.any() else 0.0,
+                             share_changed=float((d[obs] > 0).mean()) if obs.any() else 0.0,
+                             mean_sigma=float(sd.mean()), share_tested=float(tested_share[j])))
         perm_cols = [(a, "categorical") for a in schema.categorical]
         if self.permute_class:
             perm_cols.append((schema.require_class(), "class"))
         for a, kind in perm_cols:
-            src = permute_within_groups(lab, rng, float(self.swap_prob))
             col = df[a]
+            src = permute_observed(lab, col.notna().to_numpy(), rng, float(self.swap_prob))
             out[a] = col.take(src).set_axis(df.index)
-            changed = (col.to_numpy(dtype=object) != col.to_numpy(dtype=object)[src])
+            vals = col.to_numpy(dtype=object)
+            changed = (vals != vals[src]) & col.notna().to_numpy()
             share = float(tested_share[inter.attributes.index(a)]) if kind == "categorical" else float("nan")
             rows.append(dict(attribute=a, kind=kind, mean_abs_change=float("nan"),
                              share_changed=float(changed.mean()), mean_sigma=float("nan"), share_tested=share))

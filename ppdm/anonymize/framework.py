@@ -19,6 +19,13 @@ its *innocent* attributes all other non-class attributes.
 Paper 004 describes Framework only in outline (§2). The full KBS 2011 text was not
 available, so the choices the spec marks as assumed (trees_and_perturbation.md §4:
 σ, ``p_cat``, the class mode, DETECTIVE's learner) are parameters with its defaults.
+
+Missing values: the default C4.5 tree learns with fractional weights for unknown values
+(as J48 does) and a record missing a tested value follows the branch with the most
+training weight. A missing cell stays missing: noise goes to observed values only, a
+DETECTIVE tree learns from the records whose value of its attribute is known and CAPT
+changes known values only; GADP for innocent attributes uses the leaf's complete records.
+The class must be known.
 """
 
 from __future__ import annotations
@@ -99,9 +106,13 @@ class Framework(Technique):
         Probability used by ``class_mode="probabilistic"``.
     integer_attrs:
         Numeric attributes kept whole; default the schema's whole-valued attributes.
+
+    Missing cells stay missing (see the module docstring); the class must be known.
     """
 
     needs_class = True
+    handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,
@@ -182,17 +193,20 @@ class Framework(Technique):
                     step()
                     continue
                 inputs = [c for c in schema.columns if c != a]
+                # a DETECTIVE tree learns from the records whose value of a is known
+                known = df[a].notna().to_numpy()
+                dk = df if known.all() else df.loc[known]
                 learner = self.detective_tree
                 if learner is None:
-                    det = self._c45().fit(df[inputs], df[a])
+                    det = self._c45().fit(dk[inputs], dk[a])
                 elif hasattr(learner, "fit"):
-                    det = clone(learner).fit(df[inputs], df[a])
+                    det = clone(learner).fit(dk[inputs], dk[a])
                 else:
-                    det = learner(df[inputs], df[a])
-                leaves = np.asarray(det.apply(tree_input(det, df[inputs]))).astype(np.int64)
+                    det = learner(dk[inputs], dk[a])
+                leaves = np.asarray(det.apply(tree_input(det, dk[inputs]))).astype(np.int64)
                 ids, dense = np.unique(leaves, return_inverse=True)
                 counts = np.zeros((len(ids), len(self.domain_.categorical[a])))
-                np.add.at(counts, (dense, self.domain_.codes(a, df[a])), 1.0)
+                np.add.at(counts, (dense, self.domain_.codes(a, dk[a])), 1.0)
                 self.detectives_[a] = (det, ids, counts)
                 step()
         step.close()
@@ -217,13 +231,15 @@ class Framework(Technique):
             self._gadp_innocent(df, out, inter, rng)
         for j, a in enumerate(inter.numeric):
             d = np.abs(out[a].to_numpy(dtype=float) - df[a].to_numpy(dtype=float))
-            rows.append(dict(attribute=a, kind="numeric", mean_abs_change=float(d.mean()),
-                             share_changed=float((d > 0).mean()), share_influential=float(tested[:, j].mean())))
+            d = d[~np.isnan(d)]
+            rows.append(dict(attribute=a, kind="numeric", mean_abs_change=float(d.mean()) if d.size else 0.0,
+                             share_changed=float((d > 0).mean()) if d.size else 0.0,
+                             share_influential=float(tested[:, j].mean())))
         for a in inter.categorical:
             k = attrs.index(a)
             if a in self.detectives_:
                 out[a] = self._capt(df, a, ~tested[:, k], rng)
-            changed = out[a].to_numpy(dtype=object) != df[a].to_numpy(dtype=object)
+            changed = (out[a].to_numpy(dtype=object) != df[a].to_numpy(dtype=object)) & df[a].notna().to_numpy()
             rows.append(dict(attribute=a, kind="categorical", mean_abs_change=float("nan"),
                              share_changed=float(changed.mean()), share_influential=float(tested[:, k].mean())))
         cls = schema.require_class()
@@ -244,6 +260,9 @@ class Framework(Technique):
             rows = order[bounds[i]:bounds[i + 1]]
             innocent = [a for j, a in enumerate(num) if not inter.tested[i, j]]
             given = [a for j, a in enumerate(num) if inter.tested[i, j]]
+            if innocent:
+                # the leaf's records complete on its numeric attributes; the others keep their noise
+                rows = rows[~np.isnan(df[innocent + given].to_numpy(dtype=float)[rows]).any(axis=1)]
             if not innocent or len(rows) < len(innocent) + len(given) + 2:
                 continue
             X = df[innocent].to_numpy(dtype=float)[rows]

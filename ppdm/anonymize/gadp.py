@@ -29,6 +29,12 @@ perturbation:
   deviation), GADP refuses, naming the attributes. On adult, for instance,
   ``education_num`` is a function of ``education``: GADP cannot protect it while
   ``education`` is released as it is, and says so.
+
+Missing values: a missing cell stays missing. The moments (μ, B, Σ_e) are those of the
+records complete on X and S, which are redrawn as above (EGADP's exact moments hold for
+them). A record with a missing cell is redrawn from the same conditional distribution,
+its missing entries of S taken at their complete-record mean (so they do not move its
+conditional mean), with GADP noise; its missing entries of X stay missing.
 """
 
 from __future__ import annotations
@@ -102,6 +108,16 @@ def gadp_values(X: np.ndarray, S: np.ndarray, rng: np.random.Generator, *, exact
     return mu_x + (S - mu_s) @ B + e
 
 
+def _incomplete_values(Xc: np.ndarray, Sc: np.ndarray, S_inc: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """GADP draws for records with a missing cell, from the moments of the complete records
+    ``Xc``, ``Sc``: a missing entry of S is taken at its mean, so it adds nothing to the
+    conditional mean μ_X + (S − μ_S) B."""
+    mu_x, mu_s, B, se = gadp_moments(Xc, Sc)
+    Si = np.where(np.isnan(S_inc), mu_s, S_inc) if S_inc.shape[1] else S_inc
+    e = rng.standard_normal((len(S_inc), Xc.shape[1])) @ psd_sqrt(se).T
+    return mu_x + (Si - mu_s) @ B + e
+
+
 @register("gadp")
 class GADP(Technique):
     """GADP / EGADP: confidential numeric attributes redrawn given the others, keeping means and covariances.
@@ -130,7 +146,13 @@ class GADP(Technique):
     min_residual_share:
         Refuse when, given S, less than this share of a confidential attribute's variance
         is left to redraw (1 − R² of its regression on S); 0 switches the guard off.
+
+    Missing cells stay missing; moments come from the records complete on X and S (see the
+    module docstring).
     """
+
+    handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,
@@ -208,23 +230,34 @@ class GADP(Technique):
         self.non_confidential_ = nonconf
         self.excluded_predictors_ = [c for c in too_many if c not in nonconf]
         self.levels_ = {c: list(pd.unique(df[c].dropna())) for c in nonconf if c not in numeric}
-        self.range_ = {c: (float(df[c].min()), float(df[c].max())) for c in conf}
+        self.range_ = {c: (float(np.nanmin(df[c].to_numpy(dtype=float))), float(np.nanmax(df[c].to_numpy(dtype=float))))
+                       if df[c].notna().any() else (np.nan, np.nan) for c in conf}
         self.integer_ = {c for c in conf if pd.api.types.is_integer_dtype(df[c])
                          or (self.round_integers and c in schema.integer)}
 
     def design(self, df: pd.DataFrame) -> np.ndarray:
-        """S: non-confidential numeric columns as they are, categorical ones as indicators."""
+        """S: non-confidential numeric columns as they are, categorical ones as indicators
+        (NaN in every indicator of a missing category)."""
         cols: list[np.ndarray] = []
         for c in self.non_confidential_:
             if c in self.levels_:
                 vals = df[c].to_numpy(dtype=object)
-                cols.extend((vals == lv).astype(float) for lv in self.levels_[c][1:])
+                gone = pd.isna(df[c]).to_numpy()
+                cols.extend(np.where(gone, np.nan, (vals == lv).astype(float)) for lv in self.levels_[c][1:])
             else:
                 cols.append(df[c].to_numpy(dtype=float))
         if not cols:
             return np.zeros((len(df), 0))
         S = np.column_stack(cols)
-        keep = S.std(axis=0) > 0 if len(df) > 1 else np.zeros(S.shape[1], dtype=bool)
+        if len(df) > 1:
+            with np.errstate(invalid="ignore"):
+                obs = ~np.isnan(S)
+                cnt = obs.sum(axis=0)
+                mean = np.where(obs, S, 0.0).sum(axis=0) / np.maximum(cnt, 1)
+                spread = np.where(obs, (S - mean) ** 2, 0.0).sum(axis=0)
+            keep = (cnt > 1) & (spread > 0)
+        else:
+            keep = np.zeros(S.shape[1], dtype=bool)
         return S[:, keep]
 
     def _check_residual(self, X: np.ndarray, S: np.ndarray) -> None:
@@ -249,17 +282,26 @@ class GADP(Technique):
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         X = df[self.confidential_].to_numpy(dtype=float)
         S = self.design(df)
-        n, p = X.shape
+        complete = ~np.isnan(X).any(axis=1) & ~np.isnan(S).any(axis=1)
+        Xc, Sc = (X, S) if complete.all() else (X[complete], S[complete])
+        n, p = Xc.shape
         if n < 2:
-            raise ParameterError("GADP needs at least two records")
-        self._check_residual(X, S)
+            raise ParameterError("GADP needs at least two records" + ("" if complete.all() else
+                                 " complete on the confidential and non-confidential attributes"))
+        self._check_residual(Xc, Sc)
         exact = bool(self.exact)
         if exact and n <= p + S.shape[1] + 1:
             warnings.warn(
                 f"EGADP needs more than {p + S.shape[1] + 1} records (got {n}); using GADP", stacklevel=2
             )
             exact = False
-        Y = gadp_values(X, S, rng, exact=exact)
+        if complete.all():
+            Y = gadp_values(X, S, rng, exact=exact)
+        else:
+            Y = np.full(X.shape, np.nan)
+            Y[complete] = gadp_values(Xc, Sc, rng, exact=exact)
+            Y[~complete] = _incomplete_values(Xc, Sc, S[~complete], rng)
+            Y[np.isnan(X)] = np.nan
         out = df.copy()
         for j, c in enumerate(self.confidential_):
             y = Y[:, j]

@@ -437,6 +437,21 @@ def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.column_stack([np.bincount(labels, weights=x[:, j], minlength=g) / cnt for j in range(x.shape[1])])
 
 
+def nan_group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Mean of the observed (non-NaN) values of 2-d ``x`` per group label 0…g−1, column by
+    column; NaN where a group has no observed value."""
+    labels = np.asarray(labels)
+    g = int(labels.max()) + 1
+    cols = []
+    for j in range(x.shape[1]):
+        obs = ~np.isnan(x[:, j])
+        cnt = np.bincount(labels[obs], minlength=g).astype(float)
+        tot = np.bincount(labels[obs], weights=x[obs, j], minlength=g)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cols.append(np.where(cnt > 0, tot / np.where(cnt > 0, cnt, 1.0), np.nan))
+    return np.column_stack(cols)
+
+
 def sse(x: np.ndarray, labels: np.ndarray) -> float:
     """Within-group sum of squared errors Σ_i ‖x_i − centroid(group(i))‖²."""
     x = np.asarray(x, dtype=float)
@@ -468,11 +483,21 @@ class MDAV(Technique):
     block_size:
         Most records in a block (at least 2k); blocks hold more than half of it.
 
+    Missing values: a missing cell stays missing, as in sdcMicro's microaggregation. For
+    forming the groups a missing cell counts as its column's mean (the centre of the
+    standardised space, so it pulls the record neither way); a group's centroid is the mean
+    of its members' observed values, and only observed cells receive it. Every group still has
+    at least k records, but a record's missing cells set it apart from its group on those
+    attributes.
+
     MDAV draws no random numbers: ``random_state`` has no effect and the output is a function of
     the table. After a pandas ``transform`` the groups are in ``groups_`` (one label per row), their
     centroids in ``centroids_`` (a DataFrame, one row per group), the block of every row in
     ``blocks_`` (all 0 for global MDAV) and the strategy used in ``strategy_``.
     """
+
+    handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,
@@ -519,22 +544,30 @@ class MDAV(Technique):
 
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         X = df[self.columns_].to_numpy(dtype=float)
+        miss = np.isnan(X)
+        if miss.any():
+            # a missing cell sits at its column's mean while the groups are formed
+            cnt = (~miss).sum(axis=0)
+            mu = np.where(cnt > 0, np.where(miss, 0.0, X).sum(axis=0) / np.maximum(cnt, 1), 0.0)
+            G = np.where(miss, mu, X)
+        else:
+            G = X
         k = check_k(self.k, len(df))
         strategy = self._strategy_for(len(X))
-        w = mdav_weights(X, self.scaling)
+        w = mdav_weights(G, self.scaling)
         if strategy == "global":
-            labels = mdav(X, k, self.scaling, weights=w)
+            labels = mdav(G, k, self.scaling, weights=w)
             blocks = np.zeros(len(X), dtype=np.int64)
         else:
-            labels, blocks = mdav_blocked(X, k, self.scaling, self.block_size, weights=w)
-        cent = group_means(X, labels)
+            labels, blocks = mdav_blocked(G, k, self.scaling, self.block_size, weights=w)
+        cent = nan_group_means(X, labels) if miss.any() else group_means(X, labels)
         self.strategy_ = strategy
         self.groups_ = labels
         self.blocks_ = blocks
         self.centroids_ = pd.DataFrame(cent, columns=self.columns_)
         out = df.copy()
         for j, c in enumerate(self.columns_):
-            out[c] = cent[labels, j]
+            out[c] = np.where(miss[:, j], np.nan, cent[labels, j])
         return out
 
     def _transform_dask(self, ddf: Any) -> Any:

@@ -16,6 +16,10 @@ changed. They differ in what a selected value becomes:
 
 min, max, variance and the value pools come from the table given to ``fit``. Integer
 columns are rounded back to whole numbers (the technique contract keeps dtypes).
+
+Missing values: a missing cell stays missing (as sdcMicro's ``addNoise`` leaves NA
+alone); the statistics and value pools are those of the observed values only, and a
+missing cell is never drawn as a new value.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from ppdm.data.schema import Schema
 class _Noise(Technique, ABC):
     """Shared machinery: per-column selection of values to change with probability ``level``."""
 
+    handles_missing = True
+    missing_policy = "kept"
+
     def __init__(self, level: float = 0.1, class_column=None, schema=None, random_state=None) -> None:
         self.level = level
         self.class_column = class_column
@@ -47,11 +54,13 @@ class _Noise(Technique, ABC):
         self.categorical_values_: dict[str, np.ndarray] = {}
         for c in schema.numeric:
             a = df[c].to_numpy(dtype=float)
+            a = a[~np.isnan(a)]  # observed values only
             # sample variance (ddof=1), as pandas reports it; 0 for a single record
             var = float(np.var(a, ddof=1)) if len(a) > 1 else 0.0
-            self.numeric_stats_[c] = (float(a.min()), float(a.max()), var)
+            lo, hi = (float(a.min()), float(a.max())) if a.size else (np.nan, np.nan)
+            self.numeric_stats_[c] = (lo, hi, var)
         for c in schema.categorical:
-            self.categorical_values_[c] = df[c].to_numpy(dtype=object)
+            self.categorical_values_[c] = df[c].dropna().to_numpy(dtype=object)
 
     @abstractmethod
     def _new_numeric(self, old: np.ndarray, col: str, rng: np.random.Generator) -> np.ndarray:
@@ -69,8 +78,11 @@ class _Noise(Technique, ABC):
             numeric = c in self.numeric_stats_
             if not numeric and c not in self.categorical_values_:
                 continue  # a column the schema does not name is not an attribute
-            # one uniform draw per value decides whether it changes, so level 0 is the identity
-            pick = rng.random(n) < self.level
+            # one uniform draw per value decides whether it changes, so level 0 is the identity;
+            # a missing cell stays missing
+            pick = (rng.random(n) < self.level) & df[c].notna().to_numpy()
+            if not numeric and len(self.categorical_values_[c]) == 0:
+                continue
             k = int(pick.sum())
             if k == 0:
                 continue
@@ -91,6 +103,7 @@ class UniformNoise(_Noise):
 
     Each attribute value is replaced with probability ``level`` by a uniform draw over the
     attribute's range (numeric) or its distinct values (categorical); the class is never changed.
+    Missing cells stay missing; ranges and values are those observed.
 
     Parameters
     ----------
@@ -123,7 +136,7 @@ class GaussianNoise(_Noise):
 
     With probability ``level`` a numeric value gets N(0, var A) noise added and a categorical
     value is redrawn from the attribute's original values (with their frequencies); the class
-    is never changed.
+    is never changed. Missing cells stay missing; variances and values are those observed.
 
     Parameters
     ----------

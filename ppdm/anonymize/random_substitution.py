@@ -327,7 +327,13 @@ class RandomSubstitution(Technique):
         of bins (001 §6). Must stay ``True`` for integer columns narrower than N units.
     bounds:
         Public ``{column: (low, high)}`` bounds of numeric domains (default: fitted min/max).
+
+    Missing cells stay missing: a domain holds the observed values (or the bins over their
+    range), and only observed values are substituted.
     """
+
+    handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,
@@ -431,7 +437,9 @@ class RandomSubstitution(Technique):
         attrs: dict[str, AttributeDomain] = {}
         for c in self._targets(schema):
             g = self._gamma_for(c)
-            s = df[c]
+            s = df[c].dropna()
+            if len(s) == 0:
+                raise SchemaError(f"column {c!r} has no observed value to take its domain from")
             if c in schema.numeric:
                 # Schema.integer marks whole-valued attributes (also float-typed ones); keep them whole
                 whole = c in schema.integer or pd.api.types.is_integer_dtype(s)
@@ -465,13 +473,19 @@ class RandomSubstitution(Technique):
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         out = df.copy()
         for c, dom in self.metadata_.attributes.items():
-            k = dom.get_index(df[c])
+            obs = df[c].notna().to_numpy()
+            col = df[c] if obs.all() else df[c][obs]
+            k = dom.get_index(col)
             h = substitute(k, dom.matrix, rng)
             vals = dom.get_values(h, rng)
             if dom.kind == "categorical":
-                out[c] = pd.Series(vals, index=df.index, dtype=df[c].dtype)
+                new = np.full(len(df), np.nan, dtype=object)
+                new[obs] = vals
+                out[c] = pd.Series(new, index=df.index).astype(df[c].dtype)
             else:
-                out[c] = pd.Series(vals.astype(float), index=df.index)
+                new = np.full(len(df), np.nan)
+                new[obs] = vals.astype(float)
+                out[c] = pd.Series(new, index=df.index)
         return out
 
     # -------------------------------------------------------------- metadata

@@ -8,6 +8,8 @@ domain ``[min, max]``, with ``h = √3·σ`` so the noise variance is σ² and �
 ``sigma_frac`` × the domain's width (default 1/6, the σ Forest Framework uses inside a
 sub-domain); categorical values and the class are replaced, each with probability
 ``p_rt``, by a uniformly chosen *different* value of the attribute's domain.
+
+Missing values: a missing cell stays missing; domains are those of the observed values.
 """
 
 from __future__ import annotations
@@ -55,7 +57,12 @@ class RandomTechnique(Technique):
     integer_attrs:
         Numeric attributes kept whole; default the schema's whole-valued attributes
         (integer-dtype columns always stay whole).
+
+    Missing cells stay missing; domains are those of the observed values.
     """
+
+    handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,

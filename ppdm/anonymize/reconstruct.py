@@ -170,20 +170,36 @@ def reconstruct(
     """Apply MR (001 Algorithm 2) to every perturbed attribute, one at a time.
 
     The result is an ordinary table with the release's rows, columns and dtypes that any
-    tree learner can mine (001 §3.1). Attributes not in ``metadata`` are copied.
+    tree learner can mine (001 §3.1). Attributes not in ``metadata`` are copied. A missing
+    cell was never substituted (random substitution keeps missing cells missing): it stays
+    missing, and the distribution is reconstructed from the observed values.
     """
     if not isinstance(z, pd.DataFrame):
         raise SchemaError(f"expected a pandas DataFrame, got {type(z).__name__}")
     targets = metadata.perturbed_columns(z, columns)
-    for c in targets:
-        if z[c].isna().any():
-            raise SchemaError(f"column {c!r} has a missing value; a random-substitution release has none")
     if len(z) == 0:
         raise SchemaError("the table has no rows")
     rng = check_random_state(random_state)
+    from ppdm.data.types import restore_column, working_frame
+
+    like = z
+    # the domains of numeric attributes are numbers (dates: days since 1970-01-01)
+    numeric = [c for c in targets if metadata.attributes[c].kind != "categorical"]
+    z = working_frame(z, numeric)
     out = z.copy()
     with progress.steps(len(targets), "reconstructing attributes") as step:
         for c in targets:
-            out[c] = matrix_reconstruct(z[c], metadata.attributes[c], ties=ties, random_state=rng)
+            seen = z[c].notna().to_numpy()
+            if seen.all():
+                out[c] = matrix_reconstruct(z[c], metadata.attributes[c], ties=ties, random_state=rng)
+            elif seen.any():
+                part = matrix_reconstruct(z[c][seen], metadata.attributes[c], ties=ties, random_state=rng)
+                col = out[c].astype(object) if part.dtype != out[c].dtype else out[c].copy()
+                col[seen] = part.to_numpy(dtype=object) if col.dtype == object else part.to_numpy()
+                out[c] = col.astype(z[c].dtype) if col.dtype == object else col
             step()
+    formats = dict(like.attrs.get("date_formats") or {})
+    for c in numeric:
+        out[c] = restore_column(out[c], like[c], date_format=formats.get(c))
+    out.attrs = dict(like.attrs)
     return out

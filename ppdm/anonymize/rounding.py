@@ -16,6 +16,13 @@ Sizes: ``k`` (group size), ``c`` (number of intervals) or ``b`` (base), related 
 k = ⌈n/c⌉ (§4.3); ``"fd"`` (the default when none is given) picks c per attribute with the
 Freedman–Diaconis rule (§5). The 1-D algorithms live in
 :mod:`ppdm.anonymize.microaggregation` and :mod:`ppdm.anonymize.discretization`.
+
+Dates are numbers on a time axis (days since 1970-01-01) and are rounded like any numeric
+attribute; ``date_period="month"`` or ``"year"`` instead generalises them to the first day of
+their month or year.
+
+Missing values: a missing cell stays missing. Each rounding set is built from the observed
+values of its attribute (and, for the supervised methods, their records' classes).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ UNSUPERVISED = ("equal-width", "equal-frequency", "kmeans", "resampling")
 SUPERVISED = ("mdlp", "chimerge")
 METHODS = ("base", *MICROAGGREGATION, *UNSUPERVISED, *SUPERVISED)
 ENCODINGS = ("nearest", "group", "stochastic")
+DATE_PERIODS = ("month", "year")
 
 
 @dataclass
@@ -172,10 +180,19 @@ class Rounding(Technique):
         stratum's size, as in the paper).
     chi_alpha:
         ChiMerge significance level of the merge threshold χ²_{1−α, K−1}.
+    date_period:
+        ``None`` (default): date attributes are rounded like numbers (days since 1970-01-01).
+        ``"month"`` or ``"year"``: every date attribute among ``columns`` is generalised to the
+        first day of its month or year instead (a coarser date, written in the column's format).
+
+    Missing cells stay missing; rounding sets are built from the observed values.
 
     After ``fit``: ``rounding_sets_`` maps each column to its sorted rounding points,
     ``groups_`` to a table of its groups/intervals, ``sizes_`` to the k, c or b used.
     """
+
+    handles_missing = True
+    missing_policy = "kept"
 
     def __init__(
         self,
@@ -193,6 +210,7 @@ class Rounding(Technique):
         n_quantiles: int = 10,
         n_bootstrap: int | None = None,
         chi_alpha: float = 0.10,
+        date_period: str | None = None,
     ) -> None:
         self.class_column = class_column
         self.schema = schema
@@ -208,6 +226,7 @@ class Rounding(Technique):
         self.n_quantiles = n_quantiles
         self.n_bootstrap = n_bootstrap
         self.chi_alpha = chi_alpha
+        self.date_period = date_period
 
     # ------------------------------------------------------------------ checks
     def _validate_params(self) -> None:
@@ -250,6 +269,8 @@ class Rounding(Technique):
             raise ParameterError(f"n_bootstrap must be a whole number ≥ 1, got {self.n_bootstrap!r}")
         if not isinstance(self.chi_alpha, (int, float)) or not 0 < self.chi_alpha < 1:
             raise ParameterError(f"chi_alpha must lie in (0, 1), got {self.chi_alpha!r}")
+        if self.date_period is not None and self.date_period not in DATE_PERIODS:
+            raise ParameterError(f"date_period must be None, 'month' or 'year', got {self.date_period!r}")
 
     # ------------------------------------------------------------------- sizes
     def _group_size(self, x: np.ndarray) -> dict[str, Any]:
@@ -339,16 +360,23 @@ class Rounding(Technique):
 
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         self.columns_ = micro.resolve_columns(self.columns, schema, df)
+        # dates generalised to a month or year need no rounding set
+        self.date_columns_ = [c for c in self.columns_ if c in schema.dates] if self.date_period else []
+        rounded = [c for c in self.columns_ if c not in self.date_columns_]
         y = None
-        if self.method in SUPERVISED:
+        if self.method in SUPERVISED and rounded:
             if schema.class_column is None:
                 raise SchemaError(f"method={self.method!r} is supervised: name the class column with class_column=... (CLI: --class)")
             y = df[schema.class_column].to_numpy()
-        self._scales = {c: scale_factor(df[c].to_numpy(dtype=float)) for c in self.columns_}
+        self._scales = {c: scale_factor(df[c].to_numpy(dtype=float)) for c in rounded}
         sets = {}
-        with progress.steps(len(self.columns_), f"rounding sets ({self.method})") as step:
-            for c in self.columns_:
-                sets[c] = self._fit_column(df[c].to_numpy(dtype=float) * self._scales[c], y, rng, self._scales[c])
+        with progress.steps(len(rounded), f"rounding sets ({self.method})") as step:
+            for c in rounded:
+                v = df[c].to_numpy(dtype=float)
+                obs = ~np.isnan(v)
+                if not obs.any():
+                    raise SchemaError(f"column {c!r} has no observed value to build a rounding set from")
+                sets[c] = self._fit_column(v[obs] * self._scales[c], None if y is None else y[obs], rng, self._scales[c])
                 step()
         self._sets = sets
         # public attributes in the attribute's own units
@@ -365,11 +393,17 @@ class Rounding(Technique):
 
     # --------------------------------------------------------------- transform
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        from ppdm.data.types import generalize_dates
+
         out = df.copy()
-        for c in self.columns_:
+        for c in self.date_columns_:
+            out[c] = generalize_dates(df[c].to_numpy(dtype=float), str(self.date_period))
+        for c in self._sets:
             rs = self._sets[c]
             f = self._scales[c]
-            x = df[c].to_numpy(dtype=float) * f
+            full = df[c].to_numpy(dtype=float) * f
+            obs = ~np.isnan(full)
+            x = full[obs]
             if self.encoding == "nearest":
                 z = encode_nearest(x, rs.points)
             elif self.encoding == "stochastic":
@@ -379,7 +413,9 @@ class Rounding(Technique):
             else:
                 cell = np.searchsorted(rs.cut_points(), x, side="right")
                 z = rs.points[cell]
-            out[c] = z / f if f != 1.0 else z
+            res = np.full(full.shape, np.nan)
+            res[obs] = z / f if f != 1.0 else z
+            out[c] = res
         return out
 
 

@@ -349,7 +349,16 @@ def repeated_perturbation_attack(
 )
 def _spectral_filtering_measure(ctx: EvaluationContext) -> SpectralFilteringResult:
     cols = [c for c in ctx.schema.numeric if c in ctx.z.columns]
-    return spectral_filtering_attack(ctx.z, x=ctx.x, noise_std=ctx.options.get("noise_std"), columns=cols)
+    x, z = _complete_pair(ctx.x, ctx.z, cols)  # the attack needs every attacked value of a record
+    return spectral_filtering_attack(z, x=x, noise_std=ctx.options.get("noise_std"), columns=cols)
+
+
+def _complete_pair(x: pd.DataFrame, z: pd.DataFrame, cols: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The records complete on ``cols`` in both x and z (x and z aligned record by record)."""
+    if len(x) != len(z):
+        return x, z  # refused by the attack, which names both sizes
+    ok = ~(x[cols].isna().to_numpy().any(axis=1) | z[cols].isna().to_numpy().any(axis=1))
+    return (x, z) if ok.all() else (x.loc[ok], z.loc[ok])
 
 
 @register_measure(
@@ -368,5 +377,6 @@ def _repeated_perturbation_measure(ctx: EvaluationContext) -> RepeatedPerturbati
     if path is None:
         raise ParameterError("repeated_perturbation needs the option matrices=<path of the .matrices.json sidecar>")
     meta = SubstitutionMetadata.load(path)
-    return repeated_perturbation_attack(ctx.z, meta, x=ctx.x, steps=int(ctx.options.get("steps", 10)),
+    x, z = _complete_pair(ctx.x, ctx.z, [c for c in meta.attributes if c in ctx.z.columns and c in ctx.x.columns])
+    return repeated_perturbation_attack(z, meta, x=x, steps=int(ctx.options.get("steps", 10)),
                                         random_state=ctx.random_state)

@@ -79,6 +79,20 @@ ExperimentSeedOpt = Annotated[int, typer.Option(
     "--seed", help="Fixed seed of this research run (default 0): anyone can regenerate its draws.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", "-p", help="Technique parameter key=value (repeatable).")]
 MissingOpt = Annotated[str, typer.Option("--missing", help="Incomplete rows: 'error' (default) or 'drop'.")]
+MissingKeepOpt = Annotated[str, typer.Option(
+    "--missing", help="Missing cells: 'error' (default: refuse), 'drop' (leave out incomplete rows) or 'keep' "
+                      "(techniques and measures treat them as docs/missing_values.md says).")]
+CategoricalOpt = Annotated[list[str] | None, typer.Option(
+    "--categorical", help="Categorical column(s) (comma list, repeatable), read as text exactly as written: "
+                          "codes keep their leading zeros.")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="'pandas' (in memory), 'dask' (partition by partition) or 'auto' (default: dask for a folder, "
+                     "a glob or a file over 1 GiB).")]
+BlocksizeOpt = Annotated[str, typer.Option(
+    "--blocksize", help="With dask: bytes of CSV per partition (e.g. 64MB, the default).")]
+DateOpt = Annotated[list[str] | None, typer.Option(
+    "--date", help="Date column(s), each optionally with its strftime format: --date visit or "
+                   "--date 'visit=%d/%m/%Y' (default: detected).")]
 SchemaOpt = Annotated[Path | None, typer.Option(
     "--schema", help="Schema JSON file: types and roles of every column (see docs/roles_and_release.md).")]
 SepOpt = Annotated[str | None, typer.Option("--sep", help="CSV field separator (default ','; e.g. ';', 'tab', '|').")]
@@ -92,9 +106,11 @@ OtherOpt = Annotated[list[str] | None, typer.Option(
     "--other", help="Ordinary attribute column(s): declared so, they are not screened as identifiers.")]
 
 
-def _missing(value: str) -> str:
-    if value not in ("error", "drop"):
-        raise PPDMError(f"--missing must be 'error' or 'drop', got {value!r}")
+def _missing(value: str, *, keep: bool = False) -> str:
+    allowed = ("error", "drop", "keep") if keep else ("error", "drop")
+    if value not in allowed:
+        raise PPDMError(f"--missing must be {', '.join(repr(a) for a in allowed[:-1])} or {allowed[-1]!r}, "
+                        f"got {value!r}")
     return value
 
 
@@ -117,14 +133,15 @@ def methods(
 
         print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": plain(technique_params(cls))}
+                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy}
             for name, cls in sorted(TECHNIQUES.items())
         }})
         return
     console.print("[bold]ppdm techniques[/bold] (ppdm anonymize DATA --method NAME --param key=value)\n")
     for name in sorted(TECHNIQUES):
         cls = TECHNIQUES[name]
-        console.print(f"[bold cyan]{name}[/bold cyan] ({cls.__name__}): {_first_line(cls.__doc__)}", highlight=False)
+        console.print(f"[bold cyan]{name}[/bold cyan] ({cls.__name__}): {_first_line(cls.__doc__)} "
+                      f"(missing cells: {cls.missing_policy})", highlight=False)
         params = "  ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
 

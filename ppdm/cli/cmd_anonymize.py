@@ -8,14 +8,18 @@ the technique, the release check) and :func:`~ppdm.experiments.release.save_rele
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ppdm.cli.app import (
+    BlocksizeOpt,
+    CategoricalOpt,
     ClassOpt,
+    DateOpt,
+    EngineOpt,
     IdOpt,
-    MissingOpt,
+    MissingKeepOpt,
     OtherOpt,
     ParamOpt,
     QiOpt,
@@ -28,18 +32,21 @@ from ppdm.cli.app import (
     app,
 )
 from ppdm.cli.common import BUILTIN, console, err_console, load_input, parse_seed, roles_from_options
+from ppdm.errors import PPDMError
 
 
 @app.command(short_help="Anonymize a table into a release z, with its release check.")
 def anonymize(
-    data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
+    data: Annotated[str, typer.Argument(
+        help="Input table (CSV/Parquet), a Parquet dataset folder, a glob of files, or builtin:NAME.")],
     method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see 'ppdm methods').")],
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Release table (.csv or .parquet), written atomically with <stem>.provenance.json.")],
+        "--out", "-o", help="Release table (.csv or .parquet; a Parquet dataset folder for a partitioned input), "
+                            "written atomically with <stem>.provenance.json.")],
     class_column: ClassOpt = None,
     param: ParamOpt = None,
     seed: SeedOpt = None,
-    missing: MissingOpt = "error",
+    missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
     identifiers: IdOpt = None,
@@ -51,6 +58,15 @@ def anonymize(
         "--keep-identifiers", help="Keep identifier columns in the release, unchanged (default: removed).")] = False,
     allow_unchanged: Annotated[bool, typer.Option(
         "--allow-unchanged", help="Write the release even if the check finds the original records in it.")] = False,
+    categorical: CategoricalOpt = None,
+    date: DateOpt = None,
+    decimals: Annotated[str | None, typer.Option(
+        "--decimals", help="Decimals of float columns in the release: one number for all, or col=n pairs "
+                           "(default: as many as each column had in the input).")] = None,
+    engine: EngineOpt = "auto",
+    blocksize: BlocksizeOpt = "64MB",
+    fit_rows: Annotated[int, typer.Option(
+        "--fit-rows", help="With dask: records of the random sample the technique is fitted on.")] = 100_000,
     holdout: Annotated[float | None, typer.Option(
         "--holdout", help="Hold out this fraction of the records before anonymizing, as the attacks' control set "
         "(<out stem>.control.csv; keep it private, with x).")] = None,
@@ -60,11 +76,23 @@ def anonymize(
 
     from ppdm.anonymize.registry import make_technique
     from ppdm.data.io import check_output_path, check_output_table
+    from ppdm.data.partitions import wants_dask
     from ppdm.data.provenance import provenance_path
     from ppdm.experiments.release import control_path, hold_out, release, save_release
     from ppdm.utils import parse_params
 
     random_state = parse_seed(seed)
+    if wants_dask(data, engine):
+        if holdout is not None:
+            raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
+                            "--control on ppdm evaluate instead")
+        _anonymize_dataset(data, method, out, class_column=class_column, param=param, random_state=random_state,
+                           missing=missing, schema=schema, sep=sep, roles=roles_from_options(
+                               identifiers, quasi_identifiers, sensitive, weight, other),
+                           keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
+                           categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
+                           fit_rows=fit_rows)
+        return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
     check_output_table(out, inputs=(src, schema))
@@ -73,8 +101,11 @@ def anonymize(
         check_output_path(control_path(out), inputs=(src, schema))
     params = parse_params(param)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep,
-                                 roles=roles, detect=True)
+    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True),
+                                 sep=sep, roles=roles, detect=True, categorical=categorical, dates=date)
+    from ppdm.data.types import parse_decimals
+
+    dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
                           params=params)
     control = None
@@ -88,9 +119,27 @@ def anonymize(
     with progress_of_library(), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
-                      detect_identifiers=False, input_info=info)
+                      detect_identifiers=False, input_info=info, decimals=dec)
+    _report(rel, random_state)
+    if control is not None:
+        control = control.drop(columns=[c for c in rel.removed_identifiers if c in control.columns])
+        rel.provenance["holdout"] = {"fraction": float(holdout), "rows": len(control),
+                                     "control": control_path(out).name}
+        console.print(f"held out {len(control)} records before anonymizing as the control set "
+                      f"{control_path(out).name}: original records, keep them private with x",
+                      highlight=False, markup=False, soft_wrap=True)
+    written = save_release(rel, out, control)
+    z = rel.data
+    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}, and "
+                  f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _report(rel: Any, random_state: int | None) -> None:
+    """Warnings, identifiers and the release check, as printed for every release."""
+    from rich.markup import escape
+
     for line in rel.warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {line}", highlight=False, markup=True, soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
     if rel.removed_identifiers:
         console.print(f"removed identifier column(s) {', '.join(rel.removed_identifiers)} from the release "
                       "(keep them with --keep-identifiers)", highlight=False, markup=False, soft_wrap=True)
@@ -103,17 +152,50 @@ def anonymize(
     if random_state is not None:
         console.print("seeded: anyone who knows the seed can redo the random draws and undo much of the release; "
                       "keep it secret, with x (it is not stored)", highlight=False, soft_wrap=True)
-    if control is not None:
-        control = control.drop(columns=[c for c in rel.removed_identifiers if c in control.columns])
-        rel.provenance["holdout"] = {"fraction": float(holdout), "rows": len(control),
-                                     "control": control_path(out).name}
-        console.print(f"held out {len(control)} records before anonymizing as the control set "
-                      f"{control_path(out).name}: original records, keep them private with x",
-                      highlight=False, markup=False, soft_wrap=True)
-    written = save_release(rel, out, control)
-    z = rel.data
-    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}, and "
-                  f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str | None, param: list[str] | None,
+                       random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
+                       keep_identifiers: bool, allow_unchanged: bool, categorical: list[str] | None,
+                       date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int) -> None:
+    """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset."""
+    import warnings
+
+    from ppdm.anonymize.registry import make_technique
+    from ppdm.cli.common import parse_date_options, stage_progress
+    from ppdm.data.partitions import check_output_dataset, dataset_files, open_dataset
+    from ppdm.data.roles import split_names
+    from ppdm.data.schema import Schema
+    from ppdm.data.types import parse_decimals
+    from ppdm.experiments.out_of_core import release_dataset
+    from ppdm.utils import parse_params
+
+    def pd_float(s: Any) -> bool:
+        import pandas as pd
+
+        return bool(pd.api.types.is_float_dtype(s))
+
+    check_output_dataset(out, inputs=[str(f) for f in dataset_files(data)] + ([str(schema)] if schema else []))
+    cats, dates = split_names(categorical), parse_date_options(date)
+    if (cats or dates) and schema is not None:
+        raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
+    loaded = Schema.load(schema) if schema is not None else None
+    ds = open_dataset(data, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=blocksize)
+    base = loaded.with_class(class_column) if loaded is not None and class_column is not None else loaded
+    tech = make_technique(method, class_column=class_column if class_column else (base.class_column if base else None),
+                          random_state=random_state, schema=None, params=parse_params(param))
+    dec = parse_decimals(decimals, [c for c in ds.columns if pd_float(ds.head[c])])
+    from ppdm.cli.progress import progress_bar
+
+    with progress_bar(f"releasing {ds.npartitions} partitions with {method}"), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
+                              allow_unchanged=allow_unchanged, missing=_missing(missing, keep=True),  # type: ignore[arg-type]
+                              fit_rows=fit_rows, decimals=dec, progress=stage_progress())
+    _report(rel, random_state)
+    console.print(f"wrote {out}/ ({rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
+                  f"{rel.fit_rows}) with {method}, and {', '.join(p.name for p in rel.written[1:])}",
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 def _input_sha256(spec: str) -> str:

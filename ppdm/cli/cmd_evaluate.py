@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ppdm.cli.app import (
+    CategoricalOpt,
     ClassOpt,
+    DateOpt,
+    EngineOpt,
     IdOpt,
     MeasureSeedOpt,
-    MissingOpt,
+    MissingKeepOpt,
     OtherOpt,
     QiOpt,
     SchemaOpt,
@@ -49,9 +52,12 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
               sep: str | None = None, ignore: list[str] | None = None) -> pd.DataFrame:
     """Read table ``spec`` (path or builtin:NAME) and check it has exactly the columns of x.
 
-    Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first);
-    the table is validated against x's schema.
+    Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first),
+    read with x's schema and given x's dtypes (a code read as text in one table and as a
+    number in the other would never compare equal); the table is validated against x's schema.
     """
+    from ppdm.data.io import align_dtypes
+
     if spec.startswith(BUILTIN):
         from ppdm.data.datasets import load
 
@@ -59,7 +65,7 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
     else:
         from ppdm.data.io import read_table
 
-        df = read_table(spec, sep=sep)
+        df = read_table(spec, sep=sep, schema=schema)
     if ignore:
         df = df.drop(columns=[c for c in ignore if c in df.columns])
     cols, want = [str(c) for c in df.columns], [str(c) for c in x.columns]
@@ -72,7 +78,7 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
         if extra:
             parts.append(f"has extra {', '.join(map(repr, extra))}")
         raise SchemaError(f"the {what} table {spec!r} does not have the columns of the original: it {' and '.join(parts)}")
-    df = df[list(x.columns)]
+    df = align_dtypes(df[list(x.columns)], x, f"the {what} table {spec!r}")
     df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]
     if dropped:
         err_console.print(f"[yellow]dropped {dropped} incomplete row(s) from {spec}[/yellow]")
@@ -144,9 +150,17 @@ def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
     from ppdm.data.provenance import describe, file_sha256
 
     err_console.print(f"provenance of z: {describe(provenance)}", highlight=False, markup=False, soft_wrap=True)
-    recorded = (provenance.get("input") or {}).get("sha256")
-    if recorded and not original.startswith(BUILTIN) and Path(original).is_file() \
-            and file_sha256(original) != recorded:
+    inp = provenance.get("input") or {}
+    recorded = inp.get("sha256")
+    if recorded and inp.get("partitions") and not original.startswith(BUILTIN):
+        from ppdm.data.partitions import dataset_files
+        from ppdm.experiments.out_of_core import dataset_sha256
+
+        same = dataset_sha256(dataset_files(original)) == recorded
+    else:
+        same = not (recorded and not original.startswith(BUILTIN) and Path(original).is_file()
+                    and file_sha256(original) != recorded)
+    if not same:
         err_console.print("note: --original is not the file z was made from (its sha256 differs from the "
                           "provenance's)", highlight=False, markup=False)
 
@@ -188,13 +202,21 @@ def _summary(details: dict[str, Any]) -> str:
         v = details.get(name)
         if v is not None:
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")
+    if details.get("sample_size") is not None:
+        # a measure of a partitioned table computed on a sample says so, with its interval
+        lo, hi = details.get("ci_low"), details.get("ci_high")
+        ci = (f", {100 * details.get('confidence', 0.95):.0f}% CI [{lo:.4g}, {hi:.4g}]"
+              if isinstance(lo, float) and isinstance(hi, float) else ", no interval")
+        parts.append(f"sample of {details['sample_size']} of {details.get('population')} records{ci}")
     return ", ".join(parts)
 
 
 @app.command(short_help="Judge a release z against x: risk, utility, every measure.")
 def evaluate(
-    original: Annotated[str, typer.Option("--original", "-x", help="Original table x (path or builtin:NAME).")],
-    anonymized: Annotated[str, typer.Option("--anonymized", "-z", help="Anonymized table z (path or builtin:NAME).")],
+    original: Annotated[str, typer.Option(
+        "--original", "-x", help="Original table x (path, Parquet dataset folder, glob, or builtin:NAME).")],
+    anonymized: Annotated[str, typer.Option(
+        "--anonymized", "-z", help="Anonymized table z (path, Parquet dataset folder, glob, or builtin:NAME).")],
     class_column: ClassOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", "-r", help="Rule file Ψx (default: CART rules of x).")] = None,
     test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: hold out 1/3 of x).")] = None,
@@ -205,7 +227,7 @@ def evaluate(
     threshold: Annotated[list[str] | None, typer.Option("--threshold", help="Threshold of a measure for the verdicts, NAME=VALUE (repeatable).")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")] = None,
     seed: MeasureSeedOpt = None,
-    missing: MissingOpt = "error",
+    missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
     identifiers: IdOpt = None,
@@ -213,6 +235,15 @@ def evaluate(
     sensitive: SensitiveOpt = None,
     weight: WeightOpt = None,
     other: OtherOpt = None,
+    categorical: CategoricalOpt = None,
+    date: DateOpt = None,
+    engine: EngineOpt = "auto",
+    blocksize: Annotated[str | None, typer.Option(
+        "--blocksize", help="With dask: bytes of CSV per partition of x (default: as the release's provenance "
+                            "records, else 64MB).")] = None,
+    sample_rows: Annotated[int, typer.Option(
+        "--sample-rows", help="With dask: records of the sample that measures without an exact out-of-core "
+                              "form are computed on.")] = 20_000,
 ) -> None:
     """Measure what an anonymized table z keeps of x and how exposed its records are.
 
@@ -228,7 +259,7 @@ def evaluate(
     from ppdm.report.evaluation import evaluation_document
     from ppdm.utils import parse_params
 
-    miss = _missing(missing)
+    miss = _missing(missing, keep=True)
     seed_value, drawn = measurement_seed(seed)
     if html is not None:
         from ppdm.data.io import check_output_path
@@ -240,7 +271,17 @@ def evaluate(
     limits = _thresholds(threshold, [s.name for s in specs])
     provenance = _provenance(anonymized)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles)
+    from ppdm.data.partitions import wants_dask
+
+    if wants_dask(original, engine) or wants_dask(anonymized, engine):
+        _evaluate_datasets(original, anonymized, test, class_column=class_column, schema=schema, sep=sep, roles=roles,
+                           missing=miss, categorical=categorical, date=date, blocksize=blocksize,
+                           provenance=provenance, specs=specs, options=options, rules=rules, seed_value=seed_value,
+                           drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out,
+                           thresholds=limits, named=measures is not None and measures.strip() != "all")
+        return
+    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
+                           categorical=categorical, dates=date)
     x, sch, ids = _without_identifiers(x, sch, provenance)
     z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids)
     t = load_like(test, x, sch, miss, "test", sep, ids) if test is not None else None
@@ -251,6 +292,12 @@ def evaluate(
 
         # a release made with --holdout: x's other records are the ones it was made from
         x = without_held_out(x, c)
+    # measures compute on numbers: dates on their time axis, nullable integers with NaN
+    from ppdm.data.types import working_frame
+
+    x, z = working_frame(x, sch.numeric), working_frame(z, sch.numeric)
+    c = working_frame(c, sch.numeric) if c is not None else None
+    t = working_frame(t, sch.numeric) if t is not None else None
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         named = measures is not None and measures.strip() != "all"
@@ -300,6 +347,146 @@ def evaluate(
         print_json(doc)
         return
     _print_evaluation(doc)
+
+
+def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, class_column: str | None,
+                       schema: Path | None, sep: str | None, roles: Any, missing: str, categorical: list[str] | None,
+                       date: list[str] | None, blocksize: str | None, provenance: dict[str, Any] | None,
+                       specs: list, options: dict[str, Any], rules: Path | None, seed_value: int, drawn: bool,
+                       sample_rows: int, html: Path | None, json_out: bool,
+                       thresholds: dict[str, float], named: bool) -> None:
+    """Tables larger than memory: exact measures partition by partition, the others on a sample."""
+    from dataclasses import replace
+
+    from ppdm.cli.common import parse_date_options, stage_progress
+    from ppdm.data.partitions import BLOCKSIZE, open_dataset
+    from ppdm.data.roles import resolve_schema, split_names
+    from ppdm.data.schema import Schema
+    from ppdm.metrics._dask import partition_lengths, working_parts
+    from ppdm.metrics.base import EvaluationContext
+    from ppdm.metrics.out_of_core import SampledResult, evaluate_measure
+
+    cats, dates = split_names(categorical), parse_date_options(date)
+    if (cats or dates) and schema is not None:
+        raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
+    if original.startswith(BUILTIN) or anonymized.startswith(BUILTIN):
+        raise PPDMError("a shipped dataset (builtin:NAME) is evaluated in memory; give files for a partitioned "
+                        "evaluation")
+    recorded = ((provenance or {}).get("input") or {}).get("blocksize")
+    block = blocksize or recorded or BLOCKSIZE
+    loaded = Schema.load(schema) if schema is not None else None
+    xds = open_dataset(original, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=block)
+    head = xds.head
+    head.attrs["date_formats"] = dict(xds.date_formats)
+    sch = resolve_schema(head, schema=loaded, class_column=class_column, roles=roles, detect=False,
+                         what="the schema" if schema is None else f"schema file {str(schema)!r}")
+    x, sch, ids = _without_identifiers(xds.data, sch, provenance)
+    zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block)
+    cols, want = zds.columns, [str(c) for c in x.columns]
+    if set(cols) - set(ids) != set(want):
+        lacks = [c for c in want if c not in cols]
+        extra = [c for c in cols if c not in want and c not in ids]
+        raise SchemaError(f"the anonymized table {anonymized!r} does not have the columns of the original: it "
+                          + " and ".join(([f"lacks {', '.join(map(repr, lacks))}"] if lacks else [])
+                                         + ([f"has extra {', '.join(map(repr, extra))}"] if extra else [])))
+    from ppdm.data.io import align_dtypes
+
+    like = x._meta[want]
+    # z read with x's types, column by column (a code read as text in one and as a number in the other never matches)
+    z = zds.data[want].map_partitions(align_dtypes, like, f"the anonymized table {anonymized!r}", meta=like)
+    if missing == "drop":
+        keep = sch.columns
+        x = x.dropna(subset=keep)
+        z = z.dropna(subset=keep)
+    elif missing == "error":
+        _refuse_missing_lazily(x, sch, original)
+        _refuse_missing_lazily(z, sch, anonymized)
+    t = None
+    if test is not None:
+        t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block).data[want], sch.numeric)
+    if sch.class_column is None:
+        needing = [s.name for s in specs if s.needs_class]
+        if needing and (named or len(needing) == len(specs)):
+            raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
+    x, z = working_parts(x, sch.numeric), working_parts(z, sch.numeric)
+    rs = _load_rules(rules, head, sch) if rules is not None else None
+    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=dict(options))
+    from ppdm.cli.progress import progress_bar
+    from ppdm.data.partitions import reporting
+    from ppdm.experiments.evaluation import run_measure
+    from ppdm.report.evaluation import evaluation_document
+
+    def run(spec: Any) -> Any:
+        # the measure exactly out of core, or on the declared sample; skipped like in memory
+        return run_measure(replace(spec, fn=lambda c: evaluate_measure(spec, c, sample_rows=sample_rows)), ctx)
+
+    outcomes: dict[str, Any] = {}
+    with progress_bar("evaluating", total=len(specs)) as step, reporting(stage_progress()):
+        for spec in specs:
+            step(0, description=f"computing {spec.name}")
+            outcomes[spec.name] = replace(run(spec), spec=spec)
+            step()
+    how = {name: ("sample" if isinstance(o.result, SampledResult) else "exact")
+           for name, o in outcomes.items() if not o.skipped}
+    rows_x, rows_z = sum(partition_lengths(x)), sum(partition_lengths(z))
+    inputs = {"original": {"source": original, "rows": rows_x, "columns": len(want), "partitions": x.npartitions},
+              "anonymized": {"source": anonymized, "rows": rows_z, "columns": len(want), "partitions": z.npartitions},
+              "test": None if t is None else {"source": test, "rows": sum(partition_lengths(t)), "columns": len(want)},
+              "rules": str(rules) if rules is not None else None, "class_column": sch.class_column,
+              "seed": seed_value, "options": options, "sample_rows": sample_rows}
+    doc = evaluation_document(outcomes, provenance=provenance, inputs=inputs,
+                              dataset=_dataset_summary(x, sch, original, rows_x), thresholds=thresholds)
+    for name, h in how.items():
+        doc["measures"][name]["out_of_core"] = h
+    if html is not None:
+        from ppdm.report.html import write_evaluation_html
+
+        write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized} ({x.npartitions} partitions); "
+                                                  f"measurement seed {seed_value}")
+        err_console.print(f"wrote {html}")
+    _show_provenance(provenance, original)
+    report_drawn_seed(seed_value, drawn)
+    if json_out:
+        print_json(doc)
+        return
+    _print_evaluation(doc)
+    sampled = [n for n, h in how.items() if h == "sample"]
+    if sampled:
+        err_console.print(f"computed on a sample of at most {sample_rows} records (with a confidence interval in "
+                          f"--json): {', '.join(sampled)}; every other measure is exact", highlight=False,
+                          soft_wrap=True)
+
+
+def _dataset_summary(x: Any, sch: Schema, name: str, rows: int) -> dict[str, Any]:
+    """Rows, columns, roles and class counts of a partitioned x, counted partition by partition."""
+    from ppdm.data.partitions import read_partition, run_partitions
+
+    info: dict[str, Any] = {"name": name, "rows": int(rows), "columns": int(len(x.columns)),
+                            "numeric": list(sch.numeric), "categorical": list(sch.categorical),
+                            "class_column": sch.class_column, "partitions": int(x.npartitions)}
+    cls = sch.class_column
+    if cls is not None:
+        parts = run_partitions(lambda i: read_partition(x, i)[cls].value_counts(), x.npartitions, name="ppdm-classes")
+        import pandas as pd
+
+        counts = pd.concat(parts).groupby(level=0, sort=False).sum().sort_values(ascending=False, kind="stable")
+        info["class_counts"] = {str(k): int(v) for k, v in counts.items()}
+    return info
+
+
+def _refuse_missing_lazily(df: Any, sch: Schema, spec: str) -> None:
+    """--missing error for a partitioned table: one pass counting missing cells per column."""
+    from ppdm.data.partitions import read_partition, run_partitions
+
+    cols = [c for c in sch.columns if c in df.columns]
+    counts = run_partitions(lambda i: read_partition(df, i)[cols].isna().sum().to_dict(), df.npartitions,
+                            name="ppdm-missing")
+    for i, c in enumerate(counts):
+        bad = [k for k, v in c.items() if v]
+        if bad:
+            raise SchemaError(f"column {bad[0]!r} of {spec!r} has a missing value in partition {i}; drop those rows "
+                              "with --missing drop, or keep the missing cells where techniques and measures treat "
+                              "them with --missing keep")
 
 
 def _print_evaluation(doc: dict[str, Any]) -> None:

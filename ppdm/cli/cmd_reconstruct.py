@@ -38,10 +38,13 @@ def reconstruct(
         if ties not in ("random", "stable"):
             raise PPDMError(f"--ties must be 'random' or 'stable', got {ties!r}")
         from ppdm.cli.progress import progress_bar
+        from ppdm.data.types import round_to_decimals, source_decimals
 
         with progress_bar("reconstructing"):
             r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
-        write_table(r, out)
+        # no more decimals than the release had (bin centres are arithmetic)
+        r = round_to_decimals(r, source_decimals(z, list(meta.attributes)))
+        write_table(r, out, date_formats=z.attrs.get("date_formats"))
     except PPDMError as e:
         fail(str(e))
     console.print(f"wrote {out} ({len(r)} rows; {len(meta.attributes)} attribute(s) reconstructed)")

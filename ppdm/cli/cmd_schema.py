@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 
 from ppdm.cli.app import (
+    CategoricalOpt,
     ClassOpt,
+    DateOpt,
     IdOpt,
     OtherOpt,
     QiOpt,
@@ -36,6 +38,8 @@ def schema_cmd(
     sensitive: SensitiveOpt = None,
     weight: WeightOpt = None,
     other: OtherOpt = None,
+    categorical: CategoricalOpt = None,
+    date: DateOpt = None,
 ) -> None:
     """Print every column's type, role, number of distinct values and share of unique values, and write
     the schema (types and roles) as a JSON file to edit and pass back with --schema.
@@ -67,8 +71,14 @@ def schema_cmd(
         if class_column is not None and class_column != base.class_column:
             base = base.with_class(class_column)
     else:
-        df = read_table(src, sep=sep)
+        from ppdm.cli.common import parse_date_options
+        from ppdm.data.roles import split_names
+
+        cats, dates = split_names(categorical), parse_date_options(date)
+        if (cats or dates) and schema is not None:
+            raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
         base = Schema.load(schema) if schema is not None else None
+        df = read_table(src, sep=sep, schema=base, categorical=cats, dates=dates)
     sch = resolve_schema(df, schema=base, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema is None else f"schema file {str(schema)!r}")
     declared = set(base.all_columns if base is not None else []) | set(roles.named())
@@ -89,7 +99,8 @@ def schema_cmd(
         s = df[c]
         distinct = int(s.nunique(dropna=True))
         unique_share = float((~s.duplicated(keep=False) & s.notna()).sum() / n) if n else 0.0
-        kind = ("numeric, whole" if c in sch.integer else "numeric") if c in sch.numeric else \
+        kind = f"date ({sch.dates[c] or '%Y-%m-%d'})" if c in sch.dates else \
+            ("numeric, whole" if c in sch.integer else "numeric") if c in sch.numeric else \
             "categorical" if c in sch.categorical or c == sch.class_column else str(s.dtype)
         note = f"looks like an identifier: {suspects[c]}" if c in suspects else ""
         table.add_row(str(c), kind, sch.role(c), str(distinct), f"{100 * unique_share:.1f}%", note)

@@ -64,16 +64,26 @@ def load_input(
     sep: str | None = None,
     roles: Roles | None = None,
     detect: bool = False,
+    categorical: list[str] | None = None,
+    dates: list[str] | None = None,
 ) -> tuple[pd.DataFrame, Schema, int]:
     """Read ``spec`` (a path or ``builtin:NAME``) and its schema with the user's roles.
 
     Returns ``(table, schema, n_dropped)``; incomplete rows are handled by ``missing``.
-    A schema file that leaves out columns of the table is refused; with ``detect``, so
-    are undeclared columns that look like direct identifiers (for releases).
+    The types of a schema file, or of ``--categorical``/``--date`` (``categorical``,
+    ``dates``), apply as the file is read. A schema file that leaves out columns of the
+    table is refused; with ``detect``, so are undeclared columns that look like direct
+    identifiers (for releases).
     """
     from ppdm.data.io import read_table
-    from ppdm.data.roles import resolve_schema
+    from ppdm.data.roles import resolve_schema, split_names
     from ppdm.data.schema import Schema
+
+    cats = split_names(categorical)
+    date_formats = parse_date_options(dates)
+    if (cats or date_formats) and (schema_path is not None or spec.startswith(BUILTIN)):
+        raise PPDMError("give column types either in the schema (--schema, or a shipped dataset's) or with "
+                        "--categorical/--date, not both")
 
     if spec.startswith(BUILTIN):
         from ppdm.data.datasets import load
@@ -83,9 +93,9 @@ def load_input(
             schema = schema.with_class(class_column) if class_column in df.columns else _no_class(class_column, df)
         schema = resolve_schema(df, schema=schema, roles=roles, detect=detect, what="the dataset's schema")
     else:
-        df = read_table(spec, sep=sep)
-        if schema_path is not None:
-            loaded = Schema.load(schema_path)
+        loaded = Schema.load(schema_path) if schema_path is not None else None
+        df = read_table(spec, sep=sep, schema=loaded, categorical=cats, dates=date_formats)
+        if loaded is not None:
             schema = resolve_schema(df, schema=loaded, class_column=class_column, roles=roles, detect=detect,
                                     what=f"schema file {str(schema_path)!r}")
         else:
@@ -95,6 +105,45 @@ def load_input(
         err_console.print(f"[yellow]dropped {dropped} incomplete row(s) from {spec}[/yellow]")
         df = df.reset_index(drop=True)
     return df, schema, dropped
+
+
+def stage_progress() -> Any:
+    """A callback ``(stage, done, total)`` for partitioned work (:mod:`ppdm.data.partitions`,
+    :func:`ppdm.experiments.out_of_core.release_dataset`) that reports each stage's partitions
+    to :mod:`ppdm.progress`, so a command's progress bar shows them with the time left."""
+    from ppdm import progress
+
+    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "check": "checking"}
+    open_: dict[str, Any] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        task = open_.get(stage)
+        if task is None:
+            what = labels.get(stage, stage.removeprefix("ppdm-").replace("-", " "))
+            task = open_[stage] = progress.steps(total, f"{what}: partitions")
+        if done > task.done:
+            task(done - task.done)
+        if done >= total:
+            task.close()
+            del open_[stage]
+
+    return report
+
+
+def parse_date_options(values: list[str] | None) -> dict[str, str | None]:
+    """``--date`` values (``col`` or ``col=FORMAT``, comma lists allowed) as ``{col: format}``."""
+    out: dict[str, str | None] = {}
+    for v in values or []:
+        for part in ([v] if "=" in v and "%" in v else str(v).split(",")):
+            part = part.strip()
+            if not part:
+                continue
+            name, _, fmt = part.partition("=")
+            name, fmt = name.strip(), fmt.strip()
+            if fmt and "%" not in fmt:
+                raise PPDMError(f"--date {part!r}: the format must be a strftime format such as '%Y-%m-%d'")
+            out[name] = fmt or None
+    return out
 
 
 def roles_from_options(

@@ -9,6 +9,14 @@ more fields than the header is reported as malformed (never padded with missing 
 or folded into an index), a one-column table whose header holds another separator is
 refused with the separator to try, and names and values keep their leading and
 trailing spaces exactly.
+
+Reading is typed (:func:`read_table`): with a schema, its types apply as the file is read
+(categorical columns, the class and identifiers stay text exactly as written, so a code
+``0150`` keeps its zero; dates are parsed in their declared format; whole-number columns
+with missing cells become nullable ``Int64``). Without one, the same is inferred: a column
+of numbers written with a leading zero stays text, a column of dates in one known layout
+becomes a date column, ``True``/``False`` columns become booleans, and whole numbers with
+missing cells stay whole. :func:`write_table` writes dates back in their format.
 """
 
 from __future__ import annotations
@@ -19,13 +27,18 @@ import gzip
 import io
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from ppdm.errors import PPDMError
+from ppdm.errors import SchemaError as SchemaErrorType
+
+if TYPE_CHECKING:
+    from ppdm.data.schema import Schema
 
 _CSV = (".csv", ".csv.gz", ".txt")
 _PARQUET = (".parquet", ".pq")
@@ -114,10 +127,16 @@ def _csv_header(p: Path, sep: str) -> list[str] | None:
     return None
 
 
-def _short_row(p: Path, sep: str, width: int) -> tuple[int, int] | None:
-    """(line number, fields) of the first data row with fewer fields than the header."""
+def _short_row(p: Path, sep: str, width: int, nrows: int | None = None) -> tuple[int, int] | None:
+    """(line number, fields) of the first data row with fewer fields than the header (among
+    the first ``nrows`` rows when given)."""
     with _open_text(p) as fh:
-        text = fh.read()
+        if nrows is None:
+            text = fh.read()
+        else:
+            import itertools
+
+            text = "".join(itertools.islice(fh, nrows + 1))
     if '"' not in text:
         # no quoting: a row's fields are its separators plus one (fast path, no csv parsing)
         for no, line in enumerate(text.splitlines()[1:], 2):
@@ -138,8 +157,10 @@ def _short_row(p: Path, sep: str, width: int) -> tuple[int, int] | None:
     return None
 
 
-def read_table(path: str | Path, *, sep: str | None = None, **csv_kwargs) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame.
+def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | None = None,
+               categorical: list[str] | tuple[str, ...] = (), dates: Mapping[str, str | None] | None = None,
+               nrows: int | None = None, **csv_kwargs: Any) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a typed DataFrame.
 
     Empty cells (and ``?``, the UCI missing marker) become missing values; names and
     values keep their spaces. ``sep`` is the CSV field separator (default ``,``;
@@ -147,6 +168,12 @@ def read_table(path: str | Path, *, sep: str | None = None, **csv_kwargs) -> pd.
     :class:`PPDMError` naming the file: duplicate header names, rows with fewer or more
     fields than the header, and a one-column table whose header holds ``;``, a tab or
     ``|`` (with the separator to try).
+
+    ``schema`` applies its types as the file is read (see the module docstring and
+    :func:`typed_columns`); without it the types are inferred the same way. ``categorical``
+    and ``dates`` (column → format or ``None``) type some columns without a full schema.
+    The text format of every date column found is kept in ``df.attrs["date_formats"]``.
+    ``nrows`` reads the first rows only (of a CSV file; the first rows of a Parquet file).
     """
     p = Path(path)
     if not p.exists():
@@ -159,6 +186,8 @@ def read_table(path: str | Path, *, sep: str | None = None, **csv_kwargs) -> pd.
     try:
         if kind == "parquet":
             df = pd.read_parquet(p)
+            if nrows is not None:
+                df = df.iloc[:nrows]
         else:
             header = _csv_header(p, delim)
             if header is not None:
@@ -167,7 +196,12 @@ def read_table(path: str | Path, *, sep: str | None = None, **csv_kwargs) -> pd.
                     if name in seen:
                         raise PPDMError(f"{str(p)!r} names the column {name!r} twice in its header; rename one of them")
                     seen.add(name)
-            kw = {"na_values": ["?"], "sep": delim}
+            kw: dict[str, Any] = {"na_values": ["?"], "sep": delim}
+            if nrows is not None:
+                kw["nrows"] = nrows
+            text_cols = _text_columns(schema, header, [*categorical, *(dates or {})])
+            if text_cols:
+                kw["dtype"] = dict.fromkeys(text_cols, str)
             kw.update(csv_kwargs)
             df = pd.read_csv(p, **kw)
     except PPDMError:
@@ -183,11 +217,209 @@ def read_table(path: str | Path, *, sep: str | None = None, **csv_kwargs) -> pd.
     if unnamed:
         raise PPDMError(f"{str(p)!r} has a column without a header ({unnamed[0]}); is the header line malformed?")
     if kind == "csv":
-        _check_csv_shape(p, df, delim, sep)
+        _check_csv_shape(p, df, delim, sep, nrows)
+
+        def raw(cols: list[str]) -> pd.DataFrame:
+            return _raw_text(p, delim, cols, nrows)
+
+        return typed_columns(df, schema, raw_text=raw, source=str(p), categorical=categorical, dates=dates)
+    df.attrs["_parquet_integer"] = _parquet_integer_columns(p)
+    return typed_columns(df, schema, source=str(p), categorical=categorical, dates=dates)
+
+
+def _text_columns(schema: Schema | None, header: list[str] | None, named: list[str]) -> list[str]:
+    """Columns to read as text: a schema's categorical ones, the class, identifiers and
+    dates (parsed afterwards in their format), and the ``named`` ones."""
+    if header is None:
+        return []
+    want = set(named)
+    if schema is not None:
+        want |= {*schema.categorical, *schema.identifiers, *schema.dates,
+                 *([schema.class_column] if schema.class_column else [])}
+    absent = [c for c in named if c not in header]
+    if absent:
+        raise PPDMError(f"column {absent[0]!r} given a type is not in the table (columns: {', '.join(header)})")
+    if schema is not None:
+        # a column whose declared categories are numbers keeps its numbers, so they match them
+        want -= {c for c, values in schema.categories.items()
+                 if c not in named and values and not any(isinstance(v, str) for v in values)}
+    return [c for c in header if c in want]
+
+
+def _raw_text(p: Path, delim: str, columns: list[str], nrows: int | None = None) -> pd.DataFrame:
+    """Columns of a CSV file as the text written in it (missing cells as missing)."""
+    kw: dict[str, Any] = {"usecols": columns, "dtype": str, "na_values": ["?"], "sep": delim}
+    if nrows is not None:
+        return pd.read_csv(p, nrows=nrows, **kw)
+    try:
+        return pd.read_csv(p, engine="pyarrow", **kw)
+    except Exception:  # the C parser accepts what pyarrow may not (e.g. some quoting)
+        return pd.read_csv(p, **kw)
+
+
+def typed_columns(df: pd.DataFrame, schema: Schema | None = None, *, raw_text: Any = None,
+                  source: str = "the table", categorical: list[str] | tuple[str, ...] = (),
+                  dates: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+    """Give the columns of a freshly read table their types (see the module docstring).
+
+    ``raw_text(columns)`` returns those columns as the text written in the file; it tells
+    codes with leading zeros and whole numbers from floats. With ``schema`` its types rule:
+    date columns are parsed in their format (or a detected one), whole-number attributes
+    with missing cells become ``Int64``; nothing is guessed for the columns it types, nor
+    for ``categorical`` columns (read as text) and ``dates`` (column → format or ``None``).
+    """
+    from ppdm.data import types as ty
+
+    formats: dict[str, str] = {}
+    declared = (set(schema.all_columns) if schema is not None else set()) | set(categorical) | set(dates or {})
+    for c in [*categorical, *(dates or {})]:
+        if c not in df.columns:
+            raise PPDMError(f"column {c!r} given a type is not in {source} (columns: {', '.join(map(str, df.columns))})")
+    date_types = {**(schema.dates if schema is not None else {}), **dict(dates or {})}
+    if date_types:
+        for c, fmt in date_types.items():
+            if c not in df.columns:
+                continue
+            if ty.is_date_dtype(df[c]):
+                formats[c] = fmt or ty.default_date_format(df[c])
+                continue
+            used = fmt or ty.detect_date_format(df[c])
+            if used is None:
+                raise PPDMError(f"date column {c!r} of {source} is not written in a date layout ppdm knows; "
+                                "give its format in the schema, e.g. \"dates\": {\"%s\": \"%%d/%%m/%%Y\"}" % c)
+            df[c] = _parse_dates(df[c], used, c, source)
+            formats[c] = used
+    if schema is not None:
+        for c in schema.integer:
+            if c in df.columns and pd.api.types.is_float_dtype(df[c]) and df[c].isna().any():
+                df[c] = _to_int(df[c])
+    # columns the schema does not type: inferred
+    free = [c for c in df.columns if c not in declared]
+    whole_candidates: list[str] = []
+    for c in free:
+        s = df[c]
+        if pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s):
+            if ty.is_bool_column(s) or ty.text_is_bool(s):
+                df[c] = ty.as_bool(s)
+                continue
+            fmt = ty.detect_date_format(s)
+            if fmt is not None:
+                df[c] = _parse_dates(s, fmt, c, source)
+                formats[c] = fmt
+        elif pd.api.types.is_integer_dtype(s) or (
+                pd.api.types.is_float_dtype(s) and s.isna().any() and _whole(s.to_numpy(dtype=float, na_value=np.nan))):
+            whole_candidates.append(c)
+    if whole_candidates and raw_text is not None:
+        text = raw_text(whole_candidates)
+        for c in whole_candidates:
+            t = text[c]
+            if ty.has_leading_zero_code(t):
+                # a code such as 0150: a number would lose its zero
+                df[c] = t.astype("str")
+            elif pd.api.types.is_float_dtype(df[c]) and df[c].isna().any() and ty.written_as_whole(t):
+                df[c] = _to_int(df[c])
+    elif raw_text is None:
+        for c in whole_candidates:
+            if pd.api.types.is_float_dtype(df[c]) and df[c].isna().any() and _declared_int(df, c):
+                df[c] = _to_int(df[c])
+    df.attrs.pop("_parquet_integer", None)
+    if formats:
+        df.attrs["date_formats"] = {**df.attrs.get("date_formats", {}), **formats}
     return df
 
 
-def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None) -> None:
+def align_dtypes(df: pd.DataFrame, like: pd.DataFrame, what: str) -> pd.DataFrame:
+    """``df`` with the dtypes of ``like`` column by column (e.g. a release read from a file
+    given the types of the original it is compared with). A column whose values do not fit
+    raises naming it."""
+    from ppdm.data import types as ty
+
+    out = df
+    for c in like.columns:
+        if c not in df.columns or df[c].dtype == like[c].dtype:
+            continue
+        want = like[c].dtype
+        s = df[c]
+        try:
+            if ty.is_date_dtype(want) and not ty.is_date_dtype(s):
+                conv = pd.to_datetime(s, format=(like.attrs.get("date_formats") or {}).get(c))
+            elif isinstance(want, pd.BooleanDtype) or pd.api.types.is_bool_dtype(want):
+                conv = ty.as_bool(s)
+            elif pd.api.types.is_integer_dtype(want) and s.isna().any():
+                conv = pd.to_numeric(s).astype("Int64") if not pd.api.types.is_string_dtype(s) \
+                    else pd.to_numeric(s).astype("Float64").astype("Int64")
+            elif pd.api.types.is_integer_dtype(want) and pd.api.types.is_string_dtype(s):
+                conv = pd.to_numeric(s)
+                if not pd.api.types.is_integer_dtype(conv):
+                    raise ValueError("not whole numbers")
+                conv = conv.astype(want)
+            elif pd.api.types.is_float_dtype(want) and pd.api.types.is_integer_dtype(s):
+                conv = s.astype(want)
+            elif pd.api.types.is_string_dtype(want) or pd.api.types.is_object_dtype(want):
+                conv = s if (pd.api.types.is_string_dtype(s) or pd.api.types.is_object_dtype(s)) \
+                    else s.astype("str").where(s.notna())
+            else:
+                continue  # numbers of another width and the like: validation judges them
+        except (TypeError, ValueError, SchemaErrorType) as e:
+            raise PPDMError(f"column {c!r} of {what} does not hold the values of the original's column "
+                            f"(dtype {want}): {' '.join(str(e).split())[:120]}") from None
+        if out is df:
+            out = df.copy()
+        out[c] = conv
+    return out
+
+
+def _whole(v: np.ndarray) -> bool:
+    f = v[np.isfinite(v)]
+    return bool(f.size) and bool(np.all(f == np.round(f))) and bool(np.all(np.abs(f) < 2.0**53))
+
+
+def _parquet_integer_columns(p: Path) -> list[str]:
+    """Columns a Parquet file stores as integers."""
+    try:
+        import pyarrow.parquet as pq
+        import pyarrow.types as pat
+
+        return [f.name for f in pq.read_schema(p) if pat.is_integer(f.type)]
+    except Exception:  # a dataset folder or an unusual file: nothing is known
+        return []
+
+
+def _declared_int(df: pd.DataFrame, column: str) -> bool:
+    """Parquet: whether the file stored ``column`` as integers (pandas reads them as floats
+    when a cell is missing)."""
+    stored = df.attrs.get("_parquet_integer") or ()
+    return column in stored
+
+
+def _to_int(s: pd.Series) -> pd.Series:
+    return pd.Series(pd.array(s.to_numpy(dtype=float, na_value=np.nan), dtype="Float64"),
+                     index=s.index, name=s.name).astype("Int64")
+
+
+def _parse_dates(s: pd.Series, fmt: str, column: str, source: str) -> pd.Series:
+    # each distinct date is parsed once (a column of a million dates has a few thousand)
+    codes, uniq = pd.factorize(s, use_na_sentinel=True)
+    if len(uniq) < len(s) // 2:
+        try:
+            days = pd.to_datetime(pd.Series(uniq, dtype="str").str.strip(), format=fmt)
+        except (ValueError, TypeError, OverflowError):
+            pass  # the whole column is parsed below, to name the first bad row
+        else:
+            # a missing cell (code -1) becomes NaT; a time zone of the format is kept
+            return pd.Series(days.array.take(codes, allow_fill=True), index=s.index, name=s.name)
+    text = s.astype("str").str.strip().where(s.notna())
+    try:
+        return pd.to_datetime(text, format=fmt)
+    except (ValueError, TypeError, OverflowError):
+        parsed = pd.to_datetime(text, format=fmt, errors="coerce")
+        bad = parsed.isna() & text.notna()
+        row = s.index[bad.to_numpy()][0] if bad.any() else None
+        raise PPDMError(f"date column {column!r} of {source} holds {s.loc[row]!r} at row {row!r}, which is not "
+                        f"a date in the format {fmt!r}") from None
+
+
+def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None, nrows: int | None = None) -> None:
     if not (isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1):
         # pandas takes the first field as an index when every row has one field more than the header
         raise PPDMError(f"{str(p)!r} is malformed: its data rows have more fields than its header "
@@ -203,7 +435,7 @@ def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None) -> 
             )
     if df.shape[1] > 1 and df.iloc[:, -1].isna().any():
         # a short row is padded with missing values by pandas: tell it apart from empty cells
-        short = _short_row(p, delim, df.shape[1])
+        short = _short_row(p, delim, df.shape[1], nrows)
         if short is not None:
             line, n = short
             raise PPDMError(f"{str(p)!r} is malformed: line {line} has {n} field(s), the header has {df.shape[1]}; "
@@ -241,17 +473,39 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             tmp_path.unlink()
 
 
-def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` to CSV or Parquet (by suffix), atomically. Returns the path."""
+def write_table(df: pd.DataFrame, path: str | Path, *, date_formats: Mapping[str, str | None] | None = None
+                ) -> Path:
+    """Write ``df`` to CSV or Parquet (by suffix), atomically. Returns the path.
+
+    In a CSV, date columns are written in their format (``date_formats``, else the one
+    recorded in ``df.attrs["date_formats"]``, else ISO); floats in the shortest text that
+    reads back as the same number.
+    """
     p = Path(path)
     kind = _kind(p)
     with atomic_path(p) as tmp:
         if kind == "parquet":
             df.to_parquet(tmp, index=False)
         else:
+            out = dates_as_text(df, date_formats)
             # repr-exact floats so a round trip gives the same values back
-            df.to_csv(tmp, index=False, float_format=None, compression="gzip" if p.name.endswith(".gz") else None)
+            out.to_csv(tmp, index=False, float_format=None, compression="gzip" if p.name.endswith(".gz") else None)
     return p
+
+
+def dates_as_text(df: pd.DataFrame, date_formats: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+    """``df`` with every date column turned into text in its format (a copy when any is)."""
+    from ppdm.data import types as ty
+
+    cols = [c for c in df.columns if ty.is_date_dtype(df[c])]
+    if not cols:
+        return df
+    known = {**dict(df.attrs.get("date_formats") or {}), **dict(date_formats or {})}
+    out = df.copy()
+    for c in cols:
+        fmt = known.get(c) or ty.default_date_format(df[c])
+        out[c] = df[c].dt.strftime(fmt).where(df[c].notna())
+    return out
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

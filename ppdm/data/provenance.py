@@ -28,7 +28,11 @@ writes ``z.provenance.json`` beside the release (``z.csv.gz`` and ``z.parquet`` 
 ``privacy``
     The technique's ``privacy_report_`` (e.g. DPCube's ε steps) when it has one, else null.
 
-Further keys (``kept_identifiers``, ``warnings``) may be added; these are never renamed.
+Further keys (``kept_identifiers``, ``warnings``, ``output``: the decimals and date formats
+the release was written with, and for a partitioned release its format and number of
+partitions) may be added; these are never renamed. A partitioned input's ``input`` also has
+``files``, ``partitions``, ``blocksize`` and ``fit_rows`` (the size of the fitting sample), and
+its ``sha256`` is taken over its files' names and hashes.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ values left out):
   (1, 2, 3, ...), or they strictly increase or decrease down the table.
 
 Whole numbers that are merely distinct (amounts of money, as in the tarragona table) are
-not suspected: they are measurements, not labels. Floating-point columns never are.
+not suspected: they are measurements, not labels. Floating-point, date and boolean columns
+never are (a date of birth is a quasi-identifier, which the user declares).
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def identifier_reason(s: pd.Series) -> str | None:
     n = len(vals)
     if n < MIN_RECORDS:
         return None
-    if pd.api.types.is_bool_dtype(s):
-        return None
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
+        return None  # booleans and dates are measurements, however many distinct dates there are
     if not pd.api.types.is_numeric_dtype(s):
         distinct = vals.astype(str).nunique()
         if distinct >= UNIQUE_SHARE * n:
@@ -203,6 +204,7 @@ def apply_roles(schema: Schema, roles: Roles, columns: Sequence[str]) -> Schema:
         integer=[c for c in schema.integer if c in numeric], identifiers=identifiers,
         quasi_identifiers=qi, sensitive=sens, weight=weight,
         bounds={c: b for c, b in schema.bounds.items() if c in numeric},
+        dates={c: f for c, f in schema.dates.items() if c in numeric},
     )
 
 

@@ -17,6 +17,9 @@ sensitive attributes):
 * **class**: the label the papers' classifiers predict.
 * **weight**: a sampling weight (population frequencies Fk); not an attribute.
 * **other**: any remaining attribute.
+
+Dates and datetimes are numeric attributes on a time axis (days since 1970-01-01, see
+:mod:`ppdm.data.types`); ``dates`` names them with the text format they are written in.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ppdm.data.types import default_date_format, is_date_dtype, resolution_of, whole_days
 from ppdm.errors import SchemaError
 
 MissingPolicy = Literal["error", "drop", "keep"]
@@ -63,6 +67,10 @@ class Schema:
         Declared public domain of categorical attributes and of the class: every value the
         column may take, in a fixed order. Like ``bounds``, it is metadata a data owner
         publishes; techniques with a formal guarantee read it instead of the data.
+    dates:
+        Numeric attributes that are dates or datetimes, each with the strftime format its
+        values are written in (``None``: ISO, ``%Y-%m-%d``). Techniques see them as days
+        since 1970-01-01; a release writes them back in that format.
     """
 
     numeric: list[str] = field(default_factory=list)
@@ -75,8 +83,12 @@ class Schema:
     weight: str | None = None
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     categories: dict[str, list] = field(default_factory=dict)
+    dates: dict[str, str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.dates, (list, tuple)):
+            self.dates = dict.fromkeys(map(str, self.dates))
+        self.dates = {str(c): (None if f is None else str(f)) for c, f in dict(self.dates).items()}
         seen: set[str] = set()
         for c in [*self.numeric, *self.categorical]:
             if c in seen:
@@ -107,6 +119,12 @@ class Schema:
         bad = [c for c in self.categories if c not in self.categorical and c != self.class_column]
         if bad:
             raise SchemaError(f"categories are declared for {bad}, which are neither categorical attributes nor the class")
+        bad = [c for c in self.dates if c not in self.numeric]
+        if bad:
+            raise SchemaError(f"date column(s) {bad} are not numeric attributes (a date is a number on a time axis)")
+        for c, f in self.dates.items():
+            if f is not None and "%" not in f:
+                raise SchemaError(f"the date format of {c!r} must be a strftime format such as '%Y-%m-%d', got {f!r}")
 
     # ------------------------------------------------------------------ roles
     @property
@@ -162,6 +180,7 @@ class Schema:
             integer=[c for c in self.integer if c in numeric],
             quasi_identifiers=[c for c in self.quasi_identifiers if c != class_column],
             bounds={c: b for c, b in self.bounds.items() if c != class_column},
+            dates={c: f for c, f in self.dates.items() if c != class_column},
         )
 
     # --------------------------------------------------------------- infer/io
@@ -176,9 +195,11 @@ class Schema:
         identifiers: list[str] | None = None,
         weight: str | None = None,
     ) -> Schema:
-        """Infer types from dtypes: numeric dtypes are numeric attributes, everything else
-        categorical. ``numeric``/``categorical`` override the guess for the named columns;
-        ``identifiers`` and ``weight`` are given their role and left out of the attributes."""
+        """Infer types from dtypes: numeric dtypes are numeric attributes, and so are dates
+        (with the text format :func:`ppdm.data.io.read_table` found, in ``df.attrs["date_formats"]``,
+        else ISO); booleans and everything else are categorical. ``numeric``/``categorical``
+        override the guess for the named columns; ``identifiers`` and ``weight`` are given
+        their role and left out of the attributes."""
         if class_column is not None and class_column not in df.columns:
             raise SchemaError(f"class column {class_column!r} is not in the table{_near(class_column, df.columns)}")
         force_num = set(numeric or [])
@@ -193,20 +214,27 @@ class Schema:
             if c == class_column or c in ids or c == weight:
                 continue
             s = df[c]
-            is_num = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+            is_num = (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)) or is_date_dtype(s)
             if not is_num and c not in force_cat and c not in force_num:
                 _refuse_stray_text(c, s)
             if c in force_cat or (not is_num and c not in force_num):
                 cat.append(c)
             else:
                 num.append(c)
-        integer = [c for c in num if _is_whole(df[c])]
-        return cls(num, cat, class_column, integer, identifiers=ids, weight=weight)
+        formats = dict(df.attrs.get("date_formats") or {})
+        dates: dict[str, str | None] = {}
+        for c in num:
+            if is_date_dtype(df[c]):
+                dates[str(c)] = formats.get(c) or default_date_format(df[c])
+        integer = [c for c in num if ((resolution_of(dates[c]) == "D" and whole_days(df[c])) if c in dates
+                                      else _is_whole(df[c]))]
+        return cls(num, cat, class_column, integer, identifiers=ids, weight=weight, dates=dates)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["bounds"] = {c: list(b) for c, b in self.bounds.items()}
         d["categories"] = {c: list(v) for c, v in self.categories.items()}
+        d["dates"] = dict(self.dates)
         return d
 
     @classmethod
@@ -220,8 +248,14 @@ class Schema:
         if unknown:
             raise SchemaError(f"schema has an unknown key {unknown[0]!r}; its keys: {', '.join(sorted(known))}")
         try:
+            dates = d.get("dates") or {}
+            numeric = list(d.get("numeric", []))
+            # a date named only under "dates" is a numeric attribute: no need to list it twice
+            listed = set(numeric) | set(d.get("categorical", [])) | set(d.get("identifiers", [])) \
+                | {d.get("class_column"), d.get("weight")}
+            numeric += [c for c in (dates if isinstance(dates, (dict, list)) else []) if c not in listed]
             return cls(
-                numeric=list(d.get("numeric", [])),
+                numeric=numeric,
                 categorical=list(d.get("categorical", [])),
                 class_column=d.get("class_column"),
                 integer=list(d.get("integer", [])),
@@ -231,6 +265,7 @@ class Schema:
                 weight=d.get("weight"),
                 bounds=dict(d.get("bounds") or {}),
                 categories=dict(d.get("categories") or {}),
+                dates=dates,
             )
         except (TypeError, ValueError) as e:  # malformed json
             raise SchemaError(f"malformed schema: {e}") from None
@@ -285,14 +320,17 @@ class Schema:
             raise SchemaError(f"{what} {', '.join(map(repr, absent))} not in the table{_near(absent[0], df.columns)}")
         for c in self.numeric:
             s = df[c]
+            if is_date_dtype(s):
+                continue  # a datetime column is numeric on its time axis, and never infinite
             if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
                 conv = pd.to_numeric(s, errors="coerce")
                 bad = conv.isna() & s.notna()
                 row = s.index[bad.to_numpy()][0] if bad.any() else None
+                what = "date column" if c in self.dates else "numeric column"
                 raise SchemaError(
-                    f"numeric column {c!r} holds a non-numeric value {s.loc[row]!r} at row {row!r}"
+                    f"{what} {c!r} holds a non-numeric value {s.loc[row]!r} at row {row!r}"
                     if row is not None
-                    else f"numeric column {c!r} has non-numeric dtype {s.dtype}"
+                    else f"{what} {c!r} has non-numeric dtype {s.dtype}"
                 )
             vals = s.to_numpy(dtype=float, na_value=np.nan)
             inf = np.isinf(vals)
@@ -307,7 +345,8 @@ class Schema:
                 n_rows = int(incomplete.any(axis=1).sum())
                 raise SchemaError(
                     f"column {col!r} has a missing value at row {row!r} (NaN or None; {n_rows} incomplete rows in all); "
-                    "drop them with missing='drop' (CLI: --missing drop)"
+                    "drop those rows with missing='drop' (CLI: --missing drop), or keep the missing cells where "
+                    "techniques and measures treat them with missing='keep' (CLI: --missing keep)"
                 )
             if missing == "drop":
                 keep = ~incomplete.any(axis=1).to_numpy()

@@ -9,7 +9,9 @@ guarantees as the command line:
 2. identifier columns are taken out of the table *before* the technique sees it, so no
    technique can fit a model on them, and they stay out of the release unless
    ``keep_identifiers=True`` (then they are put back unchanged);
-3. the technique runs; its Python warnings are collected (and passed on);
+3. the technique runs; its Python warnings are collected (and passed on); its numeric
+   output is rounded to the decimals the original columns were written with (or those
+   asked for), so no float noise such as ``0.5720000000000001`` is published;
 4. the release check (:mod:`ppdm.metrics.release_check`) compares z with x, and a
    release in which at least :data:`MAX_VERBATIM_SHARE` of the records come out unchanged
    on every column is refused unless ``allow_unchanged=True``;
@@ -39,6 +41,7 @@ from ppdm import progress
 from ppdm.data.provenance import build_provenance, jsonable, provenance_path, provenance_text, table_sha256
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
+from ppdm.data.types import round_to_decimals, source_decimals, working_frame
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.metrics.release_check import ReleaseCheck, release_check
 
@@ -58,7 +61,8 @@ class Release:
     ``data`` is z as it is published (identifiers removed unless kept), ``technique``
     the fitted technique, ``schema`` the full schema with roles, ``check`` the release
     check, ``warnings`` the technique's warnings as ``"Category: message"`` lines and
-    ``provenance`` the record :func:`save_release` writes beside the table.
+    ``provenance`` the record :func:`save_release` writes beside the table; ``decimals``
+    the number of decimals each float column was rounded to.
     """
 
     data: pd.DataFrame
@@ -70,6 +74,7 @@ class Release:
     seeded: bool
     warnings: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
+    decimals: dict[str, int] = field(default_factory=dict)
 
 
 def technique_record(technique: Any) -> dict[str, Any]:
@@ -94,6 +99,7 @@ def release(
     allow_unchanged: bool = False,
     detect_identifiers: bool = True,
     input_info: dict[str, Any] | None = None,
+    decimals: dict[str, int] | None = None,
 ) -> Release:
     """Anonymize ``x`` with ``technique`` (an unfitted ppdm technique) into a checked release.
 
@@ -120,6 +126,10 @@ def release(
     input_info:
         ``source``, ``sha256``, ``rows``, ``columns`` of the input for the provenance;
         by default the table's own shape and content hash.
+    decimals:
+        Decimals of float attributes in the release, by column. Columns left out get as
+        many as the column had in ``x`` (:func:`ppdm.data.types.decimals_of`: the fewest
+        that reproduce every value); a column that needs full precision is not rounded.
 
     Raises
     ------
@@ -160,7 +170,11 @@ def release(
             if line not in lines:
                 lines.append(line)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        check = release_check(work, z, sch, record_aligned=aligned)
+        dec = {**source_decimals(work, sch.numeric), **{c: int(d) for c, d in (decimals or {}).items()}}
+        dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
+        z = round_to_decimals(z, dec)
+        check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch,
+                              record_aligned=aligned)
         step(1)
     if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
         raise ReleaseRefused(
@@ -174,7 +188,8 @@ def release(
         for c in ids:
             z[c] = x[c].to_numpy()
         z = z[[c for c in x.columns]]
-        check = release_check(x.reset_index(drop=True), z.reset_index(drop=True), sch, columns=list(z.columns))
+        check = release_check(working_frame(x, sch.numeric).reset_index(drop=True),
+                              working_frame(z, sch.numeric).reset_index(drop=True), sch, columns=list(z.columns))
     seeded = technique.random_state is not None
     info = dict(input_info or {})
     info.setdefault("source", None)
@@ -193,8 +208,9 @@ def release(
         privacy=getattr(tech, "privacy_report_", None),
         kept_identifiers=ids if keep_identifiers else [],
         warnings=lines,
+        output={"decimals": dec, "date_formats": {c: f for c, f in sch.dates.items() if c in z.columns}},
     )
-    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record)
+    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec)
 
 
 def hold_out(x: pd.DataFrame, fraction: float, random_state: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -265,11 +281,11 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
     try:
         with atomic_path(prov) as tmp_prov:
             tmp_prov.write_text(provenance_text(rel.provenance), encoding="utf-8")
-            write_table(rel.data, out)
+            write_table(rel.data, out, date_formats=rel.schema.dates)
             written.append(out)
         written.append(prov)
         if control is not None:
-            write_table(control, control_path(out))
+            write_table(control, control_path(out), date_formats=rel.schema.dates)
             written.append(control_path(out))
         extra = getattr(rel.technique, "write_sidecars", None)
         if callable(extra):

@@ -46,17 +46,26 @@ def column_names(x: Any, columns: Iterable[str] | None, *, measure: str) -> list
     return names
 
 
-def numeric_matrix(obj: Any, names: list[str], *, label: str, measure: str) -> np.ndarray:
-    """``obj[names]`` as an (n, m) float64 matrix; NaN/inf and non-numeric values refused."""
+def numeric_matrix(obj: Any, names: list[str], *, label: str, measure: str,
+                   allow_missing: bool = False) -> np.ndarray:
+    """``obj[names]`` as an (n, m) float64 matrix (dates as days since 1970-01-01); inf and
+    non-numeric values refused, and NaN too unless ``allow_missing``."""
     if isinstance(obj, pd.DataFrame):
+        from ppdm.data.types import is_date_dtype, numeric_values
+
         missing = [c for c in names if c not in obj.columns]
         if missing:
             raise SchemaError(f"{measure}: column(s) {', '.join(map(repr, missing))} not in the {label} table")
         for c in names:
             s = obj[c]
+            if is_date_dtype(s):
+                continue
             if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
                 raise SchemaError(f"{measure}: column {c!r} of the {label} table is not numeric (dtype {s.dtype})")
-        arr = obj[names].to_numpy(dtype=float, na_value=np.nan)
+        if any(is_date_dtype(obj[c]) for c in names):
+            arr = np.column_stack([numeric_values(obj[c]) for c in names]) if names else np.zeros((len(obj), 0))
+        else:
+            arr = obj[names].to_numpy(dtype=float, na_value=np.nan)
     else:
         try:
             arr = np.asarray(obj, dtype=float)
@@ -68,7 +77,7 @@ def numeric_matrix(obj: Any, names: list[str], *, label: str, measure: str) -> n
             raise SchemaError(f"{measure}: the {label} data must be a 2-D table, got {arr.ndim} dimensions")
         if arr.shape[1] != len(names):
             raise SchemaError(f"{measure}: the {label} data have {arr.shape[1]} columns, {len(names)} were named")
-    bad = ~np.isfinite(arr)
+    bad = np.isinf(arr) if allow_missing else ~np.isfinite(arr)
     if bad.any():
         i, j = np.argwhere(bad)[0]
         kind = "a missing" if np.isnan(arr[i, j]) else "an infinite"
@@ -77,16 +86,17 @@ def numeric_matrix(obj: Any, names: list[str], *, label: str, measure: str) -> n
 
 
 def numeric_pair(
-    x: Any, z: Any, columns: Iterable[str] | None = None, *, measure: str
+    x: Any, z: Any, columns: Iterable[str] | None = None, *, measure: str, allow_missing: bool = False
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Column names and the (n, m) float64 matrices of the original ``x`` and masked ``z``.
 
     ``x`` and ``z`` are DataFrames (``columns`` defaults to every column of ``x``) or
-    2-D arrays (columns named ``x0, x1, ...`` unless ``columns`` names them).
+    2-D arrays (columns named ``x0, x1, ...`` unless ``columns`` names them). Missing cells
+    are refused unless ``allow_missing`` (they are NaN then).
     """
     names = column_names(x, columns, measure=measure)
-    X = numeric_matrix(x, names, label="original", measure=measure)
-    Z = numeric_matrix(z, names, label="masked", measure=measure)
+    X = numeric_matrix(x, names, label="original", measure=measure, allow_missing=allow_missing)
+    Z = numeric_matrix(z, names, label="masked", measure=measure, allow_missing=allow_missing)
     if X.shape[0] != Z.shape[0]:
         # a synthetic release with its own number of records (DPCube) has no record pairs
         raise MeasureNotApplicable(
@@ -96,6 +106,31 @@ def numeric_pair(
     if X.shape[0] < 2:
         raise SchemaError(f"{measure} needs at least 2 records (standard deviations), got {X.shape[0]}")
     return names, X, Z
+
+
+def complete_records(df: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """The records of ``df`` without a missing value in ``columns`` (``df`` itself when all are)."""
+    cols = [c for c in columns if c in df.columns]
+    gaps = df[cols].isna().to_numpy().any(axis=1) if cols else np.zeros(len(df), dtype=bool)
+    return df.loc[~gaps] if gaps.any() else df
+
+
+def complete_rows(*mats: np.ndarray) -> np.ndarray:
+    """Records without a missing cell in any of the matrices."""
+    ok = np.ones(mats[0].shape[0], dtype=bool)
+    for m in mats:
+        ok &= ~np.isnan(m).any(axis=1)
+    return ok
+
+
+def observed_sd(A: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Sample sd (ddof = 1) of every column over its observed cells (``mask``, default: not NaN)."""
+    obs = ~np.isnan(A) if mask is None else mask
+    cnt = obs.sum(axis=0)
+    mean = np.where(obs, A, 0.0).sum(axis=0) / np.maximum(cnt, 1)
+    ss = np.where(obs, (np.where(obs, A, 0.0) - mean) ** 2, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
 
 
 def require_nonconstant(names: list[str], sd: np.ndarray, *, measure: str, label: str = "original") -> None:

@@ -86,12 +86,17 @@ class MeasureResult:
         return out
 
 
+#: records of a Dask ``x`` that CART finds Ψx in, by default
+RULE_SAMPLE_ROWS = 100_000
+
+
 @dataclass
 class EvaluationContext:
     """Everything a measure may need when called by name from ``ppdm evaluate``.
 
     ``x`` is the original table, ``z`` the anonymized one, ``test`` an optional
-    held-out table t; ``control`` an optional control set of original records that
+    held-out table t (pandas DataFrames, or, for tables larger than memory, Dask DataFrames
+    partitioned alike: see :mod:`ppdm.metrics.out_of_core`); ``control`` an optional control set of original records that
     were not used to make ``z`` (attack-based risk, Giomi et al. 2023); ``rules`` is
     Ψx (built lazily from ``x`` by CART when absent); ``options`` carries measure
     parameters from the command line.
@@ -108,11 +113,19 @@ class EvaluationContext:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def get_rules(self):
-        """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7)."""
+        """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7); for a Dask ``x``,
+        in a uniform random sample of ``options["rule_rows"]`` of its records (default
+        :data:`RULE_SAMPLE_ROWS`)."""
         if self.rules is None:
             from ppdm.trees.cart import rules_from_cart
 
-            self.rules = rules_from_cart(self.x, self.schema, random_state=self.random_state)
+            x = self.x
+            if type(x).__module__.startswith("dask"):
+                from ppdm.metrics._dask import sample_pairs
+
+                k = int(self.options.get("rule_rows", RULE_SAMPLE_ROWS))
+                x, _, _ = sample_pairs(x, None, k, int(self.random_state or 0))
+            self.rules = rules_from_cart(x, self.schema, random_state=self.random_state)
         return self.rules
 
 
@@ -146,6 +159,7 @@ class MeasureSpec:
     value_range: tuple[float | None, float | None] = (None, None)  # bounds of ``value``; None = unbounded
     meaning: str = ""
     threshold: float | None = None
+    out_of_core: bool = False  # fn computes the measure exactly when x and z are Dask DataFrames
 
     def within(self, value: float) -> bool | None:
         """Whether ``value`` meets ``threshold`` in this measure's direction (``None`` when
@@ -158,7 +172,8 @@ class MeasureSpec:
         """Everything about the measure except its function, JSON-ready."""
         return {"kind": self.kind, "direction": self.direction, "range": list(self.value_range),
                 "threshold": self.threshold, "default": self.default, "needs_class": self.needs_class,
-                "requires": list(self.requires), "description": self.description, "meaning": self.meaning}
+                "requires": list(self.requires), "description": self.description, "meaning": self.meaning,
+                "out_of_core": self.out_of_core}
 
 
 MEASURES: dict[str, MeasureSpec] = {}
@@ -176,6 +191,7 @@ def register_measure(
     value_range: tuple[float | None, float | None] = (None, None),
     meaning: str = "",
     threshold: float | None = None,
+    out_of_core: bool = False,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
@@ -184,7 +200,10 @@ def register_measure(
     ``direction`` says whether a higher or a lower ``value`` is better ("higher"/"lower";
     for a risk measure, better protected), ``value_range`` the bounds of ``value``,
     ``meaning`` what a good value means and ``threshold`` the level an evaluation's
-    verdict holds the value to (see :class:`MeasureSpec`).
+    verdict holds the value to (see :class:`MeasureSpec`). ``out_of_core=True`` declares
+    that ``fn`` computes the measure exactly, partition by partition, when the context's
+    tables are Dask DataFrames; any other measure is computed on a random sample of the
+    records, with a confidence interval (:mod:`ppdm.metrics.out_of_core`).
 
     A measure that cannot be computed on the table it is given (no numeric attribute, a
     single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
@@ -202,7 +221,7 @@ def register_measure(
 
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
-                                     direction, (lo, hi), meaning, threshold)
+                                     direction, (lo, hi), meaning, threshold, bool(out_of_core))
         return fn
 
     return deco

@@ -11,8 +11,14 @@ Correspondence with sdcMicro (checked against its 5.8.1 outputs, see docs/measur
 ``il1s(form="sum")`` is ``dUtility(method="IL1s")``; ``il1s(form="mean")`` is the
 per-cell mean printed in paper 003 (sdcMicro's older ``IL1old``).
 
-:func:`il1s` and :func:`sse_sst` also accept a pair of dask DataFrames and reduce them
-partition by partition.
+Every measure here also accepts a pair of Dask DataFrames partitioned alike and computes
+the same value exactly, partition by partition (sums, then centred sums; pairwise
+covariances from cross-products; entropies from value counts Dask spreads over partitions).
+
+Missing cells (``docs/missing_values.md``): a cell missing in x or in z is left out of
+every comparison of that cell. IL1s, SSE/SST and IL_X sum over the cells observed in both
+tables; sds, means, variances and entropies are those of each table's observed cells;
+covariances and correlations use the records observed on both attributes (pairwise).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from ppdm.metrics._common import (
     context_numeric,
     is_dask,
     numeric_pair,
+    observed_sd,
     pick_options,
     require_nonconstant,
 )
@@ -54,22 +61,27 @@ class IL1sResult(MeasureResult):
     n: int = 0
     m: int = 0
     per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cells: int = 0
 
 
-def _il1s_from_sums(names: list[str], n: int, sd: np.ndarray, abs_sum: np.ndarray, form: str) -> IL1sResult:
+def _il1s_from_sums(names: list[str], n: int, sd: np.ndarray, abs_sum: np.ndarray, form: str,
+                    cells: np.ndarray | None = None) -> IL1sResult:
     require_nonconstant(names, sd, measure="IL1s")
     per_col = abs_sum / (SQRT2 * sd)
     total = float(per_col.sum())
     m = len(names)
-    mean = total / (n * m)
+    cells = np.full(m, n) if cells is None else np.asarray(cells)
+    n_cells = int(cells.sum())
+    mean = total / n_cells if n_cells else float("nan")
     per = pd.DataFrame({
         "attribute": names,
         "sd_original": sd,
         "il1s_sum": per_col,
-        "il1s_mean": per_col / n,
+        "il1s_mean": per_col / np.maximum(cells, 1),
+        "cells": cells,
     })
     return IL1sResult(value=total if form == "sum" else mean, form=form, sum=total, mean=mean, n=n, m=m,
-                      per_attribute=per)
+                      per_attribute=per, cells=n_cells)
 
 
 def il1s(
@@ -79,20 +91,35 @@ def il1s(
 
     Paper 003 §3.3.1 prints the per-cell mean (divided by n·m); the values in its tables
     (e.g. 542.51) are sdcMicro's sum form, which is the default here. A constant original
-    column makes the measure undefined (ParameterError naming it).
+    column makes the measure undefined (ParameterError naming it). With missing cells the
+    sum runs over the cells observed in x and z, S_j over the observed cells of x, and the
+    mean divides by the number of cells compared.
     """
     if form not in ("sum", "mean"):
         raise ParameterError(f"IL1s form must be 'sum' or 'mean', got {form!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IL1s")
-        n, sx = _dask.count_and_sums(x, z, names, measure="IL1s")
-        mx = sx / n
-        ss, sa = _dask.add(_dask.reduce_pairs(
-            x, z, names, lambda X, Z: (((X - mx) ** 2).sum(0), np.abs(X - Z).sum(0)), measure="IL1s"))
+        n, cnt, sx = _dask.add(_dask.reduce_pairs(
+            x, z, names, lambda X, Z: (X.shape[0], *_dask.observed_sums(X)), measure="IL1s"))
         if n < 2:
             raise MeasureNotApplicable("IL1s needs at least 2 records")
-        return _il1s_from_sums(names, int(n), np.sqrt(ss / (n - 1)), sa, form)
-    names, X, Z = numeric_pair(x, z, columns, measure="IL1s")
+        mx = sx / np.maximum(cnt, 1)
+
+        def part(X: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            both = ~np.isnan(X) & ~np.isnan(Z)
+            obs = ~np.isnan(X)
+            return (np.where(obs, (X - mx) ** 2, 0.0).sum(0), np.where(both, np.abs(X - Z), 0.0).sum(0),
+                    both.sum(0))
+
+        ss, sa, cells = _dask.add(_dask.reduce_pairs(x, z, names, part, measure="IL1s"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sd = np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
+        return _il1s_from_sums(names, int(n), sd, sa, form, cells)
+    names, X, Z = numeric_pair(x, z, columns, measure="IL1s", allow_missing=True)
+    if np.isnan(X).any() or np.isnan(Z).any():
+        both = ~np.isnan(X) & ~np.isnan(Z)
+        return _il1s_from_sums(names, X.shape[0], observed_sd(X), np.where(both, np.abs(X - Z), 0.0).sum(axis=0),
+                               form, both.sum(axis=0))
     return _il1s_from_sums(names, X.shape[0], X.std(axis=0, ddof=1), np.abs(X - Z).sum(axis=0), form)
 
 
@@ -116,9 +143,10 @@ class SseSstResult(MeasureResult):
     per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _sse_sst_from_sums(names: list[str], n: int, ss: np.ndarray, se: np.ndarray, standardize: str) -> SseSstResult:
+def _sse_sst_from_sums(names: list[str], n: Any, ss: np.ndarray, se: np.ndarray, standardize: str) -> SseSstResult:
     if standardize == "zscore":
-        var = ss / (n - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = ss / (np.asarray(n) - 1)
         require_nonconstant(names, var, measure="SSE/SST with standardize='zscore'")
         ss, se = ss / var, se / var
     sst = float(ss.sum())
@@ -138,12 +166,30 @@ def sse_sst(
         raise ParameterError(f"SSE/SST standardize must be 'none' or 'zscore', got {standardize!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="SSE/SST")
-        n, sx = _dask.count_and_sums(x, z, names, measure="SSE/SST")
-        mx = sx / n
-        ss, se = _dask.add(_dask.reduce_pairs(
-            x, z, names, lambda X, Z: (((X - mx) ** 2).sum(0), ((X - Z) ** 2).sum(0)), measure="SSE/SST"))
-        return _sse_sst_from_sums(names, int(n), ss, se, standardize)
-    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST")
+
+        def both_of(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+            return ~np.isnan(X) & ~np.isnan(Z)
+
+        cnt, sx = _dask.add(_dask.reduce_pairs(
+            x, z, names, lambda X, Z: _dask.observed_sums(X, both_of(X, Z)), measure="SSE/SST"))
+        mx = sx / np.maximum(cnt, 1)
+
+        def part(X: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            b = both_of(X, Z)
+            return np.where(b, (X - mx) ** 2, 0.0).sum(0), np.where(b, (X - Z) ** 2, 0.0).sum(0)
+
+        ss, se = _dask.add(_dask.reduce_pairs(x, z, names, part, measure="SSE/SST"))
+        return _sse_sst_from_sums(names, cnt, ss, se, standardize)
+    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST", allow_missing=True)
+    if np.isnan(X).any() or np.isnan(Z).any():
+        # the cells observed in both tables, SST about their own mean
+        both = ~np.isnan(X) & ~np.isnan(Z)
+        cnt = both.sum(axis=0)
+        X0 = np.where(both, X, 0.0)
+        mean = X0.sum(axis=0) / np.maximum(cnt, 1)
+        ss = np.where(both, (X0 - mean) ** 2, 0.0).sum(axis=0)
+        se = np.where(both, (X0 - np.where(both, Z, 0.0)) ** 2, 0.0).sum(axis=0)
+        return _sse_sst_from_sums(names, cnt, ss, se, standardize)
     ss = ((X - X.mean(axis=0)) ** 2).sum(axis=0)
     se = ((X - Z) ** 2).sum(axis=0)
     return _sse_sst_from_sums(names, X.shape[0], ss, se, standardize)
@@ -175,6 +221,59 @@ def _rel_mean(num: np.ndarray, den: np.ndarray) -> tuple[float, int]:
     if not ok.any():
         return float("nan"), int(den.size)
     return float(np.mean(np.abs(num[ok]) / np.abs(den[ok]))), int((~ok).sum())
+
+
+def _nanmean(A: np.ndarray) -> np.ndarray:
+    obs = ~np.isnan(A)
+    cnt = obs.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, np.where(obs, A, 0.0).sum(axis=0) / np.maximum(cnt, 1), np.nan)
+
+
+def _pairwise_cov(P: np.ndarray, S: np.ndarray, N: np.ndarray) -> np.ndarray:
+    """Pairwise-complete sample covariances from Σ a_j a_k (P), Σ a_j over the rows where k
+    is observed (S) and the number of rows where both are (N)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (P - S * S.T / N) / (N - 1)
+
+
+def _dask_moments(x: Any, z: Any, names: list[str], measure: str) -> dict[str, Any]:
+    """Two passes over aligned partitions: observed means of x and z, IL_X sums, and the
+    pairwise-complete covariances of x and z (centred on the means for accuracy) and of
+    each x_j with z_j."""
+    def first(X: np.ndarray, Z: np.ndarray) -> tuple[Any, ...]:
+        both = ~np.isnan(X) & ~np.isnan(Z)
+        nz = both & (X != 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.where(nz, np.abs(X - Z) / np.abs(np.where(nz, X, 1.0)), 0.0)
+        return (*_dask.observed_sums(X), *_dask.observed_sums(Z), rel.sum(0), nz.sum(0), (both & (X == 0)).sum(0))
+
+    nx, sx, nz_, sz, rel, rel_n, zero = _dask.add(_dask.reduce_pairs(x, z, names, first, measure=measure))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.where(nx > 0, sx / np.maximum(nx, 1), np.nan)
+        mz = np.where(nz_ > 0, sz / np.maximum(nz_, 1), np.nan)
+
+    def second(X: np.ndarray, Z: np.ndarray) -> tuple[Any, ...]:
+        out = []
+        for A, m in ((X, mx), (Z, mz)):
+            obs = ~np.isnan(A)
+            A0 = np.where(obs, A - m, 0.0)
+            seen = obs.astype(float)
+            out += [A0.T @ A0, A0.T @ seen, seen.T @ seen]
+        b = ~np.isnan(X) & ~np.isnan(Z)
+        xc, zc = np.where(b, X - mx, 0.0), np.where(b, Z - mz, 0.0)
+        out += [b.sum(0), xc.sum(0), zc.sum(0), (xc * xc).sum(0), (zc * zc).sum(0), (xc * zc).sum(0)]
+        return tuple(out)
+
+    (Px, Sx, Nx, Pz, Sz, Nz, nb, bx, bz, bxx, bzz, bxz) = _dask.add(
+        _dask.reduce_pairs(x, z, names, second, measure=measure))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cxz = (bxz - bx * bz / nb)
+        vx = (bxx - bx * bx / nb)
+        vz = (bzz - bz * bz / nb)
+        r_xz = np.where((vx > 0) & (vz > 0) & (nb > 1), cxz / np.sqrt(vx * vz), 0.0)
+    return {"mx": mx, "mz": mz, "V": _pairwise_cov(Px, Sx, Nx), "Vz": _pairwise_cov(Pz, Sz, Nz),
+            "il_x_sum": rel, "il_x_n": rel_n, "il_x_zero": zero, "r_xz": r_xz}
 
 
 def _corr(V: np.ndarray) -> np.ndarray:
@@ -213,14 +312,44 @@ def il_metrics(
         raise ParameterError(f"r_divisor must be 'offdiag' or 'with_diag', got {r_divisor!r}")
     if r_term_p1 not in ("drop", "zero"):
         raise ParameterError(f"r_term_p1 must be 'drop' or 'zero', got {r_term_p1!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics")
-    p = X.shape[1]
     excluded: dict[str, int] = {}
-    il_x, excluded["il_x"] = _rel_mean(X - Z, X)
-    mx, mz = X.mean(axis=0), Z.mean(axis=0)
+    if is_dask(x) or is_dask(z):
+        names = column_names(x, columns, measure="IL metrics")
+        acc = _dask_moments(x, z, names, "IL metrics")
+        p = len(names)
+        il_x_col = acc["il_x_sum"] / np.maximum(acc["il_x_n"], 1)
+        il_x_col = np.where(acc["il_x_n"] > 0, il_x_col, np.nan)
+        tot = float(acc["il_x_n"].sum())
+        il_x = float(acc["il_x_sum"].sum() / tot) if tot else float("nan")
+        excluded["il_x"] = int(acc["il_x_zero"].sum())
+        return _il_metrics_result(names, il_x, excluded, acc["mx"], acc["mz"], acc["V"], acc["Vz"], scale,
+                                  r_divisor, r_term_p1, il_x_col)
+    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics", allow_missing=True)
+    p = X.shape[1]
+    gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
+    if gaps:
+        # cells observed in both for IL_X; each table's observed cells for means; pairwise covariances
+        both = ~np.isnan(X) & ~np.isnan(Z)
+        il_x, excluded["il_x"] = _rel_mean((X - Z)[both], X[both])
+        mx, mz = _nanmean(X), _nanmean(Z)
+        V = pd.DataFrame(X).cov(ddof=1).to_numpy()
+        Vz = pd.DataFrame(Z).cov(ddof=1).to_numpy()
+    else:
+        il_x, excluded["il_x"] = _rel_mean(X - Z, X)
+        mx, mz = X.mean(axis=0), Z.mean(axis=0)
+        V = np.atleast_2d(np.cov(X, rowvar=False, ddof=1))
+        Vz = np.atleast_2d(np.cov(Z, rowvar=False, ddof=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = ~np.isnan(X) & ~np.isnan(Z)
+        il_x_col = np.array([_rel_mean(X[ok[:, j], j] - Z[ok[:, j], j], X[ok[:, j], j])[0] for j in range(p)])
+    return _il_metrics_result(names, il_x, excluded, mx, mz, V, Vz, scale, r_divisor, r_term_p1, il_x_col)
+
+
+def _il_metrics_result(names: list[str], il_x: float, excluded: dict[str, int], mx: np.ndarray, mz: np.ndarray,
+                       V: np.ndarray, Vz: np.ndarray, scale: float, r_divisor: str, r_term_p1: str,
+                       il_x_col: np.ndarray) -> ILMetricsResult:
+    p = len(names)
     il_m, excluded["il_m"] = _rel_mean(mx - mz, mx)
-    V = np.atleast_2d(np.cov(X, rowvar=False, ddof=1))
-    Vz = np.atleast_2d(np.cov(Z, rowvar=False, ddof=1))
     iu = np.triu_indices(p)
     il_v, excluded["il_v"] = _rel_mean(V[iu] - Vz[iu], V[iu])
     il_s, excluded["il_s"] = _rel_mean(np.diag(V) - np.diag(Vz), np.diag(V))
@@ -244,7 +373,7 @@ def il_metrics(
     with np.errstate(invalid="ignore", divide="ignore"):
         per = pd.DataFrame({
             "attribute": names,
-            "il_x": [_rel_mean(X[:, j] - Z[:, j], X[:, j])[0] for j in range(p)],
+            "il_x": il_x_col,
             "mean_original": mx,
             "mean_masked": mz,
             "var_original": np.diag(V),
@@ -287,18 +416,68 @@ def entropy(
     rounded attributes): rounding to few points lowers it."""
     if not base > 1:
         raise ParameterError(f"entropy base must be > 1, got {base!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="entropy")
-    hx = [shannon_entropy(X[:, j], base=base, normalized=normalized) for j in range(len(names))]
-    hz = [shannon_entropy(Z[:, j], base=base, normalized=normalized) for j in range(len(names))]
+    if is_dask(x) or is_dask(z):
+        return _entropy_dask(x, z, column_names(x, columns, measure="entropy"), base, normalized)
+    names, X, Z = numeric_pair(x, z, columns, measure="entropy", allow_missing=True)
+
+    def seen(A: np.ndarray, j: int) -> np.ndarray:
+        v = A[:, j]
+        return v[~np.isnan(v)]  # entropy of the observed values
+
+    hx = [shannon_entropy(seen(X, j), base=base, normalized=normalized) if seen(X, j).size else float("nan")
+          for j in range(len(names))]
+    hz = [shannon_entropy(seen(Z, j), base=base, normalized=normalized) if seen(Z, j).size else float("nan")
+          for j in range(len(names))]
     per = pd.DataFrame({
         "attribute": names,
         "entropy_original": hx,
         "entropy_masked": hz,
         "difference": np.subtract(hx, hz),
-        "distinct_original": [len(np.unique(X[:, j])) for j in range(len(names))],
-        "distinct_masked": [len(np.unique(Z[:, j])) for j in range(len(names))],
+        "distinct_original": [len(np.unique(seen(X, j))) for j in range(len(names))],
+        "distinct_masked": [len(np.unique(seen(Z, j))) for j in range(len(names))],
     })
-    return EntropyResult(value=float(np.mean(hz)), base=base, normalized=normalized, per_attribute=per)
+    return EntropyResult(value=float(np.nanmean(hz)) if np.isfinite(hz).any() else float("nan"), base=base,
+                         normalized=normalized, per_attribute=per)
+
+
+def _entropy_dask(x: Any, z: Any, names: list[str], base: float, normalized: bool) -> EntropyResult:
+    """Entropies from value counts Dask computes across partitions (hash-partitioned, never
+    in one place)."""
+    import dask
+
+    work = {"x": _dask.working_parts(x[names], names), "z": _dask.working_parts(z[names], names)}
+    lazy = {}
+    for side, df in work.items():
+        for c in names:
+            vc = df[c].dropna().value_counts(split_out=max(1, df.npartitions // 8))
+            n = vc.sum()
+            p = vc / n
+            lazy[(side, c)] = (-(p * np.log(p)).sum(), vc.size)
+    done = dask.compute(lazy)[0]
+
+    def h(side: str, c: str) -> tuple[float, int]:
+        raw, k = done[(side, c)]
+        k = int(k)
+        if k == 0:
+            return float("nan"), 0
+        v = max(float(raw) / math.log(base), 0.0)
+        if normalized:
+            v = v / (math.log(k) / math.log(base)) if k > 1 else 0.0
+        return v, k
+
+    hx = [h("x", c) for c in names]
+    hz = [h("z", c) for c in names]
+    per = pd.DataFrame({
+        "attribute": names,
+        "entropy_original": [a for a, _ in hx],
+        "entropy_masked": [a for a, _ in hz],
+        "difference": np.subtract([a for a, _ in hx], [a for a, _ in hz]),
+        "distinct_original": [k for _, k in hx],
+        "distinct_masked": [k for _, k in hz],
+    })
+    vals = np.array([a for a, _ in hz], dtype=float)
+    return EntropyResult(value=float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan"), base=base,
+                         normalized=normalized, per_attribute=per)
 
 
 # ---------------------------------------------------------- correlation difference
@@ -324,21 +503,42 @@ def correlation_difference(
     """
     if variant not in ("difference", "preservation"):
         raise ParameterError(f"correlation variant must be 'difference' or 'preservation', got {variant!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference")
-    require_nonconstant(names, X.std(axis=0), measure="correlation difference")
+    if is_dask(x) or is_dask(z):
+        names = column_names(x, columns, measure="correlation difference")
+        acc = _dask_moments(x, z, names, "correlation difference")
+        return _correlation_result(names, acc["V"], acc["Vz"], acc["r_xz"], variant)
+    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference", allow_missing=True)
+    gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
+    require_nonconstant(names, observed_sd(X) if gaps else X.std(axis=0), measure="correlation difference")
     p = len(names)
     if variant == "preservation":
-        sz = Z.std(axis=0)
         r = np.zeros(p)
         for j in range(p):
-            if sz[j] > 0:
-                r[j] = np.corrcoef(X[:, j], Z[:, j])[0, 1]
+            ok = ~np.isnan(X[:, j]) & ~np.isnan(Z[:, j])
+            a, b = X[ok, j], Z[ok, j]
+            if a.size > 1 and b.std() > 0 and a.std() > 0:
+                r[j] = np.corrcoef(a, b)[0, 1]
+        return _correlation_result(names, None, None, r, variant)
+    if p < 2:
+        raise MeasureNotApplicable("correlation difference needs at least 2 numeric attributes")
+    if gaps:
+        V, Vz = pd.DataFrame(X).cov(ddof=1).to_numpy(), pd.DataFrame(Z).cov(ddof=1).to_numpy()
+    else:
+        V, Vz = np.cov(X, rowvar=False, ddof=1), np.cov(Z, rowvar=False, ddof=1)
+    return _correlation_result(names, V, Vz, None, variant)
+
+
+def _correlation_result(names: list[str], V: Any, Vz: Any, r_xz: Any, variant: str) -> CorrelationResult:
+    p = len(names)
+    if variant == "preservation":
+        r = np.asarray(r_xz, dtype=float)
         per = pd.DataFrame({"attribute": names, "abs_corr": np.abs(r)})
         return CorrelationResult(value=float(np.abs(r).mean()), variant=variant, per_pair=per)
     if p < 2:
         raise MeasureNotApplicable("correlation difference needs at least 2 numeric attributes")
-    R = _corr(np.cov(X, rowvar=False, ddof=1))
-    Rz = _corr(np.cov(Z, rowvar=False, ddof=1))
+    require_nonconstant(names, np.sqrt(np.clip(np.diag(np.atleast_2d(V)), 0, None)), measure="correlation difference")
+    R = _corr(np.atleast_2d(V))
+    Rz = _corr(np.atleast_2d(Vz))
     i, j = np.triu_indices(p, k=1)
     d = np.abs(R[i, j] - Rz[i, j])
     per = pd.DataFrame({"attribute_1": [names[a] for a in i], "attribute_2": [names[b] for b in j],
@@ -352,7 +552,7 @@ def _num_ctx(ctx: EvaluationContext, name: str) -> tuple[pd.DataFrame, pd.DataFr
     return ctx.x, ctx.z, cols
 
 
-@register_measure("il_metrics", kind="utility", needs_class=False,
+@register_measure("il_metrics", kind="utility", needs_class=False, out_of_core=True,
                   description="IL metrics of Domingo-Ferrer & Torra in percent (paper 003 §3.3.1); lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means the means, covariances and correlations of the numeric attributes are unchanged; "
@@ -362,7 +562,7 @@ def _il_metrics_measure(ctx: EvaluationContext) -> ILMetricsResult:
     return il_metrics(x, z, cols, **pick_options(ctx.options, "il_metrics", ["scale", "r_divisor", "r_term_p1"]))
 
 
-@register_measure("il1s", kind="utility", needs_class=False,
+@register_measure("il1s", kind="utility", needs_class=False, out_of_core=True,
                   description="IL1s, sdcMicro's sum form (paper 003 §3.3.1); lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means every numeric value is released unchanged; it grows with the distance between "
@@ -372,7 +572,7 @@ def _il1s_measure(ctx: EvaluationContext) -> IL1sResult:
     return il1s(x, z, cols, **pick_options(ctx.options, "il1s", ["form"]))
 
 
-@register_measure("il1s_mean", kind="utility", needs_class=False,
+@register_measure("il1s_mean", kind="utility", needs_class=False, out_of_core=True,
                   description="IL1s, per-cell mean form as printed in paper 003 §3.3.1; lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means every numeric value is released unchanged; the value is the mean distance of a "
@@ -382,7 +582,7 @@ def _il1s_mean_measure(ctx: EvaluationContext) -> IL1sResult:
     return il1s_mean(x, z, cols)
 
 
-@register_measure("sse_sst", kind="utility", needs_class=False,
+@register_measure("sse_sst", kind="utility", needs_class=False, out_of_core=True,
                   description="100·SSE/SST of the numeric attributes (microaggregation loss); lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means the numeric values are unchanged; 100 means they lost as much as if every value "
@@ -392,7 +592,7 @@ def _sse_sst_measure(ctx: EvaluationContext) -> SseSstResult:
     return sse_sst(x, z, cols, **pick_options(ctx.options, "sse_sst", ["standardize"]))
 
 
-@register_measure("entropy", kind="utility", needs_class=False,
+@register_measure("entropy", kind="utility", needs_class=False, out_of_core=True,
                   description="mean Shannon entropy (bits) of the released numeric attributes",
                   direction=None, value_range=(0.0, None),
                   meaning="Neither higher nor lower is better in itself: compare it with the original's entropy "
@@ -402,7 +602,7 @@ def _entropy_measure(ctx: EvaluationContext) -> EntropyResult:
     return entropy(x, z, cols, **pick_options(ctx.options, "entropy", ["base", "normalized"]))
 
 
-@register_measure("correlation_difference", kind="utility", needs_class=False,
+@register_measure("correlation_difference", kind="utility", needs_class=False, out_of_core=True,
                   description="mean |r_ij − r'_ij| over pairs of numeric attributes; lower is better",
                   direction="lower", value_range=(0.0, 2.0),
                   meaning="0 means every correlation between two numeric attributes is kept (with option "

@@ -11,6 +11,10 @@ Every result carries ``score_x`` (Ψx on t) and ``score_z`` (Ψz on t); ``value`
 paper's comparison ``score_x − score_z`` (§4: α(Ψx|t) − α(Ψz|t)), so a positive value
 is the performance lost by anonymizing and 0 means no change.
 
+Missing values: CART cannot route a missing value, so each model is trained on the
+records of its table that are complete on the attributes, and tested on the complete
+records of t (``n_test`` counts them).
+
 AUC and F-measure are defined for two classes with one "positive" (important) label
 (§3). ``pos_label`` names it; by default it is the less frequent class of x (the one a
 user usually tries to find; ties go to the last class in sorted order). With more than
@@ -93,10 +97,17 @@ def compare_models(
     random_state: int | None = 0,
     test_source: str = "given",
 ) -> ModelComparison:
-    """Train CART on x and on z (paper 000 §7 settings) and predict the records of t."""
+    """Train CART on x and on z (paper 000 §7 settings) and predict the records of t
+    (complete records only, when some have a missing attribute value)."""
     if schema is None:
         schema = Schema.infer(x, class_column)
     feats = schema.attributes
+
+    def complete(d: pd.DataFrame) -> pd.DataFrame:
+        gaps = d[feats].isna().to_numpy().any(axis=1) if feats and isinstance(d, pd.DataFrame) else None
+        return d.loc[~gaps] if gaps is not None and gaps.any() else d
+
+    x, z, t = complete(x), complete(z), complete(t)
     for name, d in (("x", x), ("z", z), ("t", t)):
         if not isinstance(d, pd.DataFrame):
             raise SchemaError(f"{name} must be a pandas DataFrame, got {type(d).__name__}")

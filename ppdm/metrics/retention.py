@@ -219,7 +219,12 @@ def rule_retention(
     classes = pd.Index(sorted(values, key=lambda v: (type(v).__name__, v)), dtype=object)
     cx = count_rules(x, rules, cls, classes, default_class=default_class)
     cz = count_rules(z, rules, cls, classes, default_class=default_class)
+    return retention_from_counts(rules, classes, cx, cz, min_support=min_support, zero_support=zero_support)
 
+
+def retention_from_counts(rules: RuleSet, classes: pd.Index, cx: RuleCounts, cz: RuleCounts, *,
+                          min_support: int = 5, zero_support: ZeroSupport = "one") -> RuleRetention:
+    """The per-rule table and the retention statistics from the rule counts of x and z."""
     sx = cx.support.astype(float)[:, None]
     sz = cz.support.astype(float)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -255,6 +260,43 @@ def rule_retention(
     per_rule = pd.DataFrame(table)
     per_rule.index.name = "rule_index"
     return RuleRetention(rules, classes, cx, cz, chi2, int(min_support), zero_support, per_rule)
+
+
+def add_counts(parts: list[RuleCounts]) -> RuleCounts:
+    """The rule counts of a table from those of its partitions (every field is a sum; rules
+    read as a decision list give the same predictions partition by partition)."""
+    return RuleCounts(
+        support=np.sum([p.support for p in parts], axis=0), class_counts=np.sum([p.class_counts for p in parts], axis=0),
+        n_records=sum(p.n_records for p in parts), n_correct=sum(p.n_correct for p in parts),
+        n_uncovered=sum(p.n_uncovered for p in parts), n_overlapping=sum(p.n_overlapping for p in parts),
+    )
+
+
+def rule_retention_dask(x: Any, z: Any, rules: RuleSet, class_column: str | None = None, *, min_support: int = 5,
+                        zero_support: ZeroSupport = "one", default_class: Any = None) -> RuleRetention:
+    """:func:`rule_retention` of two Dask DataFrames (partitioned any way): the classes are
+    collected first, then every partition of x and of z is counted and the counts added. Exact."""
+    from ppdm.data.partitions import read_partition, run_partitions
+
+    cls = class_column or rules.class_column
+    if cls is None:
+        raise SchemaError("rule retention needs the class column: pass class_column=... (CLI: --class)")
+    if len(rules) == 0:
+        raise ParameterError("the rule set Ψx is empty; rule retention needs at least one rule")
+    values = set()
+    for d in (x, z):
+        for part in run_partitions(lambda i, d=d: set(read_partition(d, i)[cls].dropna().unique()), d.npartitions,
+                                   name="ppdm-classes"):
+            values |= part
+    classes = pd.Index(sorted(values, key=lambda v: (type(v).__name__, v)), dtype=object)
+
+    def counts(d: Any) -> RuleCounts:
+        parts = run_partitions(lambda i: count_rules(read_partition(d, i), rules, cls, classes,
+                                                     default_class=default_class), d.npartitions, name="ppdm-rules")
+        return add_counts([p for p in parts if p.n_records])
+
+    return retention_from_counts(rules, classes, counts(x), counts(z), min_support=min_support,
+                                 zero_support=zero_support)
 
 
 # --------------------------------------------------------------------------- results
@@ -413,15 +455,18 @@ def retention_from_context(ctx: EvaluationContext) -> RuleRetention:
         ctx.options.get("default_class"),
     )
     if key not in ctx.cache:
+        from ppdm.metrics._common import is_dask
+
         cls = ctx.schema.require_class()
-        ctx.cache[key] = rule_retention(
+        fn = rule_retention_dask if is_dask(ctx.x) or is_dask(ctx.z) else rule_retention
+        ctx.cache[key] = fn(
             ctx.x, ctx.z, ctx.get_rules(), cls, min_support=key[1], zero_support=key[2], default_class=key[3]
         )
     return ctx.cache[key]
 
 
 @register_measure(
-    "rule_accuracy", kind="utility", default=True,
+    "rule_accuracy", kind="utility", default=True, out_of_core=True,
     description="Rule Accuracy |α(Ψx|x) − α(Ψx|z)|: change in how well x's rules predict (paper 000 §5.1)",
     direction="lower", value_range=(0.0, 1.0), threshold=0.05,
     meaning="0 means the rules found in x predict the class on z exactly as well as on x; 0.05 means their "
@@ -432,7 +477,7 @@ def _rule_accuracy_measure(ctx: EvaluationContext) -> RuleAccuracyResult:
 
 
 @register_measure(
-    "rule_support_distance", kind="utility", default=True,
+    "rule_support_distance", kind="utility", default=True, out_of_core=True,
     description="RSD: mean change in rule support, as a fraction of |x| (paper 000 §5.2)",
     direction="lower", value_range=(0.0, None), threshold=0.01,
     meaning="0 means every rule of x covers as many records in z as in x; 0.01 means a rule gains or loses on "
@@ -443,7 +488,7 @@ def _rule_support_distance_measure(ctx: EvaluationContext) -> RuleSupportDistanc
 
 
 @register_measure(
-    "rule_label_distance", kind="utility", default=True,
+    "rule_label_distance", kind="utility", default=True, out_of_core=True,
     description="RLD: mean χ² distance of the class frequencies each rule covers (paper 000 §5.3)",
     direction="lower", value_range=(0.0, 1.0), threshold=0.05,
     meaning="0 means the records each rule covers have the same class mix in z as in x; 1 means the mixes share "

@@ -10,6 +10,12 @@ entropy, and the IL-DR trade-off score.
 
 DDR and SERS compare every record with every record of the other file; neither ever
 holds an n × n matrix (a KD-tree, or Numba kernels with one length-n buffer per thread).
+
+Missing cells (``docs/missing_values.md``): DDR links the records complete on the compared
+attributes in both tables (among themselves); IDR judges each record on the attributes
+observed in both tables, with each sd over the observed cells of z; SERS compares the
+records complete on the numeric attributes (a missing categorical value equals only
+another missing one).
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ import pandas as pd
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics import _dask
-from ppdm.metrics._common import column_names, context_numeric, is_dask, numeric_pair, pick_options
+from ppdm.metrics._common import (
+    column_names,
+    complete_rows,
+    context_numeric,
+    is_dask,
+    numeric_pair,
+    observed_sd,
+    pick_options,
+)
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.utils import RandomState, check_random_state
 
@@ -54,6 +68,7 @@ class DDRResult(MeasureResult):
     ties: str = "fractional"
     method: str = "kdtree"
     percent: bool = False
+    incomplete: int = 0
 
 
 def _standardize(X: np.ndarray, Z: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -251,6 +266,13 @@ def ddr(
     re-check of every original within a rounding-error bound of the nearest), ``"auto"``:
     the product search above 16 attributes, the tree otherwise. Every method gives the
     same links and ties.
+
+    Records with a missing cell (in x or in z) are left out, of the targets and of the
+    candidates alike; ``n`` counts the records linked and ``incomplete`` those left out.
+
+    A pair of Dask DataFrames partitioned alike is linked block by block
+    (:func:`ppdm.metrics._dask.blocked_linkage`): the same links, exactly, with two
+    partitions in memory per task (``method`` is then ``"blocked-kdtree"``).
     """
     if standardize not in ("per_file", "original", "none"):
         raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
@@ -258,7 +280,22 @@ def ddr(
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
     if method not in ("auto", "tree", "kdtree", "brute", "blas"):
         raise ParameterError(f"DDR method must be 'auto', 'tree', 'kdtree', 'brute' or 'blas', got {method!r}")
-    names, X, Z = numeric_pair(x, z, columns, measure="DDR")
+    if is_dask(x) or is_dask(z):
+        # the blocked search over partitions: the same links, for tables of any size
+        names = column_names(x, columns, measure="DDR")
+        linked, tied, n, left = _dask.blocked_linkage(x, z, names, standardize=standardize, rel_tol=TIE_REL_TOL,
+                                                      abs_tol=TIE_ABS_TOL, ties=ties)
+        frac = linked / n
+        return DDRResult(value=100.0 * frac if percent else frac, linked=linked, n=n, tied=tied,
+                         standardize=standardize, ties=ties, method="blocked-kdtree", percent=percent,
+                         incomplete=left)
+    names, X, Z = numeric_pair(x, z, columns, measure="DDR", allow_missing=True)
+    keep = complete_rows(X, Z)
+    incomplete = int((~keep).sum())
+    if incomplete:
+        X, Z = X[keep], Z[keep]
+        if len(X) < 2:
+            raise SchemaError("DDR needs at least 2 records complete on the compared attributes in x and z")
     Xs, Zs = _standardize(X, Z, standardize)
     Xs, Zs = np.ascontiguousarray(Xs), np.ascontiguousarray(Zs)
     use = method
@@ -282,7 +319,7 @@ def ddr(
     linked = float(credit.sum())
     frac = linked / n
     return DDRResult(value=100.0 * frac if percent else frac, linked=linked, n=n, tied=int((own & (count > 1)).sum()),
-                     standardize=standardize, ties=ties, method=use, percent=percent)
+                     standardize=standardize, ties=ties, method=use, percent=percent, incomplete=incomplete)
 
 
 # ----------------------------------------------------------------------------- IDR
@@ -299,11 +336,14 @@ class IDRResult(MeasureResult):
 
 def _idr_counts(X: np.ndarray, Z: np.ndarray, sd: np.ndarray, k: float, rule: str) -> tuple[int, np.ndarray]:
     half = k * sd
-    # inclusive bounds, compared exactly as x < z − k·s or x > z + k·s
-    outside = (X < Z - half) | (X > Z + half)
+    # inclusive bounds, compared exactly as x < z − k·s or x > z + k·s; a cell missing in x or
+    # z is neither inside nor outside, and a record with no cell observed in both is not at risk
+    both = ~np.isnan(X) & ~np.isnan(Z)
+    with np.errstate(invalid="ignore"):
+        outside = ((X < Z - half) | (X > Z + half)) & both
     n_out = outside.sum(axis=1)
-    risky = n_out == 0 if rule == "all" else n_out <= 1
-    return int(risky.sum()), (~outside).sum(axis=0)
+    risky = (n_out == 0 if rule == "all" else n_out <= 1) & both.any(axis=1)
+    return int(risky.sum()), (both & ~outside).sum(axis=0)
 
 
 def idr(
@@ -330,19 +370,22 @@ def idr(
         raise ParameterError(f"IDR rule must be 'all' or 'legacy', got {rule!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IDR")
-        n, sz = _dask.count_and_sums(x, z, names, side="masked", measure="IDR")
+        n, cnt, sz = _dask.add(_dask.reduce_pairs(
+            x, z, names, lambda X, Z: (X.shape[0], *_dask.observed_sums(Z)), measure="IDR"))
         if n < 2:
             raise SchemaError("IDR needs at least 2 records")
-        mz = sz / n
-        (ss,) = _dask.add(_dask.reduce_pairs(x, z, names, lambda X, Z: (((Z - mz) ** 2).sum(0),), measure="IDR"))
-        sd = np.sqrt(ss / (n - 1))
+        mz = sz / np.maximum(cnt, 1)
+        (ss,) = _dask.add(_dask.reduce_pairs(
+            x, z, names, lambda X, Z: (np.where(np.isnan(Z), 0.0, (Z - mz) ** 2).sum(0),), measure="IDR"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sd = np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
         risky, inside = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: _idr_counts(X, Z, sd, k, rule), measure="IDR"))
         n = int(n)
     else:
-        names, X, Z = numeric_pair(x, z, columns, measure="IDR")
+        names, X, Z = numeric_pair(x, z, columns, measure="IDR", allow_missing=True)
         n = X.shape[0]
-        sd = Z.std(axis=0, ddof=1)
+        sd = observed_sd(Z) if np.isnan(Z).any() else Z.std(axis=0, ddof=1)
         risky, inside = _idr_counts(X, Z, sd, k, rule)
     per = pd.DataFrame({"attribute": names, "sd_masked": sd, "share_inside": np.asarray(inside) / n})
     return IDRResult(value=int(risky) / n, at_risk=int(risky), n=n, k=float(k), rule=rule, per_attribute=per)
@@ -516,8 +559,15 @@ def sers(
         absent = [c for c in cols if c not in df.columns]
         if absent:
             raise SchemaError(f"SERS: column(s) {', '.join(map(repr, absent))} not in the {label} table")
+    if numeric:
+        # records with a missing numeric cell are left out (a missing categorical value is a value)
+        from ppdm.data.types import working_frame
+
+        x, z = working_frame(x, numeric), working_frame(z, numeric)
+        x = x.loc[x[numeric].notna().all(axis=1).to_numpy()] if x[numeric].isna().to_numpy().any() else x
+        z = z.loc[z[numeric].notna().all(axis=1).to_numpy()] if z[numeric].isna().to_numpy().any() else z
     if len(x) == 0 or len(z) == 0:
-        raise SchemaError("SERS needs at least one original and one perturbed record")
+        raise SchemaError("SERS needs at least one original and one perturbed record (complete on the numeric attributes)")
     if not 0 < confidence < 1:
         raise ParameterError(f"SERS confidence must be in (0, 1), got {confidence!r}")
     n_o, n_p = len(x), len(z)
@@ -557,7 +607,7 @@ def sers(
 
 
 # --------------------------------------------------------------- CLI registrations
-@register_measure("ddr", kind="risk", needs_class=False,
+@register_measure("ddr", kind="risk", needs_class=False, out_of_core=True,
                   description="distance-based record linkage: share of masked records linked to their own original",
                   direction="lower", value_range=(0.0, 1.0), threshold=0.05,
                   meaning="The share of released records an intruder who holds the original numeric values links "
@@ -567,7 +617,7 @@ def _ddr_measure(ctx: EvaluationContext) -> DDRResult:
     return ddr(ctx.x, ctx.z, cols, **pick_options(ctx.options, "ddr", ["standardize", "ties", "method", "percent"]))
 
 
-@register_measure("idr", kind="risk", needs_class=False,
+@register_measure("idr", kind="risk", needs_class=False, out_of_core=True,
                   description="interval disclosure (sdcMicro dRisk, k = 0.05): share of records at risk",
                   direction="lower", value_range=(0.0, 1.0), threshold=0.10,
                   meaning="The share of records whose every original numeric value lies within 5 % of a standard "
@@ -578,7 +628,7 @@ def _idr_measure(ctx: EvaluationContext) -> IDRResult:
     return idr(ctx.x, ctx.z, opts.pop("k", 0.05), cols, **opts)
 
 
-@register_measure("il_dr_score", kind="combined", needs_class=False,
+@register_measure("il_dr_score", kind="combined", needs_class=False, out_of_core=True,
                   description="IL-DR score 0.25·(IL metrics + IL1s + DDR + IDR) of paper 003 §3.3.3; lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="A trade-off score: lower means less information lost and less disclosure together; "

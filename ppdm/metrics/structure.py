@@ -721,10 +721,18 @@ def _ctx_forest(ctx: EvaluationContext, which: str, factory: TreeFactory | None)
     """The forest of x or z for an evaluation, fitted once and shared by EDUDS and EDUSC."""
     key = ("structure_forest", which, id(factory) if factory is not None else "default")
     if key not in ctx.cache:
-        data = ctx.x if which == "x" else ctx.z
+        data = _complete(ctx, which)
         cls = ctx.schema.require_class()
         ctx.cache[key] = _fit(factory or default_tree_factory(), data, ctx.schema.attributes, cls)
     return ctx.cache[key]
+
+
+def _complete(ctx: EvaluationContext, which: str) -> pd.DataFrame:
+    """x or z without records missing a numeric attribute value: the forests and their
+    regions are those of the complete records (docs/missing_values.md)."""
+    from ppdm.metrics._common import complete_records
+
+    return complete_records(ctx.x if which == "x" else ctx.z, ctx.schema.numeric)
 
 
 def _structure_options(ctx: EvaluationContext, name: str, allowed: Sequence[str]) -> tuple[dict[str, Any], Any]:
@@ -743,7 +751,7 @@ def _structure_options(ctx: EvaluationContext, name: str, allowed: Sequence[str]
                   "grown on x; 0 means they share none.")
 def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
     opts, factory = _structure_options(ctx, "eduds", ["domain", "count_untested", "empty_records"])
-    return eduds(ctx.x, ctx.z, schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),
+    return eduds(_complete(ctx, "x"), _complete(ctx, "z"), schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),
                  trees_z=_ctx_forest(ctx, "z", factory), **opts)
 
 
@@ -754,4 +762,5 @@ def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
                   "tell nothing about the class on z.")
 def _edusc_measure(ctx: EvaluationContext) -> EDUSCResult:
     opts, factory = _structure_options(ctx, "edusc", ["criterion", "min_gain_ratio", "node_count"])
-    return edusc(ctx.x, ctx.z, schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory), **opts)
+    return edusc(_complete(ctx, "x"), _complete(ctx, "z"), schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),
+                 **opts)

@@ -188,7 +188,7 @@ def evaluation_document(
     measures: dict[str, Any] = {}
     for name, out in outs.items():
         info = out.spec.info()
-        for key in ("default", "needs_class", "requires"):
+        for key in ("default", "needs_class", "requires", "out_of_core"):
             info.pop(key, None)
         if name in overrides:
             info["threshold"] = float(overrides[name])

@@ -287,13 +287,17 @@ def rules_from_cart(
     random_state: int | None = 0,
 ) -> RuleSet:
     """Ψx as the papers find it (paper 000 §7): the leaves of a CART tree grown on ``x``
-    with minimum leaf size ``min_leaf_frac``·|x| and maximum depth ``max_depth``."""
+    with minimum leaf size ``min_leaf_frac``·|x| and maximum depth ``max_depth``.
+
+    Records with a missing attribute value are left out of the tree: a CART rule cannot
+    say where a missing value goes. (Counted against the rules later, a missing value
+    satisfies no condition.)"""
     cls = schema.require_class()
     if isinstance(min_leaf_frac, bool) or not isinstance(min_leaf_frac, (int, float)) or not 0 < min_leaf_frac < 0.5:
         raise ParameterError(f"min_leaf_frac must be a number in (0, 0.5), got {min_leaf_frac!r}")
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1):
         raise ParameterError(f"max_depth must be a whole number ≥ 1 or None, got {max_depth!r}")
-    x, _ = schema.validate(x, missing="error", min_classes=2)
+    x, _ = schema.validate(x, missing="drop", min_classes=2)
     tree = CARTClassifier(
         min_leaf_frac=min_leaf_frac, max_depth=max_depth, categorical=schema.categorical, random_state=random_state
     ).fit(x[schema.attributes], x[cls])

@@ -1,0 +1,317 @@
+"""Releases of tables larger than memory: fit on a sample, transform partition by partition,
+write a partitioned Parquet dataset atomically.
+
+:func:`release_dataset` is :func:`ppdm.experiments.release.release` for a
+:class:`~ppdm.data.partitions.Dataset` (what ``ppdm anonymize`` runs for a Parquet folder, a
+glob of files or a big file). It makes four passes over the input, none of which holds
+more than one partition per task in memory:
+
+1. **scan**: every partition's number of rows, the decimals of its float columns and the
+   moments (count, mean, spread, largest magnitude) of its numeric columns;
+2. **sample**: a uniform random sample of ``fit_rows`` records (default
+   :data:`FIT_ROWS`; every record when the table has fewer), drawn without replacement
+   across partitions with the release's randomness. Roles are settled and identifiers
+   screened on it, and the technique is fitted on it;
+3. **release**: every partition is transformed with what was fitted, by a generator seeded
+   from the release's seed and the partition's number (so the same seed gives the same
+   files), rounded to the source decimals and written as one Parquet part into a temporary
+   folder beside the output; its release-check counts are returned;
+4. **check**: the records unique on their quasi-identifiers in z are counted by Dask over
+   the written parts (a hash per record, counted across partitions).
+
+Then the provenance sidecar is written and the temporary folder renamed into place; on any
+error it is removed and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppdm.data.partitions import (
+    Dataset,
+    DatasetWriter,
+    check_output_dataset,
+    run_partitions,
+    sample_counts,
+    write_part,
+)
+from ppdm.data.provenance import build_provenance, file_sha256, provenance_path, provenance_text
+from ppdm.data.roles import Roles, resolve_schema
+from ppdm.data.schema import MissingPolicy, Schema
+from ppdm.data.types import decimals_of, merge_decimals, round_to_decimals, working_frame
+from ppdm.errors import PPDMError
+from ppdm.experiments.release import MAX_VERBATIM_SHARE, ReleaseRefused, technique_record
+from ppdm.metrics.release_check import (
+    CheckPart,
+    ReleaseCheck,
+    check_columns,
+    check_partition,
+    column_moments,
+    column_spread,
+    merge_moments,
+    qi_hashes,
+    release_check_from_parts,
+)
+
+#: records the technique is fitted on, by default
+FIT_ROWS = 100_000
+
+#: progress(stage, done, total): stage is "scan", "sample", "release" or "check"
+StageProgress = Callable[[str, int, int], None]
+
+
+@dataclass
+class DatasetRelease:
+    """A partitioned release and how it was made (see :class:`ppdm.experiments.release.Release`)."""
+
+    path: Path
+    technique: Any
+    schema: Schema
+    check: ReleaseCheck
+    removed_identifiers: list[str]
+    kept_identifiers: list[str]
+    seeded: bool
+    n_records: int
+    n_partitions: int
+    fit_rows: int
+    warnings: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    decimals: dict[str, int] = field(default_factory=dict)
+    written: list[Path] = field(default_factory=list)
+
+
+def _stage(progress: StageProgress | None, stage: str) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
+    return lambda done, total: progress(stage, done, total)
+
+
+# ------------------------------------------------------------------------- the passes
+def _scan(i: int, ds: Dataset) -> dict[str, Any]:
+    pdf = ds.partition(i)
+    num = [c for c in pdf.columns if _numeric_like(pdf[c])]
+    work = working_frame(pdf, num)
+    return {
+        "rows": len(pdf),
+        # None: the column needs full precision in this partition
+        "decimals": {c: decimals_of(pdf[c].to_numpy(dtype=float, na_value=np.nan))
+                     for c in pdf.columns if pd.api.types.is_float_dtype(pdf[c])},
+        "moments": {c: column_moments(work[c].to_numpy(dtype=float, na_value=np.nan)) for c in num},
+    }
+
+
+def _numeric_like(s: pd.Series) -> bool:
+    from ppdm.data.types import is_date_dtype
+
+    return is_date_dtype(s) or (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s))
+
+
+def _sample_part(i: int, ds: Dataset, counts: np.ndarray, base: int) -> pd.DataFrame:
+    pdf = ds.partition(i)
+    k = int(counts[i])
+    if k >= len(pdf):
+        return pdf
+    rows = np.sort(np.random.default_rng([base, i, 1]).choice(len(pdf), size=k, replace=False))
+    return pdf.iloc[rows]
+
+
+@dataclass
+class _Job:
+    """Everything a release task needs (sent to workers on a cluster)."""
+
+    ds: Dataset
+    tech: Any
+    schema: Schema
+    base: int
+    missing: MissingPolicy
+    ids: list[str]
+    keep_ids: bool
+    decimals: dict[str, int]
+    columns: list[str]
+    spreads: dict[str, tuple[float, float]]
+    tmp: Path
+
+
+def _release_part(i: int, job: _Job) -> tuple[CheckPart, int]:
+    x = job.ds.partition(i)
+    sch = job.schema
+    x, dropped = sch.validate(x, missing=job.missing)
+    work = x.drop(columns=job.ids) if job.ids else x
+    z = job.tech.transform_partition(work, i, job.base)
+    z = round_to_decimals(z, job.decimals)
+    if job.keep_ids and job.ids:
+        z = z.copy()
+        for c in job.ids:
+            z[c] = x[c].to_numpy()
+        z = z[list(x.columns)]
+    write_part(z.reset_index(drop=True), job.tmp / f"part.{i:05d}.parquet")
+    part = check_partition(working_frame(x, sch.numeric), working_frame(z, sch.numeric), sch, job.columns,
+                           job.spreads)
+    return part, dropped
+
+
+def _unique_in_z(tmp: Path, qi: list[str], n_parts: int) -> int:
+    """Records of the written release unique on their quasi-identifiers (Dask counts hashes)."""
+    if not qi:
+        return 0
+    import dask.dataframe as dd
+
+    z = dd.read_parquet(str(tmp), columns=list(qi))
+    h = z.map_partitions(lambda p: pd.Series(qi_hashes(p, qi), dtype="uint64"), meta=("h", "uint64"))
+    counts = h.value_counts(split_out=max(1, n_parts // 8))
+    return int((counts == 1).sum().compute())
+
+
+def dataset_sha256(files: list[Path]) -> str:
+    """SHA-256 over the files of a dataset: of each file's name and SHA-256, in name order."""
+    h = hashlib.sha256()
+    for f in sorted(files, key=lambda p: str(p)):
+        h.update(f"{f.name}\0{file_sha256(f)}\n".encode())
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------ release
+def release_dataset(
+    ds: Dataset,
+    technique: Any,
+    out: str | Path,
+    *,
+    schema: Schema | None = None,
+    roles: Roles | None = None,
+    keep_identifiers: bool = False,
+    allow_unchanged: bool = False,
+    detect_identifiers: bool = True,
+    missing: MissingPolicy = "error",
+    fit_rows: int = FIT_ROWS,
+    decimals: dict[str, int] | None = None,
+    progress: StageProgress | None = None,
+) -> DatasetRelease:
+    """Anonymize the partitioned table ``ds`` with ``technique`` into the Parquet dataset folder
+    ``out`` (and ``<out>.provenance.json``), as the module docstring describes.
+
+    ``fit_rows`` is the size of the sample the technique is fitted on; ``decimals`` overrides
+    the source decimals per column; ``missing`` is applied to every partition ("drop" leaves
+    out a partition's incomplete records). Raises :class:`ReleaseRefused` when at least
+    :data:`~ppdm.experiments.release.MAX_VERBATIM_SHARE` of the records come out unchanged on
+    every column (unless ``allow_unchanged``); the output then does not appear.
+    """
+    if isinstance(fit_rows, bool) or not isinstance(fit_rows, (int, np.integer)) or fit_rows < 2:
+        raise PPDMError(f"fit_rows (the size of the fitting sample) must be a whole number ≥ 2, got {fit_rows!r}")
+    if not technique._keeps_rows():
+        # its record count is itself protected: one noisy count per partition would spend the budget again
+        raise PPDMError(f"{type(technique).__name__} with these parameters releases its own number of records, "
+                        "which a release partition by partition cannot do; for DPCube use neighbouring='replace' "
+                        "(the table size public), or release an in-memory table")
+    out = check_output_dataset(out, inputs=[str(f) for f in ds.files])
+    prov_path = provenance_path(out)
+    if prov_path.exists():
+        raise PPDMError(f"output {str(prov_path)!r} exists; remove it or choose another name")
+    n_parts = ds.npartitions
+    seeded = technique.random_state is not None
+    base = int(np.random.SeedSequence(None if not seeded else int(technique.random_state)).entropy)
+
+    # 1. scan
+    scans = run_partitions(_scan, n_parts, args=(ds,), progress=_stage(progress, "scan"), name="ppdm-scan")
+    lengths = [s["rows"] for s in scans]
+    n_rows = int(sum(lengths))
+    if n_rows == 0:
+        raise PPDMError(f"{ds.source!r} has no data rows")
+
+    # 2. sample, roles, fit
+    k = min(int(fit_rows), n_rows)
+    counts = sample_counts(lengths, k, np.random.default_rng([base, 0, 0]))
+    parts = run_partitions(_sample_part, n_parts, args=(ds, counts, base), progress=_stage(progress, "sample"),
+                           name="ppdm-sample")
+    sample = pd.concat(parts, ignore_index=True)
+    sample.attrs["date_formats"] = dict(ds.date_formats)
+    sch = resolve_schema(sample, schema=schema, class_column=technique.class_column, roles=roles,
+                         detect=detect_identifiers)
+    sample, _ = sch.validate(sample, missing=missing)
+    ids = [c for c in sch.identifiers if c in sample.columns]
+    tech = type(technique)(**technique.get_params(deep=False))
+    tech.set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tech.fit(sample.drop(columns=ids))
+    lines = []
+    for w in caught:
+        line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
+        if line not in lines:
+            lines.append(line)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    # 3. release, partition by partition
+    dec = {c: d for c, d in merge_decimals(s["decimals"] for s in scans).items()}
+    dec = {**dec, **{c: int(d) for c, d in (decimals or {}).items()}}
+    dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
+    moments = {c: merge_moments([s["moments"][c] for s in scans if c in s["moments"]])
+               for c in scans[0]["moments"]}
+    spreads = {c: column_spread(m) for c, m in moments.items()}
+    columns = [c for c in ds.columns if keep_identifiers or c not in ids]
+    with DatasetWriter(out) as writer:
+        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp)
+        results = run_partitions(_release_part, n_parts, args=(job,), progress=_stage(progress, "release"),
+                                 name="ppdm-release")
+        checks = [r[0] for r in results]
+        dropped = int(sum(r[1] for r in results))
+        qi = check_columns(sch, columns)[0]
+        if progress is not None:
+            progress("check", 0, 1)
+        unique = _unique_in_z(writer.tmp, qi, n_parts)
+        if progress is not None:
+            progress("check", 1, 1)
+        check = release_check_from_parts(checks, sch, columns, unique)
+        if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
+            raise ReleaseRefused(
+                f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "
+                f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
+                f"(refused from {100 * MAX_VERBATIM_SHARE:.0f}%); change the technique or its parameters, or "
+                "release it anyway with allow_unchanged=True (CLI: --allow-unchanged)"
+            )
+        info = {"source": ds.source, "sha256": dataset_sha256(ds.files), "rows": n_rows, "columns": len(ds.columns),
+                "rows_used": n_rows - dropped, "files": len(ds.files), "partitions": n_parts,
+                "blocksize": ds.blocksize, "fit_rows": k}
+        record = build_provenance(
+            technique=technique_record(tech), seeded=seeded, input_info=info, schema=sch.to_dict(),
+            removed_identifiers=[] if keep_identifiers else ids, release_check=check,
+            privacy=getattr(tech, "privacy_report_", None), kept_identifiers=ids if keep_identifiers else [],
+            warnings=lines,
+            output={"decimals": dec, "date_formats": {c: f for c, f in sch.dates.items() if c in columns},
+                    "format": "parquet dataset", "partitions": n_parts},
+        )
+        written = _commit(writer, prov_path, record, tech, out)
+    return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],
+                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written)
+
+
+def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech: Any, out: Path) -> list[Path]:
+    """Provenance, folder and the technique's sidecars, all or nothing."""
+    from ppdm.data.io import atomic_path
+
+    written: list[Path] = []
+    try:
+        with atomic_path(prov_path) as tmp_prov:
+            tmp_prov.write_text(provenance_text(record), encoding="utf-8")
+            written.append(writer.commit())
+        written.append(prov_path)
+        extra = getattr(tech, "write_sidecars", None)
+        if callable(extra):
+            written.extend(Path(p) for p in (extra(out) or []))
+    except BaseException:
+        import shutil
+
+        for p in written:
+            if Path(p).is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                Path(p).unlink(missing_ok=True)
+        raise
+    return written
