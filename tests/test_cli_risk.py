@@ -162,6 +162,7 @@ def test_compare_report_maps_the_risk_measures_that_were_computed(tmp_path: Path
     p = tmp_path / "x.csv"
     _table(120)[["age", "hours", "y"]].to_csv(p, index=False)
     r = runner.invoke(app, ["compare", str(p), "--class", "y", "--technique", "uniform-noise:level=0.2", "--cv", "3",
+                            "--measures", "k_anonymity,sample_uniques,reidentification_risk,record_linkage,prediction_accuracy",
                             "--out", str(tmp_path / "res"), "--report"])
     assert r.exit_code == 0, r.output
     page = (tmp_path / "res" / "report.html").read_text()
