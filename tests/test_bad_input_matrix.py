@@ -262,9 +262,21 @@ def measure_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[P
     }
 
 
+#: what the risk measures need besides x and z: declared quasi-identifiers, a sensitive
+#: attribute, a control set (here the good x, whose columns every case shares)
+NEEDS: dict[str, list[str]] = {
+    **{m: ["--qi", "c"] for m in ("k_anonymity", "sample_uniques", "reidentification_risk", "suda2")},
+    "l_diversity": ["--qi", "c", "--sensitive", "b"],
+}
+CONTROLLED = {"singling_out_univariate", "singling_out_multivariate", "linkability", "inference"}
+
+
 def _evaluate(measure: str, x: Path, z: Path) -> Any:
+    extra = list(NEEDS.get(measure, []))
+    if measure in CONTROLLED:
+        extra += ["--control", str(x.parent / "x.csv")]
     return runner.invoke(app, ["evaluate", "-x", str(x), "-z", str(z), "--class", "label",
-                               "--measures", measure, "--json"])
+                               "--measures", measure, "--json", *extra])
 
 
 def _value(res: Any, measure: str) -> float:

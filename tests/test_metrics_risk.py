@@ -42,7 +42,7 @@ def ddr_reference(x: np.ndarray, z: np.ndarray, standardize: str, ties: str) -> 
 
 def test_ddr_spec_examples():
     assert ddr(X, Z_SHUFFLED).value == 0.5
-    for method in ("kdtree", "brute", "blas"):
+    for method in ("tree", "kdtree", "brute", "blas"):
         assert ddr(X, Z_PAIRS, ties="fractional", method=method).value == 0.5
         assert ddr(X, Z_PAIRS, ties="first", method=method).value == 0.5
         assert ddr(X, Z_PAIRS, ties="strict", method=method).value == 0.0
@@ -54,7 +54,7 @@ def test_ddr_spec_examples():
 def test_ddr_of_x_against_itself_is_one():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(200, 4))
-    for method in ("kdtree", "brute", "blas"):
+    for method in ("tree", "kdtree", "brute", "blas"):
         assert ddr(x, x, method=method).value == 1.0
     # a copy with every record moved to another's place links nobody
     assert ddr(x, np.roll(x, 1, axis=0)).value == 0.0
@@ -67,7 +67,7 @@ def test_ddr_equals_brute_force_with_many_ties(standardize, ties):
     x = rng.integers(0, 4, size=(120, 3)).astype(float)  # duplicated originals → ties
     z = np.round(x + rng.normal(0, 0.7, size=x.shape))
     ref = ddr_reference(x, z, standardize, ties)
-    for method in ("kdtree", "brute", "blas"):
+    for method in ("tree", "kdtree", "brute", "blas"):
         assert ddr(x, z, standardize=standardize, ties=ties, method=method).value == pytest.approx(ref, abs=1e-12)
 
 
@@ -128,6 +128,51 @@ def test_ddr_blas_links_on_continuous_data(seed, sd):
 
     for g, w in zip(risk._link_blas(x, z), risk._brute(x, z), strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 60), st.integers(1, 5), st.sampled_from([0.0, 1e6]),
+       st.sampled_from(["ties", "continuous", "strong"]), st.booleans())
+def test_ddr_tree_links_are_the_brute_force_links(seed, n, m, offset, kind, tiny_budget):
+    """The own-ball kd-tree search decides every link, tie count and first index as the
+    brute force does: duplicated records, exact ties, a large offset, strong masking, and
+    a leaf budget so small that most records fall back to the product search."""
+    import ppdm.metrics.risk as risk
+
+    rng = np.random.default_rng(seed)
+    if kind == "ties":
+        x = rng.integers(0, 3, size=(n, m)) * 0.1 + offset
+        z = x + rng.integers(-1, 2, size=x.shape) * 0.1
+        dup = rng.random(n) < 0.3
+        z[dup] = x[rng.integers(0, n, size=int(dup.sum()))]
+    else:
+        x = rng.normal(size=(n, m)) + offset
+        z = x + rng.normal(0, 0.2 if kind == "continuous" else 2.0, size=x.shape)
+    x, z = np.ascontiguousarray(x), np.ascontiguousarray(z)
+    with pytest.MonkeyPatch.context() as mp:
+        if tiny_budget:
+            mp.setattr(risk, "TREE_LEAF_BUDGET", 0.0)
+        own, count, first = risk._link_tree(x, z)
+    w_own, w_count, w_first = risk._brute(x, z)
+    np.testing.assert_array_equal(own, w_own)
+    np.testing.assert_array_equal(count[own], w_count[own])
+    np.testing.assert_array_equal(first[own], w_first[own])
+
+
+def test_ddr_tree_with_small_leaves_and_many_records():
+    import ppdm.metrics.risk as risk
+    from ppdm.metrics._ballsearch import build_tree, own_ball_search
+
+    rng = np.random.default_rng(11)
+    x = np.round(rng.normal(size=(3000, 4)), 1)  # many exact ties
+    z = np.round(x + rng.normal(0, 0.1, size=x.shape), 1)
+    for leaf in (1, 2, 7):
+        st_, cnt, fst = own_ball_search(x, z, np.arange(len(x)), *build_tree(x, leaf), risk.TIE_REL_TOL,
+                                       risk.TIE_ABS_TOL, 10**9, 3)
+        w_own, w_count, w_first = risk._brute(x, z)
+        np.testing.assert_array_equal(st_ == 1, w_own)
+        np.testing.assert_array_equal(cnt[w_own], w_count[w_own])
+        np.testing.assert_array_equal(fst[w_own], w_first[w_own])
 
 
 def test_ddr_rejects_bad_parameters():
@@ -308,7 +353,7 @@ def test_ddr_auto_probe_on_a_large_input_gives_the_same_links():
     x = rng.normal(size=(20_000, 2))
     z = x + rng.normal(0, 0.05, size=x.shape)
     auto = ddr(x, z)
-    assert auto.method in ("kdtree", "blas")
+    assert auto.method == "tree"
     assert auto.value == ddr(x, z, method="kdtree").value
 
 

@@ -28,14 +28,20 @@ from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.utils import check_random_state
 
+#: relative error below which a release counts as the original itself (see SpectralFilteringResult)
+UNCHANGED_TOL = 1e-9
+
 
 @dataclass
 class SpectralFilteringResult(MeasureResult):
     """Outcome of spectral filtering.
 
     ``value`` is the headline named by ``metric``: for continuous data (no metadata) the
-    RMSE ratio ``RMSE(estimate, x) / RMSE(release, x)`` (below 1: the attack recovers
-    data); for a random-substitution release (metadata given) the exact-recovery rate of
+    RMSE ratio ``RMSE(estimate, x) / RMSE(release, x)`` capped at 1 (below 1: the attack
+    recovers data; the attacker keeps the release where filtering makes it worse), and 0
+    when the release is unchanged (RMSE(release, x) at most ``UNCHANGED_TOL`` times the
+    root mean square of x's standard deviations: nothing is left to recover, the release
+    is x); the uncapped ratio is ``ratio``; for a random-substitution release (metadata given) the exact-recovery rate of
     the estimate, to compare with ``exact_release`` (the keep rate). ``NaN`` without ``x``.
     """
 
@@ -51,6 +57,8 @@ class SpectralFilteringResult(MeasureResult):
     rmse_estimate: float = float("nan")
     exact_release: float = float("nan")
     exact_estimate: float = float("nan")
+    ratio: float = float("nan")  # RMSE(estimate, x) / RMSE(release, x), uncapped
+    unchanged: bool = False  # the release's numeric values are x's within UNCHANGED_TOL standard deviations
 
 
 @dataclass
@@ -222,7 +230,15 @@ def spectral_filtering_attack(
         res.rmse_release, res.rmse_estimate = _rmse(u, truth), _rmse(est, truth)
         res.exact_release = float(np.mean(u == truth))
         res.exact_estimate = float(np.mean(est == truth))
-        res.value = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("nan")
+        # the attacker keeps the release where filtering makes it worse, so the value is the
+        # share of the release's error that survives the better of the two, in [0, 1]; a
+        # release that leaves the values as they were (within UNCHANGED_TOL standard
+        # deviations) has no error to keep: 0, the attacker holds x
+        sd = np.nanstd(truth, axis=0)
+        floor = UNCHANGED_TOL * float(np.sqrt(np.mean(np.square(sd)))) if sd.size else 0.0
+        res.unchanged = bool(res.rmse_release <= floor)
+        res.ratio = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("inf")
+        res.value = 0.0 if res.unchanged else min(1.0, res.ratio)
     return res
 
 
@@ -257,7 +273,15 @@ def bayes_estimate_attack(
         _aligned(x, z, "the Bayes-estimate attack")
         truth = _matrix(x, cols, "the original table")
         res.rmse_release, res.rmse_estimate = _rmse(u, truth), _rmse(est, truth)
-        res.value = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("nan")
+        # the attacker keeps the release where filtering makes it worse, so the value is the
+        # share of the release's error that survives the better of the two, in [0, 1]; a
+        # release that leaves the values as they were (within UNCHANGED_TOL standard
+        # deviations) has no error to keep: 0, the attacker holds x
+        sd = np.nanstd(truth, axis=0)
+        floor = UNCHANGED_TOL * float(np.sqrt(np.mean(np.square(sd)))) if sd.size else 0.0
+        res.unchanged = bool(res.rmse_release <= floor)
+        res.ratio = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("inf")
+        res.value = 0.0 if res.unchanged else min(1.0, res.ratio)
     return res
 
 
@@ -319,9 +343,9 @@ def repeated_perturbation_attack(
     description="Spectral-filtering data recovery (Kargupta et al. 2003): RMSE(attack, x)/RMSE(z, x); "
     "option noise_std (default: median-eigenvalue noise floor)",
     needs_class=False,
-    direction="higher", value_range=(0.0, None), threshold=0.9,
-    meaning="The attacker's error over the release's own error: 1 or more means filtering the release brings the "
-    "attacker no closer to the original values; 0.5 means it halves the error.",
+    direction="higher", value_range=(0.0, 1.0), threshold=0.9,
+    meaning="The attacker's error over the release's own error, capped at 1: 1 means filtering the release brings "
+    "the attacker no closer to the original values, 0.5 that it halves the error, 0 that the release is x.",
 )
 def _spectral_filtering_measure(ctx: EvaluationContext) -> SpectralFilteringResult:
     cols = [c for c in ctx.schema.numeric if c in ctx.z.columns]

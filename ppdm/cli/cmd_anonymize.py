@@ -67,6 +67,9 @@ def anonymize(
     blocksize: BlocksizeOpt = "64MB",
     fit_rows: Annotated[int, typer.Option(
         "--fit-rows", help="With dask: records of the random sample the technique is fitted on.")] = 100_000,
+    holdout: Annotated[float | None, typer.Option(
+        "--holdout", help="Hold out this fraction of the records before anonymizing, as the attacks' control set "
+        "(<out stem>.control.csv; keep it private, with x).")] = None,
 ) -> None:
     """Anonymize a table with one technique and write the release z, its provenance and its release check."""
     import warnings
@@ -75,11 +78,14 @@ def anonymize(
     from ppdm.data.io import check_output_path, check_output_table
     from ppdm.data.partitions import wants_dask
     from ppdm.data.provenance import provenance_path
-    from ppdm.experiments.release import release, save_release
+    from ppdm.experiments.release import control_path, hold_out, release, save_release
     from ppdm.utils import parse_params
 
     random_state = parse_seed(seed)
     if wants_dask(data, engine):
+        if holdout is not None:
+            raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
+                            "--control on ppdm evaluate instead")
         _anonymize_dataset(data, method, out, class_column=class_column, param=param, random_state=random_state,
                            missing=missing, schema=schema, sep=sep, roles=roles_from_options(
                                identifiers, quasi_identifiers, sensitive, weight, other),
@@ -91,6 +97,8 @@ def anonymize(
     # every output is checked before any work: format, folder, and never one of the inputs
     check_output_table(out, inputs=(src, schema))
     check_output_path(provenance_path(out), inputs=(src, schema))
+    if holdout is not None:
+        check_output_path(control_path(out), inputs=(src, schema))
     params = parse_params(param)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True),
@@ -100,8 +108,11 @@ def anonymize(
     dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
                           params=params)
-    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
-            "rows_used": len(x)}
+    control = None
+    if holdout is not None:
+        x, control = hold_out(x, holdout, random_state)
+    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped + (0 if control is None else
+            len(control)), "columns": x.shape[1], "rows_used": len(x)}
     from ppdm.cli.progress import progress_of_library
 
     # release() reports its steps (learn, release, check) and the technique its long loops (ppdm.progress)
@@ -110,7 +121,14 @@ def anonymize(
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                       detect_identifiers=False, input_info=info, decimals=dec)
     _report(rel, random_state)
-    written = save_release(rel, out)
+    if control is not None:
+        control = control.drop(columns=[c for c in rel.removed_identifiers if c in control.columns])
+        rel.provenance["holdout"] = {"fraction": float(holdout), "rows": len(control),
+                                     "control": control_path(out).name}
+        console.print(f"held out {len(control)} records before anonymizing as the control set "
+                      f"{control_path(out).name}: original records, keep them private with x",
+                      highlight=False, markup=False, soft_wrap=True)
+    written = save_release(rel, out, control)
     z = rel.data
     console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}, and "
                   f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)

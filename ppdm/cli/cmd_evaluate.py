@@ -128,6 +128,22 @@ def _without_identifiers(x: pd.DataFrame, schema: Schema,
     return x.drop(columns=drop), replace(sch, identifiers=[]), drop
 
 
+def _provenance_control(anonymized: str, provenance: dict[str, Any] | None) -> str | None:
+    """The control set a release's provenance names (``holdout.control``, written by
+    ``ppdm anonymize --holdout``), as a path beside the release; None when there is none."""
+    name = ((provenance or {}).get("holdout") or {}).get("control")
+    if not name:
+        return None
+    path = Path(anonymized).parent / Path(str(name)).name
+    if not path.is_file():
+        err_console.print(f"note: the provenance names the control set {str(path)!r}, which is absent; the attacks "
+                          "are skipped", highlight=False, markup=False)
+        return None
+    err_console.print(f"control set: {path} (held out before anonymizing, named by the provenance)",
+                      highlight=False, markup=False)
+    return str(path)
+
+
 def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
     if provenance is None:
         return
@@ -147,6 +163,18 @@ def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
     if not same:
         err_console.print("note: --original is not the file z was made from (its sha256 differs from the "
                           "provenance's)", highlight=False, markup=False)
+
+
+def _check_named_keys(specs: list[Any], schema: Schema, options: dict[str, Any]) -> None:
+    """Measures named with --measures that need quasi-identifiers get declared ones: nothing
+    is inferred for a measure the user asked for by name (the default set infers them)."""
+    from ppdm.metrics.keyvar import KEY_VARIABLE_MEASURES
+
+    need = [s.name for s in specs if s.name in KEY_VARIABLE_MEASURES and not options.get(f"{s.name}.keys")
+            and not (isinstance(options.get(s.name), dict) and options[s.name].get("keys"))]
+    if need and not schema.quasi_identifiers and not options.get("keys"):
+        raise ParameterError(f"measure(s) {', '.join(need)} need quasi-identifiers: declare them with --qi A,B, "
+                             "with quasi_identifiers in a --schema file, or with --param keys=A,B")
 
 
 def _thresholds(items: list[str] | None, names: list[str]) -> dict[str, float]:
@@ -170,7 +198,7 @@ def _summary(details: dict[str, Any]) -> str:
     """One line of context for the table: the scores behind a difference."""
     parts = []
     for name in ("accuracy_x", "accuracy_z", "score_x", "score_z", "n_used", "n_rules", "pos_label", "average",
-                 "test_source", "ceiling"):
+                 "test_source", "original", "key_source", "ci_low", "ci_high", "ceiling"):
         v = details.get(name)
         if v is not None:
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")
@@ -192,6 +220,7 @@ def evaluate(
     class_column: ClassOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", "-r", help="Rule file Ψx (default: CART rules of x).")] = None,
     test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: hold out 1/3 of x).")] = None,
+    control: Annotated[str | None, typer.Option("--control", help="Control set: original records not used to make z, for the attacks (default: the hold-out named by z's provenance).")] = None,
     measures: Annotated[str | None, typer.Option("--measures", "-m", help="Comma list of measure names, or 'all' (default: the default set).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document (docs/ppdm.schema.json) instead of tables.")] = False,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=weighted.")] = None,
@@ -235,7 +264,7 @@ def evaluate(
     if html is not None:
         from ppdm.data.io import check_output_path
 
-        check_output_path(html, inputs=tuple(Path(s) for s in (original, anonymized, test)
+        check_output_path(html, inputs=tuple(Path(s) for s in (original, anonymized, test, control)
                                              if s is not None and not s.startswith(BUILTIN)))
     specs = resolve_measures(measures)
     options = parse_params(param)
@@ -256,23 +285,39 @@ def evaluate(
     x, sch, ids = _without_identifiers(x, sch, provenance)
     z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids)
     t = load_like(test, x, sch, miss, "test", sep, ids) if test is not None else None
+    control = control if control is not None else _provenance_control(anonymized, provenance)
+    c = load_like(control, x, sch, miss, "control", sep, ids) if control is not None else None
+    if c is not None and len(x) == len(z) + len(c) and len(z) != len(x):
+        from ppdm.experiments.release import without_held_out
+
+        # a release made with --holdout: x's other records are the ones it was made from
+        x = without_held_out(x, c)
     # measures compute on numbers: dates on their time axis, nullable integers with NaN
     from ppdm.data.types import working_frame
 
     x, z = working_frame(x, sch.numeric), working_frame(z, sch.numeric)
+    c = working_frame(c, sch.numeric) if c is not None else None
     t = working_frame(t, sch.numeric) if t is not None else None
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         named = measures is not None and measures.strip() != "all"
         if needing and (named or len(needing) == len(specs)):
             raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
+    if measures is not None and measures.strip() != "all":
+        _check_named_keys(specs, sch, options)
+    if sch.weight is not None and any(s.name == "reidentification_risk" for s in specs):
+        from ppdm.metrics.keyvar import check_weights
+
+        # sampling weights are wrong for every record they belong to: refused before any measure
+        check_weights(x, sch.weight if sch.weight in x.columns else None, measure="the sampling weights")
     rs = _load_rules(rules, x, sch) if rules is not None else None
     if rs is None and sch.class_column is not None and ({"min_leaf_frac", "max_depth"} & set(options)):
         from ppdm.trees.cart import rules_from_cart
 
         cart = {k: options[k] for k in ("min_leaf_frac", "max_depth") if k in options}
         rs = rules_from_cart(x, sch, random_state=seed_value, **cart)
-    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=options)
+    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, control=c, rules=rs, random_state=seed_value,
+                            options=options)
 
     outcomes = {}
     with progress_bar("evaluating", total=len(specs)) as step:
@@ -285,6 +330,7 @@ def evaluate(
         return None if df is None else {"source": source, "rows": int(len(df)), "columns": int(df.shape[1])}
 
     inputs = {"original": size(x, original), "anonymized": size(z, anonymized), "test": size(t, test),
+              "control": size(c, control),
               "rules": str(rules) if rules is not None else None, "class_column": sch.class_column,
               "seed": seed_value, "options": options}
     doc = evaluation_document(outcomes, provenance=provenance, inputs=inputs,

@@ -657,7 +657,8 @@ def _run_task(
         except Exception as e:
             e.add_note(f"while running {task.spec.describe()} on {where}")
             raise
-    ctx = EvaluationContext(x=train, z=z, schema=schema, test=test, rules=rules,
+    # the held-out fold was not used to make z: it is the attacks' control set (Giomi et al. 2023)
+    ctx = EvaluationContext(x=train, z=z, schema=schema, test=test, control=test, rules=rules,
                             random_state=task.measure_seed, options=dict(options))
     values: list[float] = []
     skipped: dict[str, str] = {}

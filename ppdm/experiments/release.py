@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ppdm import progress
@@ -41,7 +42,7 @@ from ppdm.data.provenance import build_provenance, jsonable, provenance_path, pr
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
 from ppdm.data.types import round_to_decimals, source_decimals, working_frame
-from ppdm.errors import PPDMError
+from ppdm.errors import ParameterError, PPDMError
 from ppdm.metrics.release_check import ReleaseCheck, release_check
 
 #: share of records published unchanged on every column from which a release is refused
@@ -212,8 +213,62 @@ def release(
     return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec)
 
 
-def save_release(rel: Release, out: str | Path) -> list[Path]:
-    """Write the release table, its provenance sidecar and the technique's sidecars.
+def hold_out(x: pd.DataFrame, fraction: float, random_state: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split ``x`` before anonymizing: (records to release, control set).
+
+    The control set is a simple random sample of ``round(fraction · n)`` records (at least
+    one, and at least one left to release), kept in the order of ``x``; the attacks of
+    :mod:`ppdm.attacks` compare what the release tells about the released people with what
+    it tells about these (Giomi et al. 2023 §3). The split is drawn from ``random_state``
+    (OS entropy when ``None``).
+    """
+    from ppdm.utils import check_random_state
+
+    try:
+        f = float(fraction)
+    except (TypeError, ValueError):
+        raise ParameterError(f"holdout must be a fraction between 0 and 1, got {fraction!r}") from None
+    if not 0.0 < f < 1.0:
+        raise ParameterError(f"holdout must be a fraction strictly between 0 and 1, got {fraction!r}")
+    n = len(x)
+    k = int(round(f * n))
+    if n < 2 or k < 1 or k >= n:
+        raise ParameterError(f"holdout={f:g} of {n} records leaves no control record or no record to release")
+    rng = check_random_state(random_state)
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, size=k, replace=False)] = True
+    return x.loc[~mask].reset_index(drop=True), x.loc[mask].reset_index(drop=True)
+
+
+def without_held_out(x: pd.DataFrame, control: pd.DataFrame) -> pd.DataFrame:
+    """``x`` without the records of ``control`` (as a multiset: each control record removes
+    one equal record of x), in x's order: the records a release made with a hold-out was
+    made from. Refuses a control record that ``x`` does not hold."""
+    cols = list(x.columns)
+    key = "__ppdm_occurrence__"
+    left = x.reset_index(drop=True).assign(**{key: 0})
+    left[key] = left.groupby(cols, dropna=False, sort=False).cumcount()
+    right = control[cols].reset_index(drop=True).assign(**{key: 0})
+    right[key] = right.groupby(cols, dropna=False, sort=False).cumcount()
+    hit = left.merge(right, on=[*cols, key], how="left", indicator=True)["_merge"].to_numpy() == "both"
+    if int(hit.sum()) != len(control):
+        raise PPDMError(f"{len(control) - int(hit.sum())} record(s) of the control set are not in the original "
+                        "table, so it was not held out of this original")
+    return x.loc[~hit].reset_index(drop=True)
+
+
+def control_path(out: str | Path) -> Path:
+    """Where the control set of release ``out`` goes: ``<out stem>.control<suffix>``."""
+    out = Path(out)
+    for suffix in (".csv.gz", ".csv", ".parquet", ".pq"):
+        if out.name.lower().endswith(suffix):
+            return out.with_name(out.name[: -len(suffix)] + ".control" + out.name[-len(suffix):])
+    return out.with_name(f"{out.stem}.control{out.suffix}")
+
+
+def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = None) -> list[Path]:
+    """Write the release table, its provenance sidecar and the technique's sidecars (and,
+    given, the control set held out before anonymizing, at :func:`control_path`).
 
     All or nothing: if any of them cannot be written, those already written are removed
     again, so a release never appears without its provenance. Returns the paths written.
@@ -229,6 +284,9 @@ def save_release(rel: Release, out: str | Path) -> list[Path]:
             write_table(rel.data, out, date_formats=rel.schema.dates)
             written.append(out)
         written.append(prov)
+        if control is not None:
+            write_table(control, control_path(out), date_formats=rel.schema.dates)
+            written.append(control_path(out))
         extra = getattr(rel.technique, "write_sidecars", None)
         if callable(extra):
             written.extend(Path(p) for p in (extra(out) or []))

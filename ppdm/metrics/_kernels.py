@@ -227,6 +227,7 @@ def gemm_resolve_rows(
     full: np.ndarray,
     rel_tol: float,
     abs_tol: float,
+    own_idx: np.ndarray,  # (n,) index of each masked record's own original
     own: np.ndarray,  # (n,) outputs, filled for the block's rows
     count: np.ndarray,
     first: np.ndarray,
@@ -237,6 +238,7 @@ def gemm_resolve_rows(
     nx = xt.shape[1]
     for r in range(b):
         i = row0 + r
+        oi = own_idx[i]
         if full[r]:
             best = np.inf
             for j in range(nx):
@@ -251,7 +253,7 @@ def gemm_resolve_rows(
                     cnt += 1
                     if f < 0:
                         f = j
-            own[i] = i < nx and _direct_d2(xt, zs, i, i) <= lim
+            own[i] = oi < nx and _direct_d2(xt, zs, i, oi) <= lim
             count[i] = cnt
             first[i] = f
             continue
@@ -272,7 +274,7 @@ def gemm_resolve_rows(
                 if _direct_d2(xt, zs, i, j) <= lim:
                     cnt += 1
                     f = min(f, j)
-                    if j == i:
+                    if j == oi:
                         is_own = True
         own[i] = is_own
         count[i] = cnt

@@ -44,7 +44,6 @@ from ppdm.utils import RandomState, check_random_state
 
 TIE_REL_TOL = 1e-12
 TIE_ABS_TOL = 1e-15
-AUTO_PROBE_MIN_N = 20_000  # below this every method takes well under a second
 
 
 def _threads() -> int:
@@ -97,7 +96,9 @@ BLAS_COLS = 512  # originals per tile: a 512 × 512 tile (2 MB) per worker stays
 BLAS_CANDIDATES = 64  # candidates kept per masked record before it falls back to a direct scan
 
 
-def _link_blas(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _link_blas(
+    Xs: np.ndarray, Zs: np.ndarray, own_idx: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact nearest originals through matrix products (same links as :func:`_brute`).
 
     d(z, x)² = ‖z‖² + ‖x‖² − 2 z·x, so per masked record the nearest originals are those
@@ -108,12 +109,14 @@ def _link_blas(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     the standard bound for a dot product, plus the centring): every original within a
     bound of 16 (m+4) u times that of the row's smallest value — and all of them within
     the tie tolerance — is kept and re-checked with the direct Σ (z − x)² of the brute force,
-    so the tie set is exactly the brute force's.
+    so the tie set is exactly the brute force's. ``own_idx`` names each masked record's own
+    original (default: the record with the same index).
     """
     from ppdm.metrics._kernels import gemm_resolve_rows, gemm_scan_tile
 
     n, m = Zs.shape
     nx = len(Xs)
+    own_idx = np.arange(n) if own_idx is None else np.ascontiguousarray(own_idx, dtype=np.int64)
     mu = Xs.mean(axis=0)
     Xc, Zc = Xs - mu, Zs - mu
     nxc = (Xc * Xc).sum(axis=1)
@@ -146,7 +149,7 @@ def _link_blas(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
             np.matmul(a_blk, bmat[:, c0:c1], out=t)
             gemm_scan_tile(t, c0, nz, kw, kappa, TIE_REL_TOL, TIE_ABS_TOL, best, thr, cand_idx, cand_val, ncand, full)
         gemm_resolve_rows(xt, Zs, r0, thr, cand_idx, cand_val, ncand, full, TIE_REL_TOL, TIE_ABS_TOL,
-                          own, count, first)
+                          own_idx, own, count, first)
 
     # One single-threaded product per block and worker: threaded BLAS alternating with
     # threaded kernels make the two thread pools spin against each other.
@@ -159,25 +162,35 @@ def _link_blas(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return own, count, first
 
 
-def _choose_method(Xs: np.ndarray, Zs: np.ndarray, tree: Any) -> str:
-    """Time the kd-tree and the product search on a few hundred masked records and keep the faster.
+#: a record whose own-ball search visits more than this share of the kd-tree's leaves is
+#: finished by the product search (large balls in many independent dimensions)
+TREE_LEAF_BUDGET = 1 / 8
 
-    A kd-tree is fast when the data have few (intrinsic) dimensions or the masking moves
-    records little; in many dimensions with strong masking it degrades below the
-    exhaustive product search.
-    Both give the same links, so only the running time depends on this choice.
+
+def _link_tree(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact own-record links through a Numba kd-tree (same links and ties as :func:`_brute`).
+
+    DDR only asks whether a record's own original is among its nearest, so the search
+    stops at the first original clearly nearer than the own one, and otherwise only
+    explores the ball of radius d(z_i, x_i) (``ppdm.metrics._ballsearch``). Records whose
+    search would cover more than :data:`TREE_LEAF_BUDGET` of the leaves are handed to the
+    product search. ``count``/``first`` are filled for records linked to their own original
+    (the only ones whose credit uses them).
     """
-    import time
+    from ppdm.metrics._ballsearch import LEAF_SIZE, build_tree, own_ball_search
 
     n = len(Zs)
-    probe = np.random.default_rng(0).choice(n, size=min(n, 500), replace=False)
-    t0 = time.perf_counter()
-    tree.query(Zs[probe], k=1, workers=_threads())
-    t_kd = (time.perf_counter() - t0) * 2.0  # the linkage query costs about two plain ones
-    t0 = time.perf_counter()
-    _link_blas(Xs, Zs[probe])
-    t_blas = time.perf_counter() - t0
-    return "kdtree" if t_kd <= t_blas else "blas"
+    tree = build_tree(Xs, LEAF_SIZE)
+    n_leaves = int((tree[4] < 0).sum())
+    budget = max(32, int(n_leaves * TREE_LEAF_BUDGET))
+    status, count, first = own_ball_search(Xs, Zs, np.arange(n), *tree, TIE_REL_TOL, TIE_ABS_TOL, budget,
+                                           max(1, min(n, 8 * _threads())))
+    own = status == 1
+    undecided = np.flatnonzero(status < 0)
+    if undecided.size:
+        o, c, f = _link_blas(Xs, np.ascontiguousarray(Zs[undecided]), undecided)
+        own[undecided], count[undecided], first[undecided] = o, c, f
+    return own, count, first
 
 
 def _link_kdtree(
@@ -230,7 +243,7 @@ def ddr(
     *,
     standardize: Literal["per_file", "original", "none"] = "per_file",
     ties: Literal["fractional", "first", "strict"] = "fractional",
-    method: Literal["auto", "kdtree", "brute", "blas"] = "auto",
+    method: Literal["auto", "tree", "kdtree", "brute", "blas"] = "auto",
     percent: bool = False,
 ) -> DDRResult:
     """Distance-based record linkage (paper 003 §3.3.2; Domingo-Ferrer & Torra 2001).
@@ -244,14 +257,15 @@ def ddr(
 
     ``standardize``: ``"per_file"`` z-scores each file with its own column means and
     sds (sd 0 → only centred), ``"original"`` uses the original's for both, ``"none"``
-    uses raw values. ``method``: ``"kdtree"`` (scipy cKDTree, O(n log n) in low
-    dimension), ``"brute"`` (Numba, O(n²·m) time, O(n) memory), ``"blas"`` (tiled matrix
+    uses raw values. ``method``: ``"tree"`` (a Numba kd-tree asked only whether an original
+    is nearer than the record's own: it stops at the first one found and otherwise explores
+    the ball of radius d(z_i, x_i); records whose ball covers much of the tree go to the
+    product search), ``"kdtree"`` (scipy cKDTree nearest-neighbour queries),
+    ``"brute"`` (Numba, O(n²·m) time, O(n) memory), ``"blas"`` (tiled matrix
     products ‖x‖² − 2 z·x through BLAS, one tile per thread, O(n²·m) time, O(n) memory, with an exact
     re-check of every original within a rounding-error bound of the nearest), ``"auto"``:
-    the product search above 16 attributes; otherwise the kd-tree, unless n ≥ 20000 and a
-    timing probe on 500 records finds the product search faster (many dimensions, strong
-    masking). The timing only picks the method: the result
-    is the same for every method.
+    the product search above 16 attributes, the tree otherwise. Every method gives the
+    same links and ties.
 
     Records with a missing cell (in x or in z) are left out, of the targets and of the
     candidates alike; ``n`` counts the records linked and ``incomplete`` those left out.
@@ -264,8 +278,8 @@ def ddr(
         raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
     if ties not in ("fractional", "first", "strict"):
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
-    if method not in ("auto", "kdtree", "brute", "blas"):
-        raise ParameterError(f"DDR method must be 'auto', 'kdtree', 'brute' or 'blas', got {method!r}")
+    if method not in ("auto", "tree", "kdtree", "brute", "blas"):
+        raise ParameterError(f"DDR method must be 'auto', 'tree', 'kdtree', 'brute' or 'blas', got {method!r}")
     if is_dask(x) or is_dask(z):
         # the blocked search over partitions: the same links, for tables of any size
         names = column_names(x, columns, measure="DDR")
@@ -284,24 +298,20 @@ def ddr(
             raise SchemaError("DDR needs at least 2 records complete on the compared attributes in x and z")
     Xs, Zs = _standardize(X, Z, standardize)
     Xs, Zs = np.ascontiguousarray(Xs), np.ascontiguousarray(Zs)
-    tree = None
     use = method
     if method == "auto":
-        use = "kdtree" if X.shape[1] <= 16 else "blas"
-        if use == "kdtree" and len(Z) >= AUTO_PROBE_MIN_N:
-            from scipy.spatial import cKDTree
-
-            tree = cKDTree(Xs)
-            use = _choose_method(Xs, Zs, tree)
-    if use == "kdtree":
-        own, count, first = _link_kdtree(Xs, Zs, ties == "first", tree)
+        use = "tree" if X.shape[1] <= 16 else "blas"
+    if use == "tree":
+        own, count, first = _link_tree(Xs, Zs)
+    elif use == "kdtree":
+        own, count, first = _link_kdtree(Xs, Zs, ties == "first")
     elif use == "blas":
         own, count, first = _link_blas(Xs, Zs)
     else:
         own, count, first = _brute(Xs, Zs)
     n = len(Z)
     if ties == "fractional":
-        credit = np.where(own, 1.0 / count, 0.0)
+        credit = np.where(own, 1.0 / np.maximum(count, 1), 0.0)
     elif ties == "first":
         credit = (own & (first == np.arange(n))).astype(float)
     else:

@@ -296,7 +296,11 @@ def _params_text(params: Mapping[str, Any], given: Mapping[str, Any]) -> list[di
 def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], plots: bool) -> dict[str, Any]:
     """The risk–utility maps: each risk measure with a direction against the first utility
     measure with one (the order of ``--measures``)."""
-    risk = [m for m in measures if m["kind"] == "risk" and m["direction_key"] in ("higher", "lower")][:MAX_MAPS]
+    finite = set(summary.loc[np.isfinite(summary["mean"].to_numpy(dtype=float)), "measure"])
+    # risk measures that were computed somewhere (a table without categorical keys skips the
+    # key-variable ones), in --measures order
+    risk = [m for m in measures if m["kind"] == "risk" and m["direction_key"] in ("higher", "lower")
+            and m["name"] in finite][:MAX_MAPS]
     utility = next((m for m in measures if m["kind"] == "utility" and m["direction_key"] in ("higher", "lower")),
                    None)
     if not risk or utility is None:

@@ -1,0 +1,369 @@
+"""Pieces shared by the attack-based risks: success rates with Wilson intervals, the residual
+risk against a control set, the attack result, table checks and encoding, and the
+mixed-type nearest-neighbour search of linkability and inference.
+
+Rates and risk (Giomi et al. 2023, §4): an attack with k successes out of n attempts has
+the Wilson score estimate r = (k + z²/2) / (n + z²) with error
+e = z / (n + z²) · √(k(n − k)/n + z²/4), z the normal quantile of the confidence level.
+The risk is the residual success of the main attack (targets: records used to make the
+release) over the control attack (targets: records that were not),
+R = (r_main − r_control) / (1 − r_control), with the error propagated to first order,
+e_R = √((e_main / (1 − r_control))² + (e_control (1 − r_main) / (1 − r_control)²)²);
+R and R ± e_R are clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numba import njit, prange
+
+from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
+from ppdm.metrics._records import RecordDetailMixin, record_field
+from ppdm.utils import RandomState, check_random_state
+
+
+# ------------------------------------------------------------------------ rates
+def wilson(n_success: float, n_total: int, confidence: float) -> tuple[float, float]:
+    """Wilson score estimate of a success rate and its error at ``confidence``."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
+    z2 = z * z
+    den = n_total + z2
+    rate = (n_success + 0.5 * z2) / den
+    err = z / den * math.sqrt(max(0.0, n_success * (n_total - n_success) / n_total) + 0.25 * z2)
+    return rate, err
+
+
+def residual(main: tuple[float, float], control: tuple[float, float]) -> tuple[float, float]:
+    """Residual success of the main attack over the control attack and its propagated error."""
+    (a, ea), (c, ec) = main, control
+    if c >= 1.0:
+        return 0.0, 1.0  # the control attack always succeeds: nothing can be told apart
+    value = (a - c) / (1.0 - c)
+    err = math.sqrt((ea / (1.0 - c)) ** 2 + (ec * (a - 1.0) / (1.0 - c) ** 2) ** 2)
+    return value, err
+
+
+def _clip(v: float) -> float:
+    return min(max(v, 0.0), 1.0)
+
+
+@dataclass
+class AttackResult(RecordDetailMixin):
+    """Risk of one attack: ``value`` is the residual risk of the main attack over the control
+    attack, in [0, 1] (lower is better protected), with its confidence interval
+    [``ci_low``, ``ci_high``]. The three attack rates and their errors are Wilson estimates.
+    Per-attack detail (queries, guesses, links) stays in ``detail`` and is never printed or
+    serialised: it may hold values of the release's records."""
+
+    attack: str = ""
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    confidence: float = 0.95
+    main_rate: float = 0.0
+    main_error: float = 0.0
+    baseline_rate: float = 0.0
+    baseline_error: float = 0.0
+    control_rate: float = 0.0
+    control_error: float = 0.0
+    n_attacks: int = 0
+    n_baseline_attacks: int = 0
+    n_control_attacks: int = 0
+    n_success: float = 0.0
+    n_baseline_success: float = 0.0
+    n_control_success: float = 0.0
+    baseline_warning: bool = False  # the attack did no better than random guessing
+    settings: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, Any] | None = record_field()
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        return (self.ci_low, self.ci_high)
+
+
+def make_result(
+    attack: str,
+    *,
+    n_attacks: tuple[int, int, int],
+    n_success: float,
+    n_baseline: float,
+    n_control: float,
+    confidence: float,
+    settings: dict[str, Any],
+    detail: dict[str, Any] | None = None,
+) -> AttackResult:
+    """Rates, risk and interval from the success counts of the main, baseline and control attacks."""
+    n_main, n_base, n_ctrl = n_attacks
+    main = wilson(n_success, n_main, confidence)
+    base = wilson(n_baseline, n_base, confidence)
+    ctrl = wilson(n_control, n_ctrl, confidence)
+    value, err = residual(main, ctrl)
+    return AttackResult(
+        value=_clip(value), attack=attack, ci_low=_clip(value - err), ci_high=_clip(value + err),
+        confidence=confidence, main_rate=main[0], main_error=main[1], baseline_rate=base[0],
+        baseline_error=base[1], control_rate=ctrl[0], control_error=ctrl[1], n_attacks=n_main,
+        n_baseline_attacks=n_base, n_control_attacks=n_ctrl, n_success=float(n_success),
+        n_baseline_success=float(n_baseline), n_control_success=float(n_control),
+        baseline_warning=base[0] >= main[0], settings=settings, detail=detail)
+
+
+# ------------------------------------------------------------------------ inputs
+def check_confidence(confidence: float) -> float:
+    if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
+    return float(confidence)
+
+
+def check_n_attacks(n_attacks: Any, name: str = "n_attacks") -> int:
+    if isinstance(n_attacks, bool) or not isinstance(n_attacks, (int, np.integer)) or n_attacks < 1:
+        raise ParameterError(f"{name} must be a positive integer, got {n_attacks!r}")
+    return int(n_attacks)
+
+
+def check_tables(ori: Any, syn: Any, control: Any, attack: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The original, released and control tables on the original's columns.
+
+    The control set must hold exactly the original's columns (it is a sample of the same
+    population, set aside before the release was made); the release must hold them too.
+    """
+    if control is None:
+        raise MeasureNotApplicable(
+            f"{attack} needs a control set of original records not used to make the release "
+            "(ppdm evaluate --control, or hold records out before anonymizing)")
+    for label, df in (("original", ori), ("released", syn), ("control", control)):
+        if not isinstance(df, pd.DataFrame):
+            raise SchemaError(f"{attack}: the {label} table must be a pandas DataFrame, got {type(df).__name__}")
+        if len(df) == 0:
+            raise SchemaError(f"{attack}: the {label} table has no rows")
+    cols = list(ori.columns)
+    if set(control.columns) != set(cols):
+        missing = [c for c in cols if c not in control.columns]
+        extra = [c for c in control.columns if c not in cols]
+        raise PPDMError(f"{attack}: the control set's columns differ from the original's"
+                        + (f" (missing {missing})" if missing else "") + (f" (extra {extra})" if extra else ""))
+    absent = [c for c in cols if c not in syn.columns]
+    if absent:
+        raise SchemaError(f"{attack}: column(s) {', '.join(map(repr, absent))} of the original are not in the release")
+    return ori, syn[cols], control[cols]
+
+
+def numeric_columns(df: pd.DataFrame, numeric: list[str] | None) -> list[str]:
+    """The numeric attributes: ``numeric`` when given (a schema's), else numeric dtypes."""
+    if numeric is not None:
+        return [c for c in df.columns if c in set(numeric)]
+    return [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+
+
+@dataclass
+class Encoded:
+    """Tables as float64 matrices over one column list: numeric columns hold their values
+    (NaN for missing), other columns the codes of their values shared by every table
+    (NaN for missing); ``is_numeric`` flags the columns."""
+
+    columns: list[str]
+    is_numeric: np.ndarray
+    tables: list[np.ndarray]
+    ranges: np.ndarray  # range of each numeric column over all tables (1 for categorical / constant)
+
+
+def encode(tables: list[pd.DataFrame], columns: list[str], numeric: list[str]) -> Encoded:
+    num = set(numeric)
+    mats = [np.empty((len(t), len(columns))) for t in tables]
+    is_num = np.array([c in num for c in columns], dtype=bool)
+    ranges = np.ones(len(columns))
+    for a, c in enumerate(columns):
+        if c in num:
+            vals = []
+            for t, mat in zip(tables, mats, strict=True):
+                s = t[c]
+                if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+                    raise SchemaError(f"numeric column {c!r} is not numeric in every table (dtype {s.dtype})")
+                v = s.to_numpy(dtype=float, na_value=np.nan)
+                if np.isinf(v).any():
+                    raise SchemaError(f"numeric column {c!r} holds an infinite value")
+                mat[:, a] = v
+                vals.append(v)
+            allv = np.concatenate(vals)
+            allv = allv[~np.isnan(allv)]
+            if allv.size and allv.max() > allv.min():
+                ranges[a] = float(allv.max() - allv.min())
+        else:
+            codes, _ = pd.factorize(pd.concat([t[c] for t in tables], ignore_index=True), use_na_sentinel=True)
+            codes = codes.astype(float)
+            codes[codes < 0] = np.nan
+            o = 0
+            for t, mat in zip(tables, mats, strict=True):
+                mat[:, a] = codes[o:o + len(t)]
+                o += len(t)
+    return Encoded(columns=list(columns), is_numeric=is_num, tables=mats, ranges=ranges)
+
+
+def rng_of(random_state: RandomState) -> np.random.Generator:
+    """A NumPy generator: OS entropy for ``None``, reproducible for a seed."""
+    return check_random_state(random_state)
+
+
+# --------------------------------------------------------- nearest neighbours
+@njit(cache=True, parallel=True)
+def knn_gower(
+    q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
+    q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
+    g_codes: np.ndarray,  # (C, G) int32 categorical codes of each group of candidates
+    g_start: np.ndarray,  # (G + 1,) candidates of group g are rows g_start[g]:g_start[g + 1]
+    c_num: np.ndarray,  # (n, P) numeric values of the candidates, grouped
+    c_prio: np.ndarray,  # (n,) distinct random ranks: among equally near candidates, lower wins
+    c_idx: np.ndarray,  # (n,) original index of each grouped candidate
+    k: int,
+    n_chunks: int,
+) -> np.ndarray:
+    """Indices of the k nearest candidates of each query (Gower distance), nearest first, ties
+    in ``c_prio`` order.
+
+    Candidates are grouped by their categorical values, so the categorical part of the
+    distance is computed once per group; groups are visited level by level of categorical
+    distance and the visit stops once a level alone exceeds the current k-th distance. Within
+    a group the numeric terms are added in column order and abandoned once the sum passes
+    the k-th distance. Every distance is the categorical count plus the numeric terms in
+    one fixed order, so equal distances are equal bit for bit."""
+    nq, n_cat = q_cat.shape
+    n_num = q_num.shape[1]
+    n_groups = g_start.shape[0] - 1
+    out = np.empty((nq, k), dtype=np.int64)
+    chunk = (nq + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        dc = np.empty(n_groups, dtype=np.int32)
+        bd = np.empty(k)
+        bp = np.empty(k, dtype=np.int64)
+        bi = np.empty(k, dtype=np.int64)
+        for q in range(c * chunk, min(nq, (c + 1) * chunk)):
+            for g in range(n_groups):
+                dc[g] = 0
+            for a in range(n_cat):
+                v = q_cat[q, a]
+                row = g_codes[a]
+                for g in range(n_groups):
+                    dc[g] += 1 if row[g] != v else 0
+            for r in range(k):
+                bd[r] = np.inf
+                bp[r] = np.iinfo(np.int64).max
+                bi[r] = -1
+            # groups level by level of categorical distance, while a level can still beat the k-th
+            for level in range(n_cat + 1):
+                base = float(level)
+                if base > bd[k - 1]:
+                    break
+                for g in range(n_groups):
+                    if dc[g] != level:
+                        continue
+                    for j in range(g_start[g], g_start[g + 1]):
+                        worst = bd[k - 1]
+                        d = base
+                        for a in range(n_num):
+                            u = q_num[q, a]
+                            w = c_num[j, a]
+                            if u != u or w != w:  # missing: 0 against missing, 1 against a value
+                                d += 0.0 if (u != u and w != w) else 1.0
+                            else:
+                                d += abs(u - w)
+                            if d > worst:
+                                break
+                        if d > worst or (d == worst and c_prio[j] > bp[k - 1]):
+                            continue
+                        r = k - 1
+                        while r > 0 and (bd[r - 1] > d or (bd[r - 1] == d and bp[r - 1] > c_prio[j])):
+                            bd[r] = bd[r - 1]
+                            bp[r] = bp[r - 1]
+                            bi[r] = bi[r - 1]
+                            r -= 1
+                        bd[r] = d
+                        bp[r] = c_prio[j]
+                        bi[r] = c_idx[j]
+            for r in range(k):
+                out[q, r] = bi[r]
+    return out
+
+
+def threads() -> int:
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def nearest(
+    enc: Encoded, query_tab: int, rows: np.ndarray, cand_tab: int, cols: list[str], k: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """k nearest records of table ``cand_tab`` for the given rows of table ``query_tab`` on
+    columns ``cols``: Gower distance (a categorical mismatch counts 1, a numeric difference is
+    divided by the attribute's range over all tables), equally near records in random order."""
+    from ppdm.metrics.keyvar import group_codes
+
+    idx = [enc.columns.index(c) for c in cols]
+    cat = [a for a in idx if not enc.is_numeric[a]]
+    num = [a for a in idx if enc.is_numeric[a]]
+    cands = enc.tables[cand_tab]
+    queries = enc.tables[query_tab][rows]
+    n = len(cands)
+    k = min(k, n)
+    c_cat = np.nan_to_num(cands[:, cat], nan=-1.0).astype(np.int32)
+    q_cat = np.ascontiguousarray(np.nan_to_num(queries[:, cat], nan=-1.0).astype(np.int32))
+    group = group_codes(c_cat.astype(np.int64)) if cat else np.zeros(n, dtype=np.int64)
+    order = np.argsort(group, kind="stable")
+    n_groups = int(group.max()) + 1 if n else 0
+    g_start = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=n_groups))]).astype(np.int64)
+    first = order[g_start[:-1]]
+    g_codes = np.ascontiguousarray(c_cat[first].T) if cat else np.zeros((0, n_groups), dtype=np.int32)
+    scale = 1.0 / enc.ranges[num]
+    c_num = np.ascontiguousarray(cands[order][:, num] * scale)
+    q_num = np.ascontiguousarray(queries[:, num] * scale)
+    prio = rng.permutation(n).astype(np.int64)[order]
+    return knn_gower(q_cat, q_num, g_codes, g_start, c_num, np.ascontiguousarray(prio), order.astype(np.int64), k,
+                     max(1, min(len(rows), 8 * threads())))
+
+
+# ------------------------------------------------------------ registrations
+def measure_options(ctx: Any, name: str, allowed: list[str]) -> dict[str, Any]:
+    """Options meant for the registered measure ``name``: ``name.key`` or ``{name: {key: ...}}``
+    (plain keys are not read: ``n_attacks`` for one attack is not meant for another)."""
+    out: dict[str, Any] = {}
+    nested = ctx.options.get(name)
+    if isinstance(nested, dict):
+        out.update(nested)
+    prefix = f"{name}."
+    for key, val in ctx.options.items():
+        if isinstance(key, str) and key.startswith(prefix):
+            out[key[len(prefix):]] = val
+    bad = sorted(set(out) - set(allowed))
+    if bad:
+        raise ParameterError(f"measure {name!r} has no parameter {bad[0]!r}; it takes {sorted(allowed)}")
+    return out
+
+
+def attack_tables(ctx: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, list[str]]:
+    """x, z and the control set of an evaluation on the schema's columns (attributes and the
+    class), and the numeric ones. A control set whose columns differ from x is refused."""
+    cols = [c for c in ctx.schema.columns if c in ctx.x.columns]
+    control = ctx.control
+    if control is not None:
+        if not isinstance(control, pd.DataFrame):
+            raise SchemaError(f"the control set must be a pandas DataFrame, got {type(control).__name__}")
+        missing = [c for c in ctx.x.columns if c not in control.columns]
+        extra = [c for c in control.columns if c not in ctx.x.columns]
+        if missing or extra:
+            raise PPDMError("the control set's columns differ from the original's"
+                            + (f" (missing {missing})" if missing else "") + (f" (extra {extra})" if extra else ""))
+        control = control[cols]
+    return ctx.x[cols], ctx.z, control, [c for c in ctx.schema.numeric if c in cols]
+
+
+__all__ = ["AttackResult", "Encoded", "attack_tables", "check_tables", "encode", "make_result", "measure_options",
+           "nearest", "residual", "wilson"]

@@ -1,0 +1,640 @@
+"""Key-variable disclosure risk of a release: frequencies of the quasi-identifier combinations.
+
+An intruder who knows a person's quasi-identifiers (key variables: age, sex, region...)
+looks for records of the release that carry the same combination. The measures here
+follow statistical disclosure control as implemented by sdcMicro (Templ, Kowarik & Meindl
+2015, JSS 67(4); functions ``freqCalc``, ``measure_risk`` and ``ldiversity``):
+
+* :func:`key_frequencies` — per record, the sample frequency fk of its key (how many
+  records of the table share it) and the estimated population frequency Fk (the sum of
+  the sampling weights of those records; Fk = fk without weights).
+* :func:`k_anonymity` — records whose key is shared by fewer than k records (fk < k),
+  and sample uniques (fk = 1) (Sweeney 2002).
+* :func:`reidentification_risk` — individual re-identification risk of every record
+  (Benedetti & Franconi's approximation, as sdcMicro's ``indivRisk``) and the global
+  risk: the expected number of re-identifications Σ r_i and its mean.
+* :func:`l_diversity` — distinct (and entropy) l-diversity of a sensitive attribute
+  within each key group (Machanavajjhala et al. 2007).
+
+SUDA2 scores live in :mod:`ppdm.metrics.suda`.
+
+Every function reads the table it is given; the registered measures evaluate the release
+``z`` (what an intruder holds) and report the same measure on the original ``x`` beside it
+for reference. Keys are compared by value: categorical codes, and numeric keys value for
+value (a perturbed numeric key rarely equals another record's, so on a noise release every
+record tends to be unique: key-variable risk then describes the release's own uniqueness,
+not whether a record can be traced back to ``x`` — record linkage measures that).
+
+A missing key value stands for any value (sdcMicro's convention): two records match when
+they agree on every key that both have. Quasi-identifiers are never guessed: they are
+whatever the schema (or the ``keys`` option) declares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
+from ppdm.metrics._records import RecordDetailMixin, record_field
+from ppdm.metrics.base import EvaluationContext, register_measure
+
+#: the registered measures that read quasi-identifiers (named on the command line, they need
+#: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
+KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2")
+
+HOW_TO_DECLARE = ("declare them with --qi or with quasi_identifiers in a schema file "
+                  "(Schema(quasi_identifiers=[...]) in Python)")
+
+
+# ------------------------------------------------------------------------ inputs
+def check_keys(df: pd.DataFrame, keys: Any, *, measure: str) -> list[str]:
+    """The key variables as a list of column names of ``df``; refuses none or absent ones."""
+    if isinstance(keys, str):
+        keys = [k.strip() for k in keys.replace(";", ",").split(",") if k.strip()]
+    keys = list(keys or [])
+    if not keys:
+        raise MeasureNotApplicable(f"{measure} needs quasi-identifiers (key variables); {HOW_TO_DECLARE}")
+    if len(set(keys)) != len(keys):
+        raise ParameterError(f"{measure}: a quasi-identifier is named twice in {keys}")
+    if not isinstance(df, pd.DataFrame):
+        raise SchemaError(f"{measure} reads a pandas DataFrame, got {type(df).__name__}")
+    absent = [k for k in keys if k not in df.columns]
+    if absent:
+        raise SchemaError(f"{measure}: quasi-identifier(s) {', '.join(map(repr, absent))} not in the table")
+    if len(df) == 0:
+        raise SchemaError(f"{measure}: the table has no rows")
+    return keys
+
+
+def check_weights(df: pd.DataFrame, weight: str | None, *, measure: str) -> np.ndarray | None:
+    """The sampling weights as float64, or ``None``; refuses missing, zero or negative ones."""
+    if weight is None:
+        return None
+    if weight not in df.columns:
+        raise SchemaError(f"{measure}: weight column {weight!r} is not in the table")
+    s = df[weight]
+    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        raise SchemaError(f"{measure}: weight column {weight!r} is not numeric (dtype {s.dtype})")
+    w = s.to_numpy(dtype=float, na_value=np.nan)
+    bad = ~np.isfinite(w)
+    if bad.any():
+        raise SchemaError(f"{measure}: weight column {weight!r} has {int(bad.sum())} missing or infinite "
+                          f"value(s), first at row {s.index[bad.argmax()]!r}")
+    bad = w <= 0
+    if bad.any():
+        raise SchemaError(f"{measure}: weight column {weight!r} has {int(bad.sum())} zero or negative "
+                          f"value(s), first at row {s.index[bad.argmax()]!r}; sampling weights are positive")
+    return w
+
+
+def _codes(s: pd.Series) -> np.ndarray:
+    """Integer codes of a column's values (compared by value), −1 for a missing value."""
+    codes, _ = pd.factorize(s, use_na_sentinel=True)
+    return codes.astype(np.int64, copy=False)
+
+
+def _combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Dense codes of the pairs (a_i, b_i) of two dense code arrays (no missing values)."""
+    nb = int(b.max()) + 1 if b.size else 1
+    codes, _ = pd.factorize(a * nb + b)
+    return codes.astype(np.int64, copy=False)
+
+
+def key_codes(df: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """(n, len(keys)) integer codes of the key variables; −1 marks a missing value."""
+    return np.column_stack([_codes(df[k]) for k in keys]) if keys else np.zeros((len(df), 0), np.int64)
+
+
+#: a mixed-radix key code is counted with a direct ``bincount`` up to this many cells per record
+DIRECT_CELLS_PER_ROW = 8
+
+
+def _radix(codes: np.ndarray) -> tuple[np.ndarray, int, list[int]] | None:
+    """One int64 per row encoding the whole row (mixed radix over the code ranges, −1 shifted to
+    0), the number of possible codes and each column's stride; ``None`` when the codes do not
+    fit in int64."""
+    n, m = codes.shape
+    cards = [int(codes[:, j].max()) + 2 if n else 1 for j in range(m)]
+    size = 1
+    for card in cards:
+        if size > (2**62) // card:
+            return None
+        size *= card
+    strides = [int(np.prod(cards[j + 1:], dtype=np.int64)) for j in range(m)]
+    out = np.zeros(n, dtype=np.int64)
+    for j in range(m):
+        out += (codes[:, j].astype(np.int64) + 1) * strides[j]
+    return out, size, strides
+
+
+def _small(size: int, n: int) -> bool:
+    """Whether ``size`` possible codes can be counted with a direct ``bincount``."""
+    return size <= max(DIRECT_CELLS_PER_ROW * n, 1 << 16)
+
+
+def _dense(radix: np.ndarray, size: int) -> np.ndarray:
+    """Dense ids of radix codes: a lookup table when it is small, else a hash factorisation."""
+    if _small(size, len(radix)):
+        present = np.zeros(size, dtype=bool)
+        present[radix] = True
+        ids = np.cumsum(present) - 1
+        return ids[radix]
+    codes, _ = pd.factorize(radix)
+    return codes.astype(np.int64, copy=False)
+
+
+def group_codes(codes: np.ndarray) -> np.ndarray:
+    """Dense group id of each row of a code matrix (rows equal iff same id; −1 is a value here)."""
+    n, m = codes.shape
+    r = _radix(codes)
+    if r is not None:
+        return _dense(r[0], r[1])
+    g = np.zeros(n, dtype=np.int64)
+    for j in range(m):
+        g = _combine(g, codes[:, j] + 1)
+    return g
+
+
+# ------------------------------------------------------------------ frequencies
+@dataclass
+class KeyFrequencies:
+    """fk and Fk of every record (sdcMicro ``freqCalc``) and the key group of every record."""
+
+    keys: list[str]
+    fk: np.ndarray  # float64 holding whole numbers
+    Fk: np.ndarray
+    n_groups: int  # distinct key combinations (a missing value counted as a value of its own)
+    weighted: bool
+    codes: np.ndarray  # (n, len(keys)) value codes, −1 for a missing value
+
+    @property
+    def n(self) -> int:
+        return len(self.fk)
+
+
+def key_frequencies(df: pd.DataFrame, keys: Any, weight: str | None = None) -> KeyFrequencies:
+    """Sample frequency fk and population frequency Fk of each record's key (sdcMicro ``freqCalc``).
+
+    fk_i is the number of records whose key variables equal record i's, Fk_i the sum of
+    their sampling weights (``weight`` names the weight column; without one Fk = fk).
+    A missing key value matches every value, as in sdcMicro: records i and j match when
+    they agree on every key both have; a record whose keys are all missing matches every
+    record (fk = n) but does not add to the frequency of complete records.
+    """
+    keys = check_keys(df, keys, measure="key frequencies")
+    w = check_weights(df, weight, measure="key frequencies")
+    codes = key_codes(df, keys)
+    fk, Fk, n_groups = _frequencies(codes, w)
+    return KeyFrequencies(keys=keys, fk=fk, Fk=Fk, n_groups=n_groups, weighted=w is not None, codes=codes)
+
+
+def _frequencies(codes: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """fk, Fk (= fk without weights) and the number of distinct keys of a code matrix."""
+    n = len(codes)
+    r = _radix(codes)
+    if r is not None and _small(r[1], n):
+        group = r[0]
+    else:
+        group = group_codes(codes)
+    cnt = np.bincount(group)
+    n_groups = int(np.count_nonzero(cnt))
+    fk = cnt[group].astype(float)
+    Fk = fk if w is None else np.bincount(group, weights=w)[group]
+    miss = codes < 0
+    if miss.any():
+        fk, Fk = _wildcard_frequencies(codes, miss, np.ones(n) if w is None else w)
+        if w is None:
+            Fk = fk
+    return fk, Fk, n_groups
+
+
+def _wildcard_frequencies(codes: np.ndarray, miss: np.ndarray, wt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Frequencies when some key values are missing (sdcMicro ``freqCalc``, alpha = 1).
+
+    Records are grouped by their pattern of missing keys. For two patterns P and Q, a
+    record with pattern P matches the records with pattern Q that agree with it on the
+    keys missing in neither: one grouped count per pair of patterns, O(#patterns² · n).
+    """
+    n, m = codes.shape
+    fk = np.zeros(n)
+    Fk = np.zeros(n)
+    pat_id, patterns = pd.factorize(pd.Series([row.tobytes() for row in np.packbits(miss, axis=1)]))
+    pats = [miss[np.flatnonzero(pat_id == p)[0]] for p in range(len(patterns))]
+    members = [np.flatnonzero(pat_id == p) for p in range(len(patterns))]
+    all_missing = [bool(p.all()) for p in pats]
+    for p, mem_p in enumerate(members):
+        for q, mem_q in enumerate(members):
+            if all_missing[q] and m > 1 and not pats[p].any():
+                continue  # with several keys, all-missing keys do not add to complete ones (sdcMicro)
+            common = np.flatnonzero(~pats[p] & ~pats[q])
+            if common.size == 0:
+                fk[mem_p] += len(mem_q)
+                Fk[mem_p] += wt[mem_q].sum()
+                continue
+            both = np.concatenate([mem_q, mem_p])
+            g = group_codes(codes[np.ix_(both, common)])
+            gq, gp = g[: len(mem_q)], g[len(mem_q):]
+            cnt = np.bincount(gq, minlength=int(g.max()) + 1).astype(float)
+            ws = np.bincount(gq, weights=wt[mem_q], minlength=int(g.max()) + 1)
+            fk[mem_p] += cnt[gp]
+            Fk[mem_p] += ws[gp]
+    full = miss.all(axis=1)
+    if full.any():  # keys missing altogether: the record could be anyone
+        fk[full] = n
+        Fk[full] = wt.sum()
+    return fk, Fk
+
+
+def individual_risk(fk: np.ndarray, Fk: np.ndarray, weighted: bool = True) -> np.ndarray:
+    """Individual re-identification risk r_i of each record, as sdcMicro's ``indivRisk``
+    (method "approx", Benedetti & Franconi 1998; Franconi & Polettini 2004).
+
+    Without sampling weights (a census, or weights unknown) r = 1/fk. With weights,
+    p = fk/Fk is the key's sampling fraction and
+
+    * fk = 1: r = p/(1−p) · log(1/p),
+    * fk = 2: r = p/(1−p) − (p/(1−p))² · log(1/p),
+    * fk ≥ 3: r = p / (fk − (1−p)),
+
+    and r = 1/fk whenever Fk = fk (every population unit of the key is in the sample).
+    """
+    fk = np.asarray(fk, dtype=float)
+    Fk = np.asarray(Fk, dtype=float)
+    if not weighted:
+        return 1.0 / fk
+    p = fk / Fk
+    r = np.zeros_like(p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odds = p / (1.0 - p)
+        log_inv = np.log(1.0 / p)
+        r = np.where(fk > 2, p / (fk - (1.0 - p)), r)
+        r = np.where(fk == 2, odds - odds * odds * log_inv, r)
+        r = np.where(fk == 1, odds * log_inv, r)
+    return np.where(fk == Fk, 1.0 / fk, r)
+
+
+def _check_fraction(kf: KeyFrequencies, weight: str | None, measure: str) -> None:
+    bad = kf.Fk < kf.fk * (1.0 - 1e-12)
+    if bad.any():
+        raise PPDMError(
+            f"{measure}: the sampling weights in column {weight!r} give {int(bad.sum())} record(s) a population "
+            "frequency Fk below their sample frequency fk; sampling weights are inverse inclusion probabilities (≥ 1)"
+        )
+
+
+# ------------------------------------------------------------ per-key summaries
+def _per_key(keys: list[str], codes: np.ndarray, uniques: int) -> pd.DataFrame:
+    """Per key variable: its number of distinct values and missing values, and the sample
+    uniques that would remain without it (which keys make records unique)."""
+    n, m = codes.shape
+    r = _radix(codes) if not (codes < 0).any() else None
+    rows = []
+    for j, k in enumerate(keys):
+        if m == 1:
+            u = 0
+        elif r is not None and _small(r[1], n):
+            # zeroing key j's digit of the radix code gives the code of the other keys
+            cnt = np.bincount(r[0] - (codes[:, j] + 1) * r[2][j])
+            u = int(np.count_nonzero(cnt == 1))
+        else:
+            fk, _, _ = _frequencies(np.delete(codes, j, axis=1), None)
+            u = int((fk == 1).sum())
+        rows.append({"key": k, "distinct_values": int(codes[:, j].max()) + 1,
+                     "missing": int((codes[:, j] < 0).sum()), "uniques_without": u,
+                     "uniques_removed_by_dropping": uniques - u})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------- k-anonymity
+@dataclass
+class KAnonymityResult(RecordDetailMixin):
+    """Share of records whose key is shared by fewer than k records (fk < k); lower is better."""
+
+    k: int = 3
+    keys: list[str] = field(default_factory=list)
+    n: int = 0
+    violations: int = 0
+    sample_uniques: int = 0
+    achieved_k: int = 0  # smallest fk: the table is achieved_k-anonymous on these keys
+    n_combinations: int = 0
+    original: float | None = None  # the same measure on the original x, for reference
+    key_source: str = ""  # 'declared' or 'inferred' (see infer_quasi_identifiers)
+    per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fk: np.ndarray | None = record_field()
+
+
+def k_anonymity(df: pd.DataFrame, keys: Any, k: int = 3) -> KAnonymityResult:
+    """k-anonymity on the key variables (Sweeney 2002; sdcMicro's fk < k counts).
+
+    ``value`` is the share of records with fk < k (records that violate k-anonymity),
+    ``violations`` their number, ``sample_uniques`` the records with fk = 1 and
+    ``achieved_k`` = min fk, the largest k for which the table is k-anonymous.
+    ``per_key`` lists, for each key variable, how many sample uniques would remain if
+    it were left out. Per-record fk stays in ``fk`` (never printed).
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ParameterError(f"k-anonymity k must be an integer ≥ 1, got {k!r}")
+    keys = check_keys(df, keys, measure="k-anonymity")
+    kf = key_frequencies(df, keys)
+    codes = kf.codes
+    viol = int((kf.fk < k).sum())
+    uniq = int((kf.fk == 1).sum())
+    n = kf.n
+    return KAnonymityResult(value=viol / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,
+                            achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups,
+                            per_key=_per_key(keys, codes, uniq), fk=kf.fk)
+
+
+@dataclass
+class SampleUniquesResult(RecordDetailMixin):
+    """Share of records that are unique on the key variables (fk = 1); lower is better."""
+
+    keys: list[str] = field(default_factory=list)
+    n: int = 0
+    sample_uniques: int = 0
+    original: float | None = None
+    key_source: str = ""
+    per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
+    unique: np.ndarray | None = record_field()
+
+
+def sample_uniques(df: pd.DataFrame, keys: Any) -> SampleUniquesResult:
+    """Sample uniques: records whose combination of key values no other record has (fk = 1).
+
+    ``value`` is their share; ``per_key`` says how many would remain without each key.
+    """
+    keys = check_keys(df, keys, measure="sample uniques")
+    kf = key_frequencies(df, keys)
+    uniq = kf.fk == 1
+    u = int(uniq.sum())
+    return SampleUniquesResult(value=u / kf.n, keys=keys, n=kf.n, sample_uniques=u,
+                               per_key=_per_key(keys, kf.codes, u), unique=uniq)
+
+
+# -------------------------------------------------------- re-identification risk
+@dataclass
+class ReidentificationRiskResult(RecordDetailMixin):
+    """Global re-identification risk: the mean individual risk (sdcMicro ``measure_risk``'s
+    ``global_risk``); lower is better. ``expected_reidentifications`` = Σ r_i."""
+
+    keys: list[str] = field(default_factory=list)
+    weight: str | None = None
+    n: int = 0
+    expected_reidentifications: float = 0.0
+    global_risk_pct: float = 0.0
+    max_risk: float = 0.0
+    sample_uniques: int = 0
+    n_combinations: int = 0
+    original: float | None = None
+    key_source: str = ""
+    per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fk: np.ndarray | None = record_field()
+    Fk: np.ndarray | None = record_field()
+    risk: np.ndarray | None = record_field()
+
+
+def reidentification_risk(df: pd.DataFrame, keys: Any, weight: str | None = None) -> ReidentificationRiskResult:
+    """Individual and global re-identification risk on the key variables (sdcMicro ``measure_risk``).
+
+    Each record's risk r_i is :func:`individual_risk` of its fk and Fk (sampling weights in
+    column ``weight``; without weights r_i = 1/fk, the chance that an intruder who finds the
+    key picks the right one of the fk records). The global risk is the expected number of
+    re-identifications ER = Σ r_i; ``value`` is ER/n (sdcMicro's ``global_risk``),
+    ``global_risk_pct`` the same in percent. Assumes an intruder who knows the keys of the
+    target exactly and that the target is in the population the weights describe.
+    """
+    keys = check_keys(df, keys, measure="re-identification risk")
+    kf = key_frequencies(df, keys, weight)
+    if kf.weighted:
+        _check_fraction(kf, weight, "re-identification risk")
+    r = individual_risk(kf.fk, kf.Fk, kf.weighted)
+    er = float(np.nansum(r))
+    n = kf.n
+    uniq = int((kf.fk == 1).sum())
+    return ReidentificationRiskResult(
+        value=er / n, keys=keys, weight=weight, n=n, expected_reidentifications=er, global_risk_pct=100.0 * er / n,
+        max_risk=float(np.nanmax(r)), sample_uniques=uniq, n_combinations=kf.n_groups,
+        per_key=_per_key(keys, kf.codes, uniq), fk=kf.fk, Fk=kf.Fk, risk=r)
+
+
+# ----------------------------------------------------------------- l-diversity
+@dataclass
+class LDiversityResult(RecordDetailMixin):
+    """Distinct l-diversity: the smallest number of distinct sensitive values in a key group
+    (over every sensitive attribute); higher is better."""
+
+    keys: list[str] = field(default_factory=list)
+    sensitive: list[str] = field(default_factory=list)
+    l_target: int = 2
+    n: int = 0
+    original: float | None = None
+    key_source: str = ""
+    per_sensitive: pd.DataFrame = field(default_factory=pd.DataFrame)
+    distinct_l: dict[str, np.ndarray] | None = record_field()
+    entropy_l: dict[str, np.ndarray] | None = record_field()
+
+
+def _group_ldiversity(group: np.ndarray, s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: distinct values of ``s`` in its group (missing counts as one more value when
+    the group also holds a non-missing one, as sdcMicro) and exp(entropy) of the group's values."""
+    sc = _codes(s)
+    present = sc >= 0
+    ng = int(group.max()) + 1
+    pair = _combine(group, sc + 1)  # (group, value) cells; missing is value 0
+    cell_count = np.bincount(pair).astype(float)
+    first = np.zeros(len(cell_count), dtype=np.int64)
+    first[pair] = group
+    cell_is_value = np.zeros(len(cell_count), dtype=bool)
+    cell_is_value[pair] = present
+    distinct_vals = np.bincount(first[cell_is_value], minlength=ng)
+    has_missing = np.bincount(group[~present], minlength=ng) > 0
+    distinct = distinct_vals + (has_missing & (distinct_vals > 0))
+    size = np.bincount(group, minlength=ng).astype(float)
+    prop = cell_count / size[first]
+    ent = np.bincount(first, weights=-prop * np.log(prop), minlength=ng)
+    if not present.all():  # a group of missing values only has no sensitive value at all
+        only_missing = (distinct_vals == 0)
+        ent = np.where(only_missing, 0.0, ent)
+    return distinct[group].astype(float), np.exp(ent)[group]
+
+
+def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) -> LDiversityResult:
+    """Distinct and entropy l-diversity of sensitive attributes (Machanavajjhala et al. 2007;
+    sdcMicro ``ldiversity``).
+
+    Records are grouped by their exact key (a missing key value is a value of its own here,
+    unlike in :func:`key_frequencies`). For each sensitive attribute, a record's distinct l
+    is the number of distinct sensitive values in its group (a missing value counts as one
+    more when the group holds other values) and its entropy l is exp(H) of the group's value
+    distribution. ``value`` is the smallest distinct l over all groups and attributes: every
+    group of the table is at least ``value``-diverse. ``per_sensitive`` gives per attribute
+    the minimum distinct and entropy l and the share of records in groups with distinct
+    l < ``l_target``.
+    """
+    if isinstance(l_target, bool) or not isinstance(l_target, (int, np.integer)) or l_target < 1:
+        raise ParameterError(f"l-diversity l_target must be an integer ≥ 1, got {l_target!r}")
+    keys = check_keys(df, keys, measure="l-diversity")
+    if isinstance(sensitive, str):
+        sensitive = [s.strip() for s in sensitive.replace(";", ",").split(",") if s.strip()]
+    sensitive = list(sensitive or [])
+    if not sensitive:
+        raise MeasureNotApplicable(
+            "l-diversity needs a sensitive attribute; declare it with --sensitive or sensitive in a schema file "
+            "(Schema(sensitive=[...]) in Python)")
+    absent = [s for s in sensitive if s not in df.columns]
+    if absent:
+        raise SchemaError(f"l-diversity: sensitive column(s) {', '.join(map(repr, absent))} not in the table")
+    clash = [s for s in sensitive if s in keys]
+    if clash:
+        raise ParameterError(f"l-diversity: {clash[0]!r} is both a quasi-identifier and the sensitive attribute")
+    group = group_codes(key_codes(df, keys))
+    rows, dl, el = [], {}, {}
+    for s in sensitive:
+        d, e = _group_ldiversity(group, df[s])
+        dl[s], el[s] = d, e
+        rows.append({"sensitive": s, "min_distinct_l": int(d.min()), "min_entropy_l": float(e.min()),
+                     "records_below_l_target": float((d < l_target).mean())})
+    per = pd.DataFrame(rows)
+    return LDiversityResult(value=float(per["min_distinct_l"].min()), keys=keys, sensitive=sensitive,
+                            l_target=int(l_target), n=len(df), per_sensitive=per, distinct_l=dl, entropy_l=el)
+
+
+# ------------------------------------------------------------ registrations
+def infer_quasi_identifiers(schema: Any, df: pd.DataFrame | None = None) -> list[str]:
+    """Quasi-identifiers guessed from the roles when none are declared: the categorical
+    attributes that are not the class, not sensitive and not the weight, and (given ``df``)
+    not nearly unique (fewer distinct values than half the records, so a free-text or code
+    column is not taken for a key). At most 12 are taken, in column order.
+
+    Numeric attributes are left out: a released numeric value is compared by value, and a
+    perturbed one rarely equals another record's, so every record would look unique. The
+    guess stands for an intruder who knows a person's categorical facts (sex, race, job,
+    ...); declare the quasi-identifiers for any other intruder.
+    """
+    skip = {schema.class_column, schema.weight, *schema.sensitive, *schema.identifiers}
+    out = []
+    for c in schema.categorical:
+        if c in skip:
+            continue
+        if df is not None and c in df.columns and df[c].nunique(dropna=True) * 2 > len(df):
+            continue
+        out.append(c)
+    return out[:12]
+
+
+def context_keys(ctx: EvaluationContext, measure: str) -> list[str]:
+    """The quasi-identifiers of an evaluation: the ``keys`` option, else the schema's, else
+    (option ``infer_keys``, on by default) :func:`infer_quasi_identifiers`. The keys used and
+    where they came from are kept on the result (``keys``, ``key_source``)."""
+    keys = ctx.options.get(f"{measure}.keys", ctx.options.get("keys")) or ctx.schema.quasi_identifiers
+    source = "declared"
+    if isinstance(keys, str):
+        keys = [k.strip() for k in keys.replace(";", ",").split(",") if k.strip()]
+    if not keys and str(ctx.options.get("infer_keys", True)).lower() not in ("false", "0", "no"):
+        keys = infer_quasi_identifiers(ctx.schema, ctx.z)
+        source = "inferred"
+    if not keys:
+        raise MeasureNotApplicable(f"{measure} needs quasi-identifiers (key variables) and none could be inferred "
+                                   f"(no categorical attribute besides the class); {HOW_TO_DECLARE}")
+    ctx.cache["key_source"] = source
+    return list(keys)
+
+
+def context_weight(ctx: EvaluationContext, measure: str) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+    """x and z with the sampling-weight column of the schema (``None`` when there is none).
+
+    A release keeps its records in the order of x (every technique does), so when z lacks
+    the weight column the weights of x are used for z, record for record.
+    """
+    w = ctx.options.get(f"{measure}.weight", ctx.options.get("weight", ctx.schema.weight))
+    x, z = ctx.x, ctx.z
+    if w is None:
+        return x, z, None
+    if w not in x.columns and w not in z.columns:
+        raise SchemaError(f"{measure}: weight column {w!r} is in neither the original nor the released table")
+    if w not in z.columns:
+        if len(z) != len(x):
+            raise SchemaError(f"{measure}: the released table has no weight column {w!r}, and its records "
+                              "do not match the original's one to one")
+        z = z.assign(**{w: x[w].to_numpy()})
+    if w not in x.columns:
+        x = x.assign(**{w: z[w].to_numpy()}) if len(x) == len(z) else x
+    return x, z, w
+
+
+def _opt(ctx: EvaluationContext, measure: str, name: str, default: Any) -> Any:
+    """A measure option given as ``measure.name`` or ``{measure: {name: ...}}``. Plain ``name`` is
+    not read: ``k`` and ``l`` mean other things to other measures (IDR's interval width)."""
+    nested = ctx.options.get(measure)
+    if isinstance(nested, dict) and name in nested:
+        return nested[name]
+    return ctx.options.get(f"{measure}.{name}", default)
+
+
+@register_measure("k_anonymity", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
+                  threshold=0.05,
+                  meaning="The share of released records that share their quasi-identifier values with fewer than "
+                  "k records (k = 3), so an intruder who knows them narrows the person down to under k; 0 is best.",
+                  description="share of released records whose quasi-identifier combination is shared by "
+                              "fewer than k records (k = 3; sdcMicro fk < k)")
+def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
+    keys = context_keys(ctx, "k_anonymity")
+    k = _opt(ctx, "k_anonymity", "k", 3)
+    res = k_anonymity(ctx.z, keys, k)
+    res.original = k_anonymity(ctx.x, keys, k).value
+    res.key_source = ctx.cache.get('key_source', '')
+    return res
+
+
+@register_measure("sample_uniques", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
+                  description="share of released records unique on the quasi-identifiers (fk = 1)",
+                  meaning="The share of released records no other record matches on the quasi-identifiers; each "
+                  "is a candidate for re-identification, 0 is best.")
+def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
+    keys = context_keys(ctx, "sample_uniques")
+    res = sample_uniques(ctx.z, keys)
+    res.original = sample_uniques(ctx.x, keys).value
+    res.key_source = ctx.cache.get('key_source', '')
+    return res
+
+
+@register_measure("reidentification_risk", kind="risk", needs_class=False, default=True, direction="lower",
+                  value_range=(0.0, 1.0), threshold=0.05,
+                  meaning="The expected share of records an intruder who knows their quasi-identifiers (and, with "
+                  "weights, that they are in the population) re-identifies correctly; 0 is best.",
+                  description="global re-identification risk on the quasi-identifiers: mean individual risk "
+                              "(sdcMicro measure_risk; sampling weights from the schema)")
+def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
+    keys = context_keys(ctx, "reidentification_risk")
+    x, z, w = context_weight(ctx, "reidentification_risk")
+    res = reidentification_risk(z, keys, w)
+    res.original = reidentification_risk(x, keys, w if w in x.columns else None).value
+    res.key_source = ctx.cache.get('key_source', '')
+    return res
+
+
+@register_measure("l_diversity", kind="risk", needs_class=False, direction="higher", value_range=(1.0, None),
+                  threshold=2.0,
+                  meaning="The fewest distinct sensitive values in a group of records sharing their quasi-identifiers; "
+                  "1 means some group gives its sensitive value away, higher is better.",
+                  description="distinct l-diversity: fewest distinct sensitive values in a quasi-identifier group "
+                              "of the release")
+def _l_diversity_measure(ctx: EvaluationContext) -> LDiversityResult:
+    keys = context_keys(ctx, "l_diversity")
+    sens = _opt(ctx, "l_diversity", "sensitive", None) or ctx.schema.sensitive
+    l_target = _opt(ctx, "l_diversity", "l", 2)
+    res = l_diversity(ctx.z, keys, sens, l_target)
+    res.original = l_diversity(ctx.x, keys, sens, l_target).value
+    res.key_source = ctx.cache.get('key_source', '')
+    return res
+
+
+__all__ = [
+    "KAnonymityResult", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
+    "KEY_VARIABLE_MEASURES", "check_keys", "check_weights", "context_keys", "infer_quasi_identifiers", "individual_risk", "k_anonymity", "key_codes",
+    "key_frequencies", "l_diversity", "reidentification_risk", "sample_uniques",
+]
