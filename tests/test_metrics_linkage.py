@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.metrics import MEASURES, EvaluationContext
 from ppdm.metrics.linkage import record_linkage
@@ -93,7 +93,7 @@ def test_equals_full_distance_matrix(seed, n, ties, with_missing):
 
 def test_bad_input():
     x = pd.DataFrame({"v": [1.0, 2.0]})
-    with pytest.raises(SchemaError, match="rows"):
+    with pytest.raises(MeasureNotApplicable, match="rows"):
         record_linkage(x, x.iloc[:1])
     with pytest.raises(SchemaError, match="'w'"):
         record_linkage(x, x, ["w"], [])

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
 
 
 def is_dask(obj: Any) -> bool:
@@ -179,3 +179,34 @@ def context_numeric(ctx: Any, measure: str) -> list[str]:
     if absent:
         raise SchemaError(f"measure {measure!r}: column(s) {', '.join(map(repr, absent))} not in the masked table")
     return cols
+
+
+def mixed_attributes(
+    x: pd.DataFrame,
+    z: pd.DataFrame,
+    numeric: Sequence[str] | None,
+    categorical: Sequence[str] | None,
+    *,
+    measure: str,
+    z_label: str,
+    none_error: type[PPDMError] = ParameterError,
+) -> tuple[list[str], list[str]]:
+    """The numeric and categorical attributes a record-to-record measure compares.
+
+    Without either list, numeric (non-boolean) columns of ``x`` are numeric and the
+    rest categorical. Both tables must hold every attribute; no attribute at all raises
+    ``none_error``.
+    """
+    if not isinstance(x, pd.DataFrame) or not isinstance(z, pd.DataFrame):
+        raise SchemaError(f"{measure} compares two DataFrames (original and {z_label})")
+    if numeric is None and categorical is None:
+        numeric = [c for c in x.columns if pd.api.types.is_numeric_dtype(x[c]) and not pd.api.types.is_bool_dtype(x[c])]
+        categorical = [c for c in x.columns if c not in numeric]
+    numeric, categorical = list(numeric or []), list(categorical or [])
+    if not numeric + categorical:
+        raise none_error(f"{measure} needs at least one attribute; none was given")
+    for label, df in (("original", x), (z_label, z)):
+        absent = [c for c in numeric + categorical if c not in df.columns]
+        if absent:
+            raise SchemaError(f"{measure}: column(s) {', '.join(map(repr, absent))} not in the {label} table")
+    return numeric, categorical

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 from numba import njit, prange
 
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
+from ppdm.metrics._common import mixed_attributes
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
 from ppdm.metrics.risk import _threads
@@ -186,21 +187,10 @@ def record_linkage(
     """
     if ties not in ("fractional", "first", "strict"):
         raise ParameterError(f"record linkage ties must be 'fractional', 'first' or 'strict', got {ties!r}")
-    if not isinstance(x, pd.DataFrame) or not isinstance(z, pd.DataFrame):
-        raise SchemaError("record linkage compares two DataFrames (original and released)")
-    if numeric is None and categorical is None:
-        numeric = [c for c in x.columns if pd.api.types.is_numeric_dtype(x[c]) and not pd.api.types.is_bool_dtype(x[c])]
-        categorical = [c for c in x.columns if c not in numeric]
-    numeric, categorical = list(numeric or []), list(categorical or [])
-    cols = numeric + categorical
-    if not cols:
-        raise ParameterError("record linkage needs at least one attribute; none was given")
-    for label, df in (("original", x), ("released", z)):
-        absent = [c for c in cols if c not in df.columns]
-        if absent:
-            raise SchemaError(f"record linkage: column(s) {', '.join(map(repr, absent))} not in the {label} table")
+    numeric, categorical = mixed_attributes(x, z, numeric, categorical, measure="record linkage", z_label="released")
     if len(x) != len(z):
-        raise SchemaError(f"record linkage compares records one to one, but the original has {len(x)} rows "
+        # a synthetic release with its own number of records has no record pairs to link
+        raise MeasureNotApplicable(f"record linkage compares records one to one, but the original has {len(x)} rows "
                           f"and the released table {len(z)}")
     if len(x) == 0:
         raise SchemaError("record linkage: the tables have no rows")

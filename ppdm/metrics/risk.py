@@ -35,6 +35,7 @@ from ppdm.metrics._common import (
     complete_rows,
     context_numeric,
     is_dask,
+    mixed_attributes,
     numeric_pair,
     observed_sd,
     pick_options,
@@ -546,19 +547,9 @@ def sers(
     """
     if domain not in ("union", "original"):
         raise ParameterError(f"SERS domain must be 'union' or 'original', got {domain!r}")
-    if not isinstance(x, pd.DataFrame) or not isinstance(z, pd.DataFrame):
-        raise SchemaError("SERS compares two DataFrames (original and perturbed)")
-    if numeric is None and categorical is None:
-        numeric = [c for c in x.columns if pd.api.types.is_numeric_dtype(x[c]) and not pd.api.types.is_bool_dtype(x[c])]
-        categorical = [c for c in x.columns if c not in numeric]
-    numeric, categorical = list(numeric or []), list(categorical or [])
+    numeric, categorical = mixed_attributes(x, z, numeric, categorical, measure="SERS", z_label="perturbed",
+                                            none_error=MeasureNotApplicable)
     cols = numeric + categorical
-    if not cols:
-        raise MeasureNotApplicable("SERS needs at least one attribute; none was given")
-    for label, df in (("original", x), ("perturbed", z)):
-        absent = [c for c in cols if c not in df.columns]
-        if absent:
-            raise SchemaError(f"SERS: column(s) {', '.join(map(repr, absent))} not in the {label} table")
     if numeric:
         # records with a missing numeric cell are left out (a missing categorical value is a value)
         from ppdm.data.types import working_frame
