@@ -331,3 +331,20 @@ def test_evaluate_runs_key_variable_risk_and_explains_missing_quasi_identifiers(
     assert r.exit_code == 2
     assert "--qi" in r.output and "quasi_identifiers" in r.output and "Traceback" not in r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_given_frequencies_give_the_same_result_and_are_checked() -> None:
+    """Hand-computed: keys (a, b) give groups {0,1}, {2}, {3}: fk = 2, 2, 1, 1."""
+    from ppdm.metrics.keyvar import key_frequencies
+
+    df = pd.DataFrame({"a": ["u", "u", "v", "v"], "b": ["p", "p", "p", "q"]})
+    kf = key_frequencies(df, ["a", "b"])
+    assert list(kf.fk) == [2, 2, 1, 1]
+    ka = k_anonymity(df, ["a", "b"], 2, frequencies=kf, per_key=False)
+    assert ka.value == 0.5 and ka.per_key.empty
+    assert not k_anonymity(df, ["a", "b"], 2).per_key.empty
+    su = sample_uniques(df, ["a", "b"], frequencies=kf)
+    assert su.value == 0.5 and su.sample_uniques == 2
+    assert reidentification_risk(df, ["a", "b"], frequencies=kf).value == pytest.approx((0.5 + 0.5 + 1 + 1) / 4)
+    with pytest.raises(ParameterError, match="same table"):
+        k_anonymity(df, ["a"], 2, frequencies=kf)

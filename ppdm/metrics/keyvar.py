@@ -192,6 +192,17 @@ def key_frequencies(df: pd.DataFrame, keys: Any, weight: str | None = None) -> K
     return KeyFrequencies(keys=keys, fk=fk, Fk=Fk, n_groups=n_groups, weighted=w is not None, codes=codes)
 
 
+def _given_or_computed(
+    df: pd.DataFrame, keys: list[str], weight: str | None, given: KeyFrequencies | None
+) -> KeyFrequencies:
+    """``given`` when it is the frequencies of ``df`` on ``keys`` (weighted as asked), else computed."""
+    if given is None:
+        return key_frequencies(df, keys, weight)
+    if list(given.keys) != keys or given.n != len(df) or given.weighted != (weight is not None):
+        raise ParameterError("frequencies= must be key_frequencies() of the same table, keys and weight")
+    return given
+
+
 def _frequencies(codes: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
     """fk, Fk (= fk without weights) and the number of distinct keys of a code matrix."""
     n = len(codes)
@@ -327,7 +338,9 @@ class KAnonymityResult(RecordDetailMixin):
     fk: np.ndarray | None = record_field()
 
 
-def k_anonymity(df: pd.DataFrame, keys: Any, k: int = 3) -> KAnonymityResult:
+def k_anonymity(
+    df: pd.DataFrame, keys: Any, k: int = 3, *, frequencies: KeyFrequencies | None = None, per_key: bool = True
+) -> KAnonymityResult:
     """k-anonymity on the key variables (Sweeney 2002; sdcMicro's fk < k counts).
 
     ``value`` is the share of records with fk < k (records that violate k-anonymity),
@@ -335,18 +348,20 @@ def k_anonymity(df: pd.DataFrame, keys: Any, k: int = 3) -> KAnonymityResult:
     ``achieved_k`` = min fk, the largest k for which the table is k-anonymous.
     ``per_key`` lists, for each key variable, how many sample uniques would remain if
     it were left out. Per-record fk stays in ``fk`` (never printed).
+
+    ``frequencies`` (the :func:`key_frequencies` of ``df`` on these keys) saves computing
+    them again; ``per_key=False`` leaves ``per_key`` empty (the headline alone).
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ParameterError(f"k-anonymity k must be an integer ≥ 1, got {k!r}")
     keys = check_keys(df, keys, measure="k-anonymity")
-    kf = key_frequencies(df, keys)
-    codes = kf.codes
+    kf = _given_or_computed(df, keys, None, frequencies)
     viol = int((kf.fk < k).sum())
     uniq = int((kf.fk == 1).sum())
     n = kf.n
     return KAnonymityResult(value=viol / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,
                             achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups,
-                            per_key=_per_key(keys, codes, uniq), fk=kf.fk)
+                            per_key=_per_key(keys, kf.codes, uniq) if per_key else pd.DataFrame(), fk=kf.fk)
 
 
 @dataclass
@@ -362,17 +377,20 @@ class SampleUniquesResult(RecordDetailMixin):
     unique: np.ndarray | None = record_field()
 
 
-def sample_uniques(df: pd.DataFrame, keys: Any) -> SampleUniquesResult:
+def sample_uniques(
+    df: pd.DataFrame, keys: Any, *, frequencies: KeyFrequencies | None = None, per_key: bool = True
+) -> SampleUniquesResult:
     """Sample uniques: records whose combination of key values no other record has (fk = 1).
 
     ``value`` is their share; ``per_key`` says how many would remain without each key.
+    ``frequencies`` and ``per_key=False`` as in :func:`k_anonymity`.
     """
     keys = check_keys(df, keys, measure="sample uniques")
-    kf = key_frequencies(df, keys)
+    kf = _given_or_computed(df, keys, None, frequencies)
     uniq = kf.fk == 1
     u = int(uniq.sum())
     return SampleUniquesResult(value=u / kf.n, keys=keys, n=kf.n, sample_uniques=u,
-                               per_key=_per_key(keys, kf.codes, u), unique=uniq)
+                               per_key=_per_key(keys, kf.codes, u) if per_key else pd.DataFrame(), unique=uniq)
 
 
 # -------------------------------------------------------- re-identification risk
@@ -397,7 +415,10 @@ class ReidentificationRiskResult(RecordDetailMixin):
     risk: np.ndarray | None = record_field()
 
 
-def reidentification_risk(df: pd.DataFrame, keys: Any, weight: str | None = None) -> ReidentificationRiskResult:
+def reidentification_risk(
+    df: pd.DataFrame, keys: Any, weight: str | None = None, *, frequencies: KeyFrequencies | None = None,
+    per_key: bool = True,
+) -> ReidentificationRiskResult:
     """Individual and global re-identification risk on the key variables (sdcMicro ``measure_risk``).
 
     Each record's risk r_i is :func:`individual_risk` of its fk and Fk (sampling weights in
@@ -406,9 +427,10 @@ def reidentification_risk(df: pd.DataFrame, keys: Any, weight: str | None = None
     re-identifications ER = Σ r_i; ``value`` is ER/n (sdcMicro's ``global_risk``),
     ``global_risk_pct`` the same in percent. Assumes an intruder who knows the keys of the
     target exactly and that the target is in the population the weights describe.
+    ``frequencies`` and ``per_key=False`` as in :func:`k_anonymity`.
     """
     keys = check_keys(df, keys, measure="re-identification risk")
-    kf = key_frequencies(df, keys, weight)
+    kf = _given_or_computed(df, keys, weight, frequencies)
     if kf.weighted:
         _check_fraction(kf, weight, "re-identification risk")
     r = individual_risk(kf.fk, kf.Fk, kf.weighted)
@@ -418,7 +440,7 @@ def reidentification_risk(df: pd.DataFrame, keys: Any, weight: str | None = None
     return ReidentificationRiskResult(
         value=er / n, keys=keys, weight=weight, n=n, expected_reidentifications=er, global_risk_pct=100.0 * er / n,
         max_risk=float(np.nanmax(r)), sample_uniques=uniq, n_combinations=kf.n_groups,
-        per_key=_per_key(keys, kf.codes, uniq), fk=kf.fk, Fk=kf.Fk, risk=r)
+        per_key=_per_key(keys, kf.codes, uniq) if per_key else pd.DataFrame(), fk=kf.fk, Fk=kf.Fk, risk=r)
 
 
 # ----------------------------------------------------------------- l-diversity
@@ -566,6 +588,17 @@ def context_weight(ctx: EvaluationContext, measure: str) -> tuple[pd.DataFrame, 
     return x, z, w
 
 
+def _context_frequencies(
+    ctx: EvaluationContext, table: str, df: pd.DataFrame, keys: list[str], weight: str | None = None
+) -> KeyFrequencies:
+    """fk/Fk of x or z on ``keys``, computed once per evaluation: k-anonymity, sample uniques
+    and re-identification risk all count the same key combinations."""
+    name = f"key_frequencies:{table}:{weight}:" + "\x1f".join(keys)
+    if name not in ctx.cache:
+        ctx.cache[name] = key_frequencies(df, keys, weight)
+    return ctx.cache[name]
+
+
 def _opt(ctx: EvaluationContext, measure: str, name: str, default: Any) -> Any:
     """A measure option given as ``measure.name`` or ``{measure: {name: ...}}``. Plain ``name`` is
     not read: ``k`` and ``l`` mean other things to other measures (IDR's interval width)."""
@@ -584,8 +617,9 @@ def _opt(ctx: EvaluationContext, measure: str, name: str, default: Any) -> Any:
 def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
     keys = context_keys(ctx, "k_anonymity")
     k = _opt(ctx, "k_anonymity", "k", 3)
-    res = k_anonymity(ctx.z, keys, k)
-    res.original = k_anonymity(ctx.x, keys, k).value
+    res = k_anonymity(ctx.z, keys, k, frequencies=_context_frequencies(ctx, "z", ctx.z, keys))
+    res.original = k_anonymity(ctx.x, keys, k, frequencies=_context_frequencies(ctx, "x", ctx.x, keys),
+                               per_key=False).value
     res.key_source = ctx.cache.get('key_source', '')
     return res
 
@@ -596,8 +630,9 @@ def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
                   "is a candidate for re-identification, 0 is best.")
 def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
     keys = context_keys(ctx, "sample_uniques")
-    res = sample_uniques(ctx.z, keys)
-    res.original = sample_uniques(ctx.x, keys).value
+    res = sample_uniques(ctx.z, keys, frequencies=_context_frequencies(ctx, "z", ctx.z, keys))
+    res.original = sample_uniques(ctx.x, keys, frequencies=_context_frequencies(ctx, "x", ctx.x, keys),
+                                  per_key=False).value
     res.key_source = ctx.cache.get('key_source', '')
     return res
 
@@ -611,8 +646,10 @@ def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
 def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
     keys = context_keys(ctx, "reidentification_risk")
     x, z, w = context_weight(ctx, "reidentification_risk")
-    res = reidentification_risk(z, keys, w)
-    res.original = reidentification_risk(x, keys, w if w in x.columns else None).value
+    wx = w if w in x.columns else None
+    res = reidentification_risk(z, keys, w, frequencies=_context_frequencies(ctx, "z", z, keys, w))
+    res.original = reidentification_risk(x, keys, wx, frequencies=_context_frequencies(ctx, "x", x, keys, wx),
+                                         per_key=False).value
     res.key_source = ctx.cache.get('key_source', '')
     return res
 
