@@ -108,6 +108,25 @@ def _box_d2(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, k: int) -> float:
 SCREEN_DIMS = 6
 
 
+@njit(cache=True, inline="always")
+def tied_with_own(
+    own_d: float, own_i: int, cand_d: np.ndarray, cand_j: np.ndarray, n_cand: int, rel_tol: float, abs_tol: float
+) -> tuple[int, int]:
+    """Among the own original (distance ``own_d``, index ``own_i``) and ``n_cand`` candidates
+    none of which is clearly nearer: how many tie for the nearest, and the smallest index among them."""
+    best = own_d
+    for r in range(n_cand):
+        best = min(best, cand_d[r])
+    lim = best * (1.0 + rel_tol) + abs_tol
+    cnt = 1
+    f = own_i
+    for r in range(n_cand):
+        if cand_d[r] <= lim:
+            cnt += 1
+            f = min(f, cand_j[r])
+    return cnt, f
+
+
 @njit(cache=True, nogil=True)
 def _search_one(
     zi: np.ndarray,
@@ -200,16 +219,7 @@ def _search_one(
             cand_j[n_cand] = j
             cand_d[n_cand] = dj
             n_cand += 1
-    best = own2
-    for r in range(n_cand):
-        best = min(best, cand_d[r])
-    lim = best * (1.0 + rel_tol) + abs_tol
-    cnt = 1
-    f = oi
-    for r in range(n_cand):
-        if cand_d[r] <= lim:
-            cnt += 1
-            f = min(f, cand_j[r])
+    cnt, f = tied_with_own(own2, oi, cand_d, cand_j, n_cand, rel_tol, abs_tol)
     return 1, cnt, f
 
 

@@ -31,6 +31,7 @@ import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
+from ppdm.metrics._ballsearch import tied_with_own
 from ppdm.metrics._common import mixed_attributes
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
@@ -121,16 +122,7 @@ def own_links(
                 k += 1
             if refuted:
                 continue
-            best = d_own
-            for r in range(k):
-                best = min(best, cand_d[r])
-            lim = best * (1.0 + rel_tol) + abs_tol
-            cnt = 1
-            f = i
-            for r in range(k):
-                if cand_d[r] <= lim:
-                    cnt += 1
-                    f = min(f, cand_j[r])
+            cnt, f = tied_with_own(d_own, i, cand_d, cand_j, k, rel_tol, abs_tol)
             own[i] = True
             count[i] = cnt
             first[i] = f
