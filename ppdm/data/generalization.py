@@ -1,0 +1,138 @@
+"""Released values that stand for a set of original values: intervals and category groups.
+
+Global recoding, top/bottom coding and local suppression publish a value that is not an
+original value but a *set* of them: an age band ``(20,30]``, a merged category
+``Married`` standing for ``Married-civ-spouse`` and ``Married-AF-spouse``, a suppressed
+(missing) cell standing for any value. An intruder who knows a person's original value
+matches it to every released value whose set contains it. This module holds that
+relation, so techniques that make such values and measures that match on them agree on
+what a released value covers:
+
+* **intervals** are written as R's ``cut`` writes them, which is what sdcMicro's
+  ``globalRecode`` publishes: ``(a,b]``, ``[a,b]``, ``[a,b)``, ``(a,b)``, with the
+  numbers in C's ``%.8g`` form (``formatC(digits=8, format="g")``: ``10``, ``1e+08``,
+  ``2.7182818e+08``); an open end is ``-Inf`` or ``Inf`` (``(60,Inf]``);
+* **category groups** come from a hierarchy: for each original category, the labels of
+  its generalisations from fine to coarse (ARX's hierarchy levels), see :func:`covers`;
+* a **missing** released cell covers every value (sdcMicro's rule for suppressed key
+  values), and a missing original value is unknown to the intruder, so it is covered by
+  every released value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: significant digits of interval end points in labels (R's ``formatC(digits=8, format="g")``)
+LABEL_DIGITS = 8
+
+_NUMBER = r"[-+]?(?:Inf|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_INTERVAL = re.compile(rf"^\s*([\[(])\s*({_NUMBER})\s*,\s*({_NUMBER})\s*([\])])\s*$")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval of the real line, as a recoded label stands for it."""
+
+    low: float
+    high: float
+    closed_left: bool
+    closed_right: bool
+
+    def contains(self, values: Any) -> np.ndarray:
+        """Which of ``values`` (array-like of numbers; NaN is never contained) lie in the interval."""
+        v = np.asarray(values, dtype=float)
+        with np.errstate(invalid="ignore"):
+            left = v >= self.low if self.closed_left else v > self.low
+            right = v <= self.high if self.closed_right else v < self.high
+        return left & right
+
+    def label(self, digits: int = LABEL_DIGITS) -> str:
+        """The interval's label (see :func:`format_interval`)."""
+        return format_interval(self.low, self.high, closed_left=self.closed_left,
+                               closed_right=self.closed_right, digits=digits)
+
+
+def format_number(v: float, digits: int = LABEL_DIGITS) -> str:
+    """An end point as labels write it: C's ``%.{digits}g``; infinities as ``Inf``/``-Inf``."""
+    f = float(v)
+    if math.isinf(f):
+        return "Inf" if f > 0 else "-Inf"
+    return f"{f:.{digits}g}"
+
+
+def format_interval(low: float, high: float, *, closed_left: bool = False, closed_right: bool = True,
+                    digits: int = LABEL_DIGITS) -> str:
+    """The label of an interval, e.g. ``format_interval(10, 20) == "(10,20]"``."""
+    return (("[" if closed_left else "(") + format_number(low, digits) + "," + format_number(high, digits)
+            + ("]" if closed_right else ")"))
+
+
+def parse_interval(label: Any) -> Interval | None:
+    """The interval a label stands for, or ``None`` when the label is not an interval."""
+    if not isinstance(label, str):
+        return None
+    m = _INTERVAL.match(label)
+    if m is None:
+        return None
+    low, high = float(m.group(2)), float(m.group(3))
+    if not low <= high:
+        return None
+    return Interval(low, high, m.group(1) == "[", m.group(4) == "]")
+
+
+def interval_of_labels(labels: pd.Series | Sequence[Any]) -> dict[Any, Interval] | None:
+    """Each distinct non-missing label's interval, or ``None`` when one of them is not an interval."""
+    out: dict[Any, Interval] = {}
+    for lab in pd.unique(pd.Series(labels, dtype=object).dropna()):
+        iv = parse_interval(lab)
+        if iv is None:
+            return None
+        out[lab] = iv
+    return out
+
+
+def covers(released: pd.Series | Sequence[Any], original: pd.Series | Sequence[Any], *,
+           ancestors: Mapping[Any, Sequence[Any]] | None = None) -> np.ndarray:
+    """Row by row, whether each released value stands for the original value beside it.
+
+    A released value covers an original one when it is equal to it, when it is missing
+    (suppressed), when the original is missing (unknown to the intruder), when it is an
+    interval label containing the (numeric) original, or when it is one of the original's
+    generalisations in ``ancestors`` (``{original category: [labels, fine to coarse]}``).
+    Both sequences must have the same length; the comparison is element-wise (no n×n).
+    """
+    z = pd.Series(released, dtype=object).reset_index(drop=True)
+    x = pd.Series(original, dtype=object).reset_index(drop=True)
+    if len(z) != len(x):
+        raise ValueError(f"covers needs sequences of the same length, got {len(z)} and {len(x)}")
+    zmiss = z.isna().to_numpy()
+    xmiss = x.isna().to_numpy()
+    out = zmiss | xmiss
+    rest = ~out
+    if not rest.any():
+        return out
+    zr, xr = z[rest], x[rest]
+    hit = (zr.to_numpy() == xr.to_numpy()) | (zr.astype(str).to_numpy() == xr.astype(str).to_numpy())
+    # intervals: each distinct label parsed once, numbers compared vectorised per label
+    xnum = pd.to_numeric(xr, errors="coerce").to_numpy(dtype=float)
+    for lab in pd.unique(zr[~hit]):
+        iv = parse_interval(lab)
+        if iv is None:
+            continue
+        sel = (zr.to_numpy() == lab) & ~hit
+        hit[sel] = iv.contains(xnum[sel])
+    if ancestors:
+        for orig, ups in ancestors.items():
+            sel = (xr.to_numpy() == orig) & ~hit
+            if sel.any():
+                hit[sel] = zr[sel].isin(list(ups)).to_numpy()
+    out[rest] = hit
+    return out
