@@ -74,3 +74,21 @@ def test_within_holds_a_value_to_the_threshold() -> None:
     assert MEASURES["ddr"].within(0.01) is True and MEASURES["ddr"].within(0.5) is False
     assert MEASURES["sers"].within(1.0) is None  # no threshold
     assert MEASURES["ddr"].within(float("nan")) is None
+
+
+def test_judge_respects_intervals():
+    from ppdm.metrics.base import judge
+
+    # hand-made: threshold 0.05, lower is better
+    assert judge(0.04, 0.05, "lower") == "meets"
+    assert judge(0.06, 0.05, "lower") == "misses"
+    assert judge(0.046, 0.05, "lower", (0.03, 0.062)) == "uncertain"
+    assert judge(0.02, 0.05, "lower", (0.01, 0.049)) == "meets"
+    assert judge(0.08, 0.05, "lower", (0.051, 0.11)) == "misses"
+    assert judge(0.05, 0.05, "lower", (0.05, 0.05)) == "meets"  # the threshold itself is within
+    # higher is better: AUC ≥ 0.7
+    assert judge(0.72, 0.7, "higher", (0.71, 0.73)) == "meets"
+    assert judge(0.72, 0.7, "higher", (0.69, 0.75)) == "uncertain"
+    assert judge(0.6, 0.7, "higher", (0.55, 0.65)) == "misses"
+    assert judge(float("nan"), 0.7, "higher") is None
+    assert judge(0.5, 0.7, "higher", (float("nan"), 0.6)) == "misses"  # no usable interval: the value decides

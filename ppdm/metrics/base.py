@@ -176,6 +176,39 @@ class MeasureSpec:
                 "out_of_core": self.out_of_core}
 
 
+#: outcomes of holding a measured value (and its interval) to a threshold
+JUDGEMENTS = ("meets", "misses", "uncertain")
+
+
+def judge(value: float | None, threshold: float, direction: str,
+          interval: tuple[float, float] | None = None) -> str | None:
+    """Hold ``value`` to ``threshold`` in ``direction`` ("lower"/"higher" is better).
+
+    Without an interval the value decides: "meets" or "misses". With a confidence
+    ``interval`` (low, high) the whole interval must be on one side: "meets" when every
+    value in it meets the threshold, "misses" when none does, and "uncertain" when the
+    interval straddles the threshold (more measurement, such as more attacks or a larger
+    control set, would settle it). ``None`` when the value is missing.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be 'higher' or 'lower', got {direction!r}")
+    if value is None or not math.isfinite(float(value)):
+        return None
+
+    def ok(v: float) -> bool:
+        return v <= threshold if direction == "lower" else v >= threshold
+
+    if interval is None or not all(v is not None and math.isfinite(float(v)) for v in interval):
+        return "meets" if ok(float(value)) else "misses"
+    lo, hi = sorted(float(v) for v in interval)
+    best, worst = (lo, hi) if direction == "lower" else (hi, lo)
+    if ok(worst):
+        return "meets"
+    if not ok(best):
+        return "misses"
+    return "uncertain"
+
+
 MEASURES: dict[str, MeasureSpec] = {}
 
 
