@@ -126,6 +126,9 @@ class InferenceResult(RecordDetailMixin):
 
     secrets: list[str] = field(default_factory=list)
     per_secret: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: interval of the largest risk: from the largest lower end to the largest upper end over the secrets
+    ci_low: float = 0.0
+    ci_high: float = 0.0
     results: dict[str, AttackResult] | None = record_field()
 
 
@@ -161,7 +164,8 @@ def _inference_measure(ctx: EvaluationContext) -> InferenceResult:
         rows.append({"secret": s, "risk": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high,
                      "main_rate": r.main_rate, "baseline_rate": r.baseline_rate, "control_rate": r.control_rate})
     per = pd.DataFrame(rows)
-    return InferenceResult(value=float(per["risk"].max()), secrets=secrets, per_secret=per, results=results)
+    return InferenceResult(value=float(per["risk"].max()), secrets=secrets, per_secret=per,
+                           ci_low=float(per["ci_low"].max()), ci_high=float(per["ci_high"].max()), results=results)
 
 
 __all__ = ["InferenceResult", "inference"]

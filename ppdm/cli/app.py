@@ -20,8 +20,8 @@ from ppdm.cli.common import console, err_console, one_line
 from ppdm.errors import PPDMError
 
 #: the order ``ppdm --help`` lists the commands in: the user's verbs first
-COMMAND_ORDER = ("anonymize", "evaluate", "compare", "schema", "report", "methods", "measures", "rules", "tree",
-                 "reconstruct", "reproduce")
+COMMAND_ORDER = ("anonymize", "evaluate", "compare", "recommend", "schema", "report", "methods", "measures", "rules",
+                 "tree", "reconstruct", "reproduce")
 
 
 class _ErrorMappingGroup(TyperGroup):

@@ -1,0 +1,244 @@
+"""What a search may try with each technique: the declared ranges of its parameters.
+
+Every registered technique declares a class attribute ``search_space``: either a
+:class:`SearchSpace` (the parameters a search varies, their ranges, the conditions under
+which a parameter matters, what the table must offer) or :class:`NotSearchable` with the
+reason a search should not try it. ``ppdm recommend``
+(:mod:`ppdm.experiments.recommend`) reads nothing else about a technique, so a new
+technique becomes searchable by declaring, for example::
+
+    search_space = SearchSpace({"level": Real(0.01, 0.5, log=True)})
+
+The ranges are where a data owner would look, not every value the technique accepts:
+a policy file may narrow or widen them, or fix a parameter
+(``docs/recommend.md``). Nothing here imports an optimisation library; the search turns
+these declarations into its own distributions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError
+
+#: what a technique may need from the table (``SearchSpace.needs``)
+NEEDS = {
+    "numeric": "a numeric attribute",
+    "categorical": "a categorical attribute",
+    "class": "a class column",
+    "keys": "declared quasi-identifiers",
+}
+
+
+@dataclass(frozen=True)
+class Real:
+    """A real parameter in ``[low, high]``; ``log`` samples its logarithm uniformly (for
+    parameters whose effect is multiplicative, such as a noise level or a privacy budget)."""
+
+    low: float
+    high: float
+    log: bool = False
+
+    def __post_init__(self) -> None:
+        _check_bounds(self.low, self.high, self.log)
+
+    def describe(self) -> str:
+        return f"{_num(self.low)} to {_num(self.high)}" + (" (log scale)" if self.log else "")
+
+
+@dataclass(frozen=True)
+class Integer:
+    """A whole-number parameter in ``[low, high]``; ``log`` as for :class:`Real`.
+
+    ``at_most_share`` caps ``high`` at that share of the records the technique is fitted on
+    (a group size k of MDAV can be at most half the records)."""
+
+    low: int
+    high: int
+    log: bool = False
+    at_most_share: float | None = None
+
+    def __post_init__(self) -> None:
+        for v in (self.low, self.high):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ParameterError(f"an Integer range needs whole numbers, got {v!r}")
+        _check_bounds(self.low, self.high, self.log)
+        if self.at_most_share is not None and not 0 < self.at_most_share <= 1:
+            raise ParameterError(f"at_most_share must lie in (0, 1], got {self.at_most_share!r}")
+
+    def high_for(self, n_records: int | None) -> int:
+        """The upper end for a table of ``n_records`` records (never below ``low``)."""
+        if self.at_most_share is None or n_records is None:
+            return self.high
+        return max(self.low, min(self.high, int(math.floor(self.at_most_share * n_records))))
+
+    def describe(self) -> str:
+        cap = f", at most {self.at_most_share:g} of the records" if self.at_most_share is not None else ""
+        return f"{self.low} to {self.high}" + (" (log scale)" if self.log else "") + cap
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A parameter taking one of ``values`` (text, numbers, booleans or ``None``)."""
+
+    values: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        vals = tuple(self.values)
+        if not vals:
+            raise ParameterError("a Choice needs at least one value")
+        for v in vals:
+            if not (v is None or isinstance(v, (str, int, float, bool))):
+                raise ParameterError(f"a Choice holds text, numbers, booleans or None, got {v!r}")
+        if len(set(map(repr, vals))) != len(vals):
+            raise ParameterError(f"a Choice lists a value twice: {vals!r}")
+        object.__setattr__(self, "values", vals)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(map(repr, self.values))
+
+
+Param = Real | Integer | Choice
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The parameters a search varies for one technique.
+
+    Parameters
+    ----------
+    params:
+        Parameter name → :class:`Real`, :class:`Integer` or :class:`Choice`, in the order
+        they are drawn (a parameter named in ``when`` is drawn before those depending on it).
+    when:
+        Parameter name → ``{other parameter: allowed values}``: the parameter is varied only
+        when the other one takes one of those values (otherwise the technique's default is
+        used), e.g. ``{"p_class": {"class_mode": ("probabilistic",)}}``.
+    fixed:
+        Parameters every trial sets to the same value (a setting the search must not
+        change, such as the neighbouring relation of a differential-privacy guarantee).
+    needs:
+        What the table must offer for the technique to fit it: any of ``"numeric"``,
+        ``"categorical"`` (attributes of that type), ``"class"`` (a class column), ``"keys"``
+        (declared quasi-identifiers). A technique that does not fit is left out of a search.
+    epsilon:
+        The parameter that is the ε of the technique's differential-privacy guarantee; a
+        policy's ε cap bounds it.
+    deterministic:
+        The release is a function of the table and the parameters alone (no random draw), so
+        a search never needs to try the same parameters twice.
+    """
+
+    params: Mapping[str, Param] = field(default_factory=dict)
+    when: Mapping[str, Mapping[str, tuple[Any, ...]]] = field(default_factory=dict)
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    epsilon: str | None = None
+    deterministic: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", dict(self.params))
+        object.__setattr__(self, "when", {k: {o: tuple(v) for o, v in dict(c).items()}
+                                          for k, c in dict(self.when).items()})
+        object.__setattr__(self, "fixed", dict(self.fixed))
+        object.__setattr__(self, "needs", tuple(self.needs))
+        for name, p in self.params.items():
+            if not isinstance(p, (Real, Integer, Choice)):
+                raise ParameterError(f"search space parameter {name!r} must be a Real, Integer or Choice, got {p!r}")
+        bad = [n for n in self.needs if n not in NEEDS]
+        if bad:
+            raise ParameterError(f"unknown need {bad[0]!r}; known: {', '.join(NEEDS)}")
+        order = list(self.params)
+        for name, cond in self.when.items():
+            if name not in self.params:
+                raise ParameterError(f"condition on {name!r}, which the search space does not vary")
+            for other in cond:
+                if other not in self.params and other not in self.fixed:
+                    raise ParameterError(f"condition of {name!r} names {other!r}, which is neither varied nor fixed")
+                if other in self.params and order.index(other) > order.index(name):
+                    raise ParameterError(f"{other!r} must come before {name!r}, whose condition names it")
+        both = sorted(set(self.params) & set(self.fixed))
+        if both:
+            raise ParameterError(f"parameter {both[0]!r} is both varied and fixed")
+        if self.epsilon is not None and self.epsilon not in self.params and self.epsilon not in self.fixed:
+            raise ParameterError(f"the ε parameter {self.epsilon!r} is neither varied nor fixed")
+
+    def active(self, name: str, chosen: Mapping[str, Any]) -> bool:
+        """Whether parameter ``name`` is varied given the values ``chosen`` so far."""
+        cond = self.when.get(name)
+        if not cond:
+            return True
+        for other, allowed in cond.items():
+            value = chosen.get(other, self.fixed.get(other))
+            if not any(_same(value, a) for a in allowed):
+                return False
+        return True
+
+    def missing_need(self, schema: Schema) -> str | None:
+        """Why the technique does not fit a table with ``schema`` (``None``: it fits)."""
+        have = {
+            "numeric": bool([c for c in schema.numeric if c != schema.class_column]),
+            "categorical": bool([c for c in schema.categorical if c != schema.class_column]),
+            "class": schema.class_column is not None,
+            "keys": bool(schema.quasi_identifiers),
+        }
+        lacking = [NEEDS[n] for n in self.needs if not have[n]]
+        return f"needs {' and '.join(lacking)}" if lacking else None
+
+    def describe(self) -> dict[str, str]:
+        """Each varied parameter with its range in words (for listings and reports)."""
+        out = {}
+        for name, p in self.params.items():
+            text = p.describe()
+            cond = self.when.get(name)
+            if cond:
+                text += " when " + " and ".join(f"{o} is {' or '.join(map(repr, v))}" for o, v in cond.items())
+            out[name] = text
+        return out
+
+
+@dataclass(frozen=True)
+class NotSearchable:
+    """Declares that a search does not try this technique, and why."""
+
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not str(self.reason).strip():
+            raise ParameterError("NotSearchable needs a reason")
+
+
+def search_space_of(cls: type) -> SearchSpace | NotSearchable:
+    """The ``search_space`` a technique class declares; a technique without one is refused,
+    naming it (every registered technique must declare one)."""
+    space = getattr(cls, "search_space", None)
+    if not isinstance(space, (SearchSpace, NotSearchable)):
+        name = getattr(cls, "method_name", cls.__name__)
+        raise ParameterError(f"technique {name!r} declares no search_space (a SearchSpace, or NotSearchable with "
+                             "the reason it is not searched)")
+    return space
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+def _num(v: float) -> str:
+    return f"{v:g}"
+
+
+def _check_bounds(low: float, high: float, log: bool) -> None:
+    for v in (low, high):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ParameterError(f"a range needs finite numbers, got {v!r}")
+    if low > high:
+        raise ParameterError(f"a range's low end {low!r} is above its high end {high!r}")
+    if log and low <= 0:
+        raise ParameterError(f"a log-scale range must stay above 0, got low={low!r}")
+
+
+__all__ = ["Choice", "Integer", "NEEDS", "NotSearchable", "Param", "Real", "SearchSpace", "search_space_of"]
