@@ -133,3 +133,20 @@ def test_declarations_stay_out_of_the_estimator_parameters() -> None:
         cls = TECHNIQUES[name]
         assert "search_space" not in inspect.signature(cls.__init__).parameters
         assert "search_space" not in cls().get_params()
+
+
+def test_the_documented_spaces_are_the_declared_ones() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "recommend.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("`"):
+            rows[cells[0].strip("`")] = (cells[1], cells[2])
+    for name in SEARCHABLE:
+        space = search_space_of(TECHNIQUES[name])
+        assert name in rows, f"docs/recommend.md lists no search space for {name!r}"
+        text, needs = rows[name]
+        assert text == "; ".join(f"`{k}` {v}" for k, v in space.describe().items()), name
+        assert needs == (", ".join(space.needs) or "—"), name

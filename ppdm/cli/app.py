@@ -133,7 +133,8 @@ def methods(
 
         print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy}
+                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy,
+                   "search_space": _search_space_text(cls)}
             for name, cls in sorted(TECHNIQUES.items())
         }})
         return
@@ -144,6 +145,10 @@ def methods(
                       f"(missing cells: {cls.missing_policy})", highlight=False)
         params = "  ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
+        space = _search_space_text(cls)
+        searched = ("; ".join(f"{k} {v}" for k, v in space.items()) or "its defaults") if isinstance(space, dict) \
+            else f"not searched: {space}"
+        console.print(f"    ppdm recommend tries: {searched}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command(short_help="List the measures and which direction is better.")
@@ -168,6 +173,17 @@ def measures(
                      m.description + (f" (needs option {', '.join(m.requires)})" if m.requires else "")])
     print_table(console, "ppdm measures (ppdm evaluate --measures a,b,c | all)",
                 ["measure", "kind", "better", "default", "description"], rows)
+
+
+def _search_space_text(cls: type) -> dict[str, str] | str:
+    """What ``ppdm recommend`` varies for a technique (parameter → range in words), or why it
+    does not search it."""
+    from ppdm.anonymize.search_space import NotSearchable, search_space_of
+
+    space = search_space_of(cls)
+    if isinstance(space, NotSearchable):
+        return space.reason
+    return {**space.describe(), **{k: f"fixed at {v!r}" for k, v in space.fixed.items()}}
 
 
 def _first_line(doc: str | None) -> str:

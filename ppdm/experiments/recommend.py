@@ -89,8 +89,9 @@ FINAL_DRAWS = 3
 FINAL_CANDIDATES = 5
 #: consecutive suggestions of deterministic settings already tried after which the space counts as exhausted
 EXHAUSTED_AFTER = 50
-#: seconds of a time budget kept for writing the release and the report
+#: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
+RESERVE_SHARE = 0.05
 _NOT_MEASURED = 1.0  # constraint value of a line whose measure could not be computed
 
 
@@ -794,8 +795,8 @@ class _Running:
 
 class _Clock:
     """The search's time budget: trials start only while one is expected to finish in time,
-    leaving ``reserve`` trial durations and :data:`RESERVE_SECONDS` for the recommended release
-    and the report."""
+    leaving ``reserve`` trial durations and a few seconds (:data:`RESERVE_SECONDS`, at most
+    :data:`RESERVE_SHARE` of the budget) for the recommended release and the report."""
 
     def __init__(self, budget: float | None, start: float, reserve: int) -> None:
         self.budget, self.start, self.reserve = budget, start, reserve
@@ -808,7 +809,8 @@ class _Clock:
     def deadline(self) -> float | None:
         if self.budget is None:
             return None
-        return self.start + self.budget - self.reserve * self.estimate() - RESERVE_SECONDS
+        return self.start + self.budget - self.reserve * self.estimate() - min(RESERVE_SECONDS,
+                                                                               RESERVE_SHARE * self.budget)
 
     def can_start(self, now: float) -> bool:
         d = self.deadline()
@@ -972,7 +974,8 @@ def recommend(
     stu.sampler = _sampler(_seed_of(root, 3, len(stu.trials)), len(spaces))
 
     clock = _Clock(budget_s, start, 1)
-    clock.fallback = 2.0 * float(ref_outcome.get("seconds") or 1.0)
+    # before any trial has ended, a trial is taken to cost the reference's measures and half as much again
+    clock.fallback = 1.5 * float(ref_outcome.get("seconds") or 1.0)
     clock.durations = [float(t.user_attrs["outcome"]["seconds"]) for t in stu.trials
                        if "outcome" in t.user_attrs and t.user_attrs["outcome"].get("seconds")
                        and t.user_attrs.get("repeat_of") is None]
