@@ -30,10 +30,13 @@ from ppdm.experiments.recommend import (
     TrialRecord,
     build_spaces,
     judge_lines,
+    measure_release,
     pareto_front,
     parse_duration,
     rank,
     recommend,
+    record_of,
+    search_data,
     study_storage,
 )
 from ppdm.experiments.release import release, without_held_out
@@ -101,6 +104,13 @@ def test_the_search_finds_the_optimum_an_enumeration_finds(seed: int) -> None:
     assert res.release is not None and len(res.release.data) == 30
     assert res.release.provenance["technique"]["name"] == best[0]
     assert res.release.provenance["seeded"] is True
+    # a release made outside the search is measured exactly as the search measures its trials
+    data = search_data(X, POLICY, schema=SCHEMA, random_state=seed)
+    assert data.control.equals(res.control) and data.train.equals(train)
+    z = release(data.train, make_technique(w.technique, class_column="label", schema=SCHEMA, params=w.params),
+                schema=SCHEMA).data
+    outside = record_of(-1, {"measures": measure_release(z, data)}, parse_policy(POLICY))
+    assert outside.measures == w.measures and outside.feasible
 
 
 def test_nothing_meets_the_policy() -> None:

@@ -911,14 +911,7 @@ def recommend(
         raise ParameterError(f"random_state must be a non-negative whole number or None, got {random_state!r}")
     storage = None if study is None else (str(study) if "://" in str(study) else study_storage(study))
 
-    # roles, identifiers out, keys declared for key-variable lines
-    roles = Roles.of(identifiers, quasi_identifiers, sensitive, None, None)
-    sch = resolve_schema(x, schema=schema, class_column=class_column, roles=roles, detect=schema is None)
-    ids = [c for c in sch.identifiers if c in x.columns]
-    table = x.drop(columns=ids).reset_index(drop=True)
-    sch = replace(sch, identifiers=[])
-    table, _ = sch.validate(table, missing="keep")
-    _check_policy_against_table(pol, sch)
+    table, sch, ids = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
     spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))))
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -934,19 +927,10 @@ def recommend(
         root = int(attrs["seed"])
     else:
         root = int(random_state) if random_state is not None else secrets.randbits(63)
-    train, control = hold_out(table, holdout, np.random.default_rng(_seed_of(root, 0)))
-    measure_seed = _seed_of(root, 1)
-    from ppdm.trees.cart import rules_from_cart
-
-    rules = None
-    needs_rules = any(load_all_measures()[m].needs_class for m in pol.measures()) and sch.class_column is not None
-    if needs_rules:
-        rules = rules_from_cart(train, sch, random_state=measure_seed)
-    options: dict[str, Any] = {"infer_keys": False, **pol.measure_options()}
     base_info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1]),
                  **dict(input_info or {})}
-    data = SearchData(train, control, sch, rules, tuple(pol.measures()), options, measure_seed,
-                      {**base_info, "rows_used": int(len(train))})
+    data = _search_data(table, sch, pol, holdout, root, base_info)
+    train, control = data.train, data.control
 
     # the reference: the training split released unchanged; it also checks every measure runs here
     if existed and "reference" in attrs:
@@ -1005,6 +989,59 @@ def recommend(
         _final(result, data, table, root, random_state is not None, base_info)
     result.study["seconds"] = time.perf_counter() - start
     return result
+
+
+def _table(x: pd.DataFrame, pol: Policy, schema: Schema | None, class_column: str | None,
+           quasi_identifiers: Any, identifiers: Any, sensitive: Any) -> tuple[pd.DataFrame, Schema, list[str]]:
+    """The table a search works on (identifier columns out), its schema, and the identifiers."""
+    roles = Roles.of(identifiers, quasi_identifiers, sensitive, None, None)
+    sch = resolve_schema(x, schema=schema, class_column=class_column, roles=roles, detect=schema is None)
+    ids = [c for c in sch.identifiers if c in x.columns]
+    table = x.drop(columns=ids).reset_index(drop=True)
+    sch = replace(sch, identifiers=[])
+    table, _ = sch.validate(table, missing="keep")
+    _check_policy_against_table(pol, sch)
+    return table, sch, ids
+
+
+def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, root: int,
+                 base_info: Mapping[str, Any]) -> SearchData:
+    """The splits and measurement settings of the search seeded by ``root``."""
+    from ppdm.trees.cart import rules_from_cart
+
+    train, control = hold_out(table, holdout, np.random.default_rng(_seed_of(root, 0)))
+    measure_seed = _seed_of(root, 1)
+    rules = None
+    if sch.class_column is not None and any(load_all_measures()[m].needs_class for m in pol.measures()):
+        rules = rules_from_cart(train, sch, random_state=measure_seed)
+    options: dict[str, Any] = {"infer_keys": False, **pol.measure_options()}
+    return SearchData(train, control, sch, rules, tuple(pol.measures()), options, measure_seed,
+                      {**dict(base_info), "rows_used": int(len(train))})
+
+
+def search_data(
+    x: pd.DataFrame,
+    policy: Policy | Mapping[str, Any] | str | Path,
+    *,
+    random_state: int,
+    schema: Schema | None = None,
+    class_column: str | None = None,
+    quasi_identifiers: Sequence[str] | str | None = None,
+    identifiers: Sequence[str] | str | None = None,
+    sensitive: Sequence[str] | str | None = None,
+    holdout: float = DEFAULT_HOLDOUT,
+) -> SearchData:
+    """The training and control splits, Ψx and measure settings that :func:`recommend` uses
+    with the same arguments and seed, so a release made outside the search (a standard
+    workflow) is measured exactly as the search measures its trials:
+    ``measure_release(z, data)`` with ``z`` made from ``data.train``, then
+    :func:`record_of` to judge it against a policy. The splits are private (original records)."""
+    pol = _as_policy(policy)
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise ParameterError(f"random_state must be a non-negative whole number, got {random_state!r}")
+    table, sch, _ = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
+    info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1])}
+    return _search_data(table, sch, pol, holdout, int(random_state), info)
 
 
 def _version() -> str:
@@ -1148,9 +1185,9 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                     trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
                     k = _key(ts.name, params)
                     if ts.deterministic and k in seen:
-                        prev = stu.trials[seen[k]].user_attrs["outcome"]
+                        prev = stu.get_trials(deepcopy=False)[seen[k]].user_attrs["outcome"]
                         repeats += 1
-                        tell(trial, job, dict(prev), repeat_of=seen[k])
+                        tell(trial, job, {**prev, "seconds": 0.0}, repeat_of=seen[k])
                         continue
                     repeats = 0
                     if pool is None:
