@@ -430,3 +430,36 @@ def test_outputs_hold_no_record(tmp_path: Path) -> None:
     text = json.dumps(doc) + render_recommendation_html(doc, plots=False)
     for v in planted:
         assert str(v) not in text and f"{v:.4g}" not in text
+
+
+def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkeypatch: Any) -> None:
+    import ppdm.experiments.recommend as R
+    from ppdm.report.recommend import recommendation_document
+
+    made, refused = R.make_release, []
+
+    def make(job: Any, table: Any, data: Any, info: Any = None) -> Any:
+        rel = made(job, table, data, info)
+        if job.number == -1:  # the recommended release, not a trial
+            rel.data.attrs["final"] = (job.technique, job.params.get("k"))
+        return rel
+
+    measured = R.measure_release
+
+    def measure(z: Any, data: Any) -> Any:
+        out = measured(z, data)
+        final = z.attrs.get("final")
+        if final is not None and (not refused or refused[0] == final):
+            refused.append(final)
+            out["record_linkage"] = {**out["record_linkage"], "value": 1.0}  # this draw misses the line
+        return out
+
+    monkeypatch.setattr(R, "make_release", make)
+    monkeypatch.setattr(R, "measure_release", measure)
+    res = recommend(X, POLICY, schema=SCHEMA, n_trials=30, random_state=0)
+    assert len(res.ranking) >= 2 and res.chosen is res.ranking[1]
+    assert refused == [(res.winner.technique, res.winner.params["k"])]  # MDAV draws nothing: one try is enough
+    assert res.verification.feasible and "missed the policy" in res.notes[0]
+    doc = recommendation_document(res)
+    assert doc["winner"] == res.winner.number and doc["chosen"] == res.chosen.number
+    assert "but fresh draws of it missed the policy; the release was made with the next in rank" in doc["why"][0]

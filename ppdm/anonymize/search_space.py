@@ -223,6 +223,83 @@ def search_space_of(cls: type) -> SearchSpace | NotSearchable:
     return space
 
 
+# --------------------------------------------------------------------------- chains
+#: how a chain of techniques is written: each step on the release of the one before
+CHAIN_SEP = ">"
+#: the chains a search tries by default, when their techniques are registered and fit the table:
+#: the statistics office's workflow of recoding key variables, then suppressing what stays rare
+DEFAULT_CHAINS = ("recode>local-suppression",)
+
+
+def chain_steps(name: str) -> list[str]:
+    """The techniques of ``name`` in order (one for a plain technique name)."""
+    return [part.strip() for part in str(name).split(CHAIN_SEP)]
+
+
+def canonical_name(name: str) -> str:
+    """``"recode > local-suppression"`` as ``"recode>local-suppression"``."""
+    return CHAIN_SEP.join(chain_steps(name))
+
+
+def space_of(name: str) -> SearchSpace | NotSearchable:
+    """The search space of a technique or of a chain of techniques (``"recode>local-suppression"``).
+
+    A chain's parameters are its steps' parameters named ``step.param``; it needs what any step
+    needs, is deterministic when every step is, and is not searched when a step is not. An
+    unknown technique raises :class:`ParameterError`."""
+    from ppdm.anonymize.registry import get_technique
+
+    steps = chain_steps(name)
+    if len(steps) == 1:
+        return search_space_of(get_technique(steps[0]))
+    if len(set(steps)) != len(steps):
+        raise ParameterError(f"chain {name!r} names a technique twice")
+    params: dict[str, Param] = {}
+    when: dict[str, dict[str, tuple[Any, ...]]] = {}
+    fixed: dict[str, Any] = {}
+    needs: list[str] = []
+    eps = None
+    det = True
+    for step in steps:
+        sp = search_space_of(get_technique(step))
+        if isinstance(sp, NotSearchable):
+            return NotSearchable(f"its step {step!r} is not searched: {sp.reason}")
+        params.update({f"{step}.{p}": d for p, d in sp.params.items()})
+        fixed.update({f"{step}.{p}": v for p, v in sp.fixed.items()})
+        when.update({f"{step}.{p}": {f"{step}.{o}": v for o, v in c.items()} for p, c in sp.when.items()})
+        needs.extend(n for n in sp.needs if n not in needs)
+        if sp.epsilon is not None and eps is None:
+            eps = f"{step}.{sp.epsilon}"
+        det = det and sp.deterministic
+    return SearchSpace(params, when=when, fixed=fixed, needs=tuple(needs), epsilon=eps, deterministic=det)
+
+
+def parameters_of(name: str) -> dict[str, Any]:
+    """Every parameter of a technique (or ``step.param`` of a chain) with its default."""
+    from ppdm.anonymize.registry import get_technique, technique_params
+
+    steps = chain_steps(name)
+    if len(steps) == 1:
+        return technique_params(get_technique(steps[0]))
+    return {f"{step}.{p}": v for step in steps for p, v in technique_params(get_technique(step)).items()}
+
+
+def build_technique(name: str, params: Mapping[str, Any] | None = None, *, class_column: str | None = None,
+                    schema: Any = None, random_state: Any = None) -> Any:
+    """The technique (or the composition of a chain's techniques, each on the release of the one
+    before) with ``params`` (``step.param`` for a chain), unfitted."""
+    from ppdm.anonymize.registry import make_technique
+
+    steps = chain_steps(name)
+    if len(steps) == 1:
+        return make_technique(steps[0], class_column=class_column, schema=schema, random_state=random_state,
+                              params=dict(params or {}))
+    from ppdm.anonymize.composition import make_composition
+
+    return make_composition(steps, params=dict(params or {}), class_column=class_column, schema=schema,
+                            random_state=random_state)
+
+
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
 
@@ -241,4 +318,5 @@ def _check_bounds(low: float, high: float, log: bool) -> None:
         raise ParameterError(f"a log-scale range must stay above 0, got low={low!r}")
 
 
-__all__ = ["Choice", "Integer", "NEEDS", "NotSearchable", "Param", "Real", "SearchSpace", "search_space_of"]
+__all__ = ["CHAIN_SEP", "Choice", "DEFAULT_CHAINS", "Integer", "NEEDS", "NotSearchable", "Param", "Real", "SearchSpace",
+           "build_technique", "canonical_name", "chain_steps", "parameters_of", "search_space_of", "space_of"]

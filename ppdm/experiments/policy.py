@@ -295,11 +295,9 @@ def parse_policy(data: Any, *, where: str = "the policy", source: str | None = N
     mode, utility = _utility(data["utility"], registry, where)
     techniques = _techniques(data.get("techniques"), where)
     if epsilon is not None and epsilon.required and techniques is not None:
-        from ppdm.anonymize.registry import get_technique
-        from ppdm.anonymize.search_space import SearchSpace, search_space_of
+        from ppdm.anonymize.search_space import SearchSpace, space_of
 
-        dp = [t.name for t in techniques
-              if isinstance(sp := search_space_of(get_technique(t.name)), SearchSpace) and sp.epsilon]
+        dp = [t.name for t in techniques if isinstance(sp := space_of(t.name), SearchSpace) and sp.epsilon]
         if not dp:
             raise ParameterError(f"{where} requires differential privacy but allows no differentially private "
                                  "technique (e.g. dpcube)")
@@ -488,8 +486,7 @@ def _utility(raw: Any, registry: Mapping[str, MeasureSpec], where: str) -> tuple
 def _techniques(raw: Any, where: str) -> tuple[TechniqueChoice, ...] | None:
     if raw is None:
         return None
-    from ppdm.anonymize.registry import get_technique, technique_params
-    from ppdm.anonymize.search_space import NotSearchable, search_space_of
+    from ppdm.anonymize.search_space import NotSearchable, canonical_name, parameters_of, space_of
 
     items: list[tuple[Any, Any]] = []
     if isinstance(raw, Mapping):
@@ -511,16 +508,16 @@ def _techniques(raw: Any, where: str) -> tuple[TechniqueChoice, ...] | None:
     for name, over in items:
         if not isinstance(name, str):
             raise ParameterError(f"{where}: a technique name must be text, got {_kind(name)}")
+        name = canonical_name(name)
         try:
-            cls = get_technique(name)
+            space = space_of(name)
         except ParameterError as e:
             raise ParameterError(f"{where}: {e}") from None
-        space = search_space_of(cls)
         if isinstance(space, NotSearchable):
             raise ParameterError(f"{where}: technique {name!r} is not searched: {space.reason}")
         if over is not None and not isinstance(over, Mapping):
             raise ParameterError(f"{where}: the parameters of {name!r} must be a mapping, got {_kind(over)}")
-        allowed = technique_params(cls)
+        allowed = parameters_of(name)
         overrides: dict[str, ParamOverride] = {}
         for param, spec in (over or {}).items():
             if param not in allowed:

@@ -57,15 +57,19 @@ import numpy as np
 import pandas as pd
 
 from ppdm import progress
-from ppdm.anonymize.registry import TECHNIQUES, _load_all, get_technique, make_technique
+from ppdm.anonymize.registry import TECHNIQUES, _load_all
 from ppdm.anonymize.search_space import (
+    DEFAULT_CHAINS,
     Choice,
     Integer,
     NotSearchable,
     Param,
     Real,
     SearchSpace,
-    search_space_of,
+    build_technique,
+    chain_steps,
+    parameters_of,
+    space_of,
 )
 from ppdm.data.provenance import table_sha256
 from ppdm.data.roles import Roles, resolve_schema
@@ -158,16 +162,14 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
     left out with the reason (not searchable, does not fit the table, not differentially
     private under a policy that requires it). Every setting at the ends of every range is
     checked by the technique before any work, so an impossible range fails here."""
-    from ppdm.anonymize.registry import technique_params
-
     _load_all()
     explicit = policy.techniques is not None
-    choices = policy.techniques if explicit else [_Plain(n) for n in sorted(TECHNIQUES)]
+    chains = [c for c in DEFAULT_CHAINS if all(step in TECHNIQUES for step in chain_steps(c))]
+    choices = policy.techniques if explicit else [_Plain(n) for n in [*sorted(TECHNIQUES), *chains]]
     spaces: list[TechniqueSpace] = []
     left_out: dict[str, str] = {}
     for choice in choices:
-        cls = get_technique(choice.name)
-        space = search_space_of(cls)
+        space = space_of(choice.name)
         if isinstance(space, NotSearchable):
             left_out[choice.name] = f"not searched: {space.reason}"
             continue
@@ -203,9 +205,8 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
             params, fixed = _cap_epsilon(choice.name, space.epsilon, params, fixed, policy.epsilon.at_most)
         # the declared order first (conditions name earlier parameters), then the policy's additions
         order = [p for p in space.params if p in params] + [p for p in params if p not in space.params]
-        ts = TechniqueSpace(choice.name, {p: params[p] for p in order}, fixed, when,
-                            technique_params(cls), space.deterministic and not choice.overrides.get("random_state"),
-                            space.epsilon)
+        ts = TechniqueSpace(choice.name, {p: params[p] for p in order}, fixed, when, parameters_of(choice.name),
+                            space.deterministic, space.epsilon)
         _check_space(ts, schema, n_records)
         spaces.append(ts)
     if not spaces:
@@ -259,8 +260,7 @@ def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int) -> None:
     for s in settings:
         params = {**ts.fixed, **s}
         try:
-            tech = make_technique(ts.name, class_column=schema.class_column, schema=schema, random_state=0,
-                                  params=params)
+            tech = build_technique(ts.name, params, class_column=schema.class_column, schema=schema, random_state=0)
             tech._validate_params()
         except PPDMError as e:
             shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
@@ -343,8 +343,8 @@ def _finite(v: Any) -> bool:
 
 
 def _technique(job: TrialJob, schema: Schema) -> Any:
-    return make_technique(job.technique, class_column=schema.class_column, schema=schema, random_state=job.seed,
-                          params=job.params)
+    return build_technique(job.technique, job.params, class_column=schema.class_column, schema=schema,
+                           random_state=job.seed)
 
 
 def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_info: dict[str, Any] | None = None
@@ -630,8 +630,9 @@ def pareto_front(records: Sequence[TrialRecord]) -> list[TrialRecord]:
 
 def rank(records: Sequence[TrialRecord], policy: Policy) -> list[TrialRecord]:
     """The feasible trials, most preferred first: least utility loss (weights) or the priority
-    order with its tolerances; ties go to the lower risk, then the earlier trial."""
-    feas = [r for r in records if r.feasible]
+    order with its tolerances; ties go to the lower risk, then the earlier trial. A repeat of a
+    deterministic setting is the same release as the trial it repeats and is left out."""
+    feas = [r for r in records if r.feasible and r.repeat_of is None]
     if not feas:
         return []
     if policy.mode == "weights":
@@ -1332,7 +1333,7 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
 
 
 def _deterministic(technique: str, result: RecommendResult) -> bool:
-    space = search_space_of(get_technique(technique))
+    space = space_of(technique)
     return isinstance(space, SearchSpace) and space.deterministic
 
 

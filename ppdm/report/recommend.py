@@ -118,22 +118,33 @@ def why(doc: Mapping[str, Any]) -> list[str]:
     ref = doc.get("reference")
     if doc["outcome"] == "met":
         w = _trial(doc, doc["chosen"]) or _trial(doc, doc["winner"])
-        assert w is not None
+        best = _trial(doc, doc["winner"])
+        assert w is not None and best is not None
         rel = doc["release"]
-        if "weights" in pol["utility"]:
-            how = f"the least utility loss ({pol['utility_text']} = {fmt_number(w['utility_loss'])})"
+
+        def how(t: Mapping[str, Any]) -> str:
+            if "weights" in pol["utility"]:
+                return f"utility loss {pol['utility_text']} = {fmt_number(t['utility_loss'])}"
+            return "utility " + ", ".join(f"{m} {fmt_number(t['utility'].get(m))}" for m in pol["utility"]["priority"])
+
+        rule = "the least utility loss" if "weights" in pol["utility"] else \
+            f"the best utility in the priority order {pol['utility_text']}"
+        if w["number"] == best["number"]:
+            out.append(f"Trial {w['number']}, {w['label']}, meets all {n_lines} line(s) of the policy with {rule} "
+                       f"({how(w)}) of the {len(feasible)} release(s) that met it among {len(doc['trials'])} "
+                       "trial(s).")
         else:
-            parts = ", ".join(f"{m} {fmt_number(w['utility'].get(m))}" for m in pol["utility"]["priority"])
-            how = f"the best utility in the priority order {pol['utility_text']} ({parts})"
-        out.append(f"Trial {w['number']}, {w['label']}, meets all {n_lines} line(s) of the policy with {how} of "
-                   f"the {len(feasible)} release(s) that met it among {len(doc['trials'])} trial(s).")
+            out.append(f"Trial {best['number']}, {best['label']}, met all {n_lines} line(s) of the policy with {rule} "
+                       f"({how(best)}) of the {len(feasible)} release(s) that met it among {len(doc['trials'])} "
+                       f"trial(s), but fresh draws of it missed the policy; the release was made with the next in "
+                       f"rank that met it again, trial {w['number']}, {w['label']} ({how(w)}).")
         measured = (rel or {}).get("measured") or {}
         lines = measured.get("lines") or w["lines"]
         judged = [ln for ln in lines if ln.get("verdict") == "meets" and ln.get("margin") is not None]
         if judged:
             tight = max(judged, key=lambda ln: ln["margin"])
             out.append(f"Its closest line is {tight['line']}: {_interval(tight)}.")
-        others = [t for t in feasible if t["number"] != w["number"]]
+        others = [t for t in feasible if t["number"] not in (w["number"], best["number"])]
         if others:
             if "weights" in pol["utility"]:
                 nxt = min(others, key=lambda t: (t["utility_loss"], t["number"]))
