@@ -48,6 +48,7 @@ record is stripped of most of its keys to inflate the counts of others). Two cri
 from __future__ import annotations
 
 import heapq
+import math
 from itertools import combinations
 from typing import Any
 
@@ -411,7 +412,8 @@ def _greedy(out: np.ndarray, codes: np.ndarray, k: int, unit: np.ndarray, intrud
     # need[c] is the fewest cells that make a record of c safe on its own
     need = np.full(len(st.C), -1, dtype=np.int64)
     s = 0
-    while (need[viol] < 0).any() and s < st.m - 1:
+    top = _largest_subset_size(st.m, len(st.C))
+    while (need[viol] < 0).any() and s < top:
         s += 1
         first = len(st.subsets)
         st.add_subsets(s)
@@ -443,6 +445,25 @@ def _greedy(out: np.ndarray, codes: np.ndarray, k: int, unit: np.ndarray, intrud
         raise ParameterError(
             f"criterion='intruder' cannot protect {lost} record(s) with the records available to lend cover; "
             "recode the keys first or use criterion='sdcmicro'")
+
+
+#: subsets of keys the cover projects on (combinations × subsets group ids are kept in memory)
+SUBSET_BUDGET = 4096
+CELL_BUDGET = 40_000_000
+
+
+def _largest_subset_size(m: int, n_combos: int) -> int:
+    """The largest number of cells blanked together in one record by the cover: subsets of up
+    to this size keep the projections within :data:`SUBSET_BUDGET` and :data:`CELL_BUDGET`
+    (records needing more are left to the repair step)."""
+    total, s = 0, 0
+    while s < m - 1:
+        nxt = math.comb(m, s + 1)
+        if total + nxt > SUBSET_BUDGET or (total + nxt) * max(n_combos, 1) > CELL_BUDGET:
+            break
+        total += nxt
+        s += 1
+    return max(s, 1) if m > 1 else 0
 
 
 def _run(st: _Cover, out: np.ndarray, k: int, unit: np.ndarray, intruder: bool, need: np.ndarray,
@@ -565,40 +586,35 @@ def _cover_loop(out, ratios, cand_a, cand_t, S_cost, cells, G, deficit, rem, act
 
 
 def _repair(out: np.ndarray, k: int, unit: np.ndarray) -> None:
-    """Until every record has fk ≥ k under sdcMicro's rule: blank, in all the records of a
-    pattern with fk < k, the cheapest set of their present keys that gives the pattern fk ≥ k
-    (fewest cells first; all of them only when nothing smaller helps)."""
+    """Until every record has fk ≥ k under sdcMicro's rule: in every pattern with fk < k, blank
+    one more key in all its records — the cheapest key that brings fk to k, else the key that
+    raises fk most per unit of cost; the last present key only when nothing else raises fk
+    (an all-missing record has fk = n). Each round is one frequency count of all candidates."""
     m = out.shape[1]
-    for _ in range(4 * m + 4):
+    for _ in range(m + 1):
         pats, cnt, inv = distinct_patterns(out)
         fk = pattern_frequencies(pats, cnt)
         bad = np.flatnonzero(fk < k)
         if bad.size == 0:
             return
-        for p in bad[np.argsort(fk[bad], kind="stable")]:
-            cur_pats, cur_cnt, _ = distinct_patterns(out)
-            rows = np.flatnonzero((out == pats[p]).all(axis=1))
-            if rows.size == 0:
-                continue
-            # fk of the pattern now (earlier repairs in this round may have fixed it)
-            if pattern_frequencies(cur_pats, cur_cnt, queries=pats[p][None, :])[0] >= k:
-                continue
-            present = np.flatnonzero(pats[p] >= 0)
-            best = None
-            for s in range(1, present.size + 1):
-                cands = [np.array(S) for S in combinations(present.tolist(), s)]
-                q = np.repeat(pats[p][None, :], len(cands), axis=0)
-                for i, S in enumerate(cands):
-                    q[i, S] = -1
-                f = pattern_frequencies(cur_pats, cur_cnt, queries=q)
-                ok = np.flatnonzero(f >= k)
-                if ok.size:
-                    costs = np.array([unit[cands[i]].sum() for i in ok])
-                    best = cands[ok[int(np.argmin(costs))]]
-                    break
-            if best is None:  # cannot happen when k ≤ n: all-missing records have fk = n
-                best = present
-            out[np.ix_(rows, best)] = -1
+        # candidates: each bad pattern with one more of its present keys blanked
+        bp, bj = np.nonzero(pats[bad] >= 0)
+        q = pats[bad][bp].copy()
+        q[np.arange(bp.size), bj] = -1
+        f = pattern_frequencies(pats, cnt, queries=q)
+        last = (q >= 0).sum(axis=1) == 0
+        choice = np.full(bad.size, -1, dtype=np.int64)
+        best = np.full(bad.size, -np.inf)
+        for i in range(bp.size):
+            b, j = bp[i], bj[i]
+            reach = f[i] >= k
+            gain = f[i] - fk[bad[b]]
+            # reaching k first (cheapest), then the largest gain per cost; the last key comes last
+            score = (2e12 - unit[j]) if reach and not last[i] else gain / unit[j] - (1e12 if last[i] else 0.0)
+            if score > best[b]:
+                best[b], choice[b] = score, j
+        for b, j in enumerate(choice):
+            out[np.ix_(np.flatnonzero(inv == bad[b]), [j])] = -1
     raise AssertionError("local suppression did not reach fk ≥ k")  # pragma: no cover
 
 

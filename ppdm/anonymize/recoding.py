@@ -386,9 +386,8 @@ class Recode(Technique):
                 for c, labels in getattr(self, "labels_", {}).items() if c in like.columns}
 
     def _output_schema(self, schema: Schema) -> Schema:
-        labels = {c: v for c, v in self.labels_.items() if c not in self.periods_}
-        return recoded_schema(schema, labels, {c: _ancestors(m) for c, m in self.mapping_.items()},
-                              list(self.periods_))
+        # a date's periods are declared as fitted; a partition may hold later ones (text, in order)
+        return recoded_schema(schema, self.labels_, {c: _ancestors(m) for c, m in self.mapping_.items()})
 
     # --------------------------------------------------------------- transform
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
@@ -455,14 +454,13 @@ def _period_labels(days: np.ndarray, period: str) -> list[Any]:
     return [s[:keep] if o else None for s, o in zip(d.tolist(), ok.tolist(), strict=True)]
 
 
-def recoded_schema(schema: Schema, labels: Mapping[str, list[Any]], ancestors: Mapping[str, dict[Any, list[Any]]],
-                   periods: list[str] | None = None) -> Schema:
-    """``schema`` with every column of ``labels`` (and of ``periods``, dates released as months or
-    years) categorical, its labels declared in order, and the originals' labels as a hierarchy
-    where categories were grouped (the release's schema)."""
+def recoded_schema(schema: Schema, labels: Mapping[str, list[Any]],
+                   ancestors: Mapping[str, dict[Any, list[Any]]]) -> Schema:
+    """``schema`` with every column of ``labels`` categorical, its labels declared in order, and
+    the originals' labels as a hierarchy where categories were grouped (the release's schema)."""
     from dataclasses import replace
 
-    recoded = set(labels) | set(periods or [])
+    recoded = set(labels)
     numeric = [c for c in schema.numeric if c not in recoded]
     categorical = list(schema.categorical) + [c for c in schema.numeric if c in recoded]
     cats = {**{c: v for c, v in schema.categories.items() if c not in recoded},
