@@ -57,6 +57,8 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: ``"modelled"`` (missingness is part of what the technique learns and releases) or
     #: ``"refused"``; listed by ``ppdm methods`` and in docs/missing_values.md
     missing_policy: ClassVar[str] = "refused"
+    #: the technique blanks observed cells (local suppression): they are missing in the release
+    makes_missing: ClassVar[bool] = False
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -81,6 +81,9 @@ class Pram(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: PRAM changes categories: a table of numbers alone has nothing for it (scikit-learn's
+    #: array checks run its parameter contract only)
+    needs_categorical: ClassVar[bool] = True
 
     def __init__(
         self,

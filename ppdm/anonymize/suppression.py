@@ -75,8 +75,8 @@ class LocalSuppression(Technique):
     ----------
     keys:
         The key variables (quasi-identifiers); default: the schema's quasi-identifiers, or,
-        when none are declared (with a warning: declare them), the categorical attributes
-        ``ppdm evaluate`` would guess, or every attribute when there is none.
+        when none are declared, every attribute (the cautious choice, with a warning: declare
+        them).
     k:
         Minimum number of records that must share each record's keys (fk ≥ k); a minimum
         group size, not a fixed one. At most the number of records.
@@ -111,6 +111,7 @@ class LocalSuppression(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    makes_missing = True
 
     def __init__(
         self,
@@ -170,11 +171,11 @@ class LocalSuppression(Technique):
         if keys is None:
             keys = list(schema.quasi_identifiers)
             if not keys:
-                keys = guess_keys(schema, df) or list(schema.attributes)
+                keys = list(schema.attributes)
                 warnings.warn(
-                    f"local-suppression: no quasi-identifiers declared, so {', '.join(keys)} are taken as keys (the "
-                    "categorical attributes that are not nearly unique, as ppdm evaluate guesses them; every "
-                    "attribute when there is none); declare them (--qi, or keys=...)", UserWarning, stacklevel=3)
+                    "local-suppression: no quasi-identifiers declared, so every attribute is taken as a key (an "
+                    "intruder who knows them all); declare the ones an intruder could know (--qi, or keys=...) to "
+                    "blank far fewer cells", UserWarning, stacklevel=3)
         allowed = set(schema.columns)
         bad = [c for c in keys if c not in allowed]
         if bad:
@@ -286,17 +287,6 @@ class LocalSuppression(Technique):
                      "under the rule; records_below_k_for_intruder those whose original keys do (an intruder "
                      "who knows the blanked values); criterion='intruder' brings the second to 0"),
         }
-
-
-def guess_keys(schema: Schema, df: pd.DataFrame) -> list[str]:
-    """The keys guessed when none are declared, by the rule of ``ppdm evaluate``
-    (``ppdm.metrics.keyvar.infer_quasi_identifiers``): categorical attributes that are not the
-    class, sensitive, the weight or an identifier, with at most half as many distinct values as
-    records; at most 12, in column order."""
-    skip = {schema.class_column, schema.weight, *schema.sensitive, *schema.identifiers}
-    out = [c for c in schema.categorical if c not in skip and c in df.columns
-           and df[c].nunique(dropna=True) * 2 <= len(df)]
-    return out[:12]
 
 
 def _combs(value: Any) -> list[int]:
