@@ -398,6 +398,9 @@ def cover_suppress(codes: np.ndarray, k: int, cost: np.ndarray, *, criterion: st
     out = codes.copy()
     if m > 1:
         _greedy(out, codes, k, unit, criterion == "intruder")
+    elif criterion == "intruder" and (record_frequencies(codes) < k).any():
+        raise ParameterError("criterion='intruder' cannot protect records on a single key: only records blanked "
+                             "altogether could match a rare value; use criterion='sdcmicro' or recode the key first")
     if criterion == "sdcmicro":
         _repair(out, k, unit)
     return out

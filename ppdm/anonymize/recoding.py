@@ -43,7 +43,7 @@ import pandas as pd
 
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
-from ppdm.data.generalization import format_interval
+from ppdm.data.generalization import format_interval, parse_interval
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 
@@ -51,10 +51,10 @@ NUMERIC_METHODS = ("equal-width", "log-equal-width", "equal-frequency")
 OUTSIDE = ("error", "missing")
 TIES = ("merge", "jitter")
 DATE_PERIODS = ("month", "year")
-#: significant digits of interval labels (R's cut: dig.lab = 8 in globalRecode), raised up to
-#: 12 while two neighbouring break points would get the same label
+#: significant digits of interval labels (R's cut: dig.lab = 8 in globalRecode), raised while two
+#: neighbouring break points would get the same label or a label would misstate its values
 LABEL_DIGITS = 8
-MAX_LABEL_DIGITS = 12
+MAX_LABEL_DIGITS = 17
 
 
 # ------------------------------------------------------------------------ break points
@@ -82,6 +82,8 @@ def sdc_breaks(x: np.ndarray, n: int, method: str, *, rng: np.random.Generator |
     v = np.asarray(x, dtype=float)
     lo, hi = float(v.min()), float(v.max())
     jittered = False
+    if n == 1:  # one interval, for every method: (min − 1, max + 1]
+        return np.array([lo - 1.0, hi + 1.0]), False, False
     if method == "equal-width":
         b = np.linspace(lo - 1.0, hi + 1.0, n + 1)
     elif method == "log-equal-width":
@@ -99,14 +101,13 @@ def sdc_breaks(x: np.ndarray, n: int, method: str, *, rng: np.random.Generator |
                 b = np.unique(b)
         if b.size < 2:  # a constant column: one interval around it
             b = np.array([lo - 1.0, hi + 1.0])
-        return b, b.size > 2, jittered
+        return b, True, jittered
     else:  # pragma: no cover - checked by the technique
         raise ParameterError(f"unknown method {method!r}")
-    if method != "equal-frequency":
-        rb = r_round(b)
-        if np.unique(rb).size == rb.size:
-            b = rb
-    return b, n > 1, jittered
+    rb = r_round(b)
+    if np.unique(rb).size == rb.size:
+        b = rb
+    return b, True, jittered
 
 
 def r_jitter(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -124,17 +125,28 @@ def r_jitter(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return v + rng.uniform(-amount, amount, size=v.size)
 
 
-def interval_labels(breaks: np.ndarray, include_lowest: bool) -> list[str]:
+def interval_labels(breaks: np.ndarray, include_lowest: bool, values: np.ndarray | None = None) -> list[str]:
     """The labels R's ``cut(..., right = TRUE)`` gives the intervals between ``breaks``,
-    with ``formatC(digits = 8, format = "g")`` numbers (more digits when two neighbouring
-    break points would read the same)."""
+    with ``formatC(digits = 8, format = "g")`` numbers, and more digits (up to 17) while two
+    neighbouring break points would read the same, or while a label read back as an interval
+    would not hold one of ``values`` its break points put in it (e.g. a top break 100000.625
+    that 8 digits write as 100000.62): a published label must stand for what it holds."""
     b = np.asarray(breaks, dtype=float)
+    want = None if values is None else cut(values, b, include_lowest)
     for digits in range(LABEL_DIGITS, MAX_LABEL_DIGITS + 1):
         labels = [format_interval(b[i], b[i + 1], closed_left=include_lowest and i == 0, digits=digits)
                   for i in range(b.size - 1)]
         ends = [lab.split(",") for lab in labels]
-        if all(ends[i][1][:-1] != ends[i][0][1:] for i in range(len(ends))):
-            break
+        if any(ends[i][1][:-1] == ends[i][0][1:] for i in range(len(ends))):
+            continue
+        if want is not None:
+            got = np.full(want.shape, -1, dtype=np.int64)
+            for i, lab in enumerate(labels):
+                iv = parse_interval(lab)
+                got[(got < 0) & iv.contains(values)] = i
+            if not np.array_equal(got, want):
+                continue
+        break
     return labels
 
 
@@ -339,7 +351,7 @@ class Recode(Technique):
         self.breaks_[c] = np.asarray(b, dtype=float)
         self.include_lowest_[c] = bool(lowest)
         self.jittered_[c] = bool(jit)
-        self.labels_[c] = interval_labels(b, lowest)
+        self.labels_[c] = interval_labels(b, lowest, x)
 
     def _fit_categorical(self, c: str, obs: pd.Series, schema: Schema) -> None:
         values = pd.unique(obs).tolist()
@@ -610,6 +622,8 @@ class TopBottomCoding(Technique):
                 kind, b = parse_bound(c, v)
                 bound = float(np.quantile(x, b)) if kind == "quantile" else b
                 r = _per_column(rep, c, None) if isinstance(rep, Mapping) else rep
+                if whole and abs(bound - round(bound)) <= 1e-9 * max(1.0, abs(bound)):
+                    bound = float(round(bound))  # a quantile's float noise: 24.000000000000004
                 if r is None:
                     r = bound
                     if whole and bound != math.floor(bound):

@@ -242,7 +242,7 @@ class LocalSuppression(Technique):
         if n * len(subsets) <= alg.JOINT_BUDGET:
             # a few deterministic orders of equal-merit choices; the cheapest release is kept
             best, best_cost = None, np.inf
-            for tie in (order, None, np.arange(m), order[::-1]):
+            for tie in (order, None):
                 new = alg.joint_suppress(codes, k, cost, subsets, tie=tie)
                 if n * int((new < 0).sum()) * len(subsets) <= alg.PRUNE_BUDGET:
                     alg.prune(new, codes, k, subsets, cost)
