@@ -625,7 +625,7 @@ def _repair(out: np.ndarray, k: int, unit: np.ndarray) -> None:
 #: the joint greedy scans the whole table per candidate: used while n × subsets stays below this
 JOINT_BUDGET = 2_000_000
 #: cells are given back (pruning) while n × blanked cells × subsets stays below this
-PRUNE_BUDGET = 2_000_000_000
+PRUNE_BUDGET = 200_000_000
 
 
 @njit(cache=True)
