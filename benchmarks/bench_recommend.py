@@ -94,7 +94,7 @@ def run(quick: bool) -> list[dict]:
         return [{"benchmark": "recommend dominates the standard workflow (adult)", "seconds": "-",
                  "goal": "≤ 600 s", "meets": "not run: needs the recode and local-suppression techniques"}]
     from ppdm.datasets import load
-    from ppdm.experiments.recommend import measure_release, recommend, record_of, search_data
+    from ppdm.experiments.recommend import measure_release, output_schema, recommend, record_of, search_data
     from ppdm.experiments.release import release
 
     x, schema = load("adult", missing="drop")
@@ -105,7 +105,8 @@ def run(quick: bool) -> list[dict]:
     probe["risk"]["k_anonymity"] = {"at_most": 1.0, "options": {"k": 5}}
     data = search_data(x, probe, schema=schema, quasi_identifiers=KEYS, random_state=SEED)
     rel = release(data.train, _standard_technique(data.schema), schema=data.schema, detect_identifiers=False)
-    std_outcome = {"technique": "standard", "params": {}, "measures": measure_release(rel.data, data)}
+    std_outcome = {"technique": "standard", "params": {},
+                   "measures": measure_release(rel.data, data, output_schema(rel.technique))}
     policy = _policy(record_of(-1, std_outcome, _as_policy(probe)), UTILITY)
     std = record_of(-1, std_outcome, _as_policy(policy))
     assert std.feasible, "the standard release must meet the policy made from it"

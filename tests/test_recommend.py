@@ -446,8 +446,8 @@ def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkey
 
     measured = R.measure_release
 
-    def measure(z: Any, data: Any) -> Any:
-        out = measured(z, data)
+    def measure(z: Any, data: Any, out_schema: Any = None) -> Any:
+        out = measured(z, data, out_schema)
         final = z.attrs.get("final")
         if final is not None and (not refused or refused[0] == final):
             refused.append(final)
@@ -463,3 +463,33 @@ def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkey
     doc = recommendation_document(res)
     assert doc["winner"] == res.winner.number and doc["chosen"] == res.chosen.number
     assert "but fresh draws of it missed the policy; the release was made with the next in rank" in doc["why"][0]
+
+
+def test_a_recoded_release_is_judged_on_its_labels_and_costed_against_the_original() -> None:
+    from ppdm.anonymize.search_space import build_technique
+    from ppdm.data.generalization import generalise
+    from ppdm.experiments.recommend import output_schema
+
+    rng = np.random.default_rng(3)
+    x = pd.DataFrame({"age": rng.integers(18, 90, 80), "hours": rng.integers(10, 60, 80),
+                      "sex": rng.choice(["f", "m"], 80), "label": rng.choice(["yes", "no"], 80)})
+    pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}}}
+    data = search_data(x, pol, class_column="label", quasi_identifiers="age,sex", random_state=0)
+    rel = release(data.train, build_technique("recode", {"columns": ["age"], "breaks": [0, 40, 100]},
+                                              class_column="label", schema=data.schema), schema=data.schema)
+    out = output_schema(rel.technique)
+    assert out.categories["age"] == ["(0,40]", "(40,100]"]
+    got = measure_release(rel.data, data, out)
+    # risk: the intruder recodes the ages he knows the same way and links on the labels
+    keys = ["age", "sex"]
+    xr = data.train.assign(age=generalise(data.train["age"], out.categories["age"]).to_numpy())
+    z = rel.data.assign(age=rel.data["age"].astype(object))
+    assert got["record_linkage"]["value"] == pytest.approx(
+        record_linkage(xr[keys], z[keys], numeric=[], categorical=keys).value)
+    # utility: against the original, each label read as its midpoint (20 and 70)
+    mid = np.where(data.train["age"] <= 40, 20.0, 70.0)
+    num = ["age", "hours"]
+    assert got["sse_sst"]["value"] == pytest.approx(
+        sse_sst(data.train[num].astype(float), data.train[num].assign(age=mid).astype(float)).value)
+    # without the release's schema the labels would not be understood: the views are what make it measurable
+    assert measure_release(rel.data, data, None)["sse_sst"]["value"] is None

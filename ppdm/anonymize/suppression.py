@@ -40,6 +40,7 @@ import pandas as pd
 from ppdm.anonymize import _suppression as alg
 from ppdm.anonymize.base import Technique, nullable_dtype
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 
@@ -111,6 +112,10 @@ class LocalSuppression(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: k, the algorithm, and (cover mode) whether informative keys cost more to blank
+    search_space = SearchSpace({"k": Integer(2, 20, log=True), "mode": Choice(("cover", "sdcmicro")),
+                                "weights": Choice((None, "entropy"))}, when={"weights": {"mode": ("cover",)}},
+                               needs=("keys",), deterministic=True)
     makes_missing = True
 
     def __init__(

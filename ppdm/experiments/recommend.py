@@ -311,15 +311,35 @@ class TrialJob:
     seed: int | None
 
 
-def measure_release(z: pd.DataFrame, data: SearchData) -> dict[str, dict[str, Any]]:
+def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None = None) -> dict[str, dict[str, Any]]:
     """Every measure of the policy on release ``z`` of the training split: value, confidence
-    interval (``ci_low``/``ci_high`` when the measure gives one) or the reason it was skipped."""
+    interval (``ci_low``/``ci_high`` when the measure gives one) or the reason it was skipped.
+
+    ``out_schema`` is the release's own schema when a technique recoded columns (numbers into
+    interval labels, categories into coarser ones; ``Technique.output_schema``). Risk is then
+    measured as an intruder who knows the recoding would: the training and control records are
+    recoded the same way (:func:`ppdm.data.generalization.generalise`) and compared with z on z's
+    categories, as ``ppdm evaluate`` does. Utility is measured against the original table, the
+    same reference for every release of a search: an interval label is read as its midpoint (an
+    open interval as its finite end) and a coarser category as a category the original does not
+    have, so what the recoding removed counts as lost.
+    """
     registry = load_all_measures()
-    ctx = EvaluationContext(x=data.train, z=z, schema=data.schema, test=data.control, control=data.control,
-                            rules=data.rules, random_state=data.measure_seed, options=dict(data.options))
+    views = _recoded_views(z, data, out_schema)
+    base = dict(rules=data.rules, random_state=data.measure_seed, options=dict(data.options))
+    if views is None:
+        ctx = EvaluationContext(x=data.train, z=z, schema=data.schema, test=data.control, control=data.control,
+                                **base)
+        risk_ctx = utility_ctx = ctx
+    else:
+        (xr, cr, sr), zu = views
+        risk_ctx = EvaluationContext(x=xr, z=z, schema=sr, test=cr, control=cr, **base)
+        utility_ctx = EvaluationContext(x=data.train, z=zu, schema=data.schema, test=data.control,
+                                        control=data.control, **base)
     out: dict[str, dict[str, Any]] = {}
     for name in data.measures:
-        res = run_measure(registry[name], ctx)
+        spec = registry[name]
+        res = run_measure(spec, risk_ctx if spec.kind == "risk" else utility_ctx)
         entry: dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None}
         if res.skipped:
             entry["reason"] = res.reason
@@ -333,6 +353,61 @@ def measure_release(z: pd.DataFrame, data: SearchData) -> dict[str, dict[str, An
                 entry["reason"] = "the measure gave no value"
         out[name] = entry
     return out
+
+
+def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None) -> Any:
+    """``((x, control, schema) recoded for risk, z decoded for utility)``, or ``None`` when the
+    release recoded no column (see :func:`measure_release`)."""
+    if out_schema is None:
+        return None
+    sch = data.schema
+    cols = [c for c in z.columns if c in out_schema.categorical and c != sch.class_column
+            and (c in sch.numeric or out_schema.categories.get(c) != sch.categories.get(c)
+                 or out_schema.hierarchies.get(c) != sch.hierarchies.get(c))]
+    if not cols:
+        return None
+    from ppdm.data.generalization import generalise, parse_interval
+
+    def labels(c: str) -> list[Any]:
+        return list(out_schema.categories.get(c) or [])
+
+    def recode(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.copy()
+        for c in cols:
+            df[c] = generalise(df[c], labels(c), ancestors=out_schema.hierarchies.get(c)).to_numpy()
+        return df
+
+    risk_schema = replace(sch, numeric=[c for c in sch.numeric if c not in cols],
+                          categorical=[*sch.categorical, *[c for c in cols if c not in sch.categorical]],
+                          integer=[c for c in sch.integer if c not in cols],
+                          bounds={c: b for c, b in sch.bounds.items() if c not in cols},
+                          dates={c: f for c, f in sch.dates.items() if c not in cols},
+                          categories={**sch.categories, **{c: labels(c) for c in cols if labels(c)}},
+                          hierarchies={**sch.hierarchies,
+                                       **{c: h for c, h in out_schema.hierarchies.items() if c in cols}})
+
+    def point(label: Any) -> float:
+        if label is None or (isinstance(label, float) and math.isnan(label)):
+            return math.nan
+        iv = parse_interval(label)
+        if iv is None:
+            try:
+                return float(label)  # a number kept as it was (top/bottom coding writes them as text)
+            except (TypeError, ValueError):
+                return math.nan
+        lo, hi = iv.low, iv.high
+        if math.isfinite(lo) and math.isfinite(hi):
+            return (lo + hi) / 2
+        return lo if math.isfinite(lo) else hi
+
+    decoded = z.copy()
+    for c in cols:
+        if c in sch.numeric and c not in sch.dates:
+            vals = pd.Series(z[c], dtype=object).to_numpy()
+            decoded[c] = np.array([point(v) for v in vals], dtype=float)
+        else:
+            decoded[c] = pd.Series(z[c], dtype=object).to_numpy()
+    return (recode(data.train), recode(data.control), risk_schema), decoded
 
 
 def _finite(v: Any) -> bool:
@@ -369,7 +444,7 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         rel = make_release(job, data.train, data)
         out["privacy"] = _privacy(rel.technique)
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
-        out["measures"] = measure_release(rel.data, data)
+        out["measures"] = measure_release(rel.data, data, output_schema(rel.technique))
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -379,6 +454,18 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         out["internal"] = True
     out["seconds"] = time.perf_counter() - start
     return out
+
+
+def output_schema(tech: Any) -> Schema | None:
+    """The schema of a fitted technique's release when it declares one (recoding changes the
+    type of the columns it recodes), else ``None``."""
+    fn = getattr(tech, "output_schema", None)
+    if not callable(fn):
+        return None
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - a technique that cannot say keeps the input's schema
+        return None
 
 
 def _privacy(tech: Any) -> dict[str, Any] | None:
@@ -1309,7 +1396,8 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     verification = cand
                 else:
                     outcome = {"technique": cand.technique, "params": cand.params,
-                               "measures": measure_release(rel.data, data), "privacy": _privacy(rel.technique),
+                               "measures": measure_release(rel.data, data, output_schema(rel.technique)),
+                               "privacy": _privacy(rel.technique),
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}
                     verification = record_of(-1, outcome, pol)
