@@ -131,6 +131,11 @@ class SearchSpace:
     deterministic:
         The release is a function of the table and the parameters alone (no random draw), so
         a search never needs to try the same parameters twice.
+    guarantees:
+        Parameter name → ``(measure, option)``: the parameter is the guarantee a risk measure
+        checks with that option (local suppression's ``k`` is the ``k`` of ``k_anonymity``).
+        When a policy requires the measure to be 0 at option value K, values below K cannot
+        meet it, so the search starts the parameter's range at K.
     """
 
     params: Mapping[str, Param] = field(default_factory=dict)
@@ -139,6 +144,7 @@ class SearchSpace:
     needs: tuple[str, ...] = ()
     epsilon: str | None = None
     deterministic: bool = False
+    guarantees: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", dict(self.params))
@@ -161,6 +167,10 @@ class SearchSpace:
                     raise ParameterError(f"condition of {name!r} names {other!r}, which is neither varied nor fixed")
                 if other in self.params and order.index(other) > order.index(name):
                     raise ParameterError(f"{other!r} must come before {name!r}, whose condition names it")
+        object.__setattr__(self, "guarantees", {k: (str(m), str(o)) for k, (m, o) in dict(self.guarantees).items()})
+        bad = [k for k in self.guarantees if not isinstance(self.params.get(k), (Integer, Real))]
+        if bad:
+            raise ParameterError(f"guarantee on {bad[0]!r}, which the search space does not vary over a range")
         both = sorted(set(self.params) & set(self.fixed))
         if both:
             raise ParameterError(f"parameter {both[0]!r} is both varied and fixed")
@@ -257,6 +267,7 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
     params: dict[str, Param] = {}
     when: dict[str, dict[str, tuple[Any, ...]]] = {}
     fixed: dict[str, Any] = {}
+    guarantees: dict[str, tuple[str, str]] = {}
     needs: list[str] = []
     eps = None
     det = True
@@ -267,11 +278,13 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
         params.update({f"{step}.{p}": d for p, d in sp.params.items()})
         fixed.update({f"{step}.{p}": v for p, v in sp.fixed.items()})
         when.update({f"{step}.{p}": {f"{step}.{o}": v for o, v in c.items()} for p, c in sp.when.items()})
+        guarantees.update({f"{step}.{p}": g for p, g in sp.guarantees.items()})
         needs.extend(n for n in sp.needs if n not in needs)
         if sp.epsilon is not None and eps is None:
             eps = f"{step}.{sp.epsilon}"
         det = det and sp.deterministic
-    return SearchSpace(params, when=when, fixed=fixed, needs=tuple(needs), epsilon=eps, deterministic=det)
+    return SearchSpace(params, when=when, fixed=fixed, needs=tuple(needs), epsilon=eps, deterministic=det,
+                       guarantees=guarantees)
 
 
 def parameters_of(name: str) -> dict[str, Any]:

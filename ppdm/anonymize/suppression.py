@@ -115,7 +115,7 @@ class LocalSuppression(Technique):
     #: k, the algorithm, and (cover mode) whether informative keys cost more to blank
     search_space = SearchSpace({"k": Integer(2, 20, log=True), "mode": Choice(("cover", "sdcmicro")),
                                 "weights": Choice((None, "entropy"))}, when={"weights": {"mode": ("cover",)}},
-                               needs=("keys",), deterministic=True)
+                               needs=("keys",), deterministic=True, guarantees={"k": ("k_anonymity", "k")})
     makes_missing = True
 
     def __init__(

@@ -96,7 +96,9 @@ EXHAUSTED_AFTER = 50
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
 RESERVE_SHARE = 0.05
-_NOT_MEASURED = 1.0  # constraint value of a line whose measure could not be computed
+_NOT_MEASURED = 1.0
+#: objective values a trial that could not be measured is told with (its constraints are all violated)
+PENALTY = (10.0, 1e6)  # constraint value of a line whose measure could not be computed
 
 
 # ------------------------------------------------------------------------ durations
@@ -201,6 +203,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
                 except ParameterError as e:
                     raise ParameterError(f"the policy's range of {choice.name}.{pname}: {e}") from None
         when = {p: c for p, c in space.when.items() if p in params}
+        params = _raise_to_guarantees(params, space, policy, choice.overrides)
         if policy.epsilon is not None and space.epsilon is not None:
             params, fixed = _cap_epsilon(choice.name, space.epsilon, params, fixed, policy.epsilon.at_most)
         # the declared order first (conditions name earlier parameters), then the policy's additions
@@ -219,6 +222,31 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
 class _Plain:
     name: str
     overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: Policy,
+                         overrides: Mapping[str, Any]) -> dict[str, Param]:
+    """A parameter that is a measure's guarantee starts at the value a policy line requiring that
+    measure to be 0 names (local suppression's k at the k of a ``k_anonymity`` line at 0); a
+    range the policy set itself is left as it is."""
+    out = dict(params)
+    for pname, (measure, option) in space.guarantees.items():
+        dist = out.get(pname)
+        if pname in overrides or not isinstance(dist, (Integer, Real)):
+            continue
+        need = [ln.options.get(option) for ln in policy.risk if ln.measure == measure and ln.direction == "lower"
+                and ln.threshold == 0 and isinstance(ln.options.get(option), (int, float))
+                and not isinstance(ln.options.get(option), bool)]
+        if not need:
+            continue
+        low = max(need)
+        if isinstance(dist, Integer):
+            low = int(math.ceil(low))
+            out[pname] = Integer(max(dist.low, low), max(dist.high, low), dist.log, None if low > dist.high
+                                 else dist.at_most_share)
+        else:
+            out[pname] = Real(max(dist.low, float(low)), max(dist.high, float(low)), dist.log)
+    return out
 
 
 def _cap_epsilon(name: str, param: str, params: dict[str, Param], fixed: dict[str, Any],
@@ -892,7 +920,9 @@ class _Clock:
         self.fallback = 1.0
 
     def estimate(self) -> float:
-        return float(np.median(self.durations)) if self.durations else self.fallback
+        """The time a trial takes: the 75th percentile of the trials that ran (failures end early
+        and would make it look short)."""
+        return float(np.percentile(self.durations, 75)) if self.durations else self.fallback
 
     def deadline(self) -> float | None:
         if self.budget is None:
@@ -1050,7 +1080,7 @@ def recommend(
     clock.fallback = 1.5 * float(ref_outcome.get("seconds") or 1.0)
     clock.durations = [float(t.user_attrs["outcome"]["seconds"]) for t in stu.trials
                        if "outcome" in t.user_attrs and t.user_attrs["outcome"].get("seconds")
-                       and t.user_attrs.get("repeat_of") is None]
+                       and not t.user_attrs["outcome"].get("error") and t.user_attrs.get("repeat_of") is None]
     before = len(stu.trials)
     stopped_by = _search(stu, spaces, data, pol, clock=clock, target=target, workers=workers, executor=executor,
                          root=root, n_records=len(train))
@@ -1195,7 +1225,7 @@ def _sampler(seed: int, n_techniques: int) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
-                                          n_startup_trials=max(10, 2 * n_techniques))
+                                          n_startup_trials=max(8, n_techniques + 3))
 
 
 def _key(technique: str, params: Mapping[str, Any]) -> str:
@@ -1211,7 +1241,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
     seen: dict[str, int] = {}
     for t in stu.trials:
         o = t.user_attrs.get("outcome")
-        if o is not None and t.state == TrialState.COMPLETE and o.get("technique") in det:
+        if (o is not None and t.state == TrialState.COMPLETE and o.get("technique") in det
+                and t.user_attrs.get("repeat_of") is None and not o.get("internal")):
             seen.setdefault(_key(o["technique"], o.get("params") or {}), t.number)
 
     def finished() -> int:
@@ -1251,11 +1282,13 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                 trial.set_constraint(_constraint_name(v), float(v.margin))
             if rec.error is None and rec.risk is not None and rec.utility_loss is not None:
                 stu.tell(trial, [float(rec.risk), float(rec.utility_loss)])
-                if job.technique in det and repeat_of is None:
-                    seen.setdefault(_key(job.technique, job.params), trial.number)
             else:
-                stu.tell(trial, state=TrialState.FAIL)
-            if repeat_of is None and outcome.get("seconds"):
+                # a failure Optuna would ignore; told as the worst outcome (every constraint violated),
+                # the sampler learns to avoid techniques and settings that do not run on this table
+                stu.tell(trial, list(PENALTY))
+            if job.technique in det and repeat_of is None and not outcome.get("internal"):
+                seen.setdefault(_key(job.technique, job.params), trial.number)
+            if repeat_of is None and outcome.get("seconds") and not outcome.get("error"):
                 clock.durations.append(float(outcome["seconds"]))
             n_ok = sum(1 for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                        if all(v <= 0 for v in t.constraints.values()))
