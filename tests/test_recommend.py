@@ -33,6 +33,7 @@ from ppdm.experiments.recommend import (
     measure_release,
     pareto_front,
     parse_duration,
+    random_setting,
     rank,
     recommend,
     record_of,
@@ -57,19 +58,20 @@ X = tiny()
 SCHEMA = Schema.infer(X, "label")
 #: MDAV and rounding are deterministic: every setting has one release, so the optimum is well defined
 POLICY = {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
-          "techniques": {"mdav": {"k": {"low": 2, "high": 12}},
-                         "rounding": {"method": "optimal", "encoding": "nearest", "k": {"low": 2, "high": 12}}}}
+          "techniques": {"mdav": {"k": {"low": 2, "high": 30}},
+                         "rounding": {"method": "optimal", "encoding": "nearest", "k": {"low": 2, "high": 30}}}}
+#: settings of POLICY's space
+SPACE = [(t, k) for t in ("mdav", "rounding") for k in range(2, 31)]
 
 
 def enumerate_space(train: pd.DataFrame) -> dict[tuple[str, int], tuple[float, float]]:
     """(technique, k) → (record linkage, SSE/SST) of every setting, by the measures themselves."""
     out = {}
-    for tech in ("mdav", "rounding"):
-        for k in range(2, 13):
-            params = {"k": k, **({"method": "optimal"} if tech == "rounding" else {})}
-            z = release(train, make_technique(tech, class_column="label", schema=SCHEMA, params=params),
-                        schema=SCHEMA).data
-            out[(tech, k)] = (record_linkage(train[ATTRS], z[ATTRS]).value, sse_sst(train[ATTRS], z[ATTRS]).value)
+    for tech, k in SPACE:
+        params = {"k": k, **({"method": "optimal"} if tech == "rounding" else {})}
+        z = release(train, make_technique(tech, class_column="label", schema=SCHEMA, params=params),
+                    schema=SCHEMA).data
+        out[(tech, k)] = (record_linkage(train[ATTRS], z[ATTRS]).value, sse_sst(train[ATTRS], z[ATTRS]).value)
     return out
 
 
@@ -81,8 +83,9 @@ def test_the_search_finds_the_optimum_an_enumeration_finds(seed: int) -> None:
     table = enumerate_space(train)
     feasible = {s: v for s, v in table.items() if v[0] <= 0.1}
     best = min(feasible, key=lambda s: feasible[s][1])
-    # the optimum is not an end of the range: the search has to find it
-    assert best[1] not in (2, 12) or len(feasible) > 1
+    # the optimum is not an end of a range, and the search tried fewer settings than there are
+    assert best[1] not in (2, 30)
+    assert len({(t.technique, t.params["k"]) for t in res.trials}) < len(SPACE)
     w = res.winner
     assert w is not None and (w.technique, w.params["k"]) == best
     assert w.utility_loss == pytest.approx(feasible[best][1], rel=1e-12)
@@ -541,3 +544,43 @@ def test_a_technique_that_fails_teaches_the_sampler_to_avoid_it() -> None:
     # told as the worst outcome, the failing family is drawn far less than the other once the start is over
     later = [t.technique for t in res.trials[10:]]
     assert later.count("test-broken") <= 5 < later.count("uniform-noise")
+
+
+def test_random_settings_stay_in_the_spaces_and_follow_their_conditions() -> None:
+    pol = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+                        "techniques": {"mdav": {"k": {"low": 3, "high": 9}},
+                                       "gaussian-noise": {"level": {"low": 0.05, "high": 0.2}},
+                                       "random-substitution": None}})
+    spaces, _ = build_spaces(pol, SCHEMA, 60)
+    by = {s.name: s for s in spaces}
+    rng = np.random.default_rng(3)
+    drawn = [random_setting(spaces, rng, 60) for _ in range(300)]
+    assert {d["technique"] for d in drawn} == set(by)
+    for d in drawn:
+        ts = by[d["technique"]]
+        chosen = {k.split(":", 1)[1]: v for k, v in d.items() if k != "technique"}
+        # named as suggest() names them, every active parameter drawn and only those
+        assert all(k.startswith(f"{ts.name}:") for k in d if k != "technique")
+        assert set(chosen) == {p for p in ts.params if ts.active(p, chosen)}
+        for p, v in chosen.items():
+            dist = ts.params[p]
+            if isinstance(dist, Integer):
+                assert isinstance(v, int) and dist.low <= v <= dist.high_for(60)
+            elif isinstance(dist, Real):
+                assert dist.low <= v <= dist.high
+            else:
+                assert v in dist.values
+    ks = {d["mdav:k"] for d in drawn if d["technique"] == "mdav"}
+    assert ks == set(range(3, 10))  # every whole number of a log range can be drawn, the ends included
+
+
+def test_a_spent_space_stops_the_search() -> None:
+    pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"mdav": {"k": {"low": 2, "high": 4}}}}
+    res = recommend(X, pol, schema=SCHEMA, n_trials=200, random_state=2)
+    assert res.study["stopped_by"] == "search space exhausted"
+    made = [t for t in res.trials if t.repeat_of is None]
+    # each of the three settings made once; repeats cost nothing and point at the trial they repeat
+    assert sorted(t.params["k"] for t in made) == [2, 3, 4]
+    assert len(res.trials) < 200
+    assert all(res.trials[t.repeat_of].params == t.params for t in res.trials if t.repeat_of is not None)

@@ -314,6 +314,45 @@ def suggest(trial: Any, spaces: Sequence[TechniqueSpace], n_records: int) -> tup
     return ts, {**ts.fixed, **chosen}
 
 
+def random_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int) -> dict[str, Any]:
+    """A technique and its parameters drawn uniformly (log-uniformly on log scales), named as
+    :func:`suggest` names them: what a search tries when its sampler keeps proposing settings
+    it has tried."""
+    ts = spaces[int(rng.integers(len(spaces)))]
+    out: dict[str, Any] = {"technique": ts.name}
+    chosen: dict[str, Any] = {}
+    for p, dist in ts.params.items():
+        if not ts.active(p, chosen):
+            continue
+        if isinstance(dist, Choice):
+            v: Any = dist.values[int(rng.integers(len(dist.values)))]
+        elif isinstance(dist, Integer):
+            hi = dist.high_for(n_records)
+            if dist.log:  # each whole number gets the stretch of the log scale that rounds to it
+                drawn = math.exp(rng.uniform(math.log(max(dist.low - 0.5, 1e-9)), math.log(hi + 0.5)))
+                v = int(np.clip(round(drawn), dist.low, hi))
+            else:
+                v = int(rng.integers(dist.low, hi + 1))
+        else:
+            v = float(math.exp(rng.uniform(math.log(dist.low), math.log(dist.high))) if dist.log
+                      else rng.uniform(dist.low, dist.high))
+        chosen[p] = v
+        out[f"{ts.name}:{p}"] = v
+    return out
+
+
+def _untried(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int, seen: Mapping[str, int],
+             draws: int = 200) -> dict[str, Any] | None:
+    """A random setting that is not a deterministic setting already tried, or ``None``."""
+    for _ in range(draws):
+        setting = random_setting(spaces, rng, n_records)
+        ts = next(s for s in spaces if s.name == setting["technique"])
+        params = {**ts.fixed, **{k.split(":", 1)[1]: v for k, v in setting.items() if k != "technique"}}
+        if not ts.deterministic or _key(ts.name, params) not in seen:
+            return setting
+    return None
+
+
 # ------------------------------------------------------------------- trial evaluation
 @dataclass
 class SearchData:
@@ -1253,6 +1292,7 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
     own_pool = None
     running: dict[Future, _Running] = {}
     repeats = 0
+    fresh: dict[str, Any] | None = None  # a random untried setting for the next trial, after a repeat
     stopped_by = "trial budget"
     parallel = executor is not None or workers > 1
     if parallel and executor is None:
@@ -1280,7 +1320,10 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
             rec = record_of(trial.number, outcome, pol, repeat_of=repeat_of)
             for v in rec.lines:
                 trial.set_constraint(_constraint_name(v), float(v.margin))
-            if rec.error is None and rec.risk is not None and rec.utility_loss is not None:
+            if repeat_of is not None:
+                # the same release told twice would count double in the sampler's model of what is good
+                stu.tell(trial, state=TrialState.FAIL)
+            elif rec.error is None and rec.risk is not None and rec.utility_loss is not None:
                 stu.tell(trial, [float(rec.risk), float(rec.utility_loss)])
             else:
                 # a failure Optuna would ignore; told as the worst outcome (every constraint violated),
@@ -1300,6 +1343,10 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                        and (target is None or finished() + len(running) < target)
                        and clock.can_start(time.perf_counter())
                        and repeats < EXHAUSTED_AFTER):
+                    if fresh is not None:
+                        # enqueued only now, so a setting never waits in the study beyond the budget
+                        stu.enqueue_trial(fresh)
+                        fresh = None
                     trial = stu.ask()
                     ts, params = suggest(trial, spaces, n_records)
                     job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number))
@@ -1309,6 +1356,12 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                         prev = stu.get_trials(deepcopy=False)[seen[k]].user_attrs["outcome"]
                         repeats += 1
                         tell(trial, job, {**prev, "seconds": 0.0}, repeat_of=seen[k])
+                        # the sampler is stuck on what it knows: the next trial explores a setting not
+                        # tried yet, drawn at random (none found in many draws: the space is spent)
+                        rng = np.random.default_rng(_seed_of(root, 5, trial.number))
+                        fresh = _untried(spaces, rng, n_records, seen)
+                        if fresh is None:
+                            repeats = EXHAUSTED_AFTER
                         continue
                     repeats = 0
                     if pool is None:
@@ -1401,7 +1454,9 @@ def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
                  "privacy": None, "check": None, "error": reason, "internal": False, "seconds": None}
             state = "stopped"
         else:
-            state = "complete" if t.state == TrialState.COMPLETE else "failed"
+            # a repeat is told to Optuna as failed (so it does not count twice) but is the trial it repeats
+            state = "complete" if t.state == TrialState.COMPLETE or t.user_attrs.get("repeat_of") is not None \
+                else "failed"
         rec = record_of(t.number, o, pol, state=state, repeat_of=t.user_attrs.get("repeat_of"))
         out.append(rec)
     return out
