@@ -237,8 +237,10 @@ def search_space_of(cls: type) -> SearchSpace | NotSearchable:
 #: how a chain of techniques is written: each step on the release of the one before
 CHAIN_SEP = ">"
 #: the chains a search tries by default, when their techniques are registered and fit the table:
-#: the statistics office's workflow of recoding key variables, then suppressing what stays rare
-DEFAULT_CHAINS = ("recode>local-suppression",)
+#: the statistics office's workflow of recoding key variables and suppressing what stays rare,
+#: with or without microaggregation of the numeric attributes the recoding leaves as numbers
+#: (sdcMicro's advice for continuous variables; local suppression comes last, so its k holds)
+DEFAULT_CHAINS = ("recode>local-suppression", "recode>mdav>local-suppression")
 
 
 def chain_steps(name: str) -> list[str]:
