@@ -170,7 +170,7 @@ def test_failed_temporary_file_names_the_output(tmp_path: Path, monkeypatch: pyt
     def denied(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(ppdm_io.tempfile, "mkstemp", denied)
+    monkeypatch.setattr("ppdm.data.atomic.tempfile.mkstemp", denied)
     with pytest.raises(PPDMError, match=r"cannot write output '.*z\.csv': Permission denied"):
         ppdm_io.write_table(pd.DataFrame({"a": [1]}), tmp_path / "z.csv")
 

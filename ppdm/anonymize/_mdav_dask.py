@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize._mdav import POSITION_BITS
+from ppdm.anonymize._mdav import POSITION_BITS, check_k, group_means, kd_blocks, labels_in_blocks
 from ppdm.anonymize.base import restore_table
 from ppdm.data.types import working_frame
 from ppdm.errors import ParameterError, PPDMError
@@ -81,8 +81,6 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
     """The blocked MDAV release of the Dask table ``ddf`` by the fitted ``MDAV`` ``tech`` (module docstring)."""
     import dask
     import dask.dataframe as dd
-
-    from ppdm.anonymize.microaggregation import _labels_in_blocks, check_k, group_means, kd_blocks
 
     cols = list(tech.columns_)
     schema = tech.schema_
@@ -150,7 +148,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
             return out
         if len(X) < k:  # cannot happen with the cuts above unless the table changed between passes
             raise ParameterError(f"a sorted partition holds {len(X)} records, fewer than k={k}")
-        labels = _labels_in_blocks(X, w, k, scaling, kd_blocks(X, w, block_size))
+        labels = labels_in_blocks(X, w, k, scaling == "sdcmicro", kd_blocks(X, w, block_size))
         out[vcols] = group_means(X, labels)[labels]
         return out
 

@@ -18,14 +18,13 @@ groups in ascending order of value, so groups are contiguous runs of the sorted 
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize._mdav import CellTree, kd_blocks, mdav_labels
+from ppdm.anonymize._mdav import CellTree, check_k, group_means, kd_blocks, labels_in_blocks, mdav_labels
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -41,18 +40,7 @@ AUTO_GLOBAL_MAX_ROWS = 100_000
 CELL_SAMPLE_ROWS = 100_000
 
 
-# ----------------------------------------------------------------------------- checks
-def check_k(k: object, n: int, *, name: str = "k") -> int:
-    """Return ``k`` as an int, or raise :class:`ParameterError` unless 1 ≤ k ≤ n."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"{name} must be a whole number, got {k!r}")
-    if k < 1:
-        raise ParameterError(f"{name} must be at least 1, got {k}")
-    if k > n:
-        raise ParameterError(f"{name}={k} exceeds the number of records ({n}); no group of {k} can be formed")
-    return int(k)
-
-
+# ----------------------------------------------------------------------------- helpers
 def _as_1d(x: object) -> np.ndarray:
     return finite_vector(x, task="microaggregate")
 
@@ -397,22 +385,7 @@ def mdav_blocked(
     block_size = check_block_size(block_size, k)
     w = _weights(A, scaling, weights)
     blocks = kd_blocks(A, w, block_size)
-    return _labels_in_blocks(A, w, k, scaling, blocks), blocks
-
-
-def _labels_in_blocks(A: np.ndarray, w: np.ndarray, k: int, scaling: Scaling, blocks: np.ndarray) -> np.ndarray:
-    # MDAV per block; each block's records keep their index order (the tie rules' order)
-    f32 = scaling == "sdcmicro"
-    order = np.argsort(blocks, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(blocks))]
-    labels = np.empty(A.shape[0], dtype=np.int64)
-    g = 0
-    for a, b in itertools.pairwise(bounds):
-        idx = order[a:b]
-        lab = mdav_labels(np.ascontiguousarray(A[idx]), w, k, f32, f32)
-        labels[idx] = lab + g
-        g += int(lab.max()) + 1
-    return labels
+    return labels_in_blocks(A, w, k, scaling == "sdcmicro", blocks), blocks
 
 
 def check_block_size(block_size: object, k: int) -> int:
@@ -427,16 +400,6 @@ def check_block_size(block_size: object, k: int) -> int:
 
 
 # ------------------------------------------------------------------------- summaries
-def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Mean of ``x`` (1-d or 2-d) per group label 0…g−1."""
-    labels = np.asarray(labels)
-    g = int(labels.max()) + 1
-    cnt = np.bincount(labels, minlength=g).astype(float)
-    if x.ndim == 1:
-        return np.bincount(labels, weights=x, minlength=g) / cnt
-    return np.column_stack([np.bincount(labels, weights=x[:, j], minlength=g) / cnt for j in range(x.shape[1])])
-
-
 def nan_group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Mean of the observed (non-NaN) values of 2-d ``x`` per group label 0…g−1, column by
     column; NaN where a group has no observed value."""

@@ -64,9 +64,10 @@ def _load_all() -> None:
     """Import every module of :mod:`ppdm.anonymize` so each registers its techniques."""
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import ppdm.anonymize as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
+    # the modules beside this one (importing the package itself here would make a circle with
+    # its __init__, which imports this module)
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if not mod.name.startswith("_"):
             importlib.import_module(f"ppdm.anonymize.{mod.name}")

@@ -21,19 +21,19 @@ missing cells stay whole. :func:`write_table` writes dates back in their format.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import gzip
 import io
 import os
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+# atomic writes live below this module (the schema writes files too); re-exported here
+from ppdm.data.atomic import atomic_path, atomic_write_text  # noqa: F401
 from ppdm.errors import PPDMError
 from ppdm.errors import SchemaError as SchemaErrorType
 
@@ -442,37 +442,6 @@ def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None, nro
                             "fix the row (a short row is not a row with missing values)")
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it into place on success only.
-
-    A folder that cannot be written is reported naming ``path`` (the output), never the
-    temporary file.
-    """
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        raise PPDMError(f"output folder {str(p.parent)!r} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
-    except OSError as e:
-        raise PPDMError(f"cannot write output {str(p)!r}: {e.strerror or type(e).__name__}") from None
-    os.close(fd)
-    # mkstemp creates 0600 files; give outputs the usual mode (0666 less the umask)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        try:
-            os.replace(tmp_path, p)
-        except OSError as e:
-            raise PPDMError(f"cannot write output {str(p)!r}: {e.strerror or type(e).__name__}") from None
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
-
-
 def write_table(df: pd.DataFrame, path: str | Path, *, date_formats: Mapping[str, str | None] | None = None
                 ) -> Path:
     """Write ``df`` to CSV or Parquet (by suffix), atomically. Returns the path.
@@ -506,14 +475,6 @@ def dates_as_text(df: pd.DataFrame, date_formats: Mapping[str, str | None] | Non
         fmt = known.get(c) or ty.default_date_format(df[c])
         out[c] = df[c].dt.strftime(fmt).where(df[c].notna())
     return out
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write a text file atomically."""
-    p = Path(path)
-    with atomic_path(p) as tmp:
-        tmp.write_text(text)
-    return p
 
 
 def save_figure(fig: Any, path: str | Path, *, dpi: int = 110) -> Path:

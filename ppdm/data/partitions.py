@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ppdm.data.atomic import hold_temporary, release_temporary
 from ppdm.errors import PPDMError
 
 if TYPE_CHECKING:
@@ -396,6 +397,7 @@ class DatasetWriter:
             self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent))
         except OSError as e:
             raise PPDMError(f"cannot write output {str(self.path)!r}: {e.strerror or type(e).__name__}") from None
+        hold_temporary(self.tmp)  # removed on a signal too (ppdm.data.atomic)
 
     def part_path(self, i: int) -> Path:
         return self.tmp / part_name(i)
@@ -404,10 +406,12 @@ class DatasetWriter:
         if self.path.exists():
             raise PPDMError(f"output {str(self.path)!r} appeared while the release was made; nothing was replaced")
         os.replace(self.tmp, self.path)
+        release_temporary(self.tmp)
         return self.path
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+        release_temporary(self.tmp)
 
     def __enter__(self) -> DatasetWriter:
         return self

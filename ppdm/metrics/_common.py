@@ -210,3 +210,28 @@ def mixed_attributes(
         if absent:
             raise SchemaError(f"{measure}: column(s) {', '.join(map(repr, absent))} not in the {label} table")
     return numeric, categorical
+
+
+# ------------------------------------------------------------------ column moments
+def column_moments(v: np.ndarray) -> tuple[int, float, float, float]:
+    """(count, mean, sum of squared deviations, largest |value|) of the finite values of ``v``:
+    the per-partition summary :func:`merge_moments` combines exactly (Chan et al.'s update)."""
+    f = v[np.isfinite(v)]
+    if f.size == 0:
+        return 0, 0.0, 0.0, 0.0
+    m = float(f.mean())
+    return int(f.size), m, float(((f - m) ** 2).sum()), float(np.abs(f).max())
+
+
+def merge_moments(parts: Sequence[tuple[int, float, float, float]]) -> tuple[int, float, float, float]:
+    n, mean, m2, top = 0, 0.0, 0.0, 0.0
+    for c, mu, q, t in parts:
+        if c == 0:
+            continue
+        tot = n + c
+        d = mu - mean
+        mean += d * c / tot
+        m2 += q + d * d * n * c / tot
+        n = tot
+        top = max(top, t)
+    return n, mean, m2, top
