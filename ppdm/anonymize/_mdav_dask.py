@@ -33,6 +33,7 @@ from ppdm.anonymize._mdav import POSITION_BITS, check_k, group_means, kd_blocks,
 from ppdm.anonymize.base import restore_table
 from ppdm.data.types import working_frame
 from ppdm.errors import ParameterError, PPDMError
+from ppdm.utils import check_choice
 
 
 @njit(cache=True)
@@ -87,7 +88,9 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
     cells = tech.cells_
     k = int(tech.k)
     block_size = int(tech.block_size)
-    scaling = tech.scaling
+    scaling = check_choice(tech.scaling, ("standard", "sdcmicro", "none"), "scaling")
+    # the powers of two of fit (grouping_scale): huge or tiny attributes are grouped scaled
+    scale = np.asarray(getattr(tech, "scale_", np.ones(len(cols))), dtype=float)
     missing = "keep" if tech.handles_missing else "error"
     vcols = [f"v{j}" for j in range(len(cols))]  # internal names: no clash with the table's
 
@@ -96,7 +99,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
         if len(pdf) == 0:
             return 0, np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(cells.n_cells, np.int64)
         pdf, _ = schema.validate(pdf, missing=missing)
-        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float)
+        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float) * scale
         if np.isnan(X).any():
             # the global ordering needs every value; a partitioned release keeps missing cells
             raise PPDMError("MDAV over a Dask table needs complete numeric attributes; drop the incomplete "
@@ -128,7 +131,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
     divisions = [0, *keys.tolist(), int(cells.n_cells) << POSITION_BITS]
 
     def keyed(pdf: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
-        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float)
+        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float) * scale
         start = int(starts[0 if partition_info is None else partition_info["number"]])
         key = (cells.cell(X) << POSITION_BITS) | np.arange(start, start + len(X), dtype=np.int64)
         out = pd.DataFrame(X, columns=vcols)
@@ -163,7 +166,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
         if len(agg) != len(df):
             raise AssertionError("MDAV lost rows while shuffling them back")
         out = working_frame(df, cols).copy()
-        vals = agg[vcols].to_numpy()
+        vals = agg[vcols].to_numpy() / scale
         for j, c in enumerate(cols):
             out[c] = vals[:, j]
         return restore_table(out, df, schema)

@@ -57,6 +57,10 @@ def make_technique(
         raise ParameterError(
             f"technique {name!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(allowed) or 'none'}"
         )
+    for key, value in params.items():
+        # ``--param scaling=none`` parses to None; a parameter whose default is text takes the text
+        if value is None and isinstance(allowed[key], str):
+            params[key] = "none"
     return cls(class_column=class_column, random_state=random_state, schema=schema, **params)
 
 

@@ -18,6 +18,9 @@ both, imports every module of each (:func:`load_all_measures`) and resolves name
   can fix it;
 * anything else is a defect of ppdm, not of the table: the evaluation stops with the
   measure's name attached (the command line exits with code 1).
+
+A measure that returns a result without a finite value (NaN, infinity) is skipped too, with
+that reason, rather than reported as computed with no value.
 """
 
 from __future__ import annotations
@@ -121,7 +124,19 @@ def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
                 e.add_note(f"while computing measure {spec.name!r}")
             raise
         return MeasureOutcome(spec, None, " ".join(reason.split()) or type(e).__name__)
+    value = getattr(res, "value", None)
+    if not _is_number(value):
+        # a result without a number is no measurement: say so instead of "computed, value null"
+        return MeasureOutcome(spec, None, f"{spec.name} gives no finite value on these tables "
+                                          f"(it came out as {value!r})")
     return MeasureOutcome(spec, res, None)
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def evaluate_measures(

@@ -235,3 +235,35 @@ def merge_moments(parts: Sequence[tuple[int, float, float, float]]) -> tuple[int
         n = tot
         top = max(top, t)
     return n, mean, m2, top
+
+
+# ------------------------------------------------------------------ values at the edge of floating point
+#: columns whose largest |value| lies outside [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] are compared in a
+#: space scaled by a power of two: squares of such values, summed over n records, still fit in a double
+SAFE_EXPONENT = 256
+
+
+def power_of_two_scale(*mats: np.ndarray, per_column: bool) -> np.ndarray:
+    """Factors (powers of two, one per column) that bring columns of huge or tiny values near 1
+    before squares are summed; all ones for ordinary data, so results keep their bits.
+
+    Multiplying by a power of two is exact, so a ratio of sums of squares (SSE/SST, an RMSE
+    ratio) is unchanged; ``per_column=False`` gives every column the factor of the largest one
+    (for sums over columns), ``per_column=True`` each its own (for per-column ratios).
+    """
+    p = mats[0].shape[1]
+    top = np.zeros(p)
+    for A in mats:
+        if A.size:
+            with np.errstate(invalid="ignore"):
+                t = np.nanmax(np.where(np.isfinite(A), np.abs(A), 0.0), axis=0)
+            top = np.maximum(top, np.where(np.isfinite(t), t, 0.0))
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    exp = np.frexp(top)[1]
+    if per_column:
+        odd = (top > hi) | ((top > 0) & (top < lo))
+        return np.where(odd, np.ldexp(1.0, -exp), 1.0)
+    big = float(top.max()) if p else 0.0
+    if big == 0.0 or lo <= big <= hi:
+        return np.ones(p)
+    return np.full(p, np.ldexp(1.0, -int(exp.max())))

@@ -39,9 +39,11 @@ from ppdm.metrics._common import (
     numeric_pair,
     observed_sd,
     pick_options,
+    power_of_two_scale,
     require_nonconstant,
 )
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+from ppdm.utils import check_choice
 
 SQRT2 = math.sqrt(2.0)
 
@@ -151,6 +153,9 @@ def _sse_sst_from_sums(names: list[str], n: Any, ss: np.ndarray, se: np.ndarray,
         ss, se = ss / var, se / var
     sst = float(ss.sum())
     sse = float(se.sum())
+    if not (math.isfinite(sst) and math.isfinite(sse)):
+        raise MeasureNotApplicable("SSE/SST cannot be computed: the sums of squares of these values overflow "
+                                   "double precision")
     if not sst > 0:
         raise MeasureNotApplicable("SSE/SST is undefined: every original column is constant (SST = 0)")
     per = pd.DataFrame({"attribute": names, "sse": se, "sst": ss})
@@ -162,8 +167,7 @@ def sse_sst(
 ) -> SseSstResult:
     """100·SSE/SST (paper 003 §4, Fig. 3 "SSE ratio"); ``standardize="zscore"`` divides each
     column by the original sample sd first (sdcMicro fixture fields ``zSSE``/``zSST``)."""
-    if standardize not in ("none", "zscore"):
-        raise ParameterError(f"SSE/SST standardize must be 'none' or 'zscore', got {standardize!r}")
+    standardize = check_choice(standardize, ("none", "zscore"), "SSE/SST standardize")  # type: ignore[assignment]
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="SSE/SST")
 
@@ -181,6 +185,10 @@ def sse_sst(
         ss, se = _dask.add(_dask.reduce_pairs(x, z, names, part, measure="SSE/SST"))
         return _sse_sst_from_sums(names, cnt, ss, se, standardize)
     names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST", allow_missing=True)
+    # values near 1e200 square to infinity: compare them scaled by a power of two (exact, same ratio)
+    S = power_of_two_scale(X, Z, per_column=standardize == "zscore")
+    if not np.all(S == 1.0):
+        X, Z = X * S, Z * S
     if np.isnan(X).any() or np.isnan(Z).any():
         # the cells observed in both tables, SST about their own mean
         both = ~np.isnan(X) & ~np.isnan(Z)

@@ -41,7 +41,7 @@ from ppdm.metrics._common import (
     pick_options,
 )
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
-from ppdm.utils import RandomState, check_random_state
+from ppdm.utils import RandomState, check_choice, check_random_state
 
 TIE_REL_TOL = 1e-12
 TIE_ABS_TOL = 1e-15
@@ -275,8 +275,7 @@ def ddr(
     (:func:`ppdm.metrics._dask.blocked_linkage`): the same links, exactly, with two
     partitions in memory per task (``method`` is then ``"blocked-kdtree"``).
     """
-    if standardize not in ("per_file", "original", "none"):
-        raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
+    standardize = check_choice(standardize, ("per_file", "original", "none"), "DDR standardize")  # type: ignore[assignment]
     if ties not in ("fractional", "first", "strict"):
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
     if method not in ("auto", "tree", "kdtree", "brute", "blas"):
