@@ -153,3 +153,176 @@ def test_standardize_none_for_sse_sst_and_ddr(tmp_path: Path) -> None:
     assert got["ddr"]["value"] == pytest.approx(ddr(x[["a", "b"]], z[["a", "b"]], standardize="none").value)
     # in Python, None says "no standardisation" too
     assert sse_sst(x[["a", "b"]], z[["a", "b"]], standardize=None).standardize == "none"  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ signals during a write
+_SLOW_WRITER = """
+import pathlib, sys, time
+import pandas as pd
+
+real = pd.DataFrame.to_csv
+ready = pathlib.Path(sys.argv[1])
+
+
+def slow(self, path=None, *a, **k):
+    # write the temporary file, then wait there for the signal: the moment a run is stopped mid-write
+    out = real(self, path, *a, **k)
+    if path is not None and str(path).endswith(".tmp"):
+        ready.write_text("writing")
+        time.sleep(120)
+    return out
+
+
+pd.DataFrame.to_csv = slow
+from ppdm.cli.app import main
+
+sys.argv = ["ppdm", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize(("signame", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_during_the_write_leaves_no_temporary_file(tmp_path: Path, signame: str, code: int) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path / "work"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"a": rng.normal(0, 1, 200).round(3), "b": rng.integers(0, 9, 200),
+                  "label": rng.choice(["p", "q"], 200)}).to_csv(folder / "x.csv", index=False)
+    script, ready = tmp_path / "slow.py", tmp_path / "ready"
+    script.write_text(_SLOW_WRITER)
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, str(script), str(ready), "anonymize", str(folder / "x.csv"),
+                             "--class", "label", "-m", "uniform-noise", "-o", str(folder / "z.csv"), "--seed", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the write never started"
+            time.sleep(0.05)
+        hidden = [p.name for p in folder.iterdir() if p.name.startswith(".")]
+        assert any(h.endswith(".tmp") for h in hidden), hidden  # the moment is mid-write
+        proc.send_signal(getattr(signal, signame))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert f"interrupted by {signame}" in err and "Traceback" not in err
+    assert sorted(p.name for p in folder.iterdir()) == ["x.csv"]  # no release, no sidecar, no .tmp
+
+
+def test_temporaries_in_use_are_removed_on_demand(tmp_path: Path) -> None:
+    from ppdm.data.atomic import atomic_path, live_temporaries, remove_temporaries
+    from ppdm.data.partitions import DatasetWriter
+
+    with atomic_path(tmp_path / "a.csv") as tmp:
+        tmp.write_text("half")
+        writer = DatasetWriter(tmp_path / "ds")
+        (writer.tmp / "part.00000.parquet").write_text("half")
+        assert set(live_temporaries()) == {tmp, writer.tmp}
+        assert set(remove_temporaries()) == {tmp, writer.tmp}
+        assert not tmp.exists() and not writer.tmp.exists() and live_temporaries() == []
+        tmp.write_text("again")  # the block goes on: the rename still works, nothing is lost
+    assert (tmp_path / "a.csv").read_text() == "again" and sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]
+
+
+# ------------------------------------------------------------------ decimal commas and the parser's words
+def _write(p: Path, text: str) -> Path:
+    p.write_text(text)
+    return p
+
+
+def _semicolon_decimal_comma(p: Path, n: int = 60) -> Path:
+    rng = np.random.default_rng(2)
+    lines = ["age;income;label"]
+    for _ in range(n):
+        lines.append(f"{rng.integers(18, 90)};{rng.normal(30, 5):.2f}".replace(".", ",") + f";{rng.choice(['a', 'b'])}")
+    return _write(p, "\n".join(lines) + "\n")
+
+
+def test_a_semicolon_file_reads_decimal_commas_as_numbers(tmp_path: Path) -> None:
+    from ppdm.data.io import read_table
+
+    src = _semicolon_decimal_comma(tmp_path / "x.csv")
+    df = read_table(src, sep=";")
+    assert pd.api.types.is_float_dtype(df["income"]) and df["income"].nunique() > 40
+    raw = [line.split(";")[1] for line in src.read_text().splitlines()[1:]]
+    assert df["income"].tolist() == [float(v.replace(",", ".")) for v in raw]
+    assert pd.api.types.is_integer_dtype(df["age"])
+    # "30,83" is a number for every command: schema, anonymize, and evaluate of the release
+    res = runner.invoke(app, ["schema", str(src), "--sep", ";", "--class", "label", "-o", str(tmp_path / "s.json")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "s.json").read_text())["_columns"]["income"]["type"] == "numeric"
+    res = runner.invoke(app, ["anonymize", str(src), "--sep", ";", "--class", "label", "-m", "gaussian-noise",
+                              "-p", "level=0.5", "-o", str(tmp_path / "z.csv"), "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    z = pd.read_csv(tmp_path / "z.csv")
+    assert pd.api.types.is_float_dtype(z["income"])  # written with a decimal point
+
+
+def test_without_the_separator_a_decimal_comma_file_names_it(tmp_path: Path) -> None:
+    src = _semicolon_decimal_comma(tmp_path / "x.csv")
+    res = runner.invoke(app, ["schema", str(src), "-o", str(tmp_path / "s.json")])
+    assert res.exit_code == 2
+    assert "--sep ';'" in res.output and "Traceback" not in res.output and "C error" not in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.csv"]
+
+
+def test_quoted_decimal_commas_are_refused_naming_decimal(tmp_path: Path) -> None:
+    from ppdm.data.io import read_table
+    from ppdm.errors import PPDMError
+
+    src = _write(tmp_path / "x.csv", 'a,b,label\n"30,83",1,yes\n"31,2",2,no\n"1,5",3,no\n')
+    res = runner.invoke(app, ["schema", str(src), "-o", str(tmp_path / "s.json")])
+    assert res.exit_code == 2 and "--decimal ," in res.output and "'a'" in res.output, res.output
+    tab = _write(tmp_path / "t.csv", "a\tlabel\n30,83\tyes\n31,2\tno\n")
+    with pytest.raises(PPDMError, match=r"decimal=','"):
+        read_table(tab, sep="\t")
+    assert read_table(tab, sep="\t", decimal=",")["a"].tolist() == [30.83, 31.2]
+    assert read_table(tab, sep="\t", decimal=".")["a"].tolist() == ["30,83", "31,2"]  # text, as asked
+    # declared text, a column keeps its commas whatever the separator
+    assert read_table(tab, sep="\t", categorical=["a"])["a"].tolist() == ["30,83", "31,2"]
+    with pytest.raises(PPDMError, match="another separator"):
+        read_table(src, decimal=",")
+    res = runner.invoke(app, ["schema", str(tab), "--sep", "tab", "--decimal", ",", "-o", str(tmp_path / "s.json")])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("a\n1\n2,3\n", "line 3 has 2 fields, the header has 1"),
+    ("a,b,label\n1,2,yes\n3,4,no,5\n5,6,no\n", "line 3 has 4 fields, the header has 3"),
+    ('a,b,label\n1,"2,yes\n3,4,no\n', "a quote opened near line 2 is never closed"),
+])
+def test_the_parsers_messages_are_put_in_ppdms_words(tmp_path: Path, text: str, needle: str) -> None:
+    src = _write(tmp_path / "x.csv", text)
+    for args in (["schema", str(src), "-o", str(tmp_path / "s.json")],
+                 ["anonymize", str(src), "-m", "uniform-noise", "-o", str(tmp_path / "z.csv")]):
+        res = runner.invoke(app, args)
+        out = res.output.strip()
+        assert res.exit_code == 2 and len(out.splitlines()) == 1, out
+        assert needle in out and "C error" not in out and "tokenizing" not in out, out
+
+
+def test_binary_input_is_named_as_such(tmp_path: Path) -> None:
+    src = tmp_path / "x.csv"
+    src.write_bytes(bytes(range(256)) * 20)
+    res = runner.invoke(app, ["schema", str(src), "-o", str(tmp_path / "s.json")])
+    assert res.exit_code == 2 and "is not a text table: it holds binary data" in res.output, res.output
+
+
+# ------------------------------------------------------------------ a misspelt technique
+def test_a_misspelt_technique_is_named_before_the_table_is_read(tmp_path: Path) -> None:
+    src = _write(tmp_path / "x.csv", "a,b,label\n1,,yes\n2,3,no\n")  # a missing cell: read, it would be refused
+    res = runner.invoke(app, ["anonymize", str(src), "--class", "label", "-m", "mdva", "-o", str(tmp_path / "z.csv")])
+    assert res.exit_code == 2
+    assert res.output.strip() == "error: unknown technique 'mdva'; did you mean 'mdav'?"
+    res = runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(src), "--measures", "k_anonimity"])
+    assert res.exit_code == 2 and "did you mean 'k_anonymity'?" in res.output

@@ -358,7 +358,8 @@ def mdav_weights(X: np.ndarray, scaling: Scaling) -> np.ndarray:
     w = np.ones(p)
     nz = var != 0
     w[nz] = 1.0 / var[nz]
-    bad = np.flatnonzero(~np.isfinite(var) | (nz & ~(w > 0)) | ~np.isfinite(w))
+    # overflow (an infinite variance) or underflow (a weight of 0 or ∞); a NaN from missing cells is the caller's
+    bad = np.flatnonzero(np.isinf(var) | (nz & np.isfinite(var) & ((w == 0) | np.isinf(w))))
     if bad.size:
         j = int(bad[0])
         raise ParameterError(

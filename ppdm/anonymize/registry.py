@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ppdm.errors import ParameterError
+from ppdm.utils import unknown_name
 
 TECHNIQUES: dict[str, type] = {}
 _COMMON = {"class_column", "schema", "random_state"}
@@ -36,7 +37,7 @@ def technique_params(cls: type) -> dict[str, Any]:
 def get_technique(name: str) -> type:
     _load_all()
     if name not in TECHNIQUES:
-        raise ParameterError(f"unknown technique {name!r}; known: {', '.join(sorted(TECHNIQUES))}")
+        raise ParameterError(unknown_name("technique", name, sorted(TECHNIQUES)))
     return TECHNIQUES[name]
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MeasureSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing, app
+from ppdm.cli.app import ClassOpt, DecimalOpt, MeasureSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing, app
 from ppdm.cli.common import (
     BUILTIN,
     console,
@@ -67,6 +67,7 @@ def compare_cmd(
     missing: MissingOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
 ) -> None:
     """Compare techniques and parameter sweeps by cross-validation on every measure.
 
@@ -100,7 +101,8 @@ def compare_cmd(
             from ppdm.data.provenance import read_provenance
 
             provenance = read_provenance(data)
-        x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
+        x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep,
+                               decimal=decimal)
         name = data[len(BUILTIN):] if data.startswith(BUILTIN) else Path(data).name
         with progress_bar("comparing") as task:
 

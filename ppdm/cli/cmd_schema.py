@@ -11,6 +11,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    DecimalOpt,
     IdOpt,
     OtherOpt,
     QiOpt,
@@ -33,6 +34,7 @@ def schema_cmd(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing schema file.")] = False,
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
     sensitive: SensitiveOpt = None,
@@ -78,7 +80,7 @@ def schema_cmd(
         if (cats or dates) and schema is not None:
             raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
         base = Schema.load(schema) if schema is not None else None
-        df = read_table(src, sep=sep, schema=base, categorical=cats, dates=dates)
+        df = read_table(src, sep=sep, schema=base, categorical=cats, dates=dates, decimal=decimal)
     sch = resolve_schema(df, schema=base, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema is None else f"schema file {str(schema)!r}")
     declared = set(base.all_columns if base is not None else []) | set(roles.named())

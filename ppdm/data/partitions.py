@@ -176,23 +176,28 @@ def open_dataset(
     categorical: Sequence[str] = (),
     dates: Mapping[str, str | None] | None = None,
     blocksize: str | None = BLOCKSIZE,
+    decimal: str | None = None,
 ) -> Dataset:
     """Read ``spec`` (a folder, a glob or a file) lazily, with the types of
-    :func:`ppdm.data.io.read_table` (see the module docstring)."""
+    :func:`ppdm.data.io.read_table` (see the module docstring; ``decimal`` as there, decided
+    on the first rows)."""
     import dask.dataframe as dd
 
     from ppdm.data.io import _separator, read_table
 
     files = dataset_files(spec)
     kind = _kind_of(files[0]) or "csv"
-    head = read_table(files[0], sep=sep, schema=schema, categorical=list(categorical), dates=dates, nrows=HEAD_ROWS)
+    head = read_table(files[0], sep=sep, schema=schema, categorical=list(categorical), dates=dates, nrows=HEAD_ROWS,
+                      decimal=decimal)
     formats = dict(head.attrs.get("date_formats") or {})
     plan = _plan(head)
     names = [str(c) for c in head.columns]
     if kind == "csv":
         read_as = {c: (str if plan[c] != "float" else "float64") for c in names}
+        comma = bool(head.attrs.get("decimal_comma"))
         ddf = dd.read_csv([str(f) for f in files], sep=_separator(sep), na_values=["?"], dtype=read_as,
-                          blocksize=blocksize, compression="gzip" if files[0].name.lower().endswith(".gz") else None)
+                          blocksize=blocksize, compression="gzip" if files[0].name.lower().endswith(".gz") else None,
+                          **({"decimal": ","} if comma else {}))
     else:
         ddf = dd.read_parquet([str(f) for f in files])
         blocksize = None

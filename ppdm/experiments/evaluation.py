@@ -34,6 +34,7 @@ from typing import Any
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, MeasureSpec
+from ppdm.utils import unknown_name
 
 #: packages whose modules register measures, in the order their measures are listed
 MEASURE_PACKAGES = ("ppdm.metrics", "ppdm.attacks")
@@ -63,7 +64,7 @@ def resolve_measures(spec: str | None) -> list[MeasureSpec]:
         if not name:
             continue
         if name not in MEASURES:
-            raise ParameterError(f"unknown measure {name!r}; known: {', '.join(sorted(MEASURES))}")
+            raise ParameterError(unknown_name("measure", name, sorted(MEASURES)))
         out.append(MEASURES[name])
     if not out:
         raise ParameterError("no measure named in --measures")
