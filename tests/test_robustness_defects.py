@@ -326,3 +326,80 @@ def test_a_misspelt_technique_is_named_before_the_table_is_read(tmp_path: Path) 
     assert res.output.strip() == "error: unknown technique 'mdva'; did you mean 'mdav'?"
     res = runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(src), "--measures", "k_anonimity"])
     assert res.exit_code == 2 and "did you mean 'k_anonymity'?" in res.output
+
+
+# ------------------------------------------------------------------ identifiers: values, not names alone
+def _spambase_like(n: int = 200) -> pd.DataFrame:
+    """spambase's layout: word frequencies in percent (mostly 0, some 0.1–5), run lengths, the class."""
+    rng = np.random.default_rng(7)
+
+    def freq() -> np.ndarray:
+        return np.where(rng.random(n) < 0.7, 0.0, rng.gamma(1.2, 0.6, n).round(2))
+
+    return pd.DataFrame({"word_freq_make": freq(), "word_freq_mail": freq(), "word_freq_email": freq(),
+                         "capital_run_length_total": rng.integers(1, 2000, n),
+                         "spam": rng.choice([0, 1], n)})
+
+
+def test_frequencies_named_mail_are_not_identifiers(tmp_path: Path) -> None:
+    from ppdm.data.roles import identifier_reason, suspect_identifiers
+
+    df = _spambase_like()
+    assert suspect_identifiers(df) == []
+    assert identifier_reason(df["word_freq_email"]) is None
+    # the same names over labels are still identifiers: e-mail addresses, whole-number ids
+    assert identifier_reason(pd.Series([f"u{i}@x.org" for i in range(200)], name="word_freq_email")) is not None
+    assert identifier_reason(pd.Series(np.arange(200) % 50, name="mail_id")) is not None
+    assert identifier_reason(pd.Series(np.arange(5) * 1.0, name="phone")) is not None  # whole numbers: labels
+    src = tmp_path / "spam.csv"
+    df.to_csv(src, index=False)
+    res = runner.invoke(app, ["anonymize", str(src), "--class", "spam", "-m", "gaussian-noise", "-p", "level=0.3",
+                              "-o", str(tmp_path / "z.csv"), "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    df.assign(customer_id=np.arange(200) % 90).to_csv(src, index=False)
+    res = runner.invoke(app, ["anonymize", str(src), "--class", "spam", "-m", "gaussian-noise", "-p", "level=0.3",
+                              "-o", str(tmp_path / "z2.csv"), "--seed", "1"])
+    assert res.exit_code == 2 and "'customer_id'" in res.output
+
+
+# ------------------------------------------------------------------ messages a user can act on
+def _continuous_class(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    p = tmp_path / "cont.csv"
+    pd.DataFrame({"a": rng.normal(0, 1, 200), "b": rng.normal(0, 1, 200),
+                  "y": rng.normal(0, 1, 200).round(4)}).to_csv(p, index=False)
+    return p
+
+
+def test_a_continuous_class_is_named_in_plain_words(tmp_path: Path) -> None:
+    src = _continuous_class(tmp_path)
+    for args in (["rules", str(src), "--class", "y"], ["tree", str(src), "--class", "y"],
+                 ["anonymize", str(src), "--class", "y", "-m", "framework", "-o", str(tmp_path / "z.csv")]):
+        res = runner.invoke(app, args)
+        out = res.output.strip()
+        assert res.exit_code == 2 and len(out.splitlines()) == 1, out
+        assert "the class column 'y' holds continuous numbers" in out and "Unknown label type" not in out, out
+    got = _evaluate_any(src, src, "y", "prediction_accuracy,auc,f_measure,rule_accuracy")
+    for name, m in got.items():
+        assert m["status"] == "skipped" and "the class column 'y' holds continuous numbers" in m["reason"], (name, m)
+
+
+def _evaluate_any(px: Path, pz: Path, cls: str, measures: str) -> dict[str, Any]:
+    res = runner.invoke(app, ["evaluate", "-x", str(px), "-z", str(pz), "--class", cls, "--measures", measures,
+                              "--json", "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["measures"]
+
+
+def test_random_substitution_without_gamma_says_how_to_give_it(tmp_path: Path) -> None:
+    src = _continuous_class(tmp_path)
+    res = runner.invoke(app, ["anonymize", str(src), "-m", "random-substitution", "-o", str(tmp_path / "z.csv")])
+    out = res.output.strip()
+    assert res.exit_code == 2 and out.startswith("error:") and len(out.splitlines()) == 1, out
+    for needle in ("--param gamma=19", "greater than 1", "0 < rho1 < rho2 < 1", "--param rho1=0.05", "--param rho2=0.5"):
+        assert needle in out, (needle, out)
+    from ppdm.anonymize.random_substitution import RandomSubstitution
+    from ppdm.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=r"gamma=19 \(CLI: --param gamma=19\)"):
+        RandomSubstitution().fit(pd.DataFrame({"a": [1.0, 2.0, 3.0]}))
