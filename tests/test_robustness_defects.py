@@ -403,3 +403,70 @@ def test_random_substitution_without_gamma_says_how_to_give_it(tmp_path: Path) -
 
     with pytest.raises(ParameterError, match=r"gamma=19 \(CLI: --param gamma=19\)"):
         RandomSubstitution().fit(pd.DataFrame({"a": [1.0, 2.0, 3.0]}))
+
+
+# ------------------------------------------------------------------ IL metrics: the paper's form and a robust one
+def test_il_metrics_robust_form_by_hand() -> None:
+    from ppdm.metrics import il_metrics
+
+    x = pd.DataFrame({"a": [1.0, -1.0, 3.0, -3.0]})  # mean 0, sd √(20/3)
+    z = pd.DataFrame({"a": [2.0, -1.0, 3.0, -3.0]})  # one cell +1: mean 0.25, variance 22.75/3
+    s = math.sqrt(20 / 3)
+    dv = abs(20 / 3 - 22.75 / 3) / (20 / 3)  # IL_V = IL_S = 0.1375 (one attribute: the variance)
+    paper = il_metrics(x, z)
+    # paper: IL_X = (1/1)/4, IL_m has a zero denominator (left out), IL_V, IL_S; IL_R dropped (p = 1)
+    assert paper.value == pytest.approx(100 * (0.25 + dv + dv) / 3) and paper.excluded["il_m"] == 1
+    robust = il_metrics(x, z, form="robust")
+    assert robust.robust_components["il_x"] == pytest.approx(1 / s / 4)
+    assert robust.robust_components["il_m"] == pytest.approx(0.25 / s)
+    assert robust.value == pytest.approx(100 * (1 / s / 4 + 0.25 / s + dv + dv) / 4)
+    assert robust.paper_value == pytest.approx(paper.value) and paper.robust_value == pytest.approx(robust.value)
+
+
+def test_il_metrics_robust_form_is_the_papers_away_from_zero_and_sane_near_it() -> None:
+    from ppdm.metrics import il_metrics
+
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame({"a": rng.normal(100, 3, 400), "b": rng.normal(50, 2, 400)})
+    z = x + rng.normal(0, 0.5, x.shape)
+    # every value, mean and variance at least the spread: both forms agree (a covariance between two
+    # attributes never is, |v_ij| ≤ s_i·s_j, so the robust IL_V is on the correlations' scale)
+    far = il_metrics(x[["a"]], z[["a"]], form="robust")
+    assert far.robust_value == pytest.approx(far.paper_value, rel=1e-12)
+    assert far.robust_components["il_v"] == far.il_v
+    # an attribute centred near 0 (shuttle's case): the paper's relative differences explode
+    xc = x - x.mean() + 1e-9
+    zc = xc + rng.normal(0, 0.5, x.shape)
+    near = il_metrics(xc, zc, form="robust")
+    assert near.paper_value > 1000 and near.robust_value < 100 and near.value == near.robust_value
+
+
+def test_evaluate_reports_the_robust_il_metrics_with_the_papers_beside(tmp_path: Path) -> None:
+    from ppdm.metrics import il_metrics
+
+    rng = np.random.default_rng(1)
+    x = pd.DataFrame({"a": rng.normal(0, 1, 300), "b": rng.normal(0, 2, 300), "label": rng.choice(["p", "q"], 300)})
+    z = x.copy()
+    z[["a", "b"]] += rng.normal(0, 0.3, (300, 2))
+    px, pz = _files(tmp_path, x, z)
+    m = _evaluate(px, pz, "il_metrics")["il_metrics"]
+    both = il_metrics(x[["a", "b"]], z[["a", "b"]], form="robust")
+    assert m["value"] == pytest.approx(both.robust_value) and m["details"]["form"] == "robust"
+    assert m["details"]["paper_value"] == pytest.approx(both.paper_value)
+    paper = _evaluate(px, pz, "il_metrics", "-p", "il_form=paper")["il_metrics"]
+    assert paper["value"] == pytest.approx(both.paper_value)
+
+
+def test_il_metrics_robust_form_out_of_core_is_exact() -> None:
+    import dask.dataframe as dd
+
+    from ppdm.metrics import il_metrics
+
+    rng = np.random.default_rng(2)
+    x = pd.DataFrame({"a": rng.normal(0, 1, 500), "b": rng.normal(1e-3, 2, 500)})
+    z = x + rng.normal(0, 0.3, x.shape)
+    z.iloc[7, 0] = np.nan  # a missing cell is left out of the comparison of that cell
+    mem = il_metrics(x, z, form="robust")
+    lazy = il_metrics(dd.from_pandas(x, npartitions=4), dd.from_pandas(z, npartitions=4), form="robust")
+    assert lazy.value == pytest.approx(mem.value, rel=1e-9)
+    assert lazy.paper_value == pytest.approx(mem.paper_value, rel=1e-9)
