@@ -470,3 +470,58 @@ def test_il_metrics_robust_form_out_of_core_is_exact() -> None:
     lazy = il_metrics(dd.from_pandas(x, npartitions=4), dd.from_pandas(z, npartitions=4), form="robust")
     assert lazy.value == pytest.approx(mem.value, rel=1e-9)
     assert lazy.paper_value == pytest.approx(mem.paper_value, rel=1e-9)
+
+
+# ------------------------------------------------------------------ codes read as numbers
+_ZIPS = ["01562", "02139", "01002", "10001", "02115", "01609", "94110", "02134"]
+
+
+def _codes_csv(tmp_path: Path, n: int = 120) -> Path:
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"zip": rng.choice(_ZIPS, n), "age": rng.integers(18, 90, n),
+                       "income": rng.normal(30000, 5000, n).round(2), "label": rng.choice(["a", "b"], n)})
+    p = tmp_path / "x.csv"
+    df.to_csv(p, index=False)
+    return p
+
+
+def test_release_warns_about_codes_read_as_numbers(tmp_path: Path) -> None:
+    from ppdm.anonymize import make_technique
+    from ppdm.data import read_table
+    from ppdm.experiments.release import release
+
+    src = _codes_csv(tmp_path)
+    with_pandas = pd.read_csv(src)  # the trap: zip becomes an integer, 01562 → 1562
+    assert pd.api.types.is_integer_dtype(with_pandas["zip"])
+    with pytest.warns(UserWarning, match=r"column 'zip' is named like a code \('zip'\) but holds numbers, and "
+                                         r"\d+ of its 120 values have fewer than 5 digits"):
+        rel = release(with_pandas, make_technique("mdav", class_column="label", params={"k": 5}))
+    assert any("named like a code" in w for w in rel.warnings)
+    assert any("named like a code" in w for w in rel.provenance["warnings"])
+    # read with the typed reader, the codes stay text: no warning, and MDAV leaves them alone
+    typed = read_table(src)
+    assert typed["zip"].tolist() == pd.read_csv(src, dtype={"zip": str})["zip"].tolist()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        rel = release(typed, make_technique("mdav", class_column="label", params={"k": 5}),
+                      quasi_identifiers="zip")
+    assert set(rel.data["zip"]) <= set(_ZIPS)
+
+
+def test_the_readme_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_cli_small_things import _survey
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Library", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "read_table" in block and "pd.read_csv" not in block
+    _survey().to_csv(tmp_path / "survey.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {})
+    assert (tmp_path / "z.csv").exists() and (tmp_path / "z.provenance.json").exists()
