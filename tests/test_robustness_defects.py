@@ -525,3 +525,12 @@ def test_the_readme_library_example_runs(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "README.md", "exec"), {})
     assert (tmp_path / "z.csv").exists() and (tmp_path / "z.provenance.json").exists()
+
+
+def test_a_release_value_the_original_cannot_hold_is_named(tmp_path: Path) -> None:
+    x = _write(tmp_path / "x.csv", "a,b,label\n1,2.5,yes\n2,3.5,no\n3,1.5,no\n")
+    z = _write(tmp_path / "z.csv", "a,b,label\n1,2.5,yes\nabc,3.5,no\n3,1.5,no\n")
+    res = runner.invoke(app, ["evaluate", "-x", str(x), "-z", str(z), "--class", "label", "--measures", "il1s"])
+    out = res.output.strip()
+    assert res.exit_code == 2 and len(out.splitlines()) == 1, out
+    assert "holds 'abc' at row 1" in out and "Unable to parse" not in out and "position" not in out, out

@@ -462,12 +462,40 @@ def align_dtypes(df: pd.DataFrame, like: pd.DataFrame, what: str) -> pd.DataFram
             else:
                 continue  # numbers of another width and the like: validation judges them
         except (TypeError, ValueError, SchemaErrorType) as e:
+            bad = _first_unfit(s, want)
+            if bad is not None:
+                raise PPDMError(f"column {c!r} of {what} holds {bad[1]!r} at row {bad[0]!r}, which the original's "
+                                f"column (dtype {want}) cannot hold") from None
             raise PPDMError(f"column {c!r} of {what} does not hold the values of the original's column "
                             f"(dtype {want}): {' '.join(str(e).split())[:120]}") from None
         if out is df:
             out = df.copy()
         out[c] = conv
     return out
+
+
+def _first_unfit(s: pd.Series, want: Any) -> tuple[Any, Any] | None:
+    """(row, value) of the first cell of ``s`` that cannot become ``want`` (numbers, dates),
+    or None when that cannot be told; the message then names it instead of the parser's words."""
+    from ppdm.data import types as ty
+
+    try:
+        if ty.is_date_dtype(want):
+            conv = pd.to_datetime(s, errors="coerce")
+        elif pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
+            conv = pd.to_numeric(s, errors="coerce")
+            if pd.api.types.is_integer_dtype(want):
+                whole = conv.isna() | (conv == conv.round())
+                conv = conv.where(whole)
+        else:
+            return None
+    except (TypeError, ValueError):
+        return None
+    bad = s.notna().to_numpy() & conv.isna().to_numpy()
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    return s.index[i], s.iloc[i]
 
 
 def _whole(v: np.ndarray) -> bool:
