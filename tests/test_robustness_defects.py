@@ -534,3 +534,20 @@ def test_a_release_value_the_original_cannot_hold_is_named(tmp_path: Path) -> No
     out = res.output.strip()
     assert res.exit_code == 2 and len(out.splitlines()) == 1, out
     assert "holds 'abc' at row 1" in out and "Unable to parse" not in out and "position" not in out, out
+
+
+@pytest.mark.parametrize("name", ["il1s", "il1s_mean", "il_metrics", "correlation_difference", "ddr", "idr",
+                                  "il_dr_score", "sse_sst", "spectral_filtering"])
+def test_numeric_measures_near_1e200_equal_those_of_the_scaled_table(tmp_path: Path, name: str) -> None:
+    """Values near 1e200 used to give 0.0 as "computed" (a spread that overflowed to infinity
+    made every difference vanish): each numeric measure now gives the value of the same table
+    scaled by a power of two, which these measures do not depend on."""
+    x, z = _huge_table()
+    cols = list("abcd")
+    xs, zs = x.copy(), z.copy()
+    xs[cols], zs[cols] = x[cols] / 2.0**664, z[cols] / 2.0**664
+    big = _evaluate(*_files(tmp_path, x, z), name)[name]
+    (tmp_path / "s").mkdir()
+    small = _evaluate(*_files(tmp_path / "s", xs, zs), name)[name]
+    assert big["status"] == small["status"] == "computed", (big, small)
+    assert big["value"] == pytest.approx(small["value"], rel=1e-9, abs=1e-12)

@@ -86,13 +86,20 @@ def numeric_matrix(obj: Any, names: list[str], *, label: str, measure: str,
 
 
 def numeric_pair(
-    x: Any, z: Any, columns: Iterable[str] | None = None, *, measure: str, allow_missing: bool = False
+    x: Any, z: Any, columns: Iterable[str] | None = None, *, measure: str, allow_missing: bool = False,
+    rescale: str | None = None,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Column names and the (n, m) float64 matrices of the original ``x`` and masked ``z``.
 
     ``x`` and ``z`` are DataFrames (``columns`` defaults to every column of ``x``) or
     2-D arrays (columns named ``x0, x1, ...`` unless ``columns`` names them). Missing cells
     are refused unless ``allow_missing`` (they are NaN then).
+
+    ``rescale`` brings columns of huge or tiny values (beyond 2^±256, where squares summed over
+    the records overflow) near 1 by a power of two, exactly: ``"column"`` each column by its own
+    factor, for measures that do not change when one attribute is rescaled (IL1s, IL metrics,
+    correlations, z-scored distances); ``"common"`` all by one factor, for those that only keep
+    ratios (raw distances). Ordinary data are returned as they are.
     """
     names = column_names(x, columns, measure=measure)
     X = numeric_matrix(x, names, label="original", measure=measure, allow_missing=allow_missing)
@@ -105,6 +112,10 @@ def numeric_pair(
         )
     if X.shape[0] < 2:
         raise SchemaError(f"{measure} needs at least 2 records (standard deviations), got {X.shape[0]}")
+    if rescale is not None:
+        S = power_of_two_scale(X, Z, per_column=rescale == "column")
+        if not np.all(S == 1.0):
+            X, Z = X * S, Z * S
     return names, X, Z
 
 

@@ -39,7 +39,6 @@ from ppdm.metrics._common import (
     numeric_pair,
     observed_sd,
     pick_options,
-    power_of_two_scale,
     require_nonconstant,
 )
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
@@ -117,7 +116,7 @@ def il1s(
         with np.errstate(invalid="ignore", divide="ignore"):
             sd = np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
         return _il1s_from_sums(names, int(n), sd, sa, form, cells)
-    names, X, Z = numeric_pair(x, z, columns, measure="IL1s", allow_missing=True)
+    names, X, Z = numeric_pair(x, z, columns, measure="IL1s", allow_missing=True, rescale="column")
     if np.isnan(X).any() or np.isnan(Z).any():
         both = ~np.isnan(X) & ~np.isnan(Z)
         return _il1s_from_sums(names, X.shape[0], observed_sd(X), np.where(both, np.abs(X - Z), 0.0).sum(axis=0),
@@ -184,11 +183,9 @@ def sse_sst(
 
         ss, se = _dask.add(_dask.reduce_pairs(x, z, names, part, measure="SSE/SST"))
         return _sse_sst_from_sums(names, cnt, ss, se, standardize)
-    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST", allow_missing=True)
     # values near 1e200 square to infinity: compare them scaled by a power of two (exact, same ratio)
-    S = power_of_two_scale(X, Z, per_column=standardize == "zscore")
-    if not np.all(S == 1.0):
-        X, Z = X * S, Z * S
+    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST", allow_missing=True,
+                               rescale="column" if standardize == "zscore" else "common")
     if np.isnan(X).any() or np.isnan(Z).any():
         # the cells observed in both tables, SST about their own mean
         both = ~np.isnan(X) & ~np.isnan(Z)
@@ -358,7 +355,7 @@ def il_metrics(
         rx = float(rx_sum.sum() / rx_n.sum()) if rx_n.sum() else float("nan")
         return _il_metrics_result(names, il_x, excluded, acc["mx"], acc["mz"], acc["V"], acc["Vz"], scale,
                                   r_divisor, r_term_p1, il_x_col, rx, rx_col, form)
-    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics", allow_missing=True)
+    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics", allow_missing=True, rescale="column")
     p = X.shape[1]
     gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
     if gaps:
@@ -577,7 +574,8 @@ def correlation_difference(
         names = column_names(x, columns, measure="correlation difference")
         acc = _dask_moments(x, z, names, "correlation difference")
         return _correlation_result(names, acc["V"], acc["Vz"], acc["r_xz"], variant)
-    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference", allow_missing=True)
+    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference", allow_missing=True,
+                               rescale="column")
     gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
     require_nonconstant(names, observed_sd(X) if gaps else X.std(axis=0), measure="correlation difference")
     p = len(names)

@@ -289,7 +289,8 @@ def ddr(
         return DDRResult(value=100.0 * frac if percent else frac, linked=linked, n=n, tied=tied,
                          standardize=standardize, ties=ties, method="blocked-kdtree", percent=percent,
                          incomplete=left)
-    names, X, Z = numeric_pair(x, z, columns, measure="DDR", allow_missing=True)
+    names, X, Z = numeric_pair(x, z, columns, measure="DDR", allow_missing=True,
+                               rescale="common" if standardize == "none" else "column")
     keep = complete_rows(X, Z)
     incomplete = int((~keep).sum())
     if incomplete:
@@ -383,7 +384,7 @@ def idr(
             x, z, names, lambda X, Z: _idr_counts(X, Z, sd, k, rule), measure="IDR"))
         n = int(n)
     else:
-        names, X, Z = numeric_pair(x, z, columns, measure="IDR", allow_missing=True)
+        names, X, Z = numeric_pair(x, z, columns, measure="IDR", allow_missing=True, rescale="column")
         n = X.shape[0]
         sd = observed_sd(Z) if np.isnan(Z).any() else Z.std(axis=0, ddof=1)
         risky, inside = _idr_counts(X, Z, sd, k, rule)
