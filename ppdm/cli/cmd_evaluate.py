@@ -34,7 +34,7 @@ from ppdm.cli.common import (
     BUILTIN,
     console,
     err_console,
-    load_input,
+    load_original,
     measurement_seed,
     print_json,
     report_drawn_seed,
@@ -115,17 +115,9 @@ def _without_identifiers(x: pd.DataFrame, schema: Schema,
                          provenance: dict[str, Any] | None) -> tuple[pd.DataFrame, Schema, list[str]]:
     """x without its identifier columns (declared, or named as removed by the release's
     provenance): a release does not carry them, and they are never compared."""
-    from dataclasses import replace
+    from ppdm.experiments.evaluation import without_identifiers
 
-    from ppdm.data.roles import Roles, apply_roles
-
-    named = set(schema.identifiers) | set((provenance or {}).get("removed_identifiers") or [])
-    drop = [str(c) for c in x.columns if c in named]
-    if not drop:
-        return x, schema, []
-    sch = apply_roles(schema, Roles(identifiers=tuple(c for c in drop if c not in schema.identifiers)),
-                      list(x.columns))
-    return x.drop(columns=drop), replace(sch, identifiers=[]), drop
+    return without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
 
 
 def _provenance_control(anonymized: str, provenance: dict[str, Any] | None) -> str | None:
@@ -254,8 +246,7 @@ def evaluate(
     """
     from ppdm.cli.progress import progress_bar
     from ppdm.experiments.compare import dataset_summary
-    from ppdm.experiments.evaluation import resolve_measures, run_measure
-    from ppdm.metrics.base import EvaluationContext
+    from ppdm.experiments.evaluation import measurement_context, resolve_measures, run_measure
     from ppdm.report.evaluation import evaluation_document
     from ppdm.utils import parse_params
 
@@ -280,9 +271,8 @@ def evaluate(
                            drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out,
                            thresholds=limits, named=measures is not None and measures.strip() != "all")
         return
-    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
-                           categorical=categorical, dates=date)
-    x, sch, ids = _without_identifiers(x, sch, provenance)
+    x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
+                                categorical=categorical, dates=date, provenance=provenance)
     z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids)
     t = load_like(test, x, sch, miss, "test", sep, ids) if test is not None else None
     control = control if control is not None else _provenance_control(anonymized, provenance)
@@ -292,12 +282,10 @@ def evaluate(
 
         # a release made with --holdout: x's other records are the ones it was made from
         x = without_held_out(x, c)
-    # measures compute on numbers: dates on their time axis, nullable integers with NaN
-    from ppdm.data.types import working_frame
-
-    x, z = working_frame(x, sch.numeric), working_frame(z, sch.numeric)
-    c = working_frame(c, sch.numeric) if c is not None else None
-    t = working_frame(t, sch.numeric) if t is not None else None
+    # measures compute on numbers (dates on their time axis, missing cells as NaN): the same
+    # working form as compare's
+    ctx = measurement_context(x, z, sch, test=t, control=c, random_state=seed_value, options=options)
+    x, z, t, c = ctx.x, ctx.z, ctx.test, ctx.control
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         named = measures is not None and measures.strip() != "all"
@@ -316,8 +304,7 @@ def evaluate(
 
         cart = {k: options[k] for k in ("min_leaf_frac", "max_depth") if k in options}
         rs = rules_from_cart(x, sch, random_state=seed_value, **cart)
-    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, control=c, rules=rs, random_state=seed_value,
-                            options=options)
+    ctx.rules = rs
 
     outcomes = {}
     with progress_bar("evaluating", total=len(specs)) as step:

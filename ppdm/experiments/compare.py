@@ -43,8 +43,14 @@ import pandas as pd
 from ppdm.data.io import atomic_write_text, read_table, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.experiments.evaluation import load_all_measures, resolve_measures, run_measure
-from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureSpec
+from ppdm.experiments.evaluation import (
+    load_all_measures,
+    measurement_context,
+    resolve_measures,
+    run_measure,
+    without_identifiers,
+)
+from ppdm.metrics.base import MEASURES, MeasureSpec
 from ppdm.utils import parse_value
 
 ORIGINAL = "original"
@@ -556,6 +562,42 @@ def dataset_summary(x: pd.DataFrame, schema: Schema, name: str | None = None) ->
     return info
 
 
+def skip_notes(skipped: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> list[str]:
+    """One note per reason a measure was skipped, naming every measure and release it
+    concerns (``meta["skipped"]`` rows: ``label, measure, reason, tasks, of``).
+
+    A table that does not allow a measure usually does not allow it for any release: the
+    reason is said once, not once per release. ``labels`` (every label of the comparison)
+    lets a reason that holds everywhere say so.
+    """
+    groups: dict[str, dict[str, Any]] = {}
+    for row in skipped:
+        g = groups.setdefault(str(row["reason"]), {"measures": [], "where": {}})
+        if row["measure"] not in g["measures"]:
+            g["measures"].append(row["measure"])
+        g["where"].setdefault(str(row["label"]), set()).add((int(row["tasks"]), int(row["of"])))
+    notes = []
+    for reason, g in groups.items():
+        ms = g["measures"]
+        head = f"measure {ms[0]!r} was" if len(ms) == 1 else f"measures {', '.join(map(repr, ms))} were"
+        where: dict[str, set[tuple[int, int]]] = g["where"]
+        full = all(len(c) == 1 and next(iter(c))[0] == next(iter(c))[1] for c in where.values())
+        if labels is not None and len(labels) > 1 and full and set(where) == set(labels):
+            also = " and of the original" if ORIGINAL in where else ""
+            notes.append(f"{head} skipped in every run of every release{also}: {reason}")
+            continue
+        parts = []
+        for label, counts in where.items():
+            if len(counts) == 1:
+                t, of = next(iter(counts))
+                parts.append(f"{label} in {t} of {of} run(s)")
+            else:
+                parts.append(f"{label} in some runs")
+        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        notes.append(f"{head} skipped for {text}: {reason}")
+    return notes
+
+
 def _seed(ss: np.random.SeedSequence) -> int:
     return int(ss.generate_state(1, dtype=np.uint32)[0])
 
@@ -657,9 +699,10 @@ def _run_task(
         except Exception as e:
             e.add_note(f"while running {task.spec.describe()} on {where}")
             raise
-    # the held-out fold was not used to make z: it is the attacks' control set (Giomi et al. 2023)
-    ctx = EvaluationContext(x=train, z=z, schema=schema, test=test, control=test, rules=rules,
-                            random_state=task.measure_seed, options=dict(options))
+    # the held-out fold was not used to make z: it is the attacks' control set (Giomi et al. 2023).
+    # Measures see the tables in the working form evaluate gives them (dates on their time axis)
+    ctx = measurement_context(train, z, schema, test=test, control=test, rules=rules,
+                              random_state=task.measure_seed, options=options)
     values: list[float] = []
     skipped: dict[str, str] = {}
     for m in measures:
@@ -701,6 +744,7 @@ def compare(
     baseline: bool = True,
     measure_options: Mapping[str, Any] | None = None,
     dataset_name: str | None = None,
+    missing: str = "error",
 ) -> ComparisonResult:
     """Cross-validated comparison of techniques (and parameter sweeps) on every measure.
 
@@ -730,6 +774,18 @@ def compare(
         Add the ``original`` row (z = x) once per fold, repeat 0.
     measure_options:
         Passed to every measure as ``ctx.options``.
+    dataset_name:
+        The table's name in the result's dataset summary.
+    missing:
+        Incomplete records: ``"error"`` refuses them, ``"drop"`` leaves them out before the
+        folds are drawn, ``"keep"`` keeps the empty cells for the techniques and measures
+        to treat as ``docs/missing_values.md`` says (as ``ppdm evaluate --missing keep``).
+
+    The table is taken as read (:func:`ppdm.data.io.read_table`: dates as dates, codes as
+    text): techniques anonymize it so, and measures compute on its working form, exactly
+    as in ``ppdm evaluate`` (:func:`ppdm.experiments.evaluation.measurement_context`).
+    Identifier columns of the schema are left out before anything runs: no technique sees
+    them and no measure compares them.
 
     Raises
     ------
@@ -750,7 +806,10 @@ def compare(
         raise ParameterError(f"random_state must be a non-negative integer, got {random_state!r}")
     specs = _resolve_specs(techniques)
     mlist = _resolve_measure_list(measures, schema)
-    x, _ = schema.validate(x, missing="error", min_classes=2 if schema.class_column else 0)
+    if missing not in ("error", "drop", "keep"):
+        raise ParameterError(f"missing must be 'error', 'drop' or 'keep', got {missing!r}")
+    x, schema, identifiers = without_identifiers(x, schema)
+    x, _ = schema.validate(x, missing=missing, min_classes=2 if schema.class_column else 0)  # type: ignore[arg-type]
     x = x.reset_index(drop=True)
     validated = [_validate_spec(s, schema) for s in specs]
     classes = [c for c, _ in validated]
@@ -850,9 +909,7 @@ def compare(
     n_tasks = {i + offset: cv * (1 if i + offset == 0 else repeats) for i in range(len(all_specs))}
     skipped_rows = [{"label": label_of[i], "measure": m, "reason": reason, "tasks": n, "of": n_tasks[i]}
                     for (i, m, reason), n in sorted(skipped.items())]
-    for row in skipped_rows:
-        notes.append(f"measure {row['measure']!r} was skipped for {row['label']} in {row['tasks']} of "
-                     f"{row['of']} run(s): {row['reason']}")
+    notes.extend(skip_notes(skipped_rows, list(label_of.values())))
     meta = {
         "cv": int(cv),
         "repeats": int(repeats),
@@ -861,6 +918,8 @@ def compare(
         "fold_sizes": [int(len(te)) for _, te in splits],
         "dataset": dataset_summary(x, schema, dataset_name),
         "schema": schema.to_dict(),
+        "missing": missing,
+        "removed_identifiers": identifiers,
         "techniques": [
             {"technique": s.name, "label": s.display_label, "params": s.params_json, "effective_params": eff,
              "changes_data": bool(changed.get(i + offset, False))}
