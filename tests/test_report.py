@@ -268,11 +268,12 @@ def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
                                   dataset_info={"rows": 22, "columns": 2, "numeric": ["a"],
                                                 "categorical": ["b"]})
     page = _parse(html)
-    summary = {row[0]: row for row in page.tables["summary-table"][1:]}
-    assert summary["rule_support_distance"][2] == "0.123457"
-    assert summary["rule_support_distance"][3] == "≤ 0.01"
-    assert summary["rule_support_distance"][4] == "misses its threshold"
-    assert summary["prediction_accuracy"][4] == "misses its threshold"
+    summary = {row[0]: row for row in page.tables["utility-table"][1:]}
+    assert summary["rule_support_distance"][1] == "0.1235"
+    assert summary["rule_support_distance"][2] == "≤ 0.01"
+    assert summary["rule_support_distance"][3] == "misses"
+    assert summary["prediction_accuracy"][3] == "misses"
+    assert "0.123457" in html  # the measure's own section gives more digits
     details = [rows for tid, rows in page.tables.items() if tid.startswith("table")]
     rule_table = next(t for t in details if t and t[0] == ["rule", "support x", "support z"])
     assert rule_table[1] == ["a <= 3 -> <yes>", "10", "8"] and len(rule_table) == 3  # truncated to 2 rows
@@ -289,3 +290,105 @@ def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
                                     (np.float64(2.5), "2.5"), (True, "True")])
 def test_fmt(v, text):
     assert fmt(v) == text
+
+
+def _keyvar_doc(status: str = "high", judged_status: str | None = None) -> dict:
+    """An evaluation document with a per-key table shared by two key-variable measures, a
+    per-rule table shared by two rule measures, a skipped pair of attacks and verdicts."""
+    from ppdm.report.evaluation import evaluation_document
+
+    per_key = pd.DataFrame({"key": ["zip", "sex", "birth_date"], "distinct_values": [300, 2, 900],
+                            "missing": [0, 0, 0], "uniques_without": [40, 900, 120],
+                            "uniques_removed_by_dropping": [960, 100, 880]})
+    per_rule = pd.DataFrame({"rule": [f"income <= {1000 + i}.5 -> yes" for i in range(30)],
+                             "support_x": range(30), "support_z": range(30)})
+
+    @dataclass
+    class _Key(MeasureResult):
+        sample_uniques: int = 1000
+        key_source: str = "declared"
+        per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    results = {"k_anonymity": _Key(0.4, per_key=per_key), "sample_uniques": _Key(0.3, per_key=per_key),
+               "rule_accuracy": _RuleResult(0.01, per_rule=per_rule),
+               "rule_support_distance": _RuleResult(0.002, per_rule=per_rule)}
+    doc = evaluation_document(results, inputs={"anonymized": {"source": "z.csv", "rows": 10, "columns": 3}})
+    for name in ("linkability", "inference"):
+        doc["measures"][name] = {"value": None, "status": "skipped", "kind": "risk", "direction": "lower",
+                                 "threshold": 0.05, "reason": f"{name} needs a control set of original records "
+                                 "not used to make the release", "details": {}, "tables": []}
+    doc["summary"]["risk"]["status"] = status
+    if judged_status is not None:
+        for j in doc["summary"]["risk"]["judged"]:
+            j["status"] = judged_status
+    return doc
+
+
+class _Order(HTMLParser):
+    """Ids of elements in page order, the text of note boxes, and which ids sit inside <details>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.notes: list[str] = []
+        self.folded: set[str] = set()
+        self._depth = 0
+        self._note: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "details":
+            self._depth += 1
+        if a.get("id"):
+            self.ids.append(a["id"])
+            if self._depth:
+                self.folded.add(a["id"])
+        if "note" in (a.get("class") or "").split():
+            self._note = []
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self._depth -= 1
+        if tag == "p" and self._note is not None:
+            self.notes.append(" ".join("".join(self._note).split()))
+            self._note = None
+
+    def handle_data(self, data):
+        if self._note is not None:
+            self._note.append(data)
+
+
+def _order(html: str) -> _Order:
+    o = _Order()
+    o.feed(html)
+    return o
+
+
+def test_evaluation_page_opens_with_verdicts_drivers_and_the_summaries():
+    html = render_evaluation_html(_keyvar_doc())
+    o = _order(html)
+    first = [i for i in o.ids if i in ("verdicts", "drivers", "risk", "utility", "released", "measures")]
+    assert first == ["verdicts", "drivers", "risk", "utility", "released", "measures"]
+    # the drivers: the worst key variable named, the per-key table open at the top, its row highlighted
+    page = _parse(html)
+    assert "The worst key variable is zip: 960 of the 1,000 records unique" in " ".join(html.split())
+    assert "per-key-table" in page.tables and "per-key-table" not in o.folded
+    assert '<tr class="worst"><td>zip</td>' in html
+    # shown once: neither measure's details nor a shared section repeats the per-key table
+    assert sum(1 for t in page.tables.values() if t and t[0][:1] == ["key"]) == 1
+    # detail tables folded: every measure's section and the per-rule table sit inside <details>
+    assert {"m-k_anonymity", "m-rule_accuracy", "t-per_rule-table"} <= o.folded
+    # the shared reason of the two skipped attacks is said once, naming both
+    skipped = [n for n in o.notes if "skipped" in n]
+    assert len(skipped) == 1 and "linkability" in skipped[0] and "inference" in skipped[0]
+    assert len(o.notes) == len(set(o.notes))
+
+
+@pytest.mark.parametrize("status,cls", [("high", "bad"), ("low", "good"), ("uncertain", "neutral"),
+                                        ("not judged", "neutral"), ("some new word", "neutral")])
+def test_a_verdict_of_any_status_is_shown_as_named(status, cls):
+    html = render_evaluation_html(_keyvar_doc(status, judged_status="uncertain"))
+    assert f'class="verdict {cls} verdict-' in html and f'data-status="{status}"' in html
+    risk = {row[0]: row for row in _parse(html).tables["risk-table"][1:]}
+    assert risk["k_anonymity"][3] == "uncertain"  # a judged measure's own status, whatever it is
+    assert 'class="status status-uncertain"' in html

@@ -40,6 +40,14 @@ from ppdm.report.plots import (
     sweep_plot,
     sweep_series,
 )
+from ppdm.report.summary import (
+    group_reasons,
+    measure_rows,
+    plain_columns,
+    risk_drivers,
+    status_class,
+    status_slug,
+)
 
 #: at most this many risk measures get a risk–utility map each
 MAX_MAPS = 3
@@ -203,47 +211,87 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
     for name, m in measures_doc.items():
         for t in m.get("tables") or []:
             users.setdefault(t, []).append(name)
-    shared = [t for t, names in users.items() if len(names) > 1]
-    judged = {j["measure"]: j for v in (doc.get("summary") or {}).values() for j in v.get("judged", [])}
+    drivers = risk_drivers(doc)
+    # a table shown at the top (the drivers' per-key table) is not shown again below
+    on_top = {t for t in users if drivers is not None and drivers.table["columns"] == (tables.get(t) or {}).get(
+        "columns") and drivers.table["rows"] == (tables.get(t) or {}).get("rows")}
+    shared = [t for t, names in users.items() if len(names) > 1 and t not in on_top]
+    rows = {r["name"]: r for r in measure_rows(doc)}
     measures = []
     for name, m in measures_doc.items():
-        status = "skipped" if m.get("status") == "skipped" else (
-            ("meets" if judged[name]["meets"] else "misses") if name in judged else "shown")
+        row = rows[name]
         measures.append({
             "name": name,
-            "anchor": re.sub(r"[^A-Za-z0-9_-]", "-", name),
+            "anchor": _anchor(name),
             "kind": m.get("kind") or "—",
             "value": fmt(m.get("value"), 6),
+            "short": fmt(m.get("value"), 4),
             "skipped": m.get("status") == "skipped",
             "reason": m.get("reason"),
             "direction": direction_text(m.get("direction")),
             "range": _range_text(m.get("range")),
-            "threshold": _threshold_text(m.get("direction"), m.get("threshold")),
-            "status": status,
+            "threshold": row["threshold"],
+            "status": row["status"],
+            "status_text": _STATUS_TEXT.get(row["status"], row["status"]),
+            "status_slug": status_slug(row["status"]),
             "meaning": m.get("meaning") or "",
             "description": m.get("description") or "",
             "scalars": [(k, fmt(v, 6) if not isinstance(v, str) else v) for k, v in (m.get("details") or {}).items()],
             "tables": [{"name": t, **_html_table(tables[t], max_detail_rows)} for t in m.get("tables") or []
-                       if t not in shared and t in tables],
-            "shared": [{"name": t, "anchor": "t-" + re.sub(r"[^A-Za-z0-9_-]", "-", t)}
-                       for t in m.get("tables") or [] if t in shared],
+                       if t not in shared and t not in on_top and t in tables],
+            "shared": [{"name": t, "anchor": "t-" + _anchor(t)} for t in m.get("tables") or [] if t in shared],
+            "on_top": [t for t in m.get("tables") or [] if t in on_top],
         })
-    shared_tables = [{"name": t, "anchor": "t-" + re.sub(r"[^A-Za-z0-9_-]", "-", t), "users": users[t],
+    shared_tables = [{"name": t, "anchor": "t-" + _anchor(t), "users": users[t],
                       **_html_table(tables[t], max_detail_rows)} for t in shared if t in tables]
+    groups: dict[str, list[dict[str, Any]]] = {"risk": [], "utility": [], "other": []}
+    for m in sorted(measures, key=lambda m: {"risk": 0, "utility": 1}.get(m["kind"], 2)):
+        groups[m["kind"] if m["kind"] in ("risk", "utility") else "other"].append(m)
+    skipped = [{"names": names, "anchors": [_anchor(n) for n in names], "reason": reason}
+               for names, reason in group_reasons((m["name"], m["reason"] or "") for m in measures if m["skipped"])]
     summary = doc.get("summary") or {}
     inputs = doc.get("inputs") or {}
+    verdicts = []
+    for k in ("risk", "utility"):
+        if k in summary:
+            v = summary[k]
+            verdicts.append({"topic": k, "status": v.get("status"), "sentence": v.get("sentence", ""),
+                             "cls": status_class(v.get("status")), "slug": status_slug(v.get("status"))})
+    drivers_ctx = None
+    if drivers is not None:
+        cols = list(drivers.table["columns"])
+        body = []
+        for r in drivers.table["rows"][:max_detail_rows]:
+            body.append({"worst": drivers.worst is not None and str(r[0]) == drivers.worst,
+                         "cells": [{"text": fmt(v, 6) if isinstance(v, (int, float)) and not isinstance(v, bool)
+                                    else _plain_value(v), "num": isinstance(v, (int, float)) and not isinstance(v, bool)}
+                                   for v in r]})
+        drivers_ctx = {"sentence": drivers.sentence, "header": plain_columns(cols), "rows": body,
+                       "measures": drivers.measures, "key_source": drivers.key_source,
+                       "n_rows": len(drivers.table["rows"]), "collapsed": len(drivers.table["rows"]) > 12}
     return {
         "title": title,
         "version": doc.get("ppdm_version") or _version(),
         "subtitle": subtitle,
         "released": _released(doc.get("provenance"), inputs),
         "provenance": doc.get("provenance"),
-        "verdicts": [{"topic": k, **summary[k]} for k in ("risk", "utility") if k in summary],
+        "verdicts": verdicts,
+        "drivers": drivers_ctx,
+        "groups": groups,
+        "skipped": skipped,
         "dataset": _dataset(dataset_info if dataset_info is not None else doc.get("dataset")),
         "measures": measures,
         "shared_tables": shared_tables,
         "options": inputs.get("options") or {},
     }
+
+
+#: how the status of a measure reads in the tables (any other status is shown as it is named)
+_STATUS_TEXT = {"meets": "meets its threshold", "misses": "misses its threshold"}
+
+
+def _anchor(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", name)
 
 
 def render_evaluation_html(
