@@ -59,6 +59,21 @@ def _print_summary(result, title: str) -> None:
     print_table(console, title, ["technique", *result.measures], rows, right=result.measures, dim_rows=dim)
 
 
+def _print_verdicts(result) -> None:
+    """One row per technique setting: its risk and utility verdicts on the means (as the report)."""
+    from ppdm.cli.tables import print_table
+    from ppdm.report.summary import TechniqueVerdict, comparison_verdicts, status_class
+
+    colour = {"good": "green", "bad": "red"}
+    verdicts = comparison_verdicts(result)
+    rows = [[v.label, f"{v.risk['status']}: {TechniqueVerdict.short(v.risk)}".rstrip(": "),
+             f"{v.utility['status']}: {TechniqueVerdict.short(v.utility)}".rstrip(": ")] for v in verdicts]
+    print_table(console, "verdicts on the means (thresholds of docs/measures.md)", ["technique", "risk", "utility"],
+                rows, compact=True, dim_rows=[i for i, v in enumerate(verdicts) if v.baseline],
+                styles={1: [colour.get(status_class(v.risk["status"]), "") for v in verdicts],
+                        2: [colour.get(status_class(v.utility["status"]), "") for v in verdicts]})
+
+
 @app.command("compare", short_help="Compare techniques and sweeps by cross-validation.")
 def compare_cmd(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
@@ -160,6 +175,7 @@ def compare_cmd(
     report_drawn_seed(seed_value, drawn)
     for note in result.meta.get("notes", []):
         err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    _print_verdicts(result)
     _print_summary(result, f"{name}: mean ± sd over {cv} folds × {repeats} repeat(s)")
     if out is not None:
         files = ["results.csv", "summary.csv", "correlations.csv", "meta.json", *extra]

@@ -44,6 +44,7 @@ from ppdm.data.io import atomic_write_text, read_table, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import (
+    group_reasons,
     load_all_measures,
     measurement_context,
     resolve_measures,
@@ -563,31 +564,36 @@ def dataset_summary(x: pd.DataFrame, schema: Schema, name: str | None = None) ->
 
 
 def skip_notes(skipped: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> list[str]:
-    """One note per reason a measure was skipped, naming every measure and release it
+    """One note per reason measures were skipped, naming every measure and release it
     concerns (``meta["skipped"]`` rows: ``label, measure, reason, tasks, of``).
 
-    A table that does not allow a measure usually does not allow it for any release: the
-    reason is said once, not once per release. ``labels`` (every label of the comparison)
-    lets a reason that holds everywhere say so.
+    A table that does not allow a measure usually does not allow it for any release, and
+    several measures often fail for one reason (no quasi-identifier to key on): the reason
+    is said once (:func:`ppdm.experiments.evaluation.group_reasons`), not once per release
+    and measure. ``labels`` (every label of the comparison) lets a reason that holds
+    everywhere say so.
     """
-    groups: dict[str, dict[str, Any]] = {}
+    where: dict[tuple[str, str], dict[str, set[tuple[int, int]]]] = {}
     for row in skipped:
-        g = groups.setdefault(str(row["reason"]), {"measures": [], "where": {}})
-        if row["measure"] not in g["measures"]:
-            g["measures"].append(row["measure"])
-        g["where"].setdefault(str(row["label"]), set()).add((int(row["tasks"]), int(row["of"])))
+        key = (str(row["measure"]), " ".join(str(row["reason"]).split()))
+        where.setdefault(key, {}).setdefault(str(row["label"]), set()).add((int(row["tasks"]), int(row["of"])))
+    keys = list(where)
     notes = []
-    for reason, g in groups.items():
-        ms = g["measures"]
+    for idx, reason in group_reasons((str(i), r) for i, (_, r) in enumerate(keys)):
+        members = [keys[int(i)] for i in idx]
+        ms = list(dict.fromkeys(m for m, _ in members))
+        places: dict[str, set[tuple[int, int]]] = {}
+        for key in members:
+            for label, counts in where[key].items():
+                places.setdefault(label, set()).update(counts)
         head = f"measure {ms[0]!r} was" if len(ms) == 1 else f"measures {', '.join(map(repr, ms))} were"
-        where: dict[str, set[tuple[int, int]]] = g["where"]
-        full = all(len(c) == 1 and next(iter(c))[0] == next(iter(c))[1] for c in where.values())
-        if labels is not None and len(labels) > 1 and full and set(where) == set(labels):
-            also = " and of the original" if ORIGINAL in where else ""
+        full = all(len(c) == 1 and next(iter(c))[0] == next(iter(c))[1] for c in places.values())
+        if labels is not None and len(labels) > 1 and full and set(places) == set(labels):
+            also = " and of the original" if ORIGINAL in places else ""
             notes.append(f"{head} skipped in every run of every release{also}: {reason}")
             continue
         parts = []
-        for label, counts in where.items():
+        for label, counts in places.items():
             if len(counts) == 1:
                 t, of = next(iter(counts))
                 parts.append(f"{label} in {t} of {of} run(s)")

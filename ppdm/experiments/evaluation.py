@@ -197,3 +197,36 @@ def measurement_context(
 
     return EvaluationContext(x=work(x), z=work(z), schema=schema, test=work(test), control=work(control),
                              rules=rules, random_state=random_state, options=dict(options or {}))
+
+
+def group_reasons(items: Iterable[tuple[str, str]], *, min_shared: int = 30) -> list[tuple[list[str], str]]:
+    """``(name, reason)`` pairs grouped so that a reason is said once.
+
+    Equal reasons are grouped; so are reasons that differ only in how they begin (each
+    measure naming itself, then the same words: ``inference (income) needs a control set
+    ...``, ``linkability needs a control set ...``) when the shared ending is at least
+    ``min_shared`` characters long — then the shared ending is the reason given.
+    """
+    groups: list[tuple[list[str], str]] = []
+    for name, reason in items:
+        reason = " ".join(str(reason).split())
+        for i, (names, text) in enumerate(groups):
+            common = text if text == reason else _common_ending(text, reason)
+            if text == reason or len(common) >= min_shared:
+                groups[i] = ([*names, name], common)
+                break
+        else:
+            groups.append(([name], reason))
+    return groups
+
+
+def _common_ending(a: str, b: str) -> str:
+    """The longest ending of ``a`` and ``b`` that starts at a word."""
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    tail = a[len(a) - n:]
+    if n < len(a) and n < len(b) and not tail.startswith(" "):
+        cut = tail.find(" ")
+        tail = "" if cut < 0 else tail[cut:]
+    return tail.strip()

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ppdm.experiments.evaluation import group_reasons
+
+__all__ = ["GOOD", "BAD", "status_class", "status_slug", "judged_status", "fmt_value", "fmt_count", "threshold_text",
+           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "plain_columns", "TechniqueVerdict",
+           "comparison_verdicts", "pareto_front"]
 #: statuses that are good news (a verdict's or a measure's); everything else that is not bad
 #: news (``uncertain``, ``not judged``, ``skipped``, ...) is shown as neither
 GOOD = frozenset({"low", "kept", "meets"})
@@ -106,39 +111,6 @@ def measure_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: order.get(r["kind"], 2))
 
 
-def group_reasons(items: Iterable[tuple[str, str]], *, min_shared: int = 30) -> list[tuple[list[str], str]]:
-    """``(name, reason)`` pairs grouped so that a reason is said once.
-
-    Equal reasons are grouped; so are reasons that differ only in how they begin (each
-    measure naming itself, then the same words: ``inference (income) needs a control set
-    ...``, ``linkability needs a control set ...``) when the shared ending is at least
-    ``min_shared`` characters long — then the shared ending is the reason given.
-    """
-    groups: list[tuple[list[str], str]] = []
-    for name, reason in items:
-        reason = " ".join(str(reason).split())
-        for i, (names, text) in enumerate(groups):
-            common = text if text == reason else _common_ending(text, reason)
-            if len(common) >= min_shared or text == reason:
-                groups[i] = ([*names, name], common)
-                break
-        else:
-            groups.append(([name], reason))
-    return groups
-
-
-def _common_ending(a: str, b: str) -> str:
-    """The longest ending of ``a`` and ``b`` that starts at a word."""
-    n = 0
-    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
-        n += 1
-    tail = a[len(a) - n:]
-    if n < len(a) and n < len(b) and not tail.startswith(" "):
-        cut = tail.find(" ")
-        tail = "" if cut < 0 else tail[cut:]
-    return tail.strip()
-
-
 # ---------------------------------------------------------------- drivers of risk
 @dataclass
 class Drivers:
@@ -213,3 +185,74 @@ def risk_drivers(doc: Mapping[str, Any]) -> Drivers | None:
 def plain_columns(columns: Sequence[str]) -> list[str]:
     """Column names of a detail table as headings (``uniques_without`` → ``uniques without``)."""
     return [str(c).replace("_", " ") for c in columns]
+
+
+# ------------------------------------------------------------ comparison verdicts
+@dataclass
+class TechniqueVerdict:
+    """The risk and utility verdicts of one technique setting of a comparison, on the means
+    of its measures over folds × repeats (each with its confidence interval)."""
+
+    label: str
+    technique: str
+    baseline: bool
+    changes_data: bool | None
+    risk: dict[str, Any]
+    utility: dict[str, Any]
+
+    @staticmethod
+    def short(verdict: Mapping[str, Any], most: int = 3) -> str:
+        """The judged measures that do not meet their threshold, briefly and at most ``most``
+        of them (``misses 2 of 5: record_linkage 0.68 (≤ 0.05), inference 0.71 (≤ 0.05)``),
+        or ``all n meet`` — the text beside the status."""
+        judged = list(verdict.get("judged") or [])
+        if not judged:
+            return ""
+        off = [j for j in judged if judged_status(j) != "meets"]
+        if not off:
+            return f"all {len(judged)} meet their threshold" if len(judged) > 1 else "meets its threshold"
+        parts = []
+        for j in off[:most]:
+            rule = threshold_text(j.get("direction"), j.get("threshold"))
+            extra = "" if judged_status(j) == "misses" else f", {judged_status(j)}"
+            parts.append(f"{j['measure']} {fmt_value(j.get('value'), 3)} ({rule}{extra})")
+        more = f", and {len(off) - most} more" if len(off) > most else ""
+        return f"{len(off)} of {len(judged)} not met: " + ", ".join(parts) + more
+
+
+def comparison_verdicts(result: Any, summary: Any | None = None) -> list[TechniqueVerdict]:
+    """One risk verdict and one utility verdict per technique setting of a comparison
+    (:class:`ppdm.experiments.compare.ComparisonResult`), judged as ``ppdm evaluate`` judges
+    one release (:func:`ppdm.report.evaluation.verdicts`), on the mean of each measure over
+    folds × repeats; the mean's confidence interval goes with it (``ci_low``, ``ci_high``)."""
+    from ppdm.experiments.compare import measure_info
+    from ppdm.report.evaluation import verdicts
+
+    s = result.summary() if summary is None else summary
+    info = {m: measure_info(result, m) for m in result.measures}
+    cells = {(r["label"], r["measure"]): r for r in s.to_dict(orient="records")}
+    out = []
+    for t in result.meta["techniques"]:
+        measures: dict[str, dict[str, Any]] = {}
+        for m in result.measures:
+            row = cells.get((t["label"], m)) or {}
+            mean = row.get("mean")
+            ok = mean is not None and math.isfinite(float(mean))
+            details = {k: float(row[k]) for k in ("ci_low", "ci_high")
+                       if row.get(k) is not None and math.isfinite(float(row[k]))}
+            measures[m] = {"kind": info[m]["kind"], "direction": info[m]["direction"],
+                           "threshold": info[m]["threshold"], "value": float(mean) if ok else None,
+                           "status": "computed" if ok else "skipped", "details": details}
+        v = verdicts(measures)
+        out.append(TechniqueVerdict(t["label"], t["technique"], t["technique"] == "original",
+                                    t.get("changes_data"), v["risk"].to_dict(), v["utility"].to_dict()))
+    return out
+
+
+def pareto_front(points: Sequence[tuple[str, float, float]]) -> list[str]:
+    """Labels of the points ``(label, risk, loss)`` that no other point beats on both
+    (lower risk and lower utility loss, at least one strictly), ordered by risk."""
+    pts = [(lab, float(r), float(u)) for lab, r, u in points if math.isfinite(float(r)) and math.isfinite(float(u))]
+    front = [p for p in pts if not any((q[1] <= p[1] and q[2] <= p[2]) and (q[1] < p[1] or q[2] < p[2])
+                                       for q in pts)]
+    return [p[0] for p in sorted(front, key=lambda p: (p[1], p[2]))]
