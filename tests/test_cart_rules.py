@@ -111,9 +111,11 @@ def test_thresholds_are_in_the_datas_units_and_match_the_tree():
     from ppdm.trees.cart import CARTClassifier
 
     x, sch = load("wine")
-    tree = CARTClassifier(min_leaf_frac=0.02, max_depth=12).fit(x[sch.attributes], x[sch.class_column])
+    tree = CARTClassifier(min_leaf_frac=0.02, max_depth=12, data_units=True).fit(x[sch.attributes],
+                                                                                x[sch.class_column])
     leaves = tree.leaf_rules()
     rs = RuleSet([leaves[k] for k in sorted(leaves)], sch.class_column)
+    assert rs == rules_from_cart(x, sch)
     shorter = 0
     for rule in rs:
         for c in rule.conditions:
@@ -164,10 +166,30 @@ def test_split_points_of_a_survey_table_read_as_its_data():
     work = working_frame(raw, sch.numeric)
     assert (back.coverage(work) == rs.coverage(raw)).all()
     # the tree grown on the working form (dates as days, as evaluate gives it) states the same rules
-    tree = CARTClassifier(min_leaf_frac=0.02, categorical=sch.categorical, dates=["birth_date"])
+    tree = CARTClassifier(min_leaf_frac=0.02, categorical=sch.categorical, dates=["birth_date"], data_units=True)
     tree.fit(work[sch.attributes], work["diagnosis"])
     leaves = tree.leaf_rules()
     assert RuleSet([leaves[k] for k in sorted(leaves)], "diagnosis") == rs
     cov = rs.coverage(work)
     assert (cov.sum(axis=0) == 1).all()
     assert (np.array(sorted(leaves))[cov.argmax(axis=0)] == tree.apply(work[sch.attributes])).all()
+
+
+def test_a_tree_as_a_model_keeps_its_midpoints():
+    """Without data_units a leaf rule splits where the tree sends an unseen value: halfway
+    between the training values (the Forest Framework keeps perturbed values in those leaves,
+    the structure measures compare those split points)."""
+    from ppdm.trees.cart import CARTClassifier
+
+    x, sch = load("wine")
+    tree = CARTClassifier(min_leaf_frac=0.02, max_depth=12).fit(x[sch.attributes], x[sch.class_column])
+    leaves = tree.leaf_rules()
+    rs = RuleSet([leaves[k] for k in sorted(leaves)], sch.class_column)
+    for rule in rs:
+        for c in rule.conditions:
+            vals = np.unique(x[c.attribute].to_numpy(float))
+            lo, hi = vals[vals <= c.value], vals[vals > c.value]
+            mids = lo[:, None] + (hi[None, :] - lo[:, None]) / 2
+            assert (mids == c.value).any()
+    cov = rs.coverage(x)
+    assert (np.array(sorted(leaves))[cov.argmax(axis=0)] == tree.apply(x[sch.attributes])).all()

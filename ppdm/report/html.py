@@ -88,12 +88,6 @@ def _range_text(rng: Sequence[Any] | None) -> str:
     return f"{'−∞' if lo is None else fmt(lo)} to {'∞' if hi is None else fmt(hi)}"
 
 
-def _threshold_text(direction: str | None, threshold: Any) -> str:
-    if threshold is None or direction not in ("higher", "lower"):
-        return "—"
-    return f"{'≤' if direction == 'lower' else '≥'} {fmt(threshold)}"
-
-
 def _plain_value(v: Any) -> str:
     """A provenance or parameter value as short text."""
     if isinstance(v, Mapping):

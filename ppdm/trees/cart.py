@@ -111,16 +111,20 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         Maximum depth (paper 000 §7: 12).
     categorical:
         Attributes to treat as categorical; by default every non-numeric column but dates.
+    data_units:
+        State the split points of the leaf rules in the data's units, for people to read
+        (Ψx, :func:`rules_from_cart`): the roundest number (or date) between the training
+        values on either side (:func:`ppdm.rules.core.split_point`), so ``age <= 40`` rather
+        than ``age <= 40.5`` and ``income <= 18404.46`` rather than
+        ``income <= 18404.464999999997``; every training record lies on the same side as on
+        the tree's own threshold. By default a split point is the midpoint between those
+        values, where the tree itself sends an unseen value: the Forest Framework keeps
+        perturbed values inside the leaves the rules state, and the structure measures
+        compare split points, so they need the tree's own.
     dates:
-        Numeric attributes that are dates on their time axis (days since 1970-01-01, the
-        working form of :func:`ppdm.data.types.working_frame`); a column with a datetime
-        dtype is one anyway. Their split points are stated as dates in the leaf rules.
-
-    A split point of a leaf rule is stated in the data's units: the roundest number (or
-    date) between the training values on either side of it
-    (:func:`ppdm.rules.core.split_point`), so ``age <= 40`` rather than ``age <= 40.5``
-    and ``income <= 18404.46`` rather than ``income <= 18404.464999999997``. Every
-    training record lies on the same side of it as on the tree's own threshold.
+        With ``data_units``, numeric attributes that are dates on their time axis (days
+        since 1970-01-01, the working form of :func:`ppdm.data.types.working_frame`; a column
+        with a datetime dtype is one anyway): their split points are stated as dates.
     """
 
     def __init__(
@@ -131,6 +135,7 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         categorical: Sequence[str] | None = None,
         criterion: str = "gini",
         random_state: int | None = 0,
+        data_units: bool = False,
         dates: Sequence[str] | None = None,
     ) -> None:
         self.min_leaf_frac = min_leaf_frac
@@ -139,6 +144,7 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         self.categorical = categorical
         self.criterion = criterion
         self.random_state = random_state
+        self.data_units = data_units
         self.dates = dates
 
     def fit(self, X: pd.DataFrame, y) -> CARTClassifier:
@@ -157,13 +163,15 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
                    and not is_date_dtype(X[c])]
         self.encoder_ = _Encoder(X, cat)
         self.dates_ = sorted({str(c) for c in X.columns if c not in cat and (is_date_dtype(X[c])
-                                                                             or c in set(self.dates or ()))})
+                                                                             or c in set(self.dates or ()))}
+                             if self.data_units else ())
         Xe = self.encoder_.transform(X)
         self.tree_model_ = DecisionTreeClassifier(
             criterion=self.criterion, min_samples_leaf=leaf, max_depth=self.max_depth, random_state=self.random_state
         ).fit(Xe, y)
         self.rule_thresholds_ = _data_thresholds(self.tree_model_, Xe, self.encoder_.features,
-                                                 self.encoder_.feature_scale(), set(self.dates_))
+                                                 self.encoder_.feature_scale(), set(self.dates_),
+                                                 data_units=bool(self.data_units))
         self.classes_ = self.tree_model_.classes_
         self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.n_features_in_ = X.shape[1]
@@ -199,16 +207,18 @@ def _frame(X, owner: CARTClassifier | None = None) -> pd.DataFrame:
 
 
 def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequence[tuple[str, object]],
-                     scale: np.ndarray | None = None, dates: set[str] | frozenset[str] = frozenset()) -> np.ndarray:
+                     scale: np.ndarray | None = None, dates: set[str] | frozenset[str] = frozenset(),
+                     *, data_units: bool = False) -> np.ndarray:
     """Split points of the numeric tests restated in the training values they separate.
 
     scikit-learn compares float32 copies of the inputs, so its thresholds are midpoints of
     float32 values (``hue <= 0.9350000023841858``). For a rule in the original values each
-    threshold is moved between the two float64 values of the node's training records on
-    either side of it, to the number with the fewest digits there
-    (:func:`ppdm.rules.core.split_point`: ``hue <= 0.93``, ``age <= 40``), or for an
-    attribute in ``dates`` to the roundest date (:func:`ppdm.rules.core.split_time`), so
-    every training record falls on the same side as in the tree.
+    threshold is moved to the midpoint of the two float64 values of the node's training
+    records on either side of it (``hue <= 0.935``), or with ``data_units`` to the number
+    with the fewest digits between them (:func:`ppdm.rules.core.split_point`:
+    ``hue <= 0.93``, ``age <= 40``) and for an attribute in ``dates`` to the roundest date
+    (:func:`ppdm.rules.core.split_time`), so every training record falls on the same side
+    as in the tree.
     """
     t = tree.tree_
     out = t.threshold.astype(float).copy()
@@ -225,7 +235,12 @@ def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequ
         unit = 1.0 if scale is None else float(scale[f])
         if left.any() and not left.all():
             lo, hi = float(v[left].max()) / unit, float(v[~left].min()) / unit
-            out[node] = days_of(split_time(lo, hi)) if features[f][0] in dates else split_point(lo, hi)
+            if not data_units:
+                out[node] = lo + (hi - lo) / 2
+            elif features[f][0] in dates:
+                out[node] = days_of(split_time(lo, hi))
+            else:
+                out[node] = split_point(lo, hi)
         else:
             out[node] /= unit
     return out
@@ -324,7 +339,9 @@ def rules_from_cart(
 
     Records with a missing attribute value are left out of the tree: a CART rule cannot
     say where a missing value goes. (Counted against the rules later, a missing value
-    satisfies no condition.)"""
+    satisfies no condition.) The rules are stated in the data's units (``data_units`` of
+    :class:`CARTClassifier`): split points with no more digits than the data, dates (the
+    schema's ``dates``, or datetime columns) as dates."""
     cls = schema.require_class()
     if isinstance(min_leaf_frac, bool) or not isinstance(min_leaf_frac, (int, float)) or not 0 < min_leaf_frac < 0.5:
         raise ParameterError(f"min_leaf_frac must be a number in (0, 0.5), got {min_leaf_frac!r}")
@@ -333,7 +350,7 @@ def rules_from_cart(
     x, _ = schema.validate(x, missing="drop", min_classes=2)
     tree = CARTClassifier(
         min_leaf_frac=min_leaf_frac, max_depth=max_depth, categorical=schema.categorical, random_state=random_state,
-        dates=[c for c in schema.dates if c in schema.attributes],
+        data_units=True, dates=[c for c in schema.dates if c in schema.attributes],
     ).fit(x[schema.attributes], x[cls])
     rules = tree.leaf_rules()
     return RuleSet([rules[k] for k in sorted(rules)], cls)
