@@ -370,7 +370,10 @@ class RandomSubstitution(Technique):
     def _validate_params(self) -> None:
         if self.gamma is None:
             if self.rho1 is None or self.rho2 is None:
-                raise ParameterError("random substitution needs gamma= or both rho1= and rho2=")
+                raise ParameterError(
+                    "random substitution needs gamma, a number greater than 1 (a larger gamma keeps more values), "
+                    "e.g. gamma=19 (CLI: --param gamma=19); or the privacy requirement 0 < rho1 < rho2 < 1, e.g. "
+                    "rho1=0.05 (CLI: --param rho1=0.05) with rho2=0.5 (CLI: --param rho2=0.5), which give gamma = 19")
             gamma_from_privacy(self.rho1, self.rho2)
         else:
             if self.rho1 is not None or self.rho2 is not None:

@@ -12,6 +12,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    DecimalOpt,
     IdOpt,
     MeasureSeedOpt,
     MissingKeepOpt,
@@ -98,6 +99,7 @@ def compare_cmd(
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
     sensitive: SensitiveOpt = None,
@@ -143,7 +145,8 @@ def compare_cmd(
         roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
         miss = _missing(missing, keep=True)
         x, sch, ids = load_original(data, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
-                                  categorical=categorical, dates=date, provenance=provenance, detect=True)
+                                  categorical=categorical, dates=date, provenance=provenance, detect=True,
+                                  decimal=decimal)
         name = data[len(BUILTIN):] if data.startswith(BUILTIN) else Path(data).name
         with progress_bar("comparing") as task:
 

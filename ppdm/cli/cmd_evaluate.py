@@ -17,6 +17,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    DecimalOpt,
     EngineOpt,
     IdOpt,
     MeasureSeedOpt,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 
 def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: str,
-              sep: str | None = None, ignore: list[str] | None = None) -> pd.DataFrame:
+              sep: str | None = None, ignore: list[str] | None = None, decimal: str | None = None) -> pd.DataFrame:
     """Read table ``spec`` (path or builtin:NAME) and check it has exactly the columns of x.
 
     Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first),
@@ -65,7 +66,7 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
     else:
         from ppdm.data.io import read_table
 
-        df = read_table(spec, sep=sep, schema=schema)
+        df = read_table(spec, sep=sep, schema=schema, decimal=decimal)
     if ignore:
         df = df.drop(columns=[c for c in ignore if c in df.columns])
     cols, want = [str(c) for c in df.columns], [str(c) for c in x.columns]
@@ -225,6 +226,7 @@ def evaluate(
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
     sensitive: SensitiveOpt = None,
@@ -273,14 +275,14 @@ def evaluate(
                            provenance=provenance, specs=specs, options=options, rules=rules, seed_value=seed_value,
                            drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out,
                            thresholds=limits, named=measures is not None and measures.strip() != "all",
-                           verbose=verbose)
+                           verbose=verbose, decimal=decimal)
         return
     x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
-                                categorical=categorical, dates=date, provenance=provenance)
-    z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids)
-    t = load_like(test, x, sch, miss, "test", sep, ids) if test is not None else None
+                                categorical=categorical, dates=date, provenance=provenance, decimal=decimal)
+    z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids, decimal=decimal)
+    t = load_like(test, x, sch, miss, "test", sep, ids, decimal=decimal) if test is not None else None
     control = control if control is not None else _provenance_control(anonymized, provenance)
-    c = load_like(control, x, sch, miss, "control", sep, ids) if control is not None else None
+    c = load_like(control, x, sch, miss, "control", sep, ids, decimal=decimal) if control is not None else None
     if c is not None and len(x) == len(z) + len(c) and len(z) != len(x):
         from ppdm.experiments.release import without_held_out
 
@@ -345,7 +347,8 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
                        date: list[str] | None, blocksize: str | None, provenance: dict[str, Any] | None,
                        specs: list, options: dict[str, Any], rules: Path | None, seed_value: int, drawn: bool,
                        sample_rows: int, html: Path | None, json_out: bool,
-                       thresholds: dict[str, float], named: bool, verbose: bool = False) -> None:
+                       thresholds: dict[str, float], named: bool, verbose: bool = False,
+                       decimal: str | None = None) -> None:
     """Tables larger than memory: exact measures partition by partition, the others on a sample."""
     from dataclasses import replace
 
@@ -366,13 +369,14 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
     recorded = ((provenance or {}).get("input") or {}).get("blocksize")
     block = blocksize or recorded or BLOCKSIZE
     loaded = Schema.load(schema) if schema is not None else None
-    xds = open_dataset(original, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=block)
+    xds = open_dataset(original, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=block,
+                       decimal=decimal)
     head = xds.head
     head.attrs["date_formats"] = dict(xds.date_formats)
     sch = resolve_schema(head, schema=loaded, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema is None else f"schema file {str(schema)!r}")
     x, sch, ids = _without_identifiers(xds.data, sch, provenance)
-    zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block)
+    zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block, decimal=decimal)
     cols, want = zds.columns, [str(c) for c in x.columns]
     if set(cols) - set(ids) != set(want):
         lacks = [c for c in want if c not in cols]
@@ -394,7 +398,8 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
         _refuse_missing_lazily(z, sch, anonymized)
     t = None
     if test is not None:
-        t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block).data[want], sch.numeric)
+        t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block, decimal=decimal).data[want],
+                          sch.numeric)
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         if needing and (named or len(needing) == len(specs)):

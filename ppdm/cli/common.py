@@ -66,14 +66,15 @@ def load_input(
     detect: bool = False,
     categorical: list[str] | None = None,
     dates: list[str] | None = None,
+    decimal: str | None = None,
 ) -> tuple[pd.DataFrame, Schema, int]:
     """Read ``spec`` (a path or ``builtin:NAME``) and its schema with the user's roles.
 
     Returns ``(table, schema, n_dropped)``; incomplete rows are handled by ``missing``.
     The types of a schema file, or of ``--categorical``/``--date`` (``categorical``,
-    ``dates``), apply as the file is read. A schema file that leaves out columns of the
-    table is refused; with ``detect``, so are undeclared columns that look like direct
-    identifiers (for releases).
+    ``dates``), apply as the file is read; ``decimal`` is the decimal separator
+    (``--decimal``). A schema file that leaves out columns of the table is refused; with
+    ``detect``, so are undeclared columns that look like direct identifiers (for releases).
     """
     from ppdm.data.io import read_table
     from ppdm.data.roles import resolve_schema, split_names
@@ -94,7 +95,7 @@ def load_input(
         schema = resolve_schema(df, schema=schema, roles=roles, detect=detect, what="the dataset's schema")
     else:
         loaded = Schema.load(schema_path) if schema_path is not None else None
-        df = read_table(spec, sep=sep, schema=loaded, categorical=cats, dates=date_formats)
+        df = read_table(spec, sep=sep, schema=loaded, categorical=cats, dates=date_formats, decimal=decimal)
         if loaded is not None:
             schema = resolve_schema(df, schema=loaded, class_column=class_column, roles=roles, detect=detect,
                                     what=f"schema file {str(schema_path)!r}")
@@ -119,6 +120,7 @@ def load_original(
     dates: list[str] | None = None,
     provenance: dict[str, Any] | None = None,
     detect: bool = False,
+    decimal: str | None = None,
 ) -> tuple[pd.DataFrame, Schema, list[str]]:
     """The original table x as ``ppdm evaluate`` and ``ppdm compare`` measure it.
 
@@ -130,7 +132,7 @@ def load_original(
     from ppdm.experiments.evaluation import without_identifiers
 
     x, schema, _ = load_input(spec, class_column, schema_path=schema_path, missing=missing, sep=sep, roles=roles,
-                              detect=detect, categorical=categorical, dates=dates)
+                              detect=detect, categorical=categorical, dates=dates, decimal=decimal)
     return without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
 
 

@@ -18,6 +18,9 @@ both, imports every module of each (:func:`load_all_measures`) and resolves name
   can fix it;
 * anything else is a defect of ppdm, not of the table: the evaluation stops with the
   measure's name attached (the command line exits with code 1).
+
+A measure that returns a result without a finite value (NaN, infinity) is skipped too, with
+that reason, rather than reported as computed with no value.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, MeasureSpec
+from ppdm.utils import unknown_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,7 +69,7 @@ def resolve_measures(spec: str | None) -> list[MeasureSpec]:
         if not name:
             continue
         if name not in MEASURES:
-            raise ParameterError(f"unknown measure {name!r}; known: {', '.join(sorted(MEASURES))}")
+            raise ParameterError(unknown_name("measure", name, sorted(MEASURES)))
         out.append(MEASURES[name])
     if not out:
         raise ParameterError("no measure named in --measures")
@@ -126,7 +130,19 @@ def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
                 e.add_note(f"while computing measure {spec.name!r}")
             raise
         return MeasureOutcome(spec, None, " ".join(reason.split()) or type(e).__name__)
+    value = getattr(res, "value", None)
+    if not _is_number(value):
+        # a result without a number is no measurement: say so instead of "computed, value null"
+        return MeasureOutcome(spec, None, f"{spec.name} gives no finite value on these tables "
+                                          f"(it came out as {value!r})")
     return MeasureOutcome(spec, res, None)
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def evaluate_measures(

@@ -174,7 +174,7 @@ def blocked_linkage(
     from scipy.spatial import cKDTree
 
     from ppdm.data.partitions import run_partitions
-    from ppdm.metrics.release_check import column_moments, merge_moments
+    from ppdm.metrics._common import column_moments, merge_moments
 
     nparts = x.npartitions
     if z.npartitions != nparts:

@@ -37,7 +37,7 @@ _TABLE_SUFFIXES = (".csv.gz", ".csv", ".parquet", ".pq", ".txt")
 
 def json_header(kind: str) -> dict[str, Any]:
     """The fields every JSON document of ppdm starts with (``kind``: evaluation, methods, measures)."""
-    from ppdm import __version__
+    from ppdm._version import __version__
 
     return {"format": f"ppdm.{kind}", "format_version": JSON_FORMAT_VERSION, "ppdm_version": __version__}
 
