@@ -346,13 +346,12 @@ class Recode(Technique):
         method = str(_per_column(self.method, c, "equal-width"))
         if isinstance(spec, int):
             b, lowest, jit = sdc_breaks(x, spec, method, rng=rng, ties=self.ties)
-            if bounds is not None and b.size > 2:
-                # sdcMicro's ±1 padding may reach past a declared bound: the interval stops there
-                # (the lowest interval is closed, so the bound itself stays in it)
-                b = b.copy()
-                b[0] = max(b[0], float(bounds[0])) if float(bounds[0]) < b[1] else b[0]
-                b[-1] = min(b[-1], float(bounds[1])) if float(bounds[1]) > b[-2] else b[-1]
-                lowest = True
+            if bounds is not None:
+                # sdcMicro's ±1 padding may reach past a declared bound: intervals stop there (the
+                # lowest is closed, so the bound itself stays in it; an interval wholly beyond goes)
+                clipped = np.unique(np.clip(b, float(bounds[0]), float(bounds[1])))
+                if clipped.size >= 2:
+                    b, lowest = clipped, True
         else:
             b, lowest, jit = spec, False, False
         idx = cut(x, b, lowest)
