@@ -69,6 +69,9 @@ def anonymize(
     blocksize: BlocksizeOpt = "64MB",
     fit_rows: Annotated[int, typer.Option(
         "--fit-rows", help="With dask: records of the random sample the technique is fitted on.")] = 100_000,
+    then: Annotated[list[str] | None, typer.Option(
+        "--then", help="A further technique applied to the release of the one before (repeatable; docs/sdc.md). "
+        "Give a step's parameters as -p METHOD.name=value.")] = None,
     holdout: Annotated[float | None, typer.Option(
         "--holdout", help="Hold out this fraction of the records before anonymizing, as the attacks' control set "
         "(<out stem>.control.csv; keep it private, with x).")] = None,
@@ -85,6 +88,8 @@ def anonymize(
 
     random_state = parse_seed(seed)
     get_technique(method)  # an unknown name is the first thing to say, before the table is read
+    if then and wants_dask(data, engine):
+        raise PPDMError("--then is not available for a partitioned input yet; anonymize a table in memory")
     if wants_dask(data, engine):
         if holdout is not None:
             raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
@@ -111,7 +116,7 @@ def anonymize(
 
     dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
-                          params=params)
+                          params=params) if not then else _composition([method, *then], params, sch, random_state)
     control = None
     if holdout is not None:
         x, control = hold_out(x, holdout, random_state)
@@ -134,8 +139,15 @@ def anonymize(
                       highlight=False, markup=False, soft_wrap=True)
     written = save_release(rel, out, control)
     z = rel.data
-    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}, and "
+    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {' then '.join([method, *(then or [])])}, and "
                   f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _composition(methods: list[str], params: dict[str, Any], schema: Any, random_state: int | None) -> Any:
+    from ppdm.anonymize.composition import make_composition
+
+    return make_composition(methods, params=params, class_column=schema.class_column, random_state=random_state,
+                            schema=schema)
 
 
 def _report(rel: Any, random_state: int | None) -> None:

@@ -121,6 +121,46 @@ def _without_identifiers(x: pd.DataFrame, schema: Schema,
     return without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
 
 
+def _recoded_view(x: pd.DataFrame, schema: Schema, provenance: dict[str, Any] | None) -> tuple[Any, Any, Any]:
+    """A release whose columns were recoded (its provenance's output schema, ``ppdm anonymize -m
+    recode``) is compared on its own categories: those columns of x become the labels that stand
+    for their values (:func:`ppdm.data.generalization.generalise`), categorical in the schema of
+    the evaluation. Returns ``(x, schema, f)``, ``f`` doing the same to the test and control sets."""
+    from dataclasses import replace
+
+    from ppdm.data.generalization import generalise
+    from ppdm.data.schema import Schema
+
+    out = ((provenance or {}).get("output") or {}).get("schema")
+    if not out:
+        return x, schema, lambda df: df
+    released = Schema.from_dict(out)
+    cols = [c for c in x.columns if c in released.categorical and c != schema.class_column
+            and (c in schema.numeric or released.categories.get(c) != schema.categories.get(c)
+                 or released.hierarchies.get(c) != schema.hierarchies.get(c))]
+    if not cols:
+        return x, schema, lambda df: df
+
+    def labels(c: str) -> list[Any]:
+        return list(released.categories.get(c) or [])
+
+    def recode(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.copy()
+        for c in cols:
+            if c in df.columns:
+                df[c] = generalise(df[c], labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
+        return df
+
+    sch = replace(schema, numeric=[c for c in schema.numeric if c not in cols],
+                  categorical=[*schema.categorical, *[c for c in cols if c not in schema.categorical]],
+                  integer=[c for c in schema.integer if c not in cols],
+                  bounds={c: b for c, b in schema.bounds.items() if c not in cols},
+                  dates={c: f for c, f in schema.dates.items() if c not in cols},
+                  categories={**schema.categories, **{c: labels(c) for c in cols if labels(c)}},
+                  hierarchies={**schema.hierarchies, **{c: h for c, h in released.hierarchies.items() if c in cols}})
+    return recode(x), sch, recode
+
+
 def _provenance_control(anonymized: str, provenance: dict[str, Any] | None) -> str | None:
     """The control set a release's provenance names (``holdout.control``, written by
     ``ppdm anonymize --holdout``), as a path beside the release; None when there is none."""
@@ -279,10 +319,11 @@ def evaluate(
         return
     x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
                                 categorical=categorical, dates=date, provenance=provenance, decimal=decimal)
+    x, sch, recode = _recoded_view(x, sch, provenance)
     z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids, decimal=decimal)
-    t = load_like(test, x, sch, miss, "test", sep, ids, decimal=decimal) if test is not None else None
+    t = recode(load_like(test, x, sch, miss, "test", sep, ids, decimal=decimal)) if test is not None else None
     control = control if control is not None else _provenance_control(anonymized, provenance)
-    c = load_like(control, x, sch, miss, "control", sep, ids, decimal=decimal) if control is not None else None
+    c = recode(load_like(control, x, sch, miss, "control", sep, ids, decimal=decimal)) if control is not None else None
     if c is not None and len(x) == len(z) + len(c) and len(z) != len(x):
         from ppdm.experiments.release import without_held_out
 
