@@ -506,7 +506,10 @@ def _print_evaluation(doc: dict[str, Any]) -> None:
         else:
             value = fmt_number(m["value"])
         better = {"higher": "higher", "lower": "lower"}.get(m.get("direction") or "", "neither")
-        rows.append([name, m["kind"], value, better, _summary(m.get("details") or {})])
+        detail = _summary(m.get("details") or {})
+        if m.get("not_judged"):
+            detail = "; ".join(p for p in (detail, f"not judged: {m['not_judged']}") if p)
+        rows.append([name, m["kind"], value, better, detail])
     print_table(console, "ppdm evaluate", ["measure", "kind", "value", "better", "details"], rows, right=["value"])
     for name, reason in skipped:
         console.print(Text(f"{name} skipped: {reason}", style="yellow"))

@@ -208,7 +208,8 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
     measures = []
     for name, m in measures_doc.items():
         status = "skipped" if m.get("status") == "skipped" else (
-            ("meets" if judged[name]["meets"] else "misses") if name in judged else "shown")
+            judged[name].get("judgement") or ("meets" if judged[name]["meets"] else "misses")
+            if name in judged else "shown")
         measures.append({
             "name": name,
             "anchor": re.sub(r"[^A-Za-z0-9_-]", "-", name),
@@ -220,6 +221,7 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
             "range": _range_text(m.get("range")),
             "threshold": _threshold_text(m.get("direction"), m.get("threshold")),
             "status": status,
+            "not_judged": m.get("not_judged") or "",
             "meaning": m.get("meaning") or "",
             "description": m.get("description") or "",
             "scalars": [(k, fmt(v, 6) if not isinstance(v, str) else v) for k, v in (m.get("details") or {}).items()],
@@ -309,6 +311,14 @@ def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], pl
                                     "name one with --measures."}
     techniques = {t["label"]: t for t in result.meta["techniques"]}
     cell = summary.set_index(["label", "measure"])
+    from ppdm.metrics.base import SCENARIO_OF, SCENARIOS
+
+    # each risk measure judges the intruder scenario it models: its map names that intruder and
+    # the releases it does not apply to (key frequencies of perturbed quasi-identifiers), which
+    # are left off rather than drawn at a meaningless value
+    skipped: dict[str, dict[str, str]] = {}
+    for row in result.meta.get("skipped") or []:
+        skipped.setdefault(row["measure"], {})[row["label"]] = row["reason"]
     out = []
     for r in risk:
         points = []
@@ -323,9 +333,16 @@ def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], pl
         if plots and points:
             png = png_base64(risk_utility_plot(points, risk=r["name"], risk_direction=r["direction_key"],
                                                utility=utility["name"], utility_direction=utility["direction_key"]))
+        scenario = SCENARIO_OF.get(r["name"])
+        left_off = sorted(lab for lab in skipped.get(r["name"], {}) if lab not in {p["label"] for p in points})
         out.append({"risk": r["name"], "utility": utility["name"], "png": png, "n_points": len(points),
+                    "scenario": SCENARIOS.get(scenario or "", ""),
+                    "left_off": [{"label": lab, "reason": skipped[r["name"]][lab]} for lab in left_off],
                     "rows": [{"label": p["label"], "risk": fmt(p["risk"]), "utility": fmt(p["utility"])}
                              for p in points]})
+    order = list(SCENARIOS)
+    out.sort(key=lambda mp: order.index(SCENARIO_OF[mp["risk"]]) if SCENARIO_OF.get(mp["risk"]) in order
+             else len(order))
     return {"maps": out, "note": None}
 
 
