@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize._mdav import POSITION_BITS
 from ppdm.anonymize.base import restore_table
 from ppdm.data.types import working_frame
@@ -166,8 +167,9 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
             raise AssertionError("MDAV lost rows while shuffling them back")
         out = working_frame(df, cols).copy()
         vals = agg[vcols].to_numpy()
+        keep = DomainGuard(tech.value_domains_, out, technique_name(tech))
         for j, c in enumerate(cols):
-            out[c] = vals[:, j]
+            out[c] = keep(c, vals[:, j])  # whole-number attributes get whole centroids
         return restore_table(out, df, schema)
 
     return dd.map_partitions(combine, ddf, back, meta=ddf._meta, align_dataframes=False)

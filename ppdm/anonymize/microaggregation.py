@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize._mdav import CellTree, kd_blocks, mdav_labels
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
@@ -483,6 +484,10 @@ class MDAV(Technique):
     block_size:
         Most records in a block (at least 2k); blocks hold more than half of it.
 
+    A centroid lies within its members' range, so inside the attribute's domain; the
+    centroid of a whole-number attribute (the schema's ``integer``) is rounded to a whole
+    number, as integer dtypes always were (sdcMicro releases the fraction).
+
     Missing values: a missing cell stays missing, as in sdcMicro's microaggregation. For
     forming the groups a missing cell counts as its column's mean (the centre of the
     standardised space, so it pulls the record neither way); a group's centroid is the mean
@@ -566,8 +571,10 @@ class MDAV(Technique):
         self.blocks_ = blocks
         self.centroids_ = pd.DataFrame(cent, columns=self.columns_)
         out = df.copy()
+        keep = DomainGuard(self.value_domains_, df, technique_name(self))
         for j, c in enumerate(self.columns_):
-            out[c] = np.where(miss[:, j], np.nan, cent[labels, j])
+            # a centroid lies in its members' range; a whole-number attribute's is rounded
+            out[c] = keep(c, np.where(miss[:, j], np.nan, cent[labels, j]))
         return out
 
     def _transform_dask(self, ddf: Any) -> Any:

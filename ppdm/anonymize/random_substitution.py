@@ -11,6 +11,9 @@ replaced by one of the other ``N−1`` values, each with probability ``1/(γ+N�
   (001 §2.2): the centre by default, the low/high endpoint, or a random value inside
   the bin. When the attribute has at most ``N`` distinct values they are used as the
   domain directly (``distinct_domain=True``; 001 §6 advises ``N = d`` then).
+* Released values stay possible (docs/value_domains.md): a representative lies inside its
+  bin, so inside ``[min, max]`` of x or the ``bounds`` given, which may not reach beyond the
+  schema's declared bounds. Nothing needs clipping or reflecting.
 * **Integer columns** (integer dtype, or listed in ``Schema.integer``) stay whole: their
   representatives are rounded half up (``⌊c + 0.5⌋``), which keeps distinct bins distinct because integer bins are at
   least one unit wide; a random representative is a whole number drawn inside the bin.
@@ -434,6 +437,14 @@ class RandomSubstitution(Technique):
 
     # --------------------------------------------------------------------- fit
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        for c, b in (self.bounds or {}).items():
+            lo, hi = (float(v) for v in b)
+            if c in schema.bounds and not (schema.bounds[c][0] <= lo and hi <= schema.bounds[c][1]):
+                # bins beyond the declared domain would release impossible representatives
+                raise ParameterError(
+                    f"bounds[{c!r}] = ({lo:g}, {hi:g}) reach beyond the schema's declared bounds "
+                    f"[{schema.bounds[c][0]:g}, {schema.bounds[c][1]:g}] of {c!r}; keep them inside"
+                )
         attrs: dict[str, AttributeDomain] = {}
         for c in self._targets(schema):
             g = self._gamma_for(c)

@@ -107,6 +107,33 @@ def load_input(
     return df, schema, dropped
 
 
+def load_original(
+    spec: str,
+    class_column: str | None,
+    *,
+    schema_path: Path | None = None,
+    missing: MissingPolicy = "error",
+    sep: str | None = None,
+    roles: Roles | None = None,
+    categorical: list[str] | None = None,
+    dates: list[str] | None = None,
+    provenance: dict[str, Any] | None = None,
+    detect: bool = False,
+) -> tuple[pd.DataFrame, Schema, list[str]]:
+    """The original table x as ``ppdm evaluate`` and ``ppdm compare`` measure it.
+
+    Read with its types and the user's roles (:func:`load_input`: ``--schema``,
+    ``--categorical``, ``--date``, ``--id``, ``--qi``, ``--sensitive``, ``--weight``,
+    ``--other``, ``--missing``), then without its identifier columns, declared or named as
+    removed by a release's ``provenance``. Returns ``(x, schema, identifiers)``.
+    """
+    from ppdm.experiments.evaluation import without_identifiers
+
+    x, schema, _ = load_input(spec, class_column, schema_path=schema_path, missing=missing, sep=sep, roles=roles,
+                              detect=detect, categorical=categorical, dates=dates)
+    return without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
+
+
 def stage_progress() -> Any:
     """A callback ``(stage, done, total)`` for partitioned work (:mod:`ppdm.data.partitions`,
     :func:`ppdm.experiments.out_of_core.release_dataset`) that reports each stage's partitions

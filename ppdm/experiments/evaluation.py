@@ -27,10 +27,15 @@ import math
 import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, MeasureSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ppdm.data.schema import Schema
 
 #: packages whose modules register measures, in the order their measures are listed
 MEASURE_PACKAGES = ("ppdm.metrics", "ppdm.attacks")
@@ -139,3 +144,89 @@ def evaluate_measures(
             on_measure(spec)
         out[spec.name] = run_measure(spec, ctx)
     return out
+
+
+# ------------------------------------------------------------- the tables measured
+def without_identifiers(
+    x: pd.DataFrame, schema: Schema, removed: Iterable[str] = ()
+) -> tuple[pd.DataFrame, Schema, list[str]]:
+    """``x`` without its identifier columns, the schema without them, and their names.
+
+    The identifiers are the schema's and any column named in ``removed`` (the identifiers
+    a release's provenance says were removed from it). A release never carries them, a
+    technique never sees them (:func:`ppdm.experiments.release.release`), and no measure
+    compares them: ``ppdm evaluate`` and ``ppdm compare`` both measure the table without
+    them.
+    """
+    from dataclasses import replace
+
+    from ppdm.data.roles import Roles, apply_roles
+
+    named = set(schema.identifiers) | {str(c) for c in removed}
+    drop = [str(c) for c in x.columns if c in named]
+    if not drop:
+        return x, schema, []
+    sch = apply_roles(schema, Roles(identifiers=tuple(c for c in drop if c not in schema.identifiers)),
+                      list(x.columns))
+    return x.drop(columns=drop), replace(sch, identifiers=[]), drop
+
+
+def measurement_context(
+    x: pd.DataFrame,
+    z: pd.DataFrame,
+    schema: Schema,
+    *,
+    test: pd.DataFrame | None = None,
+    control: pd.DataFrame | None = None,
+    rules: Any = None,
+    random_state: int | None = 0,
+    options: dict[str, Any] | None = None,
+) -> EvaluationContext:
+    """The context every measure of ``ppdm evaluate`` and ``ppdm compare`` computes on.
+
+    Techniques take a table as it was read (dates as dates, codes as text, nullable whole
+    numbers); measures compute on numbers. Each table is put in that working form here
+    (:func:`ppdm.data.types.working_frame`: a date on its time axis, days since
+    1970-01-01; a missing cell as NaN), so a date column is measured as the number it
+    stands for by every measure, whichever command asked.
+    """
+    from ppdm.data.types import working_frame
+
+    def work(df: pd.DataFrame | None) -> pd.DataFrame | None:
+        return None if df is None else working_frame(df, schema.numeric)
+
+    return EvaluationContext(x=work(x), z=work(z), schema=schema, test=work(test), control=work(control),
+                             rules=rules, random_state=random_state, options=dict(options or {}))
+
+
+def group_reasons(items: Iterable[tuple[str, str]], *, min_shared: int = 30) -> list[tuple[list[str], str]]:
+    """``(name, reason)`` pairs grouped so that a reason is said once.
+
+    Equal reasons are grouped; so are reasons that differ only in how they begin (each
+    measure naming itself, then the same words: ``inference (income) needs a control set
+    ...``, ``linkability needs a control set ...``) when the shared ending is at least
+    ``min_shared`` characters long — then the shared ending is the reason given.
+    """
+    groups: list[tuple[list[str], str]] = []
+    for name, reason in items:
+        reason = " ".join(str(reason).split())
+        for i, (names, text) in enumerate(groups):
+            common = text if text == reason else _common_ending(text, reason)
+            if text == reason or len(common) >= min_shared:
+                groups[i] = ([*names, name], common)
+                break
+        else:
+            groups.append(([name], reason))
+    return groups
+
+
+def _common_ending(a: str, b: str) -> str:
+    """The longest ending of ``a`` and ``b`` that starts at a word."""
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    tail = a[len(a) - n:]
+    if n < len(a) and n < len(b) and not tail.startswith(" "):
+        cut = tail.find(" ")
+        tail = "" if cut < 0 else tail[cut:]
+    return tail.strip()
