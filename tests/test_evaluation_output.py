@@ -73,7 +73,7 @@ def evaluate(*args: str) -> Any:
 # ----------------------------------------------------------------------- the schema
 def test_the_schema_is_a_valid_json_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    assert SCHEMA["$defs"]["header"]["properties"]["format_version"] == {"const": 1}
+    assert SCHEMA["$defs"]["header"]["properties"]["format_version"] == {"const": 2}
 
 
 def test_evaluation_json_follows_the_schema(release, tmp_path) -> None:
@@ -82,7 +82,7 @@ def test_evaluation_json_follows_the_schema(release, tmp_path) -> None:
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     validate(doc)
-    assert doc["format"] == "ppdm.evaluation" and doc["format_version"] == 1
+    assert doc["format"] == "ppdm.evaluation" and doc["format_version"] == 2
     assert doc["provenance"]["technique"]["name"] == "gaussian-noise"  # the sidecar anonymize wrote beside z
     load_all_measures()
     assert set(doc["measures"]) == {m.name for m in resolve_measures("all")}

@@ -463,8 +463,13 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
             step(0, description=f"computing {spec.name}")
             outcomes[spec.name] = replace(run(spec), spec=spec)
             step()
-    how = {name: ("sample" if isinstance(o.result, SampledResult) else "exact")
-           for name, o in outcomes.items() if not o.skipped}
+    # a measure with an exact form may still attack a sample past some size (record linkage,
+    # intruder matching): it then says so with its sample size
+    def drew_sample(res: Any) -> bool:
+        n, pop = getattr(res, "sample_size", None), getattr(res, "population", None)
+        return isinstance(res, SampledResult) or bool(n and pop and n < pop)
+
+    how = {name: ("sample" if drew_sample(o.result) else "exact") for name, o in outcomes.items() if not o.skipped}
     rows_x, rows_z = sum(partition_lengths(x)), sum(partition_lengths(z))
     inputs = {"original": {"source": original, "rows": rows_x, "columns": len(want), "partitions": x.npartitions},
               "anonymized": {"source": anonymized, "rows": rows_z, "columns": len(want), "partitions": z.npartitions},
@@ -551,6 +556,9 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
     skipped = [(r["name"], r["reason"] or "") for r in rows if r["status"] == "skipped"]
     for names, reason in group_reasons(skipped):
         console.print(Text(f"{', '.join(names)} skipped: {reason}", style="yellow"))
+    for name, m in doc["measures"].items():
+        if m.get("not_judged"):  # computed, but the intruder scenario it models does not apply
+            console.print(Text(f"{name} not judged: {m['not_judged']}", style="dim"))
     if not verbose:
         extra = " and the rule texts" if doc["tables"].get("per_rule") else ""
         console.print(Text(f"--verbose shows every measure's details, the per-key and per-rule tables{extra}; "

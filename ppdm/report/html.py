@@ -224,6 +224,7 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
             "short": fmt(m.get("value"), 4),
             "skipped": m.get("status") == "skipped",
             "reason": m.get("reason"),
+            "not_judged": m.get("not_judged") or "",
             "direction": direction_text(m.get("direction")),
             "range": _range_text(m.get("range")),
             "threshold": row["threshold"],
@@ -283,7 +284,8 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
 
 
 #: how the status of a measure reads in the tables (any other status is shown as it is named)
-_STATUS_TEXT = {"meets": "meets its threshold", "misses": "misses its threshold"}
+_STATUS_TEXT = {"meets": "meets its threshold", "misses": "misses its threshold",
+                "uncertain": "uncertain: its interval straddles the threshold"}
 
 
 def _anchor(name: str) -> str:
@@ -398,6 +400,14 @@ def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], pl
             what = "the comparison has no utility measure with a direction; name one with --measures"
         return {"maps": [], "front": [], "constant": constant, "note": f"No risk–utility map: {what}."}
     u = utility[0]
+    from ppdm.metrics.base import SCENARIO_OF, SCENARIOS
+
+    # each risk measure judges the intruder scenario it models: its map names that intruder and
+    # the releases it does not apply to (key frequencies of perturbed quasi-identifiers), which
+    # are left off rather than drawn at a meaningless value
+    skipped: dict[str, dict[str, str]] = {}
+    for row in result.meta.get("skipped") or []:
+        skipped.setdefault(row["measure"], {})[row["label"]] = row["reason"]
     out = []
     for r in risk[:MAX_MAPS]:
         points = []
@@ -416,7 +426,11 @@ def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], pl
         if plots and points:
             png = png_base64(risk_utility_plot(points, risk=r["name"], risk_direction=r["direction_key"],
                                                utility=u["name"], utility_direction=u["direction_key"], front=front))
+        drawn = {p["label"] for p in points}
+        left_off = [{"label": lab, "reason": why} for lab, why in skipped.get(r["name"], {}).items()
+                    if lab not in drawn]
         out.append({"risk": r["name"], "utility": u["name"], "png": png, "n_points": len(points), "front": front,
+                    "scenario": SCENARIOS.get(SCENARIO_OF.get(r["name"]) or "", ""), "left_off": left_off,
                     "rows": [{"label": p["label"], "risk": fmt(p["risk"]), "utility": fmt(p["utility"])}
                              for p in points]})
     return {"maps": out, "front": out[0]["front"] if out else [], "constant": constant, "note": None}

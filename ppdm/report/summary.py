@@ -52,8 +52,8 @@ def status_slug(status: Any) -> str:
 def judged_status(entry: Mapping[str, Any]) -> str:
     """The status of one judged measure of a verdict: its ``status`` when it has one (e.g.
     ``uncertain`` for an interval that straddles the threshold), else meets / misses."""
-    if entry.get("status"):
-        return str(entry["status"])
+    if entry.get("judgement") or entry.get("status"):
+        return str(entry.get("judgement") or entry["status"])
     return "meets" if entry.get("meets") else "misses"
 
 
@@ -106,7 +106,8 @@ def measure_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows.append({"name": name, "kind": m.get("kind") or "—",
                      "value": "—" if m.get("status") == "skipped" else fmt_value(m.get("value")),
                      "threshold": threshold_text(m.get("direction"), threshold), "status": status,
-                     "reason": m.get("reason")})
+                     # why a skipped measure could not be computed, or why a computed one is not judged
+                     "reason": m.get("reason") or m.get("not_judged")})
     order = {"risk": 0, "utility": 1}
     return sorted(rows, key=lambda r: order.get(r["kind"], 2))
 
