@@ -291,8 +291,10 @@ def measure_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[P
 #: what the risk measures need besides x and z: declared quasi-identifiers, a sensitive
 #: attribute, a control set (here the good x, whose columns every case shares)
 NEEDS: dict[str, list[str]] = {
-    **{m: ["--qi", "c"] for m in ("k_anonymity", "sample_uniques", "reidentification_risk", "suda2")},
-    "l_diversity": ["--qi", "c", "--sensitive", "b"],
+    # the noise release perturbs c: the key-variable measures are asked for on it all the same
+    **{m: ["--qi", "c", "-p", f"{m}.all_keys=true"] for m in ("k_anonymity", "sample_uniques",
+                                                               "reidentification_risk", "suda2")},
+    "l_diversity": ["--qi", "c", "--sensitive", "b", "-p", "l_diversity.all_keys=true"],
 }
 CONTROLLED = {"singling_out_univariate", "singling_out_multivariate", "linkability", "inference"}
 

@@ -153,7 +153,8 @@ def test_mdav_groups_with_missing_cells_share_observed_centroids() -> None:
 
     x = pd.DataFrame({"a": [1.0, 2.0, np.nan, 10.0, 11.0, 12.0], "b": [5.0, np.nan, 5.0, 1.0, 1.0, np.nan],
                       "y": list("ppqqpq")})
-    t = MDAV(class_column="y", k=3, random_state=0)
+    # continuous attributes (the inferred schema would take whole-valued floats for whole numbers)
+    t = MDAV(schema=Schema(["a", "b"], [], "y"), k=3, random_state=0)
     z = t.fit_transform(x)
     g = t.groups_
     assert sorted(np.bincount(g)) == [3, 3]
@@ -161,6 +162,9 @@ def test_mdav_groups_with_missing_cells_share_observed_centroids() -> None:
     assert len(set(g[:3])) == 1 and len(set(g[3:])) == 1 and g[0] != g[3]
     np.testing.assert_allclose(z["a"], [1.5, 1.5, np.nan, 11.0, 11.0, 11.0])
     np.testing.assert_allclose(z["b"], [5.0, np.nan, 5.0, 1.0, 1.0, np.nan])
+    # as whole-number attributes, the centroids are rounded to whole numbers
+    whole = MDAV(class_column="y", k=3).fit_transform(x)
+    np.testing.assert_allclose(whole["a"], [2.0, 2.0, np.nan, 11.0, 11.0, 11.0])
     np.testing.assert_allclose(nan_group_means(np.array([[np.nan], [np.nan]]), np.array([0, 0])), [[np.nan]])
 
 
@@ -173,7 +177,7 @@ def test_gadp_complete_records_keep_exact_moments() -> None:
     x = pd.DataFrame({"a": 2 * s + rng.normal(size=n), "b": s + rng.normal(size=n), "s": s, "y": "k"})
     x.loc[::7, "a"] = np.nan
     x.loc[::11, "s"] = np.nan
-    z = GADP(class_column="y", confidential=["a", "b"], exact=True, random_state=2).fit_transform(x)
+    z = GADP(class_column="y", confidential=["a", "b"], exact=True, clip_to_range=False, random_state=2).fit_transform(x)
     pd.testing.assert_frame_equal(z.isna(), x.isna())
     done = x[["a", "b", "s"]].notna().all(axis=1)
     # EGADP: the complete records' means and covariances are the original's exactly

@@ -30,6 +30,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppdm.anonymize._domain import ValueDomain, check_declared_domain, value_domains
 from ppdm.data.schema import Schema
 from ppdm.data.types import restore_column, working_frame
 from ppdm.errors import ParameterError, SchemaError
@@ -49,6 +50,16 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         clear error. A missing class value is always refused.
     missing_policy:
         ``"kept"``, ``"modelled"`` or ``"refused"`` (see below).
+    clips_to_declared_bounds:
+        The technique itself clips values of x outside the schema's declared bounds, as
+        differential privacy treats a public range (DPCube). Every other technique refuses
+        such a value as bad input, naming the column and row.
+
+    Released values stay possible: ``fit`` stores the domain of every numeric attribute in
+    ``value_domains_`` (declared bounds, else the range observed in x; whole numbers; dates
+    on their resolution), and a technique whose perturbation can leave it brings values back
+    with :class:`ppdm.anonymize._domain.DomainGuard` (clip or reflect, documented per
+    technique in docs/value_domains.md).
     """
 
     needs_class: ClassVar[bool] = False
@@ -57,6 +68,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: ``"modelled"`` (missingness is part of what the technique learns and releases) or
     #: ``"refused"``; listed by ``ppdm methods`` and in docs/missing_values.md
     missing_policy: ClassVar[str] = "refused"
+    clips_to_declared_bounds: ClassVar[bool] = False
     #: the technique blanks observed cells (local suppression): they are missing in the release
     makes_missing: ClassVar[bool] = False
 
@@ -64,6 +76,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     class_column: str | None
     schema: Schema | dict | None
     random_state: Any
+    value_domains_: dict[str, ValueDomain]
 
     # ------------------------------------------------------------------ hooks
     def _validate_params(self) -> None:
@@ -156,10 +169,14 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             # nothing to anonymize: a "release" equal to the input must not pass for one
             only = f" besides the class column {schema.class_column!r}" if schema.class_column else ""
             raise SchemaError(f"the table has no attribute columns{only}; there is nothing to anonymize")
+        work = working_frame(df, schema.numeric)
+        # a value of x outside its declared domain is bad input, refused before anything is learnt
+        check_declared_domain(work, schema, bounds=not self.clips_to_declared_bounds)
         self.schema_ = schema
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
         self.n_features_in_ = df.shape[1]
-        self._fit(working_frame(df, schema.numeric), schema, check_random_state(self.random_state))
+        self.value_domains_ = value_domains(work, schema)
+        self._fit(work, schema, check_random_state(self.random_state))
         return self
 
     def transform(self, X: pd.DataFrame) -> pd.DataFrame:
@@ -222,8 +239,10 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         missing = "keep" if self.handles_missing else "error"
         df, _ = self.schema_.validate(df, missing=missing)
         _refuse_missing_class(df, self.schema_)
+        work = working_frame(df, self.schema_.numeric).copy()
+        check_declared_domain(work, self.schema_, bounds=not self.clips_to_declared_bounds)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
-        out = self._transform(working_frame(df, self.schema_.numeric).copy(), self.schema_, rng)
+        out = self._transform(work, self.schema_, rng)
         out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows(), dtypes=self._output_dtypes(df))
         return out.to_numpy() if was_array else out
 

@@ -717,6 +717,8 @@ class DPCube(Technique):
     #: the privacy budget ε (capped by a policy's ε line) and its split between the two phases
     search_space = SearchSpace({"epsilon": Real(0.01, 10.0, log=True), "alpha": Real(0.1, 0.9),
                                 "partitioning": Choice(("kd", "cell"))}, epsilon="epsilon")
+    # a value outside the public bounds goes to the edge bin (DP's clipping convention), never refused
+    clips_to_declared_bounds = True
 
     def __init__(
         self,

@@ -11,6 +11,9 @@ replaced by one of the other ``N−1`` values, each with probability ``1/(γ+N�
   (001 §2.2): the centre by default, the low/high endpoint, or a random value inside
   the bin. When the attribute has at most ``N`` distinct values they are used as the
   domain directly (``distinct_domain=True``; 001 §6 advises ``N = d`` then).
+* Released values stay possible (docs/value_domains.md): a representative lies inside its
+  bin, so inside ``[min, max]`` of x or the ``bounds`` given, which may not reach beyond the
+  schema's declared bounds. Nothing needs clipping or reflecting.
 * **Integer columns** (integer dtype, or listed in ``Schema.integer``) stay whole: their
   representatives are rounded half up (``⌊c + 0.5⌋``), which keeps distinct bins distinct because integer bins are at
   least one unit wide; a random representative is a whole number drawn inside the bin.
@@ -369,7 +372,10 @@ class RandomSubstitution(Technique):
     def _validate_params(self) -> None:
         if self.gamma is None:
             if self.rho1 is None or self.rho2 is None:
-                raise ParameterError("random substitution needs gamma= or both rho1= and rho2=")
+                raise ParameterError(
+                    "random substitution needs gamma, a number greater than 1 (a larger gamma keeps more values), "
+                    "e.g. gamma=19 (CLI: --param gamma=19); or the privacy requirement 0 < rho1 < rho2 < 1, e.g. "
+                    "rho1=0.05 (CLI: --param rho1=0.05) with rho2=0.5 (CLI: --param rho2=0.5), which give gamma = 19")
             gamma_from_privacy(self.rho1, self.rho2)
         else:
             if self.rho1 is not None or self.rho2 is not None:
@@ -436,6 +442,14 @@ class RandomSubstitution(Technique):
 
     # --------------------------------------------------------------------- fit
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        for c, b in (self.bounds or {}).items():
+            lo, hi = (float(v) for v in b)
+            if c in schema.bounds and not (schema.bounds[c][0] <= lo and hi <= schema.bounds[c][1]):
+                # bins beyond the declared domain would release impossible representatives
+                raise ParameterError(
+                    f"bounds[{c!r}] = ({lo:g}, {hi:g}) reach beyond the schema's declared bounds "
+                    f"[{schema.bounds[c][0]:g}, {schema.bounds[c][1]:g}] of {c!r}; keep them inside"
+                )
         attrs: dict[str, AttributeDomain] = {}
         for c in self._targets(schema):
             g = self._gamma_for(c)

@@ -49,6 +49,10 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 
 NUMERIC_METHODS = ("equal-width", "log-equal-width", "equal-frequency")
+try:  # pandas' text dtype with NaN for a missing value (what a text column reads back as)
+    _TEXT: Any = pd.StringDtype(na_value=np.nan)
+except TypeError:  # pragma: no cover - pandas < 2.3
+    _TEXT = np.dtype(object)
 OUTSIDE = ("error", "missing")
 TIES = ("merge", "jitter")
 DATE_PERIODS = ("month", "year")
@@ -232,7 +236,9 @@ class Recode(Technique):
     date_period:
         Date attributes: ``"month"`` (default) or ``"year"``, or a dict.
 
-    A constant numeric attribute is left as it is (it tells nothing about anyone). After
+    With a number of intervals, an end interval that sdcMicro's padding would stretch past a
+    bound declared in the schema stops at the bound. A constant numeric attribute is left as
+    it is (it tells nothing about anyone). After
     ``fit``: ``breaks_`` (column → break points), ``labels_`` (column → labels in order),
     ``mapping_`` (categorical column → {original: label}).
     """
@@ -334,15 +340,22 @@ class Recode(Technique):
                 x = obs.to_numpy(dtype=float)
                 if np.unique(x).size == 1:
                     continue  # a constant attribute tells nothing about anyone: left as it is
-                self._fit_numeric(c, x, rng)
+                self._fit_numeric(c, x, rng, schema.bounds.get(c))
             else:
                 self._fit_categorical(c, obs, schema)
 
-    def _fit_numeric(self, c: str, x: np.ndarray, rng: np.random.Generator) -> None:
+    def _fit_numeric(self, c: str, x: np.ndarray, rng: np.random.Generator,
+                     bounds: tuple[float, float] | None = None) -> None:
         spec = _check_breaks(c, _per_column(self.breaks, c, 5))
         method = str(_per_column(self.method, c, "equal-width"))
         if isinstance(spec, int):
             b, lowest, jit = sdc_breaks(x, spec, method, rng=rng, ties=self.ties)
+            if bounds is not None:
+                # sdcMicro's ±1 padding may reach past a declared bound: intervals stop there (the
+                # lowest is closed, so the bound itself stays in it; an interval wholly beyond goes)
+                clipped = np.unique(np.clip(b, float(bounds[0]), float(bounds[1])))
+                if clipped.size >= 2:
+                    b, lowest = clipped, True
         else:
             b, lowest, jit = spec, False, False
         idx = cut(x, b, lowest)
@@ -398,7 +411,7 @@ class Recode(Technique):
     # ---------------------------------------------------------------- output
     def _output_dtypes(self, like: pd.DataFrame) -> dict[str, Any]:
         # periods are text (their order is the text's); a later month is no fitted category
-        return {c: (np.dtype(object) if c in self.periods_ else pd.CategoricalDtype(labels, ordered=True))
+        return {c: (_TEXT if c in self.periods_ else pd.CategoricalDtype(labels, ordered=True))
                 for c, labels in getattr(self, "labels_", {}).items() if c in like.columns}
 
     def _output_schema(self, schema: Schema) -> Schema:

@@ -314,7 +314,7 @@ class Schema:
             raise SchemaError(f"schema file is not valid JSON: {e}") from None
 
     def save(self, path: str | Path) -> None:
-        from ppdm.data.io import atomic_write_text
+        from ppdm.data.atomic import atomic_write_text
 
         atomic_write_text(path, self.to_json())
 

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm import progress
+from ppdm.data.codes import codes_read_as_numbers
 from ppdm.data.provenance import build_provenance, jsonable, provenance_path, provenance_text, table_sha256
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
@@ -131,6 +132,13 @@ def release(
         many as the column had in ``x`` (:func:`ppdm.data.types.decimals_of`: the fewest
         that reproduce every value); a column that needs full precision is not rounded.
 
+    Codes written with digits (zip codes, municipality codes) must reach this function as
+    text: read the file with :func:`ppdm.data.read_table`, which keeps ``01562`` as text, or
+    declare the column categorical. ``pandas.read_csv`` makes them integers, and a technique
+    then treats them as quantities (MDAV averages zip codes). A numeric attribute named like
+    a code gets a warning (:func:`ppdm.data.codes.codes_read_as_numbers`), recorded with the
+    release's other warnings.
+
     Raises
     ------
     SchemaError
@@ -163,6 +171,8 @@ def release(
     with progress.steps(3, f"{name}: learning from {len(work)} records") as step:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            for code in codes_read_as_numbers(work, sch):  # e.g. zip codes read by pandas.read_csv
+                warnings.warn(code.message(), UserWarning, stacklevel=2)
             tech.fit(work)
             step(1, description=f"{name}: releasing z")
             z = tech.transform(work)
