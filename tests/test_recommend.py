@@ -584,3 +584,77 @@ def test_a_spent_space_stops_the_search() -> None:
     assert sorted(t.params["k"] for t in made) == [2, 3, 4]
     assert len(res.trials) < 200
     assert all(res.trials[t.repeat_of].params == t.params for t in res.trials if t.repeat_of is not None)
+
+
+def test_each_line_judges_only_the_intruder_its_measure_models() -> None:
+    pol = parse_policy({"risk": {"k_anonymity": 0.01, "reidentification_risk": 0.05, "qi_matching": 0.05,
+                                 "record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}}})
+    skipped = {"value": None, "ci_low": None, "ci_high": None, "not_applicable": True,
+               "reason": "k_anonymity judges a release on quasi-identifiers that reach it unchanged or generalised, "
+                         "and every one is perturbed"}
+    # every key perturbed: the key-variable lines do not apply, intruder matching judges the release
+    noise = {"measures": {"k_anonymity": skipped, "reidentification_risk": skipped,
+                          "qi_matching": {"value": 0.03, "ci_low": 0.02, "ci_high": 0.04},
+                          "record_linkage": {"value": 0.08, "ci_low": None, "ci_high": None}}, "error": None}
+    lines = {v.measure: v for v in judge_lines(noise, pol)}
+    assert lines["k_anonymity"].verdict == "not applicable" and lines["k_anonymity"].met
+    assert lines["qi_matching"].verdict == "meets"
+    rec = record_of(0, {**noise, "measures": {**noise["measures"], "sse_sst": {"value": 0.2}}}, pol)
+    assert rec.feasible and rec.risk == pytest.approx(0.08)
+    # no key perturbed: intruder matching is computed but does not judge, however high it is
+    kept = {"measures": {"k_anonymity": {"value": 0.0}, "reidentification_risk": {"value": 0.04},
+                         "qi_matching": {"value": 0.9, "ci_low": None, "ci_high": None,
+                                         "not_judged": "every quasi-identifier reaches the release unchanged"},
+                         "record_linkage": {"value": 0.02}, "sse_sst": {"value": 0.1}}, "error": None}
+    rec = record_of(1, kept, pol)
+    qi = next(v for v in rec.lines if v.measure == "qi_matching")
+    assert qi.verdict == "not applicable" and qi.value == 0.9 and "unchanged" in qi.reason
+    assert rec.feasible and rec.risk == pytest.approx(0.04)  # the front's risk leaves the 0.9 out
+    # ... while an applicable line that is uncertain still keeps the release out
+    kept["measures"]["record_linkage"] = {"value": 0.05, "ci_low": 0.01, "ci_high": 0.2}
+    assert not record_of(2, kept, pol).feasible
+    # a policy with key-variable lines only: a noise release leaves its intruder unjudged and misses
+    keyvar = parse_policy({"risk": {"k_anonymity": 0.01, "reidentification_risk": 0.05, "record_linkage": 0.1},
+                           "utility": {"weights": {"sse_sst": 1}}})
+    rec = record_of(3, {**noise, "measures": {**noise["measures"], "sse_sst": {"value": 0.2}}}, keyvar)
+    k = next(v for v in rec.lines if v.measure == "k_anonymity")
+    assert k.verdict == "not judged" and not k.met and "add qi_matching" in k.reason
+    assert not rec.feasible and rec.risk is None
+    un = next(e for e in rec.failed_lines() if e.measure == "reidentification_risk")
+    assert un.margin > 0
+
+
+KEYED = tiny(80, seed=4).assign(g=lambda d: np.where(d["b"] > 5, "hi", "lo"))
+KEYED_SCHEMA = Schema.infer(KEYED, "label")
+
+
+def test_releases_are_measured_on_the_scenarios_that_apply() -> None:
+    pol = {"risk": {"k_anonymity": {"at_most": 0.5, "options": {"k": 2}}, "qi_matching": 0.9},
+           "utility": {"weights": {"sse_sst": 1}}}
+    data = search_data(KEYED, pol, schema=KEYED_SCHEMA, quasi_identifiers=["a", "g"], random_state=0)
+    # the keys as they were: key-variable risk judges, intruder matching does not
+    same = measure_release(data.train.copy(), data)
+    assert same["k_anonymity"]["value"] is not None and "not_judged" not in same["k_anonymity"]
+    assert same["qi_matching"]["value"] is not None and same["qi_matching"]["not_judged"]
+    # every key perturbed: key-variable risk does not apply, intruder matching judges
+    z = data.train.copy()
+    z["a"] = z["a"] + 0.37
+    z["g"] = np.where(z["g"] == "hi", "lo", "hi")
+    moved = measure_release(z, data)
+    assert moved["k_anonymity"]["value"] is None and moved["k_anonymity"]["not_applicable"]
+    assert "perturbed" in moved["k_anonymity"]["reason"]
+    assert moved["qi_matching"]["value"] is not None and "not_judged" not in moved["qi_matching"]
+
+
+def test_a_noise_release_meets_a_key_variable_policy_only_through_intruder_matching() -> None:
+    keyvar = {"risk": {"k_anonymity": {"at_most": 0.0, "options": {"k": 2}}}, "utility": {"weights": {"sse_sst": 1}},
+              "techniques": {"gaussian-noise": {"level": {"low": 0.2, "high": 0.5}}}}
+    res = recommend(KEYED, keyvar, schema=KEYED_SCHEMA, quasi_identifiers=["a", "b", "c"], n_trials=4,
+                    random_state=0)
+    assert res.winner is None and res.unmet is not None
+    assert all(t.lines[0].verdict == "not judged" for t in res.trials)
+    with_matching = {**keyvar, "risk": {**keyvar["risk"], "qi_matching": 1.0}}
+    res = recommend(KEYED, with_matching, schema=KEYED_SCHEMA, quasi_identifiers=["a", "b", "c"], n_trials=4,
+                    random_state=0)
+    assert res.winner is not None and res.winner.lines[0].verdict == "not applicable"
+    assert res.winner.lines[1].verdict == "meets"

@@ -78,7 +78,7 @@ from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
 from ppdm.experiments.release import Release, hold_out, release, save_release
-from ppdm.metrics.base import EvaluationContext, judge
+from ppdm.metrics.base import SCENARIOS, EvaluationContext, judge, result_not_judged
 
 STUDY_NAME = "ppdm-recommend"
 STUDY_FORMAT = "ppdm.recommend-study"
@@ -410,6 +410,8 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
         entry: dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None}
         if res.skipped:
             entry["reason"] = res.reason
+            if res.not_applicable:  # the intruder the measure models cannot act on this release
+                entry["not_applicable"] = True
         else:
             v = res.value
             entry["value"] = float(v) if math.isfinite(v) else None
@@ -418,6 +420,9 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
                 entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]
             if entry["value"] is None:
                 entry["reason"] = "the measure gave no value"
+            why = result_not_judged(res.result) if spec.kind == "risk" else None
+            if why:  # computed, but the intruder scenario it models does not apply to this release
+                entry["not_judged"] = why
         out[name] = entry
     return out
 
@@ -576,9 +581,12 @@ def _run_with_data(job: TrialJob, data: SearchData) -> dict[str, Any]:
 @dataclass
 class LineVerdict:
     """One policy line on one release: ``verdict`` is meets / misses / uncertain (the interval
-    straddles the threshold), not measured, or not applicable (ε for a technique without a
-    differential-privacy guarantee); ``margin`` is how far inside (≤ 0) or outside (> 0) the
-    threshold the worst end of the interval lies, in units of the measure's range."""
+    straddles the threshold), not measured, not applicable (the intruder scenario the measure
+    models does not apply to the release, and another line of the policy judges that scenario;
+    ε for a technique without a differential-privacy guarantee) or not judged (no line of the
+    policy on that scenario applies to the release: it does not meet the policy); ``margin``
+    is how far inside (≤ 0) or outside (> 0) the threshold the worst end of the interval lies,
+    in units of the measure's range."""
 
     line: str
     measure: str
@@ -608,13 +616,28 @@ def _scale(line: RiskLine) -> float:
 
 
 def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]:
-    """Every line of ``policy`` on one trial's outcome (see :class:`LineVerdict`)."""
+    """Every line of ``policy`` on one trial's outcome (see :class:`LineVerdict`).
+
+    A line is judged with :func:`ppdm.metrics.base.judge` (a value with an interval meets its
+    threshold only when the whole interval does; "uncertain" does not meet it), and only when
+    the intruder scenario its measure models applies to the release: key-variable measures
+    judge quasi-identifiers that reach the release unchanged or generalised, ``qi_matching``
+    perturbed ones. A line that does not apply is "not applicable" while another line of its
+    scenario applies, and "not judged" (a miss) when none does, so a release cannot meet a
+    policy by leaving its intruder unmeasured."""
     out: list[LineVerdict] = []
     measures = outcome.get("measures") or {}
+    registry = load_all_measures()
     for line in policy.risk:
         m = measures.get(line.measure) or {}
         value = m.get("value")
         interval = (m["ci_low"], m["ci_high"]) if m.get("ci_low") is not None and m.get("ci_high") is not None else None
+        if m.get("not_applicable") or m.get("not_judged"):
+            out.append(LineVerdict(line.text(), line.measure, "not applicable",
+                                   None if value is None else float(value),
+                                   None if interval is None else (float(interval[0]), float(interval[1])),
+                                   reason=m.get("not_judged") or m.get("reason")))
+            continue
         if value is None:
             out.append(LineVerdict(line.text(), line.measure, "not measured", margin=_NOT_MEASURED,
                                    reason=m.get("reason") or outcome.get("error") or "not computed"))
@@ -629,6 +652,7 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
             margin = (line.threshold - worst) / _scale(line)
         out.append(LineVerdict(line.text(), line.measure, str(verdict), float(value),
                                None if interval is None else (float(interval[0]), float(interval[1])), margin))
+    _unjudged_scenarios(out, policy, registry)
     if policy.epsilon is not None:
         priv = outcome.get("privacy")
         text = policy.epsilon.text()
@@ -648,6 +672,27 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
             out.append(LineVerdict(text, "epsilon", "meets" if eps <= cap else "misses", eps, None,
                                    (eps - cap) / max(cap, 1e-12)))
     return out
+
+
+def _unjudged_scenarios(lines: list[LineVerdict], policy: Policy, registry: Mapping[str, Any]) -> None:
+    """Turn the lines of a scenario none of whose lines applies into "not judged" misses."""
+    by: dict[str, list[LineVerdict]] = {}
+    for line, v in zip(policy.risk, lines, strict=False):
+        scenario = registry[line.measure].scenario
+        if scenario is not None:
+            by.setdefault(scenario, []).append(v)
+    for scenario, vs in by.items():
+        if any(v.verdict != "not applicable" for v in vs):
+            continue
+        names = {v.measure for v in vs}
+        hint = ("add k_anonymity or reidentification_risk for releases that keep or generalise the "
+                "quasi-identifiers" if names == {"qi_matching"} else
+                "add qi_matching for releases that perturb the quasi-identifiers"
+                if scenario == "quasi-identifiers" else "add a line whose measure applies to such releases")
+        for v in vs:
+            v.verdict, v.margin = "not judged", _NOT_MEASURED
+            v.reason = (f"{v.reason}; no line of the policy judges {SCENARIOS.get(scenario, scenario)} on this "
+                        f"release ({hint})")
 
 
 def utility_losses(outcome: Mapping[str, Any], policy: Policy) -> dict[str, float | None]:
@@ -685,22 +730,25 @@ def risk_value(lines: Sequence[LineVerdict], policy: Policy) -> float | None:
     """The risk shown across the front: with ``risk_axis="max"`` the largest worst interval end
     among lines of measures better when lower and valued in [0, 1] (shares of records or
     residual attack success), else the first line's; or the named measure's worst end. A
-    measure better when higher is negated, so lower is always better."""
+    measure better when higher is negated, so lower is always better. Lines that do not apply
+    to the release are left out (the named measure's too: the largest of the others is shown)."""
     registry = load_all_measures()
     by = {v.measure: v for v in lines}
-    risk_lines = list(policy.risk)
+    # a line that does not apply to the release says nothing of its risk (see judge_lines)
+    risk_lines = [ln for ln in policy.risk if ln.measure not in by or by[ln.measure].verdict != "not applicable"]
 
     def worst(line: RiskLine) -> float | None:
         v = by.get(line.measure)
-        if v is None or v.value is None:
+        if v is None or v.value is None or v.verdict == "not judged":
             return None
         w = v.value if v.interval is None else (max(v.interval) if line.direction == "lower" else min(v.interval))
         w = max(w, v.value) if line.direction == "lower" else min(w, v.value)
         return float(w) if line.direction == "lower" else -float(w)
 
     if policy.risk_axis != RISK_AXIS_MAX:
-        line = next(ln for ln in risk_lines if ln.measure == policy.risk_axis)
-        return worst(line)
+        line = next((ln for ln in risk_lines if ln.measure == policy.risk_axis), None)
+        if line is not None:
+            return worst(line)
     shares = [ln for ln in risk_lines if ln.direction == "lower"
               and registry[ln.measure].value_range == (0.0, 1.0)]
     chosen = shares or risk_lines[:1]
@@ -816,7 +864,7 @@ def unmet_report(records: Sequence[TrialRecord], policy: Policy) -> dict[str, An
     for i, text in enumerate(measured[0].lines if measured else []):
         vs = [(r, r.lines[i]) for r in measured]
         met = [r.number for r, v in vs if v.met]
-        cands = [(r, v) for r, v in vs if v.verdict not in ("not measured", "not applicable")]
+        cands = [(r, v) for r, v in vs if v.verdict not in ("not measured", "not applicable", "not judged")]
         closest = min(cands, key=lambda rv: (rv[1].margin, rv[0].number)) if cands else None
         per_line.append({
             "line": text.line, "measure": text.measure, "met_by": len(met), "of": len(vs),

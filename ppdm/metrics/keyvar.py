@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, ScenarioNotApplicable, SchemaError
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
 
@@ -783,7 +783,7 @@ def judged_keys(ctx: EvaluationContext, measure: str) -> tuple[list[str], list[s
     if not kept:
         how = ", ".join(f"{k} ({c:.1%} of records changed)" if np.isfinite(c) else k
                         for k, c in zip(st["key"], st["changed"], strict=True))
-        raise MeasureNotApplicable(
+        raise ScenarioNotApplicable(
             f"{measure} judges a release on quasi-identifiers that reach it unchanged or generalised, and every "
             f"one is perturbed: {how}; frequencies of perturbed values say nothing about re-identification — "
             f"qi_matching measures this intruder (-p {measure}.all_keys=true computes it anyway)")

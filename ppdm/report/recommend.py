@@ -105,6 +105,8 @@ def line_text(line: Mapping[str, Any]) -> str:
         return f"{line['line']}: not applicable ({line.get('reason') or 'no claim'})"
     if line.get("verdict") == "not measured":
         return f"{line['line']}: not measured ({line.get('reason') or 'no value'})"
+    if line.get("verdict") == "not judged":
+        return f"{line['line']}: not judged ({line.get('reason') or 'its scenario does not apply'})"
     return f"{line['line']}: {_interval(line)}, {line['verdict']}"
 
 
@@ -218,7 +220,7 @@ def families(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         for i, line in enumerate(doc["policy"]["lines"]):
             vs = [(t, t["lines"][i]) for t in ran if i < len(t["lines"])]
             missed = [(t, v) for t, v in vs if v["verdict"] not in ("meets", "not applicable")]
-            measured = [(t, v) for t, v in vs if v["verdict"] not in ("not measured", "not applicable")]
+            measured = [(t, v) for t, v in vs if v["verdict"] not in ("not measured", "not applicable", "not judged")]
             closest = min(measured, key=lambda tv: (tv[1]["margin"], tv[0]["number"])) if measured else None
             entry["lines"].append({
                 "line": line, "missed": len(missed), "of": len(vs),
@@ -364,14 +366,14 @@ def render_recommendation_html(doc: Mapping[str, Any], *, title: str = "ppdm rec
 
 
 def _cell(line: Mapping[str, Any]) -> str:
-    if line["verdict"] in ("not measured", "not applicable"):
+    if line["verdict"] in ("not measured", "not applicable", "not judged"):
         return line["verdict"]
     return _interval(line)
 
 
 def _cls(line: Mapping[str, Any]) -> str:
     return {"meets": "status-meets", "misses": "status-misses", "uncertain": "status-misses",
-            "not measured": "status-skipped"}.get(line["verdict"], "")
+            "not measured": "status-skipped", "not judged": "status-misses"}.get(line["verdict"], "")
 
 
 def _closest_text(c: Mapping[str, Any] | None) -> str:
