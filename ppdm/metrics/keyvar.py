@@ -784,9 +784,10 @@ def judged_keys(ctx: EvaluationContext, measure: str) -> tuple[list[str], list[s
         how = ", ".join(f"{k} ({c:.1%} of records changed)" if np.isfinite(c) else k
                         for k, c in zip(st["key"], st["changed"], strict=True))
         raise ScenarioNotApplicable(
-            f"{measure} judges a release on quasi-identifiers that reach it unchanged or generalised, and every "
-            f"one is perturbed: {how}; frequencies of perturbed values say nothing about re-identification — "
-            f"qi_matching measures this intruder (-p {measure}.all_keys=true computes it anyway)")
+            # worded without the measure's own name, so a report says it once for all key-variable measures
+            f"key frequencies judge only quasi-identifiers that reach the release unchanged or generalised, and "
+            f"every one is perturbed: {how} — qi_matching judges this intruder (-p <measure>.all_keys=true "
+            f"computes it anyway)")
     return kept, perturbed
 
 
