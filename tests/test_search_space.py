@@ -18,6 +18,7 @@ from ppdm.anonymize.search_space import (
     Real,
     SearchSpace,
     search_space_of,
+    space_of,
 )
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
@@ -150,3 +151,19 @@ def test_the_documented_spaces_are_the_declared_ones() -> None:
         text, needs = rows[name]
         assert text == "; ".join(f"`{k}` {v}" for k, v in space.describe().items()), name
         assert needs == (", ".join(space.needs) or "—"), name
+
+
+def test_choice_values_a_table_does_not_allow_are_dropped() -> None:
+    space = space_of("recode>local-suppression")
+    assert isinstance(space, SearchSpace)
+    assert space.value_needs == {"local-suppression.importance": {"class": "class"}}
+    with_class = space.fitting(SCHEMA)
+    assert with_class is space
+    no_class = space.fitting(Schema(numeric=["a", "b"], categorical=["c"], quasi_identifiers=["c"]))
+    assert "local-suppression.importance" not in no_class.params
+    assert no_class.fixed["local-suppression.importance"] is None
+    assert set(no_class.params) == set(space.params) - {"local-suppression.importance"}
+    with pytest.raises(ParameterError, match="must name values of a Choice"):
+        SearchSpace({"k": Integer(2, 5)}, value_needs={"k": {3: "class"}})
+    with pytest.raises(ParameterError, match="unknown need"):
+        SearchSpace({"m": Choice(("a", "b"))}, value_needs={"m": {"a": "sunshine"}})

@@ -136,6 +136,10 @@ class SearchSpace:
         checks with that option (local suppression's ``k`` is the ``k`` of ``k_anonymity``).
         When a policy requires the measure to be 0 at option value K, values below K cannot
         meet it, so the search starts the parameter's range at K.
+    value_needs:
+        Parameter name → ``{choice value: need}``: a value of a :class:`Choice` that only a
+        table offering the need (a key of ``needs``' vocabulary) allows, e.g. local
+        suppression's ``importance="class"``; a search drops it on other tables.
     """
 
     params: Mapping[str, Param] = field(default_factory=dict)
@@ -145,6 +149,7 @@ class SearchSpace:
     epsilon: str | None = None
     deterministic: bool = False
     guarantees: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    value_needs: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", dict(self.params))
@@ -158,6 +163,14 @@ class SearchSpace:
         bad = [n for n in self.needs if n not in NEEDS]
         if bad:
             raise ParameterError(f"unknown need {bad[0]!r}; known: {', '.join(NEEDS)}")
+        object.__setattr__(self, "value_needs", {k: dict(v) for k, v in dict(self.value_needs).items()})
+        for name, per in self.value_needs.items():
+            p = self.params.get(name)
+            if not isinstance(p, Choice) or any(v not in p.values for v in per):
+                raise ParameterError(f"value needs of {name!r} must name values of a Choice the space varies")
+            bad = [n for n in per.values() if n not in NEEDS]
+            if bad:
+                raise ParameterError(f"unknown need {bad[0]!r}; known: {', '.join(NEEDS)}")
         order = list(self.params)
         for name, cond in self.when.items():
             if name not in self.params:
@@ -190,14 +203,35 @@ class SearchSpace:
 
     def missing_need(self, schema: Schema) -> str | None:
         """Why the technique does not fit a table with ``schema`` (``None``: it fits)."""
-        have = {
-            "numeric": bool([c for c in schema.numeric if c != schema.class_column]),
-            "categorical": bool([c for c in schema.categorical if c != schema.class_column]),
-            "class": schema.class_column is not None,
-            "keys": bool(schema.quasi_identifiers),
-        }
+        have = _offers(schema)
         lacking = [NEEDS[n] for n in self.needs if not have[n]]
         return f"needs {' and '.join(lacking)}" if lacking else None
+
+    def fitting(self, schema: Schema) -> SearchSpace:
+        """This space without the choice values the table with ``schema`` does not allow
+        (``value_needs``); a choice left with one value becomes fixed."""
+        have = _offers(schema)
+        params = dict(self.params)
+        fixed = dict(self.fixed)
+        for name, per in self.value_needs.items():
+            p = params[name]
+            assert isinstance(p, Choice)
+            keep = tuple(v for v in p.values if have.get(per.get(v, ""), True))
+            if keep == p.values:
+                continue
+            del params[name]
+            if len(keep) > 1:
+                params[name] = Choice(keep)
+            elif keep:
+                fixed[name] = keep[0]
+        if params == self.params:
+            return self
+        order = [n for n in self.params if n in params]
+        when = {n: c for n, c in self.when.items() if n in params}
+        return SearchSpace({n: params[n] for n in order}, when=when, fixed=fixed, needs=self.needs,
+                           epsilon=self.epsilon, deterministic=self.deterministic,
+                           guarantees={n: g for n, g in self.guarantees.items() if n in params},
+                           value_needs={n: v for n, v in self.value_needs.items() if n in params})
 
     def describe(self) -> dict[str, str]:
         """Each varied parameter with its range in words (for listings and reports)."""
@@ -253,6 +287,15 @@ def canonical_name(name: str) -> str:
     return CHAIN_SEP.join(chain_steps(name))
 
 
+def _offers(schema: Schema) -> dict[str, bool]:
+    return {
+        "numeric": bool([c for c in schema.numeric if c != schema.class_column]),
+        "categorical": bool([c for c in schema.categorical if c != schema.class_column]),
+        "class": schema.class_column is not None,
+        "keys": bool(schema.quasi_identifiers),
+    }
+
+
 def space_of(name: str) -> SearchSpace | NotSearchable:
     """The search space of a technique or of a chain of techniques (``"recode>local-suppression"``).
 
@@ -270,6 +313,7 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
     when: dict[str, dict[str, tuple[Any, ...]]] = {}
     fixed: dict[str, Any] = {}
     guarantees: dict[str, tuple[str, str]] = {}
+    value_needs: dict[str, dict[Any, str]] = {}
     needs: list[str] = []
     eps = None
     det = True
@@ -281,12 +325,13 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
         fixed.update({f"{step}.{p}": v for p, v in sp.fixed.items()})
         when.update({f"{step}.{p}": {f"{step}.{o}": v for o, v in c.items()} for p, c in sp.when.items()})
         guarantees.update({f"{step}.{p}": g for p, g in sp.guarantees.items()})
+        value_needs.update({f"{step}.{p}": dict(v) for p, v in sp.value_needs.items()})
         needs.extend(n for n in sp.needs if n not in needs)
         if sp.epsilon is not None and eps is None:
             eps = f"{step}.{sp.epsilon}"
         det = det and sp.deterministic
     return SearchSpace(params, when=when, fixed=fixed, needs=tuple(needs), epsilon=eps, deterministic=det,
-                       guarantees=guarantees)
+                       guarantees=guarantees, value_needs=value_needs)
 
 
 def parameters_of(name: str) -> dict[str, Any]:

@@ -183,6 +183,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
                 raise ParameterError(f"the policy allows technique {choice.name!r}, but it does not fit this table: {why}")
             left_out[choice.name] = why
             continue
+        space = space.fitting(schema)  # e.g. no importance="class" without a class column
         params: dict[str, Param] = dict(space.params)
         fixed: dict[str, Any] = dict(space.fixed)
         for pname, over in choice.overrides.items():
