@@ -45,6 +45,7 @@ from ppdm.anonymize.perturbation_matrix import (
     substitute,
 )
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError, SchemaError
 
@@ -335,6 +336,9 @@ class RandomSubstitution(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: γ (larger keeps more values) and the number of bins of numeric attributes
+    search_space = SearchSpace({"gamma": Real(1.5, 50.0, log=True), "n_bins": Integer(3, 50, log=True),
+                                "representative": Choice(("centre", "random"))})
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError
+from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, ScenarioNotApplicable
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, MeasureSpec
 from ppdm.utils import unknown_name
 
@@ -83,6 +83,8 @@ class MeasureOutcome:
     spec: MeasureSpec
     result: MeasureResult | None = None
     reason: str | None = None
+    #: skipped because the intruder scenario the measure models does not apply to the release
+    not_applicable: bool = False
 
     @property
     def name(self) -> str:
@@ -129,7 +131,8 @@ def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
             if not isinstance(e, PPDMError):
                 e.add_note(f"while computing measure {spec.name!r}")
             raise
-        return MeasureOutcome(spec, None, " ".join(reason.split()) or type(e).__name__)
+        return MeasureOutcome(spec, None, " ".join(reason.split()) or type(e).__name__,
+                              not_applicable=isinstance(e, ScenarioNotApplicable))
     value = getattr(res, "value", None)
     if not _is_number(value):
         # a result without a number is no measurement: say so instead of "computed, value null"
