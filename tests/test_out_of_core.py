@@ -21,6 +21,7 @@ from ppdm.anonymize.registry import make_technique
 from ppdm.cli.app import app
 from ppdm.data.io import read_table
 from ppdm.data.partitions import open_dataset, wants_dask
+from ppdm.data.provenance import in_input_order, read_private
 from ppdm.data.schema import Schema
 from ppdm.data.types import working_frame
 from ppdm.errors import PPDMError
@@ -153,7 +154,11 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     assert {s for s, _, _ in seen} == {"scan", "sample", "release", "check"}
     # the release check computed partition by partition is the in-memory one
     x = pd.concat([ds.partition(i) for i in range(ds.npartitions)], ignore_index=True)
-    z = pd.read_parquet(tmp_path / "a")
+    # each partition was shuffled on its own; the private log puts its rows back beside their originals
+    shuffled = pd.read_parquet(tmp_path / "a")
+    z, _ = in_input_order(shuffled, read_private(tmp_path / "a"))
+    rows = [np.sort(pd.util.hash_pandas_object(t, index=False).to_numpy()) for t in (shuffled, z)]
+    assert not shuffled.equals(z) and (rows[0] == rows[1]).all()
     sch = a.schema
     want = release_check(working_frame(x, sch.numeric), working_frame(z, sch.numeric), sch)
     assert a.check.n_records == want.n_records == len(x)
@@ -165,7 +170,10 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     pd.testing.assert_frame_equal(z.isna(), x.isna())
     assert (np.round(z["income"].dropna(), 2) == z["income"].dropna()).all()
     prov = json.loads((tmp_path / "a.provenance.json").read_text())
-    assert prov["input"]["partitions"] == ds.npartitions and prov["input"]["fit_rows"] == 1000
+    mine = read_private(tmp_path / "a")
+    assert mine["input"]["partitions"] == ds.npartitions and mine["input"]["fit_rows"] == 1000
+    assert "input" not in prov and prov["output"]["partitions"] == ds.npartitions
+    assert len(mine["pairing"]["partitions"]) == ds.npartitions
     assert prov["seeded"] is True and "random_state" not in prov["technique"]["parameters"]
     assert a.fit_rows == 1000 and a.n_records == len(x)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left

@@ -17,8 +17,13 @@ from ppdm.anonymize.gadp import GADP
 from ppdm.cli.app import app
 from ppdm.data.provenance import (
     FORMAT,
+    PRIVATE_FORMAT,
     describe,
+    describe_private,
+    file_sha256,
+    private_path,
     provenance_path,
+    read_private,
     read_provenance,
 )
 from ppdm.data.schema import Schema
@@ -28,8 +33,11 @@ from ppdm.experiments.release import ReleaseRefused, release, save_release
 runner = CliRunner()
 
 #: the keys every provenance record carries (names fixed for the other tools that read them)
-KEYS = {"format", "version", "ppdm_version", "created", "technique", "seeded", "input", "schema",
-        "removed_identifiers", "release_check", "privacy"}
+KEYS = {"format", "version", "ppdm_version", "created", "technique", "seeded", "schema", "removed_identifiers",
+        "privacy", "kept_identifiers", "output"}
+#: ... and the owner's private log
+PRIVATE_KEYS = {"format", "version", "notice", "ppdm_version", "created", "release", "release_sha256", "input",
+                "release_check", "pairing", "holdout", "technique", "warnings"}
 
 
 def named_records(n_distinct: int = 1462, n_copies: int = 22, seed: int = 1) -> pd.DataFrame:
@@ -71,8 +79,8 @@ def test_gadp_identity_case_is_caught_at_every_level() -> None:
         rel = release(x, GADP(class_column="label"), other="record")
     assert rel.technique.excluded_predictors_ == ["record"]
     assert any("record" in w for w in rel.warnings)
-    z = rel.data
-    assert (np.abs(z["a"] - x["a"]) > 1e-3).mean() > 0.99
+    z, pos = rel.in_input_order()
+    assert (np.abs(z["a"].to_numpy() - x["a"].to_numpy()[pos]) > 1e-3).mean() > 0.99
     # ... and refuses to condition on it when told to
     with pytest.raises(ParameterError, match="'record' has 1462 values"):
         release(x, GADP(class_column="label", non_confidential=["record", "group"]), other="record")
@@ -84,7 +92,8 @@ def test_gadp_identity_case_is_caught_at_every_level() -> None:
         release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record")
     rel = release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record",
                   allow_unchanged=True)
-    assert np.abs(rel.data["a"] - x["a"]).max() < 1e-6
+    z, pos = rel.in_input_order()
+    assert np.abs(z["a"].to_numpy() - x["a"].to_numpy()[pos]).max() < 1e-6
     assert rel.check.share_verbatim == 1.0
 
 
@@ -114,7 +123,8 @@ def test_release_keeps_identifiers_only_on_request() -> None:
     rel = release(x, make_technique("uniform-noise", class_column="label"), identifiers="record",
                   keep_identifiers=True)
     assert list(rel.data.columns) == list(x.columns)
-    assert rel.data["record"].equals(x["record"])
+    z, pos = rel.in_input_order()
+    assert z["record"].tolist() == x["record"].iloc[pos].tolist() and (pos == np.arange(len(x))).all()
     assert rel.kept_identifiers == ["record"] and rel.removed_identifiers == []
     assert "record" in rel.check.untouched_columns
 
@@ -125,7 +135,7 @@ def test_release_collects_technique_warnings() -> None:
         warnings.simplefilter("ignore")
         rel = release(x, make_technique("dpcube", class_column="label", random_state=0))
     assert any(w.startswith("DomainFromDataWarning:") for w in rel.warnings)
-    assert rel.provenance["warnings"] == rel.warnings
+    assert rel.private["warnings"] == rel.warnings and "warnings" not in rel.provenance
     assert rel.provenance["privacy"]["epsilon_spent"] > 0
 
 
@@ -134,29 +144,42 @@ def test_provenance_record(tmp_path: Path) -> None:
     rel = release(x, make_technique("rounding", class_column="label", params={"k": 5}), identifiers="record",
                   quasi_identifiers="age,group", input_info={"source": "people.csv"})
     p = rel.provenance
-    assert KEYS <= set(p) and p["format"] == FORMAT and p["version"] == 1
+    assert set(p) == KEYS and p["format"] == FORMAT and p["version"] == 2
     assert p["technique"]["name"] == "rounding" and p["technique"]["class"].endswith("Rounding")
     # every parameter, defaults resolved, never the seed
     assert p["technique"]["parameters"]["k"] == 5 and p["technique"]["parameters"]["method"] == "optimal"
     assert "random_state" not in json.dumps(p) and p["seeded"] is False
-    assert p["input"]["source"] == "people.csv" and p["input"]["rows"] == 100 and len(p["input"]["sha256"]) == 64
     assert p["schema"]["quasi_identifiers"] == ["age", "group"] and p["removed_identifiers"] == ["record"]
-    assert p["release_check"]["quasi_identifiers"] == ["age", "group"]
-    assert p["privacy"] is None
+    assert p["privacy"] is None and p["output"]["row_order"] == "shuffled"
+    # nothing counted, hashed or checked on x is public
+    assert not {"input", "release_check", "warnings", "holdout"} & set(p)
+    q = rel.private
+    assert set(q) == PRIVATE_KEYS and q["format"] == PRIVATE_FORMAT
+    assert q["input"]["source"] == "people.csv" and q["input"]["rows"] == 100 and len(q["input"]["sha256"]) == 64
+    assert q["input"]["rows_used"] == q["input"]["rows_kept"] == 100
+    assert q["release_check"]["quasi_identifiers"] == ["age", "group"]
+    assert q["holdout"] is None and q["pairing"]["rows"] == 100
     paths = save_release(rel, tmp_path / "z.csv.gz")
-    assert [q.name for q in paths] == ["z.csv.gz", "z.provenance.json"]
+    assert [q.name for q in paths] == ["z.csv.gz", "z.provenance.json", "z.private.json"]
     back = read_provenance(tmp_path / "z.csv.gz")
     assert back == json.loads(json.dumps(p))
-    assert "rounding" in describe(back) and "seeded: no" in describe(back)
-    # nothing of a record in the provenance: only names, counts and shares
-    text = (tmp_path / "z.provenance.json").read_text()
-    assert not any(name in text for name in x["record"].head(20))
+    assert "rounding" in describe(back) and "seeded: no" in describe(back) and "rows shuffled" in describe(back)
+    mine = read_private(tmp_path / "z.csv.gz")
+    assert mine["release"] == "z.csv.gz" and mine["release_sha256"] == file_sha256(tmp_path / "z.csv.gz")
+    assert "people.csv" in describe_private(mine)
+    # the private log is the owner's alone
+    assert (tmp_path / "z.private.json").stat().st_mode & 0o077 == 0
+    # nothing of a record in either file: only names, counts and shares
+    for name in ("z.provenance.json", "z.private.json"):
+        text = (tmp_path / name).read_text()
+        assert not any(v in text for v in x["record"].head(20)), name
 
 
 @pytest.mark.parametrize(("name", "side"), [("z.csv", "z.provenance.json"), ("z.csv.gz", "z.provenance.json"),
                                             ("z.parquet", "z.provenance.json"), ("a.b.csv", "a.b.provenance.json")])
 def test_provenance_path(name: str, side: str) -> None:
     assert provenance_path(Path("d") / name) == Path("d") / side
+    assert private_path(Path("d") / name) == Path("d") / side.replace(".provenance.", ".private.")
 
 
 def test_a_release_never_appears_without_its_sidecars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

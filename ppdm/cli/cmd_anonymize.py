@@ -1,8 +1,9 @@
 """``ppdm anonymize``: make a release z of a table x with one technique.
 
 The command runs :func:`ppdm.experiments.release.release` (roles, identifier screening,
-the technique, the release check) and :func:`~ppdm.experiments.release.save_release`
-(the table, its provenance sidecar and the technique's sidecars, all or nothing).
+hold-out, the technique, the release check, the shuffle) and
+:func:`~ppdm.experiments.release.save_release` (the table, its public provenance, the
+owner's private log, the control set and the technique's sidecars, all or nothing).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def anonymize(
     method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see 'ppdm methods').")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Release table (.csv or .parquet; a Parquet dataset folder for a partitioned input), "
-                            "written atomically with <stem>.provenance.json.")],
+                            "written atomically with <stem>.provenance.json (public) and <stem>.private.json "
+                            "(private: keep it with x).")],
     class_column: ClassOpt = None,
     param: ParamOpt = None,
     seed: SeedOpt = None,
@@ -70,6 +72,10 @@ def anonymize(
     holdout: Annotated[float | None, typer.Option(
         "--holdout", help="Hold out this fraction of the records before anonymizing, as the attacks' control set "
         "(<out stem>.control.csv; keep it private, with x).")] = None,
+    keep_order: Annotated[bool, typer.Option(
+        "--keep-order", help="Keep the input's row order in the release instead of shuffling it; anyone who knows "
+                             "that order can then pair released rows with people (only for a release that stays "
+                             "with you).")] = False,
 ) -> None:
     """Anonymize a table with one technique and write the release z, its provenance and its release check."""
     import warnings
@@ -77,8 +83,8 @@ def anonymize(
     from ppdm.anonymize.registry import make_technique
     from ppdm.data.io import check_output_path, check_output_table
     from ppdm.data.partitions import wants_dask
-    from ppdm.data.provenance import provenance_path
-    from ppdm.experiments.release import control_path, hold_out, release, save_release
+    from ppdm.data.provenance import private_path, provenance_path
+    from ppdm.experiments.release import control_path, release, save_release
     from ppdm.utils import parse_params
 
     random_state = parse_seed(seed)
@@ -91,12 +97,13 @@ def anonymize(
                                identifiers, quasi_identifiers, sensitive, weight, other),
                            keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                            categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
-                           fit_rows=fit_rows)
+                           fit_rows=fit_rows, shuffle=not keep_order)
         return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
     check_output_table(out, inputs=(src, schema))
     check_output_path(provenance_path(out), inputs=(src, schema))
+    check_output_path(private_path(out), inputs=(src, schema))
     if holdout is not None:
         check_output_path(control_path(out), inputs=(src, schema))
     params = parse_params(param)
@@ -108,30 +115,42 @@ def anonymize(
     dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
                           params=params)
-    control = None
-    if holdout is not None:
-        x, control = hold_out(x, holdout, random_state)
-    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped + (0 if control is None else
-            len(control)), "columns": x.shape[1], "rows_used": len(x)}
+    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
+            "missing": missing, "rows_dropped": dropped}
     from ppdm.cli.progress import progress_of_library
 
     # release() reports its steps (learn, release, check) and the technique its long loops (ppdm.progress)
     with progress_of_library(), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
-                      detect_identifiers=False, input_info=info, decimals=dec)
+                      detect_identifiers=False, input_info=info, decimals=dec, holdout=holdout,
+                      shuffle=not keep_order)
     _report(rel, random_state)
-    if control is not None:
-        control = control.drop(columns=[c for c in rel.removed_identifiers if c in control.columns])
-        rel.provenance["holdout"] = {"fraction": float(holdout), "rows": len(control),
-                                     "control": control_path(out).name}
-        console.print(f"held out {len(control)} records before anonymizing as the control set "
+    if rel.control is not None:
+        console.print(f"held out {len(rel.control)} records before anonymizing as the control set "
                       f"{control_path(out).name}: original records, keep them private with x",
                       highlight=False, markup=False, soft_wrap=True)
-    written = save_release(rel, out, control)
-    z = rel.data
-    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}, and "
-                  f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)
+    written = save_release(rel, out)
+    _report_files(out, written, f"{len(rel.data)} rows × {rel.data.shape[1]} columns", method, rel.shuffled,
+                  rel.pairing is not None)
+
+
+def _report_files(out: Path, written: list[Path], size: str, method: str, shuffled: bool, paired: bool) -> None:
+    """What was written, the public files apart from the owner's private ones."""
+    from ppdm.data.provenance import private_path
+    from ppdm.experiments.release import control_path
+
+    secret = {private_path(out).name, control_path(out).name}
+    public = [p.name for p in written[1:] if p.name not in secret]
+    private = [p.name for p in written[1:] if p.name in secret]
+    console.print(f"wrote {out} ({size}) with {method}, and "
+                  f"{', '.join(public)}", highlight=False, markup=False, soft_wrap=True)
+    order = ("rows shuffled" if shuffled else "rows in the input's order (--keep-order): anyone who knows that "
+             "order can pair them with people")
+    log = private_path(out).name
+    what = "pairs the released rows with x's records" if paired else "records where the release came from"
+    console.print(f"{order}; {log} {what}: keep {' and '.join(private)} private, with x, and never publish them",
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 def _report(rel: Any, random_state: int | None) -> None:
@@ -157,7 +176,8 @@ def _report(rel: Any, random_state: int | None) -> None:
 def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str | None, param: list[str] | None,
                        random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
                        keep_identifiers: bool, allow_unchanged: bool, categorical: list[str] | None,
-                       date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int) -> None:
+                       date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
+                       shuffle: bool = True) -> None:
     """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset."""
     import warnings
 
@@ -191,20 +211,14 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
         warnings.simplefilter("always")
         rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
                               allow_unchanged=allow_unchanged, missing=_missing(missing, keep=True),  # type: ignore[arg-type]
-                              fit_rows=fit_rows, decimals=dec, progress=stage_progress())
+                              fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=shuffle,
+                              input_info={"missing": missing})
     _report(rel, random_state)
-    console.print(f"wrote {out}/ ({rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
-                  f"{rel.fit_rows}) with {method}, and {', '.join(p.name for p in rel.written[1:])}",
-                  highlight=False, markup=False, soft_wrap=True)
+    _report_files(out, rel.written, f"{rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
+                  f"{rel.fit_rows}", method, shuffle, True)
 
 
 def _input_sha256(spec: str) -> str:
-    from ppdm.data.provenance import file_sha256
+    from ppdm.cli.common import input_sha256
 
-    if spec.startswith(BUILTIN):
-        from importlib import resources
-
-        name = spec[len(BUILTIN):]
-        with resources.as_file(resources.files("ppdm.data").joinpath(f"builtin/{name}.csv.gz")) as p:
-            return file_sha256(p)
-    return file_sha256(spec)
+    return input_sha256(spec)

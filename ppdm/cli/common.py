@@ -107,6 +107,19 @@ def load_input(
     return df, schema, dropped
 
 
+def input_sha256(spec: str) -> str:
+    """SHA-256 of an input file, or of a shipped dataset's compressed file (``builtin:NAME``)."""
+    from ppdm.data.provenance import file_sha256
+
+    if spec.startswith(BUILTIN):
+        from importlib import resources
+
+        name = spec[len(BUILTIN):]
+        with resources.as_file(resources.files("ppdm.data").joinpath(f"builtin/{name}.csv.gz")) as p:
+            return file_sha256(p)
+    return file_sha256(spec)
+
+
 def stage_progress() -> Any:
     """A callback ``(stage, done, total)`` for partitioned work (:mod:`ppdm.data.partitions`,
     :func:`ppdm.experiments.out_of_core.release_dataset`) that reports each stage's partitions

@@ -14,13 +14,16 @@ more than one partition per task in memory:
    screened on it, and the technique is fitted on it;
 3. **release**: every partition is transformed with what was fitted, by a generator seeded
    from the release's seed and the partition's number (so the same seed gives the same
-   files), rounded to the source decimals and written as one Parquet part into a temporary
-   folder beside the output; its release-check counts are returned;
+   files), rounded to the source decimals, checked against its original records, shuffled
+   within the partition (another generator of the same seed and number) and written as one
+   Parquet part into a temporary folder beside the output; its release-check counts and its
+   pairing (which record of x's partition each released row was made from) are returned;
 4. **check**: the records unique on their quasi-identifiers in z are counted by Dask over
    the written parts (a hash per record, counted across partitions).
 
-Then the provenance sidecar is written and the temporary folder renamed into place; on any
-error it is removed and nothing is left behind.
+Then the public provenance is written, the temporary folder renamed into place and the
+owner's private log written (input, release check and the pairing, partition by partition:
+:mod:`ppdm.data.provenance`); on any error all of it is removed and nothing is left behind.
 """
 
 from __future__ import annotations
@@ -43,12 +46,29 @@ from ppdm.data.partitions import (
     sample_counts,
     write_part,
 )
-from ppdm.data.provenance import build_provenance, file_sha256, provenance_path, provenance_text
+from ppdm.data.provenance import (
+    build_private,
+    build_provenance,
+    file_sha256,
+    private_path,
+    private_text,
+    provenance_path,
+    provenance_text,
+)
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.data.types import decimals_of, merge_decimals, round_to_decimals, working_frame
 from ppdm.errors import PPDMError
-from ppdm.experiments.release import MAX_VERBATIM_SHARE, ReleaseRefused, technique_record
+from ppdm.experiments.release import (
+    MAX_VERBATIM_SHARE,
+    ROW_ORDER_KEPT,
+    ROW_ORDER_SHUFFLED,
+    SHUFFLE_STREAM,
+    ReleaseRefused,
+    _owner_only,
+    pairing_record,
+    technique_record,
+)
 from ppdm.metrics.release_check import (
     CheckPart,
     ReleaseCheck,
@@ -86,6 +106,7 @@ class DatasetRelease:
     provenance: dict[str, Any] = field(default_factory=dict)
     decimals: dict[str, int] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
+    private: dict[str, Any] = field(default_factory=dict)
 
 
 def _stage(progress: StageProgress | None, stage: str) -> Callable[[int, int], None] | None:
@@ -138,9 +159,10 @@ class _Job:
     columns: list[str]
     spreads: dict[str, tuple[float, float]]
     tmp: Path
+    shuffle: bool = True
 
 
-def _release_part(i: int, job: _Job) -> tuple[CheckPart, int]:
+def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
     x = job.ds.partition(i)
     sch = job.schema
     x, dropped = sch.validate(x, missing=job.missing)
@@ -152,10 +174,13 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int]:
         for c in job.ids:
             z[c] = x[c].to_numpy()
         z = z[list(x.columns)]
-    write_part(z.reset_index(drop=True), job.tmp / f"part.{i:05d}.parquet")
     part = check_partition(working_frame(x, sch.numeric), working_frame(z, sch.numeric), sch, job.columns,
                            job.spreads)
-    return part, dropped
+    # shuffled within the partition: row j of the part was made from row order[j] of x's partition
+    order = (np.random.default_rng([job.base, i, SHUFFLE_STREAM]).permutation(len(z)) if job.shuffle
+             else np.arange(len(z)))
+    write_part(z.iloc[order].reset_index(drop=True), job.tmp / f"part.{i:05d}.parquet")
+    return part, dropped, pairing_record(order, len(order))
 
 
 def _unique_in_z(tmp: Path, qi: list[str], n_parts: int) -> int:
@@ -193,9 +218,16 @@ def release_dataset(
     fit_rows: int = FIT_ROWS,
     decimals: dict[str, int] | None = None,
     progress: StageProgress | None = None,
+    shuffle: bool = True,
+    input_info: dict[str, Any] | None = None,
 ) -> DatasetRelease:
     """Anonymize the partitioned table ``ds`` with ``technique`` into the Parquet dataset folder
-    ``out`` (and ``<out>.provenance.json``), as the module docstring describes.
+    ``out`` (and ``<out>.provenance.json``, public, and ``<out>.private.json``, the owner's),
+    as the module docstring describes.
+
+    ``shuffle=False`` keeps each partition's rows in the input's order (see
+    :func:`ppdm.experiments.release.release`); ``input_info`` adds keys to the private log's
+    ``input`` (the CLI's ``missing`` policy).
 
     ``fit_rows`` is the size of the sample the technique is fitted on; ``decimals`` overrides
     the source decimals per column; ``missing`` is applied to every partition ("drop" leaves
@@ -212,8 +244,10 @@ def release_dataset(
                         "(the table size public), or release an in-memory table")
     out = check_output_dataset(out, inputs=[str(f) for f in ds.files])
     prov_path = provenance_path(out)
-    if prov_path.exists():
-        raise PPDMError(f"output {str(prov_path)!r} exists; remove it or choose another name")
+    priv_path = private_path(out)
+    for side in (prov_path, priv_path):
+        if side.exists():
+            raise PPDMError(f"output {str(side)!r} exists; remove it or choose another name")
     n_parts = ds.npartitions
     seeded = technique.random_state is not None
     base = int(np.random.SeedSequence(None if not seeded else int(technique.random_state)).entropy)
@@ -257,7 +291,7 @@ def release_dataset(
     spreads = {c: column_spread(m) for c, m in moments.items()}
     columns = [c for c in ds.columns if keep_identifiers or c not in ids]
     with DatasetWriter(out) as writer:
-        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp)
+        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp, shuffle)
         results = run_partitions(_release_part, n_parts, args=(job,), progress=_stage(progress, "release"),
                                  name="ppdm-release")
         checks = [r[0] for r in results]
@@ -277,24 +311,30 @@ def release_dataset(
                 "release it anyway with allow_unchanged=True (CLI: --allow-unchanged)"
             )
         info = {"source": ds.source, "sha256": dataset_sha256(ds.files), "rows": n_rows, "columns": len(ds.columns),
+                "missing": missing, "rows_dropped": dropped, "rows_kept": n_rows - dropped,
                 "rows_used": n_rows - dropped, "files": len(ds.files), "partitions": n_parts,
-                "blocksize": ds.blocksize, "fit_rows": k}
+                "blocksize": ds.blocksize, "fit_rows": k, **(input_info or {})}
         record = build_provenance(
-            technique=technique_record(tech), seeded=seeded, input_info=info, schema=sch.to_dict(),
-            removed_identifiers=[] if keep_identifiers else ids, release_check=check,
+            technique=technique_record(tech), seeded=seeded, schema=sch.to_dict(),
+            removed_identifiers=[] if keep_identifiers else ids,
             privacy=getattr(tech, "privacy_report_", None), kept_identifiers=ids if keep_identifiers else [],
-            warnings=lines,
-            output={"decimals": dec, "date_formats": {c: f for c, f in sch.dates.items() if c in columns},
+            output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
+                    "date_formats": {c: f for c, f in sch.dates.items() if c in columns},
                     "format": "parquet dataset", "partitions": n_parts},
         )
-        written = _commit(writer, prov_path, record, tech, out)
+        pairing = {"partitions": [r[2] for r in results]}
+        private = build_private(input_info=info, release_check=check, pairing=pairing,
+                                technique=getattr(tech, "private_report_", None), warnings=lines)
+        written = _commit(writer, prov_path, record, tech, out, priv_path, private)
     return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],
-                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written)
+                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written, private)
 
 
-def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech: Any, out: Path) -> list[Path]:
-    """Provenance, folder and the technique's sidecars, all or nothing."""
+def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech: Any, out: Path,
+            priv_path: Path, private: dict[str, Any]) -> list[Path]:
+    """Provenance, folder, private log and the technique's sidecars, all or nothing."""
     from ppdm.data.io import atomic_path
+    from ppdm.data.partitions import dataset_files
 
     written: list[Path] = []
     try:
@@ -302,6 +342,12 @@ def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech
             tmp_prov.write_text(provenance_text(record), encoding="utf-8")
             written.append(writer.commit())
         written.append(prov_path)
+        private["release"] = out.name
+        private["release_sha256"] = dataset_sha256(dataset_files(str(out)))
+        with atomic_path(priv_path) as tmp_priv:
+            tmp_priv.write_text(private_text(private), encoding="utf-8")
+            _owner_only(tmp_priv)
+        written.append(priv_path)
         extra = getattr(tech, "write_sidecars", None)
         if callable(extra):
             written.extend(Path(p) for p in (extra(out) or []))

@@ -1,4 +1,4 @@
-"""Making a release the safe way: roles → anonymize → release check → provenance.
+"""Making a release the safe way: roles → anonymize → release check → shuffle → two records.
 
 :func:`release` is what ``ppdm anonymize`` runs, so a library user gets the same
 guarantees as the command line:
@@ -6,28 +6,43 @@ guarantees as the command line:
 1. the columns' roles are settled (:func:`ppdm.data.roles.resolve_schema`): columns a
    given schema leaves out are refused, and undeclared columns that look like direct
    identifiers are refused, naming them;
-2. identifier columns are taken out of the table *before* the technique sees it, so no
+2. with ``holdout``, a random share of the records is set aside as the control set of the
+   attacks before anything else sees the table;
+3. identifier columns are taken out of the table *before* the technique sees it, so no
    technique can fit a model on them, and they stay out of the release unless
    ``keep_identifiers=True`` (then they are put back unchanged);
-3. the technique runs; its Python warnings are collected (and passed on); its numeric
+4. the technique runs; its Python warnings are collected (and passed on); its numeric
    output is rounded to the decimals the original columns were written with (or those
    asked for), so no float noise such as ``0.5720000000000001`` is published;
-4. the release check (:mod:`ppdm.metrics.release_check`) compares z with x, and a
+5. the release check (:mod:`ppdm.metrics.release_check`) compares z with x, and a
    release in which at least :data:`MAX_VERBATIM_SHARE` of the records come out unchanged
    on every column is refused unless ``allow_unchanged=True``;
-5. the provenance record (:mod:`ppdm.data.provenance`) is assembled.
+6. the rows of z are **shuffled** (``shuffle=True``, the default): a release in the
+   input's order would let anyone who knows that order pair each released row with its
+   person. Techniques themselves keep the order (scikit-learn's contract); the shuffle is
+   part of making a release. The pairing is kept for the owner only;
+7. two records are assembled: the public provenance (:func:`ppdm.data.provenance.build_provenance`)
+   and the owner's private log (:func:`ppdm.data.provenance.build_private`: input, release
+   check, the pairing of z's rows with x's, the held-out rows).
 
-:func:`save_release` writes the table, its ``.provenance.json`` sidecar and the
-technique's own sidecars, all or nothing.
+:func:`save_release` writes the table, its public ``.provenance.json``, its private
+``.private.json``, the control set and the technique's own sidecars, all or nothing.
+
+``Release.data`` is z **as published**, i.e. shuffled; ``Release.pairing[j]`` is the row of
+``x`` (as given to :func:`release`) that row ``j`` of ``Release.data`` was made from, and
+:meth:`Release.in_input_order` gives z back in x's order for measures that compare records
+one by one.
 
 About seeds: a technique built with ``random_state=None`` draws from the operating
-system's entropy. With a known seed anyone can regenerate the random draws and undo much
-of the perturbation, so a seed is a secret kept with x; the provenance only says whether
-one was given.
+system's entropy, and so do the hold-out and the shuffle. With a known seed anyone can
+regenerate the random draws and undo much of the perturbation, so a seed is a secret kept
+with x; the provenance only says whether one was given. An explicit seed makes the whole
+release (hold-out, technique, shuffle) byte-identical from run to run.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -38,7 +53,18 @@ import numpy as np
 import pandas as pd
 
 from ppdm import progress
-from ppdm.data.provenance import build_provenance, jsonable, provenance_path, provenance_text, table_sha256
+from ppdm.data.provenance import (
+    build_private,
+    build_provenance,
+    encode_positions,
+    file_sha256,
+    jsonable,
+    private_path,
+    private_text,
+    provenance_path,
+    provenance_text,
+    table_sha256,
+)
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
 from ppdm.data.types import round_to_decimals, source_decimals, working_frame
@@ -48,6 +74,11 @@ from ppdm.metrics.release_check import ReleaseCheck, release_check
 #: share of records published unchanged on every column from which a release is refused
 MAX_VERBATIM_SHARE = 0.95
 _COMMON = ("class_column", "schema", "random_state")
+#: the release's own random streams (hold-out, shuffle), kept apart from the technique's draws
+HOLDOUT_STREAM = 1
+SHUFFLE_STREAM = 2
+ROW_ORDER_SHUFFLED = "shuffled"
+ROW_ORDER_KEPT = "as the input"
 
 
 class ReleaseRefused(PPDMError):
@@ -58,11 +89,17 @@ class ReleaseRefused(PPDMError):
 class Release:
     """A release and everything known about how it was made.
 
-    ``data`` is z as it is published (identifiers removed unless kept), ``technique``
-    the fitted technique, ``schema`` the full schema with roles, ``check`` the release
-    check, ``warnings`` the technique's warnings as ``"Category: message"`` lines and
-    ``provenance`` the record :func:`save_release` writes beside the table; ``decimals``
-    the number of decimals each float column was rounded to.
+    ``data`` is z as it is published — shuffled unless ``shuffle=False``, identifiers
+    removed unless kept; ``technique`` the fitted technique, ``schema`` the full schema
+    with roles, ``check`` the release check, ``warnings`` the technique's warnings as
+    ``"Category: message"`` lines, ``provenance`` the public record and ``private`` the
+    owner's private log :func:`save_release` writes beside the table; ``decimals`` the
+    number of decimals each float column was rounded to.
+
+    ``pairing[j]`` is the position in the input table of the record row ``j`` of ``data``
+    was made from (``None`` for a synthetic release, whose records are not made from
+    particular ones); ``control`` the records held out as the control set (``None``
+    without ``holdout``) and ``held_out`` their positions in the input table.
     """
 
     data: pd.DataFrame
@@ -75,6 +112,20 @@ class Release:
     warnings: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     decimals: dict[str, int] = field(default_factory=dict)
+    private: dict[str, Any] = field(default_factory=dict)
+    pairing: np.ndarray | None = None
+    control: pd.DataFrame | None = None
+    held_out: np.ndarray | None = None
+    shuffled: bool = True
+
+    def in_input_order(self) -> tuple[pd.DataFrame, np.ndarray]:
+        """``(z, positions)``: the released rows sorted back into the input's order, and the
+        input positions they pair with (row ``k`` of z with row ``positions[k]`` of x).
+        Refused for a synthetic release, which has no pairing."""
+        if self.pairing is None:
+            raise PPDMError("a synthetic release has no pairing with the input's records")
+        order = np.argsort(self.pairing, kind="stable")
+        return self.data.iloc[order].reset_index(drop=True), self.pairing[order]
 
 
 def technique_record(technique: Any) -> dict[str, Any]:
@@ -83,6 +134,27 @@ def technique_record(technique: Any) -> dict[str, Any]:
     return {"name": getattr(technique, "method_name", type(technique).__name__),
             "class": f"{type(technique).__module__}.{type(technique).__name__}",
             "parameters": jsonable(params)}
+
+
+def release_rng(random_state: Any, stream: int) -> np.random.Generator:
+    """The generator of one of the release's own steps (:data:`HOLDOUT_STREAM`,
+    :data:`SHUFFLE_STREAM`): operating-system entropy without a seed, else derived from the
+    seed and the step, so that the step's draws are reproducible and independent of the
+    technique's."""
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return np.random.default_rng([int(random_state), stream])
+    from ppdm.utils import check_random_state
+
+    gen = check_random_state(random_state)
+    return np.random.default_rng([*(int(v) for v in gen.integers(0, 2**63, size=2)), stream])
+
+
+def pairing_record(positions: np.ndarray, rows_of_x: int) -> dict[str, Any]:
+    """The private log's pairing of one table: ``rows`` of z, ``rows_of_x`` (the length of the
+    table the positions point into) and the encoded ``positions``."""
+    return {"rows": int(len(positions)), "rows_of_x": int(rows_of_x), "positions": encode_positions(positions)}
 
 
 def release(
@@ -100,17 +172,21 @@ def release(
     detect_identifiers: bool = True,
     input_info: dict[str, Any] | None = None,
     decimals: dict[str, int] | None = None,
+    holdout: float | None = None,
+    shuffle: bool = True,
 ) -> Release:
     """Anonymize ``x`` with ``technique`` (an unfitted ppdm technique) into a checked release.
 
     Parameters
     ----------
     x:
-        The original table, with any identifier and weight columns.
+        The original table, with any identifier and weight columns, as read (after the
+        missing-value policy): the pairing counts its rows from 0.
     technique:
         E.g. ``make_technique("gadp", class_column="y")``; its ``schema`` is used when
         ``schema`` is not given. A new instance with the same parameters is fitted; the
-        one given is not modified.
+        one given is not modified. Its ``random_state`` also seeds the hold-out and the
+        shuffle (operating-system entropy when ``None``).
     schema:
         Types and roles of every column; every column it names counts as declared.
         Without it the types are inferred and only the role arguments declare columns.
@@ -124,12 +200,19 @@ def release(
     detect_identifiers:
         Refuse undeclared columns that look like direct identifiers (default).
     input_info:
-        ``source``, ``sha256``, ``rows``, ``columns`` of the input for the provenance;
-        by default the table's own shape and content hash.
+        ``source``, ``sha256``, ``rows``, ``columns``, ``missing``, ``rows_dropped`` of the
+        input for the private log; by default the table's own shape and content hash.
     decimals:
         Decimals of float attributes in the release, by column. Columns left out get as
         many as the column had in ``x`` (:func:`ppdm.data.types.decimals_of`: the fewest
         that reproduce every value); a column that needs full precision is not rounded.
+    holdout:
+        Hold out this fraction of the records first, as the attacks' control set
+        (``Release.control``, written by :func:`save_release`); see :func:`holdout_mask`.
+    shuffle:
+        Shuffle the released rows (default). ``False`` keeps the input's order, so anyone
+        who knows that order can pair released rows with people: only for a release that
+        stays with the owner.
 
     Raises
     ------
@@ -151,7 +234,15 @@ def release(
     if keep_identifiers and ids and not aligned:
         raise PPDMError(f"{type(technique).__name__} releases synthetic records, which have no identifiers to keep; "
                         "drop keep_identifiers (CLI: --keep-identifiers)")
-    work = x.drop(columns=ids)
+    n = len(x)
+    if holdout is not None:
+        held_mask = holdout_mask(n, holdout, release_rng(technique.random_state, HOLDOUT_STREAM))
+        used, held = np.flatnonzero(~held_mask), np.flatnonzero(held_mask)
+        xr = x.iloc[used].reset_index(drop=True)
+    else:
+        used, held = np.arange(n), None
+        xr = x
+    work = xr.drop(columns=ids)
     # the technique never sees an identifier: its schema has none and its table lacks them. A new
     # instance with the same parameter objects (sklearn's clone would unfit a fitted tree= given)
     tech = type(technique)(**technique.get_params(deep=False))
@@ -186,31 +277,69 @@ def release(
     if keep_identifiers and ids:
         z = z.copy()
         for c in ids:
-            z[c] = x[c].to_numpy()
+            z[c] = xr[c].to_numpy()
         z = z[[c for c in x.columns]]
-        check = release_check(working_frame(x, sch.numeric).reset_index(drop=True),
+        check = release_check(working_frame(xr, sch.numeric).reset_index(drop=True),
                               working_frame(z, sch.numeric).reset_index(drop=True), sch, columns=list(z.columns))
+    # the published order says nothing about x's: a fresh permutation (from the seed when one is given)
+    order = release_rng(technique.random_state, SHUFFLE_STREAM).permutation(len(z)) if shuffle else None
+    if order is not None:
+        z = z.iloc[order].reset_index(drop=True)
+    pairing = (used if order is None else used[order]) if aligned else None
     seeded = technique.random_state is not None
     info = dict(input_info or {})
     info.setdefault("source", None)
     info.setdefault("sha256", table_sha256(x))
-    info.setdefault("rows", len(x))
     info.setdefault("columns", x.shape[1])
-    info.setdefault("rows_used", len(x))
+    info.setdefault("missing", None)
+    info.setdefault("rows_dropped", 0)
+    info.setdefault("rows", n + int(info["rows_dropped"] or 0))
+    info["rows_kept"] = n
+    info["rows_used"] = len(used)
     removed = [] if keep_identifiers else ids
+    control = None
+    hold_record = None
+    if held is not None:
+        control = x.iloc[held].drop(columns=removed).reset_index(drop=True)
+        hold_record = {"fraction": float(holdout), "rows": len(held), "control": None,  # type: ignore[arg-type]
+                       "positions": encode_positions(held)}
     record = build_provenance(
         technique=technique_record(tech),
         seeded=seeded,
-        input_info=info,
         schema=sch.to_dict(),
         removed_identifiers=removed,
-        release_check=check,
         privacy=getattr(tech, "privacy_report_", None),
         kept_identifiers=ids if keep_identifiers else [],
-        warnings=lines,
-        output={"decimals": dec, "date_formats": {c: f for c, f in sch.dates.items() if c in z.columns}},
+        output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
+                "date_formats": {c: f for c, f in sch.dates.items() if c in z.columns}},
     )
-    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec)
+    private = build_private(
+        input_info=info,
+        release_check=check,
+        pairing=pairing_record(pairing, n) if pairing is not None else None,
+        holdout=hold_record,
+        technique=getattr(tech, "private_report_", None),
+        warnings=lines,
+    )
+    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
+                   private, pairing, control, held, bool(shuffle))
+
+
+def holdout_mask(n: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """Which of ``n`` records to hold out: a simple random sample of ``round(fraction · n)``
+    (at least one, and at least one left to release), drawn from ``rng``."""
+    try:
+        f = float(fraction)
+    except (TypeError, ValueError):
+        raise ParameterError(f"holdout must be a fraction between 0 and 1, got {fraction!r}") from None
+    if not 0.0 < f < 1.0:
+        raise ParameterError(f"holdout must be a fraction strictly between 0 and 1, got {fraction!r}")
+    k = int(round(f * n))
+    if n < 2 or k < 1 or k >= n:
+        raise ParameterError(f"holdout={f:g} of {n} records leaves no control record or no record to release")
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, size=k, replace=False)] = True
+    return mask
 
 
 def hold_out(x: pd.DataFrame, fraction: float, random_state: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -220,23 +349,12 @@ def hold_out(x: pd.DataFrame, fraction: float, random_state: Any = None) -> tupl
     one, and at least one left to release), kept in the order of ``x``; the attacks of
     :mod:`ppdm.attacks` compare what the release tells about the released people with what
     it tells about these (Giomi et al. 2023 §3). The split is drawn from ``random_state``
-    (OS entropy when ``None``).
+    (OS entropy when ``None``). :func:`release` with ``holdout=`` does this itself and keeps
+    the held-out positions in the private log.
     """
     from ppdm.utils import check_random_state
 
-    try:
-        f = float(fraction)
-    except (TypeError, ValueError):
-        raise ParameterError(f"holdout must be a fraction between 0 and 1, got {fraction!r}") from None
-    if not 0.0 < f < 1.0:
-        raise ParameterError(f"holdout must be a fraction strictly between 0 and 1, got {fraction!r}")
-    n = len(x)
-    k = int(round(f * n))
-    if n < 2 or k < 1 or k >= n:
-        raise ParameterError(f"holdout={f:g} of {n} records leaves no control record or no record to release")
-    rng = check_random_state(random_state)
-    mask = np.zeros(n, dtype=bool)
-    mask[rng.choice(n, size=k, replace=False)] = True
+    mask = holdout_mask(len(x), fraction, check_random_state(random_state))
     return x.loc[~mask].reset_index(drop=True), x.loc[mask].reset_index(drop=True)
 
 
@@ -267,16 +385,24 @@ def control_path(out: str | Path) -> Path:
 
 
 def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = None) -> list[Path]:
-    """Write the release table, its provenance sidecar and the technique's sidecars (and,
-    given, the control set held out before anonymizing, at :func:`control_path`).
+    """Write a release: the table, its public provenance, the owner's private log, the control
+    set (``rel.control``, or ``control`` when given) and the technique's sidecars.
+
+    Public: ``out`` and ``<stem>.provenance.json`` (:func:`ppdm.data.provenance.provenance_path`).
+    Private, for the owner only (written readable by the owner alone): ``<stem>.private.json``
+    (:func:`ppdm.data.provenance.private_path`) and ``<stem>.control<suffix>``
+    (:func:`control_path`).
 
     All or nothing: if any of them cannot be written, those already written are removed
-    again, so a release never appears without its provenance. Returns the paths written.
+    again, so a release never appears without its provenance and private log. Returns the
+    paths written (the release first).
     """
     from ppdm.data.io import atomic_path, check_output_table, write_table
 
     out = check_output_table(out)
     prov = provenance_path(out)
+    priv = private_path(out)
+    ctrl = control if control is not None else rel.control
     written: list[Path] = []
     try:
         with atomic_path(prov) as tmp_prov:
@@ -284,9 +410,22 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
             write_table(rel.data, out, date_formats=rel.schema.dates)
             written.append(out)
         written.append(prov)
-        if control is not None:
-            write_table(control, control_path(out), date_formats=rel.schema.dates)
-            written.append(control_path(out))
+        private = dict(rel.private)
+        private["release"] = out.name
+        private["release_sha256"] = file_sha256(out)
+        if ctrl is not None:
+            cpath = control_path(out)
+            write_table(ctrl, cpath, date_formats=rel.schema.dates)
+            written.append(cpath)
+            _owner_only(cpath)
+            hold = dict(private.get("holdout") or {"fraction": None, "rows": len(ctrl), "positions": None})
+            hold["control"] = cpath.name
+            private["holdout"] = hold
+        with atomic_path(priv) as tmp_priv:
+            tmp_priv.write_text(private_text(private), encoding="utf-8")
+            _owner_only(tmp_priv)
+        written.append(priv)
+        rel.private = private
         extra = getattr(rel.technique, "write_sidecars", None)
         if callable(extra):
             written.extend(Path(p) for p in (extra(out) or []))
@@ -294,4 +433,13 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
         for p in written:
             Path(p).unlink(missing_ok=True)
         raise
+    # the release first, then the public record, then the owner's files
     return written
+
+
+def _owner_only(path: Path) -> None:
+    """Make a private file readable and writable by its owner only (where the system allows)."""
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass

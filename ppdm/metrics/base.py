@@ -99,7 +99,9 @@ class EvaluationContext:
     partitioned alike: see :mod:`ppdm.metrics.out_of_core`); ``control`` an optional control set of original records that
     were not used to make ``z`` (attack-based risk, Giomi et al. 2023); ``rules`` is
     Ψx (built lazily from ``x`` by CART when absent); ``options`` carries measure
-    parameters from the command line.
+    parameters from the command line. ``paired`` says whether row ``i`` of ``z`` was made
+    from row ``i`` of ``x`` (the release's private pairing applied, or the owner's word);
+    when it is ``False`` measures that compare records one by one must not trust row positions.
     """
 
     x: pd.DataFrame
@@ -111,6 +113,7 @@ class EvaluationContext:
     random_state: int | None = 0
     options: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
+    paired: bool = True
 
     def get_rules(self):
         """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7); for a Dask ``x``,

@@ -379,4 +379,4 @@ def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
 
     if is_dask(ctx.x) or is_dask(ctx.z):
         return release_check_dask(ctx.x, ctx.z, ctx.schema)
-    return release_check(ctx.x, ctx.z, ctx.schema, record_aligned=len(ctx.x) == len(ctx.z))
+    return release_check(ctx.x, ctx.z, ctx.schema, record_aligned=ctx.paired and len(ctx.x) == len(ctx.z))
