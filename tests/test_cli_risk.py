@@ -53,6 +53,7 @@ def test_holdout_writes_the_control_set_and_evaluate_finds_it(xfile: Path) -> No
     d = xfile.parent
     z = d / "z.csv"
     r = runner.invoke(app, ["anonymize", str(xfile), "--class", "y", "--method", "uniform-noise", "-p", "level=0.3",
+                            "--allow-verbatim",
                             "--holdout", "0.25", "--seed", "1", "--out", str(z)])
     assert r.exit_code == 0, r.output
     assert {"z.csv", "z.provenance.json", "z.private.json", "z.control.csv"} <= _files(d)
@@ -85,7 +86,8 @@ def test_default_evaluate_shows_risk_and_says_why_the_attacks_are_skipped(xfile:
     zz = pd.read_csv(xfile)
     zz["age"] = zz["age"] + 3.0
     zz.to_csv(z, index=False)
-    r = runner.invoke(app, ["evaluate", "-x", str(xfile), "-z", str(z), "--class", "y", "--json", "--seed", "0"])
+    r = runner.invoke(app, ["evaluate", "-x", str(xfile), "-z", str(z), "--class", "y", "--json", "--seed", "0",
+                            "--pairing", "position"])
     assert r.exit_code == 0, r.output
     m = json.loads(r.stdout)["measures"]
     for name in ("k_anonymity", "sample_uniques", "reidentification_risk", "record_linkage"):

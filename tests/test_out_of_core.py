@@ -37,6 +37,10 @@ load_all_measures()
 runner = CliRunner()
 EXACT = sorted(n for n, s in MEASURES.items() if s.out_of_core)
 
+#: these tests are about partitioned work; the release gate has its own tests (tests/test_release_gate.py)
+GATE_OFF = {"allow_verbatim": True, "allow_untouched_keys": True}
+GATE_FLAGS = ["--allow-verbatim", "--allow-untouched-keys"]
+
 
 def _csv(tmp: Path, n: int = 3000, name: str = "x.csv") -> tuple[Path, pd.DataFrame]:
     x = mixed_table(n)
@@ -141,10 +145,10 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     src, _ = _csv(tmp_path)
     ds = open_dataset(str(src), blocksize="20KB", categorical=["grade"])
     seen: list[tuple[str, int, int]] = []
-    a = release_dataset(ds, _tech(), tmp_path / "a", missing="keep", fit_rows=1000,
+    a = release_dataset(ds, _tech(), tmp_path / "a", missing="keep", **GATE_OFF, fit_rows=1000,
                         progress=lambda s, d, n: seen.append((s, d, n)))
-    release_dataset(ds, _tech(), tmp_path / "b", missing="keep", fit_rows=1000)
-    release_dataset(ds, _tech(seed=6), tmp_path / "c", missing="keep", fit_rows=1000)
+    release_dataset(ds, _tech(), tmp_path / "b", missing="keep", **GATE_OFF, fit_rows=1000)
+    release_dataset(ds, _tech(seed=6), tmp_path / "c", missing="keep", **GATE_OFF, fit_rows=1000)
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == [f"part.{i:05d}.parquet" for i in range(ds.npartitions)]
     same = [filecmp.cmp(tmp_path / "a" / f, tmp_path / "b" / f, shallow=False) for f in names]
@@ -184,11 +188,11 @@ def test_a_refused_partitioned_release_leaves_nothing(tmp_path: Path) -> None:
     ds = open_dataset(str(src), blocksize="20KB", categorical=["grade"])
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(ReleaseRefused):
-        release_dataset(ds, _tech(level=0.0), tmp_path / "z", missing="keep", fit_rows=200)
+        release_dataset(ds, _tech(level=0.0), tmp_path / "z", missing="keep", **GATE_OFF, fit_rows=200)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     (tmp_path / "taken").mkdir()
     with pytest.raises(PPDMError, match="exists"):
-        release_dataset(ds, _tech(), tmp_path / "taken", missing="keep")
+        release_dataset(ds, _tech(), tmp_path / "taken", missing="keep", **GATE_OFF)
     with pytest.raises(PPDMError, match="missing value"):
         release_dataset(ds, _tech(), tmp_path / "z", missing="error")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "taken"])
@@ -205,14 +209,15 @@ def test_every_technique_releases_partition_by_partition(tmp_path: Path) -> None
     # DPCube under add/remove-one neighbours releases its own, noisy, number of records: refused here
     dp = make_technique("dpcube", class_column="label", random_state=1, params=PARAMS["dpcube"])
     with pytest.raises(PPDMError, match="neighbouring='replace'"):
-        release_dataset(ds, dp, tmp_path / "dp", missing="keep", fit_rows=600)
+        release_dataset(ds, dp, tmp_path / "dp", missing="keep", **GATE_OFF, fit_rows=600)
     assert not (tmp_path / "dp").exists()
     for name in sorted(TECHNIQUES):
         params = {**PARAMS.get(name, {}), **({"neighbouring": "replace"} if name == "dpcube" else {})}
         tech = make_technique(name, class_column="label", random_state=1, params=params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rel = release_dataset(ds, tech, tmp_path / name, missing="keep", fit_rows=600, allow_unchanged=True)
+            rel = release_dataset(ds, tech, tmp_path / name, missing="keep", **GATE_OFF, fit_rows=600,
+                                  allow_unchanged=True)
         z = pd.read_parquet(tmp_path / name)
         assert len(z) == rel.n_records == 900 and list(z.dtypes) == list(ds.data.dtypes), name
 
@@ -222,8 +227,9 @@ def _pair(tmp: Path, n: int = 1500) -> tuple[pd.DataFrame, pd.DataFrame, Schema]
     x = mixed_table(n)
     sch = Schema.infer(x, "label", categorical=["grade"])
     rel = release(x, make_technique("gaussian-noise", class_column="label", random_state=2,
-                                    params={"level": 0.4}), schema=sch)
-    return working_frame(x, sch.numeric), working_frame(rel.data, sch.numeric), sch
+                                    params={"level": 0.4}), schema=sch, **GATE_OFF)
+    z, pos = rel.in_input_order()  # the published rows are shuffled; measures compare each with its original
+    return working_frame(x.iloc[pos].reset_index(drop=True), sch.numeric), working_frame(z, sch.numeric), sch
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -304,7 +310,7 @@ def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> N
     out = tmp_path / "z"
     guard = _Guard(1500)
     with dask.config.set(scheduler=guard):
-        res = runner.invoke(app, ["anonymize", str(src), "--engine", "dask", "--blocksize", "60KB", "-m",
+        res = runner.invoke(app, ["anonymize", *GATE_FLAGS, str(src), "--engine", "dask", "--blocksize", "60KB", "-m",
                                   "gaussian-noise", "-p", "level=0.4", "--class", "label", "--missing", "keep",
                                   "--categorical", "grade", "--fit-rows", "1000", "--seed", "4", "-o", str(out)])
         assert res.exit_code == 0, res.output
@@ -332,16 +338,18 @@ def test_cli_partitioned_inputs_and_outputs(tmp_path: Path) -> None:
     (tmp_path / "pq").mkdir()
     for i, chunk in enumerate(np.array_split(np.arange(len(x)), 3)):
         x.iloc[chunk].to_parquet(tmp_path / "pq" / f"p{i}.parquet", index=False)
-    res = runner.invoke(app, ["anonymize", str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
+                                           str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
                               "--missing", "keep", "-o", str(tmp_path / "z.csv")])
     assert res.exit_code == 2 and "folder name" in res.output
-    res = runner.invoke(app, ["anonymize", str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
+                                           str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
                               "--missing", "keep", "-o", str(tmp_path / "z")])
     assert res.exit_code == 0, res.output
     assert "3 partitions" in res.output and (tmp_path / "z.provenance.json").exists()
     z = pd.read_parquet(tmp_path / "z")
     assert len(z) == 1200 and z["zip"].dropna().str.len().eq(4).all()
-    res = runner.invoke(app, ["anonymize", str(tmp_path / "pq"), "-m", "mdav", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS, str(tmp_path / "pq"), "-m", "mdav", "--class", "label",
                               "--missing", "keep", "-o", str(tmp_path / "z")])
     assert res.exit_code == 2 and "exists" in res.output
     res = runner.invoke(app, ["evaluate", "-x", str(tmp_path / "pq"), "-z", str(tmp_path / "z"), "--class", "label",
@@ -356,7 +364,8 @@ def test_cli_partitioned_inputs_and_outputs(tmp_path: Path) -> None:
 def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Path) -> None:
     src, x = _csv(tmp_path, 1500)
     zp = tmp_path / "z.csv"
-    res = runner.invoke(app, ["anonymize", str(src), "-m", "gaussian-noise", "-p", "level=0.4", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
+                                           str(src), "-m", "gaussian-noise", "-p", "level=0.4", "--class", "label",
                               "--missing", "keep", "--categorical", "grade", "--seed", "3", "-o", str(zp)])
     assert res.exit_code == 0, res.output
     exact = ",".join(EXACT)

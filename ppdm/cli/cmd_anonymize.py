@@ -60,6 +60,19 @@ def anonymize(
         "--keep-identifiers", help="Keep identifier columns in the release, unchanged (default: removed).")] = False,
     allow_unchanged: Annotated[bool, typer.Option(
         "--allow-unchanged", help="Write the release even if the check finds the original records in it.")] = False,
+    allow_verbatim: Annotated[bool, typer.Option(
+        "--allow-verbatim", help="Write the release even if more records than the gate allows come out unchanged "
+                                 "while their original is unique in x on its quasi-identifiers.")] = False,
+    allow_untouched_keys: Annotated[bool, typer.Option(
+        "--allow-untouched-keys", help="Write the release even if quasi-identifiers no technique touched make most "
+                                       "records unique.")] = False,
+    allow_pass_through: Annotated[list[str] | None, typer.Option(
+        "--allow-pass-through", help="Pass-through column(s) (the weight) declared safe although nearly unique per "
+                                     "record (comma list, repeatable).")] = None,
+    gate: Annotated[list[str] | None, typer.Option(
+        "--gate", help="A threshold of the release gate, NAME=SHARE (repeatable): unchanged, verbatim_unique, "
+                       "untouched_unique, pass_through_distinct, warn_verbatim, warn_unchanged_keys, "
+                       "warn_untouched_unique, warn_pass_through_unique.")] = None,
     categorical: CategoricalOpt = None,
     date: DateOpt = None,
     decimals: Annotated[str | None, typer.Option(
@@ -88,6 +101,9 @@ def anonymize(
     from ppdm.utils import parse_params
 
     random_state = parse_seed(seed)
+    thresholds = _gate_options(gate)
+    gate_args = {"allow_verbatim": allow_verbatim, "allow_untouched_keys": allow_untouched_keys,
+                 "allow_pass_through": allow_pass_through, "gate_thresholds": thresholds}
     if wants_dask(data, engine):
         if holdout is not None:
             raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
@@ -97,7 +113,7 @@ def anonymize(
                                identifiers, quasi_identifiers, sensitive, weight, other),
                            keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                            categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
-                           fit_rows=fit_rows, shuffle=not keep_order)
+                           fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args)
         return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
@@ -124,7 +140,7 @@ def anonymize(
         warnings.simplefilter("always")
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                       detect_identifiers=False, input_info=info, decimals=dec, holdout=holdout,
-                      shuffle=not keep_order)
+                      shuffle=not keep_order, **gate_args)
     _report(rel, random_state)
     if rel.control is not None:
         console.print(f"held out {len(rel.control)} records before anonymizing as the control set "
@@ -149,7 +165,8 @@ def _report_files(out: Path, written: list[Path], size: str, method: str, shuffl
              "order can pair them with people")
     log = private_path(out).name
     what = "pairs the released rows with x's records" if paired else "records where the release came from"
-    console.print(f"{order}; {log} {what}: keep {' and '.join(private)} private, with x, and never publish them",
+    console.print(f"{order}; {log} {what}: keep {' and '.join(private)} private, with x, and never publish "
+                  f"{'them' if len(private) > 1 else 'it'}",
                   highlight=False, markup=False, soft_wrap=True)
 
 
@@ -159,6 +176,9 @@ def _report(rel: Any, random_state: int | None) -> None:
 
     for line in rel.warnings:
         err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
+    for finding in rel.findings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(finding['message'])}", highlight=False, markup=True,
+                          soft_wrap=True)
     if rel.removed_identifiers:
         console.print(f"removed identifier column(s) {', '.join(rel.removed_identifiers)} from the release "
                       "(keep them with --keep-identifiers)", highlight=False, markup=False, soft_wrap=True)
@@ -177,7 +197,7 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
                        random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
                        keep_identifiers: bool, allow_unchanged: bool, categorical: list[str] | None,
                        date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
-                       shuffle: bool = True) -> None:
+                       shuffle: bool = True, gate_args: dict[str, Any] | None = None) -> None:
     """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset."""
     import warnings
 
@@ -212,10 +232,31 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
         rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
                               allow_unchanged=allow_unchanged, missing=_missing(missing, keep=True),  # type: ignore[arg-type]
                               fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=shuffle,
-                              input_info={"missing": missing})
+                              input_info={"missing": missing}, **(gate_args or {}))
     _report(rel, random_state)
     _report_files(out, rel.written, f"{rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
                   f"{rel.fit_rows}", method, shuffle, True)
+
+
+def _gate_options(items: list[str] | None) -> dict[str, float] | None:
+    """``--gate NAME=SHARE`` options as the thresholds release() takes (checked there)."""
+    if not items:
+        return None
+    from ppdm.errors import ParameterError
+
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ParameterError(f"--gate expects NAME=SHARE, got {item!r}")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ParameterError(f"--gate {name.strip()} must be a number, got {value.strip()!r}") from None
+    from ppdm.metrics.release_check import GateThresholds
+
+    GateThresholds.of(out)  # names and ranges refused before any work
+    return out
 
 
 def _input_sha256(spec: str) -> str:

@@ -60,22 +60,26 @@ from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.data.types import decimals_of, merge_decimals, round_to_decimals, working_frame
 from ppdm.errors import PPDMError
 from ppdm.experiments.release import (
-    MAX_VERBATIM_SHARE,
     ROW_ORDER_KEPT,
     ROW_ORDER_SHUFFLED,
     SHUFFLE_STREAM,
-    ReleaseRefused,
     _owner_only,
+    _screen_pass_through,
+    judge_release,
     pairing_record,
     technique_record,
 )
 from ppdm.metrics.release_check import (
     CheckPart,
+    GateThresholds,
+    KeyCounts,
     ReleaseCheck,
     check_columns,
     check_partition,
+    column_kinds,
     column_moments,
     column_spread,
+    dask_copies,
     merge_moments,
     qi_hashes,
     release_check_from_parts,
@@ -107,6 +111,7 @@ class DatasetRelease:
     decimals: dict[str, int] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
     private: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _stage(progress: StageProgress | None, stage: str) -> Callable[[int, int], None] | None:
@@ -183,6 +188,26 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
     return part, dropped, pairing_record(order, len(order))
 
 
+def _working_x(ds: Dataset, sch: Schema, missing: MissingPolicy, columns: list[str], meta: pd.DataFrame) -> Any:
+    """x's partitions as the release check saw them (missing-value policy, working form), lazily."""
+
+    def part(pdf: pd.DataFrame) -> pd.DataFrame:
+        if len(pdf):
+            pdf, _ = sch.validate(pdf, missing=missing)
+        return working_frame(pdf, sch.numeric)[columns]
+
+    return ds.data.map_partitions(part, meta=meta[columns], enforce_metadata=False)
+
+
+def _working_z(tmp: Path, sch: Schema, columns: list[str], meta: pd.DataFrame) -> Any:
+    """The written parts of the release, in working form, lazily."""
+    import dask.dataframe as dd
+
+    z = dd.read_parquet(str(tmp), columns=list(columns))
+    return z.map_partitions(lambda p: working_frame(p, sch.numeric)[columns], meta=meta[columns],
+                            enforce_metadata=False)
+
+
 def _unique_in_z(tmp: Path, qi: list[str], n_parts: int) -> int:
     """Records of the written release unique on their quasi-identifiers (Dask counts hashes)."""
     if not qi:
@@ -220,6 +245,10 @@ def release_dataset(
     progress: StageProgress | None = None,
     shuffle: bool = True,
     input_info: dict[str, Any] | None = None,
+    allow_verbatim: bool = False,
+    allow_untouched_keys: bool = False,
+    allow_pass_through: Any = None,
+    gate_thresholds: GateThresholds | dict[str, float] | None = None,
 ) -> DatasetRelease:
     """Anonymize the partitioned table ``ds`` with ``technique`` into the Parquet dataset folder
     ``out`` (and ``<out>.provenance.json``, public, and ``<out>.private.json``, the owner's),
@@ -231,9 +260,10 @@ def release_dataset(
 
     ``fit_rows`` is the size of the sample the technique is fitted on; ``decimals`` overrides
     the source decimals per column; ``missing`` is applied to every partition ("drop" leaves
-    out a partition's incomplete records). Raises :class:`ReleaseRefused` when at least
-    :data:`~ppdm.experiments.release.MAX_VERBATIM_SHARE` of the records come out unchanged on
-    every column (unless ``allow_unchanged``); the output then does not appear.
+    out a partition's incomplete records). The gate and its ``allow_...`` arguments are those
+    of :func:`ppdm.experiments.release.release` (x's records counted by key across partitions,
+    pass-through columns screened on the fitting sample); a refused release raises
+    :class:`~ppdm.experiments.release.ReleaseRefused` and the output does not appear.
     """
     if isinstance(fit_rows, bool) or not isinstance(fit_rows, (int, np.integer)) or fit_rows < 2:
         raise PPDMError(f"fit_rows (the size of the fitting sample) must be a whole number ≥ 2, got {fit_rows!r}")
@@ -270,6 +300,8 @@ def release_dataset(
                          detect=detect_identifiers)
     sample, _ = sch.validate(sample, missing=missing)
     ids = [c for c in sch.identifiers if c in sample.columns]
+    thresholds = GateThresholds.of(gate_thresholds)
+    passing = _screen_pass_through(sample, sch, thresholds, allow_pass_through)
     tech = type(technique)(**technique.get_params(deep=False))
     tech.set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
     with warnings.catch_warnings(record=True) as caught:
@@ -302,14 +334,17 @@ def release_dataset(
         unique = _unique_in_z(writer.tmp, qi, n_parts)
         if progress is not None:
             progress("check", 1, 1)
-        check = release_check_from_parts(checks, sch, columns, unique)
-        if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
-            raise ReleaseRefused(
-                f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "
-                f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
-                f"(refused from {100 * MAX_VERBATIM_SHARE:.0f}%); change the technique or its parameters, or "
-                "release it anyway with allow_unchanged=True (CLI: --allow-unchanged)"
-            )
+        head = working_frame(sample.head(0), sch.numeric)
+        kinds = column_kinds(sch, head, head, columns)
+        xw = _working_x(ds, sch, missing, columns, head)
+        zw = _working_z(writer.tmp, sch, columns, head)
+        cands = np.unique(np.concatenate([c.verbatim_keys for c in checks])) if checks else None
+        check = release_check_from_parts(checks, sch, columns, unique, keys=KeyCounts(xw, kinds),
+                                         copies=dask_copies(xw, zw, columns, check_columns(sch, columns)[0], kinds,
+                                                            cands))
+        allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
+                   "untouched_unique": allow_untouched_keys}
+        findings = passing + judge_release(check, thresholds, allowed, technique_record(tech), sch)
         info = {"source": ds.source, "sha256": dataset_sha256(ds.files), "rows": n_rows, "columns": len(ds.columns),
                 "missing": missing, "rows_dropped": dropped, "rows_kept": n_rows - dropped,
                 "rows_used": n_rows - dropped, "files": len(ds.files), "partitions": n_parts,
@@ -324,10 +359,11 @@ def release_dataset(
         )
         pairing = {"partitions": [r[2] for r in results]}
         private = build_private(input_info=info, release_check=check, pairing=pairing,
-                                technique=getattr(tech, "private_report_", None), warnings=lines)
+                                technique=getattr(tech, "private_report_", None), warnings=lines,
+                                gate={"thresholds": thresholds, "findings": findings})
         written = _commit(writer, prov_path, record, tech, out, priv_path, private)
     return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],
-                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written, private)
+                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written, private, findings)
 
 
 def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech: Any, out: Path,

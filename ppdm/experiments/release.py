@@ -14,9 +14,14 @@ guarantees as the command line:
 4. the technique runs; its Python warnings are collected (and passed on); its numeric
    output is rounded to the decimals the original columns were written with (or those
    asked for), so no float noise such as ``0.5720000000000001`` is published;
-5. the release check (:mod:`ppdm.metrics.release_check`) compares z with x, and a
-   release in which at least :data:`MAX_VERBATIM_SHARE` of the records come out unchanged
-   on every column is refused unless ``allow_unchanged=True``;
+5. the release check (:mod:`ppdm.metrics.release_check`) compares z with x — record by
+   record and as multisets, so that a row-permuted copy is a copy — and the **gate**
+   (:func:`ppdm.metrics.release_check.gate`) refuses a release that is (almost) the original,
+   one with verbatim records unique in x, or one whose untouched quasi-identifiers make most
+   records unique, each unless its ``allow_...`` argument says otherwise, and warns, naming
+   the column responsible and a technique or parameter that would fix it, when a release is
+   weak but under the refusal line (:class:`~ppdm.metrics.release_check.GateThresholds`);
+   pass-through columns (the weight) that tell records apart are refused before any work;
 6. the rows of z are **shuffled** (``shuffle=True``, the default): a release in the
    input's order would let anyone who knows that order pair each released row with its
    person. Techniques themselves keep the order (scikit-learn's contract); the shuffle is
@@ -65,14 +70,21 @@ from ppdm.data.provenance import (
     provenance_text,
     table_sha256,
 )
-from ppdm.data.roles import Roles, resolve_schema
+from ppdm.data.roles import Roles, pass_through_message, resolve_schema, screen_pass_through
 from ppdm.data.schema import Schema
 from ppdm.data.types import round_to_decimals, source_decimals, working_frame
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.metrics.release_check import ReleaseCheck, release_check
+from ppdm.metrics.release_check import (
+    GATE_OVERRIDES,
+    Finding,
+    GateThresholds,
+    ReleaseCheck,
+    gate,
+    release_check,
+)
 
-#: share of records published unchanged on every column from which a release is refused
-MAX_VERBATIM_SHARE = 0.95
+#: share of records published unchanged on every column from which a release is refused (the default)
+MAX_VERBATIM_SHARE = GateThresholds().unchanged
 _COMMON = ("class_column", "schema", "random_state")
 #: the release's own random streams (hold-out, shuffle), kept apart from the technique's draws
 HOLDOUT_STREAM = 1
@@ -82,7 +94,13 @@ ROW_ORDER_KEPT = "as the input"
 
 
 class ReleaseRefused(PPDMError):
-    """The release would publish (numerically almost) the original records."""
+    """The release gate refuses it: (almost) the original records, verbatim records unique in x,
+    untouched quasi-identifiers that single records out, or a pass-through column that does."""
+
+
+class ReleaseWarning(UserWarning):
+    """The release gate finds a release weak, under its refusal line (the message names the
+    column responsible and what would fix it)."""
 
 
 @dataclass
@@ -99,7 +117,9 @@ class Release:
     ``pairing[j]`` is the position in the input table of the record row ``j`` of ``data``
     was made from (``None`` for a synthetic release, whose records are not made from
     particular ones); ``control`` the records held out as the control set (``None``
-    without ``holdout``) and ``held_out`` their positions in the input table.
+    without ``holdout``) and ``held_out`` their positions in the input table. ``findings``
+    are the gate's warnings and the refusals an ``allow_...`` argument overrode
+    (:meth:`ppdm.metrics.release_check.Finding.to_dict`, the message with its advice).
     """
 
     data: pd.DataFrame
@@ -117,6 +137,7 @@ class Release:
     control: pd.DataFrame | None = None
     held_out: np.ndarray | None = None
     shuffled: bool = True
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     def in_input_order(self) -> tuple[pd.DataFrame, np.ndarray]:
         """``(z, positions)``: the released rows sorted back into the input's order, and the
@@ -174,6 +195,10 @@ def release(
     decimals: dict[str, int] | None = None,
     holdout: float | None = None,
     shuffle: bool = True,
+    allow_verbatim: bool = False,
+    allow_untouched_keys: bool = False,
+    allow_pass_through: Iterable[str] | str | None = None,
+    gate_thresholds: GateThresholds | dict[str, float] | None = None,
 ) -> Release:
     """Anonymize ``x`` with ``technique`` (an unfitted ppdm technique) into a checked release.
 
@@ -197,6 +222,17 @@ def release(
         Put the identifier columns back into the release unchanged (default: removed).
     allow_unchanged:
         Release even when the check finds (numerically almost) the original records.
+    allow_verbatim:
+        Release even when more than ``verbatim_unique`` of the records come out unchanged
+        while their original is unique in x on its quasi-identifiers.
+    allow_untouched_keys:
+        Release even when the quasi-identifiers no technique touched make more than
+        ``untouched_unique`` of the original records unique.
+    allow_pass_through:
+        Pass-through columns (the weight) declared safe although nearly unique per record.
+    gate_thresholds:
+        The gate's thresholds (:class:`~ppdm.metrics.release_check.GateThresholds`, or a dict of
+        some of them by name).
     detect_identifiers:
         Refuse undeclared columns that look like direct identifiers (default).
     input_info:
@@ -219,7 +255,8 @@ def release(
     SchemaError
         Columns without a role, suspected identifiers, bad tables (as the technique).
     ReleaseRefused
-        At least ``MAX_VERBATIM_SHARE`` of the records come out unchanged on every column.
+        The gate refuses the release (see the module docstring); the message names the
+        columns, a way to fix it and the ``allow_...`` argument that releases it anyway.
     """
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"release expects a pandas DataFrame, got {type(x).__name__}")
@@ -230,6 +267,8 @@ def release(
     sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
                          detect=detect_identifiers)
     ids = [c for c in sch.identifiers if c in x.columns]
+    thresholds = GateThresholds.of(gate_thresholds)
+    passing = _screen_pass_through(x, sch, thresholds, allow_pass_through)
     aligned = technique._keeps_rows()
     if keep_identifiers and ids and not aligned:
         raise PPDMError(f"{type(technique).__name__} releases synthetic records, which have no identifiers to keep; "
@@ -267,13 +306,9 @@ def release(
         check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch,
                               record_aligned=aligned)
         step(1)
-    if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
-        raise ReleaseRefused(
-            f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "
-            f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
-            f"(refused from {100 * MAX_VERBATIM_SHARE:.0f}%); change the technique or its parameters, or "
-            "release it anyway with allow_unchanged=True (CLI: --allow-unchanged)"
-        )
+    allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
+               "untouched_unique": allow_untouched_keys}
+    findings = passing + judge_release(check, thresholds, allowed, technique_record(tech), sch)
     if keep_identifiers and ids:
         z = z.copy()
         for c in ids:
@@ -320,9 +355,108 @@ def release(
         holdout=hold_record,
         technique=getattr(tech, "private_report_", None),
         warnings=lines,
+        gate={"thresholds": jsonable(thresholds), "findings": findings},
     )
     return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
-                   private, pairing, control, held, bool(shuffle))
+                   private, pairing, control, held, bool(shuffle), findings)
+
+
+#: what a technique offers to fix a weak release: name → (parameter, how, what it does)
+_FIXES: dict[str, list[tuple[str, str]]] = {
+    "uniform-noise": [("level", "raise level (now {level}): each value is replaced with probability level")],
+    "gaussian-noise": [("level", "raise level (now {level}): each value is changed with probability level")],
+    "random-technique": [("p_rt", "raise p_rt (now {p_rt}): each value is perturbed with probability p_rt")],
+    "framework": [("p_cat", "raise p_cat (now {p_cat}) for categorical attributes, or sigma_frac (now "
+                            "{sigma_frac}) for numeric ones")],
+    "forest-framework": [("sigma_frac", "raise sigma_frac (now {sigma_frac}) for numeric attributes, and keep "
+                                        "swap_prob (now {swap_prob}) high for categorical ones")],
+    "mdav": [("k", "raise k (now {k})")],
+    "rounding": [("k", "raise k (now {k}), or use coarser rounding sets")],
+    "random-substitution": [("gamma", "perturb more (a smaller gamma, now {gamma})")],
+    "gadp": [("confidential", "declare them confidential (confidential=[...]) so GADP redraws them")],
+    "dpcube": [("epsilon", "lower epsilon (now {epsilon})")],
+}
+#: techniques that change only the attributes named in their columns= parameter (all numeric ones by default)
+_COLUMN_TECHNIQUES = {"mdav", "rounding", "random-substitution"}
+
+
+def fix_advice(tech: dict[str, Any], columns: list[str], schema: Schema) -> str:
+    """A technique or parameter that would change ``columns`` (names only, no value of a record)."""
+    if not columns:
+        return ""
+    name = str(tech.get("name"))
+    params = tech.get("parameters") or {}
+    names = ", ".join(columns)
+    cats = [c for c in columns if c in schema.categorical or c == schema.class_column]
+    nums = [c for c in columns if c not in cats]
+    given = params.get("columns")
+    if name in _COLUMN_TECHNIQUES and given is not None and any(c not in given for c in columns):
+        return f"add {names} to columns= ({name} changes only the columns it is given), or generalise them (recode)"
+    if name in ("mdav", "rounding", "gadp") and cats:
+        return (f"{name} does not change categorical attributes: generalise {', '.join(cats)} (recode) or perturb "
+                "them (random-substitution, or pram), e.g. composed before this technique")
+    for _, text in _FIXES.get(name, []):
+        try:
+            return f"to change {names}, " + text.format(**{k: v for k, v in params.items()})
+        except (KeyError, IndexError, ValueError):
+            break
+    if nums and not cats:
+        return f"perturb {names} (gaussian-noise) or aggregate them (mdav with them in columns=)"
+    return f"generalise {names} (recode) or perturb them (random-substitution, pram)"
+
+
+def judge_release(check: ReleaseCheck, thresholds: GateThresholds, allowed: dict[str, bool],
+                  tech: dict[str, Any], schema: Schema) -> list[dict[str, Any]]:
+    """The gate on a release check: raise :class:`ReleaseRefused` for the first refusal not
+    allowed, emit a :class:`ReleaseWarning` for each warning (and each allowed refusal), and
+    return them all as dicts with their full message."""
+    out = []
+    for f in gate(check, thresholds):
+        advice = fix_advice(tech, f.columns, schema)
+        text = f.message + (f"; {advice}" if advice else "")
+        if f.level == "refuse":
+            lib, cli = GATE_OVERRIDES[f.rule]
+            if not allowed.get(f.rule, False):
+                raise ReleaseRefused(f"{text}; change the technique or its parameters, or release it anyway with "
+                                     f"{lib} (CLI: {cli})")
+            text = f"released although {text} ({cli.split()[0]})"
+            level = "allowed"
+        else:
+            level = "warn"
+        warnings.warn(text, ReleaseWarning, stacklevel=3)
+        out.append({**Finding(f.rule, level, f.share, f.threshold, f.columns, text).to_dict()})
+    return out
+
+
+def _screen_pass_through(x: pd.DataFrame, sch: Schema, thresholds: GateThresholds,
+                         allow: Iterable[str] | str | None) -> list[dict[str, Any]]:
+    """Refuse a pass-through column nearly unique per record unless declared safe; warn when
+    it still singles some records out."""
+    from ppdm.data.roles import split_names
+
+    safe = set(split_names(allow))
+    unknown = [c for c in safe if c not in x.columns]
+    if unknown:
+        raise ParameterError(f"allow_pass_through names {', '.join(map(repr, unknown))}, not a column of the table")
+    out = []
+    for sc in screen_pass_through(x, sch):
+        if sc.distinct >= thresholds.pass_through_distinct and sc.records:
+            if sc.column not in safe:
+                raise ReleaseRefused(pass_through_message(sc, thresholds.pass_through_distinct))
+            text = (f"released although column {sc.column!r} passes into the release unchanged with "
+                    f"{100 * sc.distinct:.1f}% distinct values (--allow-pass-through {sc.column})")
+            level, rule, share, cut = "allowed", "pass_through_distinct", sc.distinct, thresholds.pass_through_distinct
+        elif sc.unique > thresholds.warn_pass_through_unique and sc.column not in safe:
+            text = (f"column {sc.column!r} passes into the release unchanged and its value alone singles out "
+                    f"{100 * sc.unique:.1f}% of the records (warned above "
+                    f"{100 * thresholds.warn_pass_through_unique:.0f}%): joining on it finds them; round or group "
+                    "the weights, or perturb them")
+            level, rule, share, cut = "warn", "warn_pass_through_unique", sc.unique, thresholds.warn_pass_through_unique
+        else:
+            continue
+        warnings.warn(text, ReleaseWarning, stacklevel=3)
+        out.append(Finding(rule, level, share, cut, [sc.column], text).to_dict())
+    return out
 
 
 def holdout_mask(n: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
