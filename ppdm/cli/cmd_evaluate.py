@@ -148,7 +148,6 @@ class Pairing:
     private_file: Path | None = None
     control: str | None = None
     notes: list[str] = field(default_factory=list)
-    declared: bool = True  # "position" asked for by the owner, not assumed
 
     @property
     def paired(self) -> bool:
@@ -274,11 +273,10 @@ def _pair_in_memory(x: pd.DataFrame, z: pd.DataFrame, c: pd.DataFrame | None, pa
                 x = left
             else:
                 pairing.notes.append("the control set holds every record of x, so none is taken out as held out")
-    if pairing.mode == "position" and not pairing.declared and len(x) != len(z):
-        pairing.mode = "none"
     if pairing.mode == "position" and len(x) != len(z):
-        raise PPDMError(f"--pairing position: x has {len(x)} records (after leaving out the control set) and z "
-                        f"{len(z)}, so z's rows cannot be x's in order")
+        # each measure that pairs records says so when it is skipped; the others still run
+        pairing.notes.append(f"--pairing position, but x has {len(x)} records and z {len(z)}: measures that "
+                             "compare records one by one cannot run")
     if missing == "drop" and pairing.paired:
         # a record is left out when it is incomplete in either table, so the pairs stay pairs
         incomplete = x.isna().any(axis=1).to_numpy() | z.isna().any(axis=1).to_numpy()
@@ -349,12 +347,15 @@ def _pairing_of(private: dict[str, Any] | None, private_file: Path | None, pairi
         if pairing == "none":
             return Pairing("none", private, private_file)
         return Pairing("private log", private, private_file)
-    if pairing == "none":
-        return Pairing("none")
+    if pairing == "position":
+        return Pairing("position")
     notes = []
-    if pairing == "auto" and provenance is not None and provenance.get("version", 1) >= 2:
-        notes.append("z has no private log beside it (give it with --private): its rows are compared by position")
-    return Pairing("position", notes=notes, declared=pairing == "position")
+    if pairing == "auto":
+        # never trust row positions in a file the owner did not pair: pairing-free forms only
+        notes.append("z has no private log (give it with --private, or declare z's rows to be x's in order with "
+                     "--pairing position): measures that compare each record with its own original are skipped, "
+                     "and the release check looks records up among all of x")
+    return Pairing("none", notes=notes)
 
 
 def _check_named_keys(specs: list[Any], schema: Schema, options: dict[str, Any]) -> None:

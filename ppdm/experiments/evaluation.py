@@ -105,6 +105,11 @@ def skip_reason(error: BaseException) -> str | None:
     return None
 
 
+#: why a measure comparing records one by one is skipped when z is not paired with x
+NOT_PAIRED = ("compares each released record with its own original, but z's rows are not paired with x's: give "
+              "the release's private log (--private), or declare z's rows to be x's in order with --pairing position")
+
+
 def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
     """Run one measure; a table that does not allow it gives a skipped outcome."""
     if spec.needs_class and ctx.schema.class_column is None:
@@ -112,6 +117,8 @@ def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
     missing = [o for o in spec.requires if o not in ctx.options]
     if missing:
         return MeasureOutcome(spec, None, f"needs the option {missing[0]} (--param {missing[0]}=...)")
+    if spec.paired and not getattr(ctx, "paired", True):
+        return MeasureOutcome(spec, None, NOT_PAIRED)
     try:
         res = spec.fn(ctx)
     except Exception as e:

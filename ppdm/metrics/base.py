@@ -163,6 +163,7 @@ class MeasureSpec:
     meaning: str = ""
     threshold: float | None = None
     out_of_core: bool = False  # fn computes the measure exactly when x and z are Dask DataFrames
+    paired: bool = False  # compares each released record with its own original (row i of z with row i of x)
 
     def within(self, value: float) -> bool | None:
         """Whether ``value`` meets ``threshold`` in this measure's direction (``None`` when
@@ -176,7 +177,7 @@ class MeasureSpec:
         return {"kind": self.kind, "direction": self.direction, "range": list(self.value_range),
                 "threshold": self.threshold, "default": self.default, "needs_class": self.needs_class,
                 "requires": list(self.requires), "description": self.description, "meaning": self.meaning,
-                "out_of_core": self.out_of_core}
+                "out_of_core": self.out_of_core, "paired": self.paired}
 
 
 #: outcomes of holding a measured value (and its interval) to a threshold
@@ -228,6 +229,7 @@ def register_measure(
     meaning: str = "",
     threshold: float | None = None,
     out_of_core: bool = False,
+    paired: bool = False,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
@@ -239,7 +241,10 @@ def register_measure(
     verdict holds the value to (see :class:`MeasureSpec`). ``out_of_core=True`` declares
     that ``fn`` computes the measure exactly, partition by partition, when the context's
     tables are Dask DataFrames; any other measure is computed on a random sample of the
-    records, with a confidence interval (:mod:`ppdm.metrics.out_of_core`).
+    records, with a confidence interval (:mod:`ppdm.metrics.out_of_core`). ``paired=True``
+    declares that ``fn`` compares each released record with its own original by row position;
+    an evaluation whose z is not paired with x (:attr:`EvaluationContext.paired`) skips it,
+    saying so, rather than trust row positions.
 
     A measure that cannot be computed on the table it is given (no numeric attribute, a
     single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
@@ -257,7 +262,7 @@ def register_measure(
 
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
-                                     direction, (lo, hi), meaning, threshold, bool(out_of_core))
+                                     direction, (lo, hi), meaning, threshold, bool(out_of_core), bool(paired))
         return fn
 
     return deco

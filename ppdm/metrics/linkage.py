@@ -201,7 +201,8 @@ def record_linkage(
                          credit=credit, tie_count=np.where(own, count, 0))
 
 
-@register_measure("record_linkage", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
+@register_measure("record_linkage", paired=True, kind="risk", needs_class=False, default=True, direction="lower",
+                  value_range=(0.0, 1.0),
                   threshold=0.05,
                   meaning="The share of released records an intruder who holds the originals links to the right person "
                   "by the nearest Gower distance on numeric and categorical attributes; 0 is best.",

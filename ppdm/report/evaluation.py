@@ -192,7 +192,7 @@ def evaluation_document(
     measures: dict[str, Any] = {}
     for name, out in outs.items():
         info = out.spec.info()
-        for key in ("default", "needs_class", "requires", "out_of_core"):
+        for key in ("default", "needs_class", "requires", "out_of_core", "paired"):
             info.pop(key, None)
         if name in overrides:
             info["threshold"] = float(overrides[name])
