@@ -214,8 +214,8 @@ def test_every_finding_names_columns_never_values() -> None:
 # ------------------------------------------------------------------------------ at evaluate
 def test_a_row_permuted_copy_is_a_copy_at_evaluate(tmp_path: Path) -> None:
     """z is x with its rows shuffled and no private log: records are looked up among all of
-    x (every one is a copy), and measures that pair records by position are skipped rather
-    than read the copy as protected."""
+    x (every one is a copy), record linkage takes its pairing-free form, and measures that
+    pair records by position are skipped rather than read the copy as protected."""
     x = unique_records()
     src, zp = tmp_path / "x.csv", tmp_path / "z.csv"
     x.to_csv(src, index=False)
@@ -229,8 +229,10 @@ def test_a_row_permuted_copy_is_a_copy_at_evaluate(tmp_path: Path) -> None:
     m = doc["measures"]
     assert m["release_check"]["value"] == 1.0 and m["release_check"]["details"]["share_verbatim"] == 1.0
     assert m["release_check"]["details"]["records_verbatim_unique"] == len(x)
-    for name in ("il1s", "record_linkage", "prediction_accuracy"):
+    for name in ("il1s", "prediction_accuracy"):
         assert m[name]["status"] == "skipped" and "not paired" in m[name]["reason"], name
+    # record linkage has a pairing-free form: every released record copies exactly one original
+    assert m["record_linkage"]["value"] == 1.0
     assert m["k_anonymity"]["status"] == "computed"  # z alone: no pairing needed
     assert doc["summary"]["risk"]["status"] == "high"
     # trusting row positions would read the copy as changed: only when the owner says so

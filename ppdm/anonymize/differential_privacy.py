@@ -713,6 +713,8 @@ class DPCube(Technique):
 
     handles_missing = True
     missing_policy = "modelled"
+    # a value outside the public bounds goes to the edge bin (DP's clipping convention), never refused
+    clips_to_declared_bounds = True
 
     def __init__(
         self,

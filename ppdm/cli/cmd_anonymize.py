@@ -18,6 +18,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    DecimalOpt,
     EngineOpt,
     IdOpt,
     MissingKeepOpt,
@@ -51,6 +52,7 @@ def anonymize(
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
     sensitive: SensitiveOpt = None,
@@ -82,6 +84,9 @@ def anonymize(
     blocksize: BlocksizeOpt = "64MB",
     fit_rows: Annotated[int, typer.Option(
         "--fit-rows", help="With dask: records of the random sample the technique is fitted on.")] = 100_000,
+    then: Annotated[list[str] | None, typer.Option(
+        "--then", help="A further technique applied to the release of the one before (repeatable; docs/sdc.md). "
+        "Give a step's parameters as -p METHOD.name=value.")] = None,
     holdout: Annotated[float | None, typer.Option(
         "--holdout", help="Hold out this fraction of the records before anonymizing, as the attacks' control set "
         "(<out stem>.control.csv; keep it private, with x).")] = None,
@@ -93,7 +98,7 @@ def anonymize(
     """Anonymize a table with one technique and write the release z, its provenance and its release check."""
     import warnings
 
-    from ppdm.anonymize.registry import make_technique
+    from ppdm.anonymize.registry import get_technique, make_technique
     from ppdm.data.io import check_output_path, check_output_table
     from ppdm.data.partitions import wants_dask
     from ppdm.data.provenance import private_path, provenance_path
@@ -104,6 +109,9 @@ def anonymize(
     thresholds = _gate_options(gate)
     gate_args = {"allow_verbatim": allow_verbatim, "allow_untouched_keys": allow_untouched_keys,
                  "allow_pass_through": allow_pass_through, "gate_thresholds": thresholds}
+    get_technique(method)  # an unknown name is the first thing to say, before the table is read
+    if then and wants_dask(data, engine):
+        raise PPDMError("--then is not available for a partitioned input yet; anonymize a table in memory")
     if wants_dask(data, engine):
         if holdout is not None:
             raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
@@ -113,7 +121,7 @@ def anonymize(
                                identifiers, quasi_identifiers, sensitive, weight, other),
                            keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                            categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
-                           fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args)
+                           fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args, decimal=decimal)
         return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
@@ -125,12 +133,13 @@ def anonymize(
     params = parse_params(param)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True),
-                                 sep=sep, roles=roles, detect=True, categorical=categorical, dates=date)
+                                 sep=sep, roles=roles, detect=True, categorical=categorical, dates=date,
+                                 decimal=decimal)
     from ppdm.data.types import parse_decimals
 
     dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
-                          params=params)
+                          params=params) if not then else _composition([method, *then], params, sch, random_state)
     info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
             "missing": missing, "rows_dropped": dropped}
     from ppdm.cli.progress import progress_of_library
@@ -147,8 +156,8 @@ def anonymize(
                       f"{control_path(out).name}: original records, keep them private with x",
                       highlight=False, markup=False, soft_wrap=True)
     written = save_release(rel, out)
-    _report_files(out, written, f"{len(rel.data)} rows × {rel.data.shape[1]} columns", method, rel.shuffled,
-                  rel.pairing is not None)
+    _report_files(out, written, f"{len(rel.data)} rows × {rel.data.shape[1]} columns",
+                  " then ".join([method, *(then or [])]), rel.shuffled, rel.pairing is not None)
 
 
 def _report_files(out: Path, written: list[Path], size: str, method: str, shuffled: bool, paired: bool) -> None:
@@ -168,6 +177,13 @@ def _report_files(out: Path, written: list[Path], size: str, method: str, shuffl
     console.print(f"{order}; {log} {what}: keep {' and '.join(private)} private, with x, and never publish "
                   f"{'them' if len(private) > 1 else 'it'}",
                   highlight=False, markup=False, soft_wrap=True)
+
+
+def _composition(methods: list[str], params: dict[str, Any], schema: Any, random_state: int | None) -> Any:
+    from ppdm.anonymize.composition import make_composition
+
+    return make_composition(methods, params=params, class_column=schema.class_column, random_state=random_state,
+                            schema=schema)
 
 
 def _report(rel: Any, random_state: int | None) -> None:
@@ -197,7 +213,8 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
                        random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
                        keep_identifiers: bool, allow_unchanged: bool, categorical: list[str] | None,
                        date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
-                       shuffle: bool = True, gate_args: dict[str, Any] | None = None) -> None:
+                       shuffle: bool = True, gate_args: dict[str, Any] | None = None,
+                       decimal: str | None = None) -> None:
     """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset."""
     import warnings
 
@@ -220,7 +237,8 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     if (cats or dates) and schema is not None:
         raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
     loaded = Schema.load(schema) if schema is not None else None
-    ds = open_dataset(data, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=blocksize)
+    ds = open_dataset(data, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=blocksize,
+                      decimal=decimal)
     base = loaded.with_class(class_column) if loaded is not None and class_column is not None else loaded
     tech = make_technique(method, class_column=class_column if class_column else (base.class_column if base else None),
                           random_state=random_state, schema=None, params=parse_params(param))

@@ -249,7 +249,7 @@ def build_provenance(
     """The public provenance record (keys as in the module docstring; ``extra`` keys appended).
     Nothing about x beyond its schema belongs here: counts, hashes and the release check go to
     :func:`build_private`."""
-    from ppdm import __version__
+    from ppdm._version import __version__
 
     record = {
         "format": FORMAT,

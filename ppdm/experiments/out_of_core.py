@@ -179,7 +179,9 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
         for c in job.ids:
             z[c] = x[c].to_numpy()
         z = z[list(x.columns)]
-    part = check_partition(working_frame(x, sch.numeric), working_frame(z, sch.numeric), sch, job.columns,
+    # recoding releases some numeric columns as labels: z is typed by the technique's output schema
+    zsch = _released_schema(job.tech, sch)
+    part = check_partition(working_frame(x, sch.numeric), working_frame(z, zsch.numeric), zsch, job.columns,
                            job.spreads)
     # shuffled within the partition: row j of the part was made from row order[j] of x's partition
     order = (np.random.default_rng([job.base, i, SHUFFLE_STREAM]).permutation(len(z)) if job.shuffle
@@ -206,6 +208,13 @@ def _working_z(tmp: Path, sch: Schema, columns: list[str], meta: pd.DataFrame) -
     z = dd.read_parquet(str(tmp), columns=list(columns))
     return z.map_partitions(lambda p: working_frame(p, sch.numeric)[columns], meta=meta[columns],
                             enforce_metadata=False)
+
+
+def _released_schema(tech: Any, sch: Schema) -> Schema:
+    """The schema of the release (the technique's output schema with the identifiers' roles)."""
+    if not hasattr(tech, "output_schema"):
+        return sch
+    return replace(tech.output_schema(), identifiers=list(sch.identifiers))
 
 
 def _unique_in_z(tmp: Path, qi: list[str], n_parts: int) -> int:
@@ -317,7 +326,8 @@ def release_dataset(
     # 3. release, partition by partition
     dec = {c: d for c, d in merge_decimals(s["decimals"] for s in scans).items()}
     dec = {**dec, **{c: int(d) for c, d in (decimals or {}).items()}}
-    dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
+    zsch = _released_schema(tech, sch)
+    dec = {c: d for c, d in dec.items() if c in zsch.numeric and c not in zsch.dates}
     moments = {c: merge_moments([s["moments"][c] for s in scans if c in s["moments"]])
                for c in scans[0]["moments"]}
     spreads = {c: column_spread(m) for c, m in moments.items()}
@@ -335,12 +345,12 @@ def release_dataset(
         if progress is not None:
             progress("check", 1, 1)
         head = working_frame(sample.head(0), sch.numeric)
-        kinds = column_kinds(sch, head, head, columns)
+        kinds = column_kinds(zsch, head, head, columns)
         xw = _working_x(ds, sch, missing, columns, head)
-        zw = _working_z(writer.tmp, sch, columns, head)
+        zw = _working_z(writer.tmp, zsch, columns, head)
         cands = np.unique(np.concatenate([c.verbatim_keys for c in checks])) if checks else None
-        check = release_check_from_parts(checks, sch, columns, unique, keys=KeyCounts(xw, kinds),
-                                         copies=dask_copies(xw, zw, columns, check_columns(sch, columns)[0], kinds,
+        check = release_check_from_parts(checks, zsch, columns, unique, keys=KeyCounts(xw, kinds),
+                                         copies=dask_copies(xw, zw, columns, check_columns(zsch, columns)[0], kinds,
                                                             cands))
         allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
                    "untouched_unique": allow_untouched_keys}
@@ -354,8 +364,9 @@ def release_dataset(
             removed_identifiers=[] if keep_identifiers else ids,
             privacy=getattr(tech, "privacy_report_", None), kept_identifiers=ids if keep_identifiers else [],
             output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
-                    "date_formats": {c: f for c, f in sch.dates.items() if c in columns},
-                    "format": "parquet dataset", "partitions": n_parts},
+                    "date_formats": {c: f for c, f in zsch.dates.items() if c in columns},
+                    "format": "parquet dataset", "partitions": n_parts,
+                    **({"schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {})},
         )
         pairing = {"partitions": [r[2] for r in results]}
         private = build_private(input_info=info, release_check=check, pairing=pairing,

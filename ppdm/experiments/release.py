@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm import progress
+from ppdm.data.codes import codes_read_as_numbers
 from ppdm.data.provenance import (
     build_private,
     build_provenance,
@@ -250,6 +251,13 @@ def release(
         who knows that order can pair released rows with people: only for a release that
         stays with the owner.
 
+    Codes written with digits (zip codes, municipality codes) must reach this function as
+    text: read the file with :func:`ppdm.data.read_table`, which keeps ``01562`` as text, or
+    declare the column categorical. ``pandas.read_csv`` makes them integers, and a technique
+    then treats them as quantities (MDAV averages zip codes). A numeric attribute named like
+    a code gets a warning (:func:`ppdm.data.codes.codes_read_as_numbers`), recorded with the
+    release's other warnings.
+
     Raises
     ------
     SchemaError
@@ -260,6 +268,9 @@ def release(
     """
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"release expects a pandas DataFrame, got {type(x).__name__}")
+    from ppdm.anonymize.composition import as_technique
+
+    technique = as_technique(technique)  # a scikit-learn Pipeline of techniques: one composition
     given = schema if schema is not None else technique.schema
     if given is not None and not isinstance(given, Schema):
         given = Schema.from_dict(dict(given))
@@ -290,6 +301,8 @@ def release(
     with progress.steps(3, f"{name}: learning from {len(work)} records") as step:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            for code in codes_read_as_numbers(work, sch):  # e.g. zip codes read by pandas.read_csv
+                warnings.warn(code.message(), UserWarning, stacklevel=2)
             tech.fit(work)
             step(1, description=f"{name}: releasing z")
             z = tech.transform(work)
@@ -300,10 +313,13 @@ def release(
             if line not in lines:
                 lines.append(line)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        # recoding releases some numeric columns as labels: z is typed by the technique's output schema
+        out_sch = tech.output_schema() if hasattr(tech, "output_schema") else sch
+        out_sch = replace(out_sch, identifiers=list(sch.identifiers))
         dec = {**source_decimals(work, sch.numeric), **{c: int(d) for c, d in (decimals or {}).items()}}
-        dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
+        dec = {c: d for c, d in dec.items() if c in out_sch.numeric and c not in out_sch.dates}
         z = round_to_decimals(z, dec)
-        check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch,
+        check = release_check(working_frame(work, sch.numeric), working_frame(z, out_sch.numeric), out_sch,
                               record_aligned=aligned)
         step(1)
     allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
@@ -315,7 +331,8 @@ def release(
             z[c] = xr[c].to_numpy()
         z = z[[c for c in x.columns]]
         check = release_check(working_frame(xr, sch.numeric).reset_index(drop=True),
-                              working_frame(z, sch.numeric).reset_index(drop=True), sch, columns=list(z.columns))
+                              working_frame(z, out_sch.numeric).reset_index(drop=True), out_sch,
+                              columns=list(z.columns))
     # the published order says nothing about x's: a fresh permutation (from the seed when one is given)
     order = release_rng(technique.random_state, SHUFFLE_STREAM).permutation(len(z)) if shuffle else None
     if order is not None:
@@ -346,7 +363,8 @@ def release(
         privacy=getattr(tech, "privacy_report_", None),
         kept_identifiers=ids if keep_identifiers else [],
         output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
-                "date_formats": {c: f for c, f in sch.dates.items() if c in z.columns}},
+                "date_formats": {c: f for c, f in out_sch.dates.items() if c in z.columns},
+                **({"schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {})},
     )
     private = build_private(
         input_info=info,
