@@ -280,7 +280,7 @@ def build_private(
     """The owner's private log (keys as in the module docstring; ``pairing`` and the hold-out's
     ``positions`` already encoded by :func:`encode_positions`). ``release`` and
     ``release_sha256`` are filled in when the release is written."""
-    from ppdm import __version__
+    from ppdm._version import __version__
 
     record: dict[str, Any] = {
         "format": PRIVATE_FORMAT,
