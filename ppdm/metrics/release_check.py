@@ -745,7 +745,9 @@ def gate(check: ReleaseCheck, thresholds: GateThresholds | dict[str, Any] | None
                            f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
                            f"(refused from {_pct(t.unchanged)})"))
         refused.add("verbatim")
-    if check.share_verbatim_unique > t.verbatim_unique:
+    # a release refused as (almost) the original is not refused again for its verbatim records:
+    # allowing the one (allow_unchanged) allows the other
+    if "verbatim" not in refused and check.share_verbatim_unique > t.verbatim_unique:
         cols, text = _top_unchanged(check.per_key if not check.per_key.empty else check.per_column)
         out.append(Finding("verbatim_unique", "refuse", check.share_verbatim_unique, t.verbatim_unique, cols,
                            f"{_pct(check.share_verbatim_unique)} of the records ({check.records_verbatim_unique} of "
