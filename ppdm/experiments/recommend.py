@@ -77,7 +77,7 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
-from ppdm.experiments.release import Release, hold_out, release, save_release
+from ppdm.experiments.release import Release, ReleaseRefused, hold_out, release, save_release
 from ppdm.metrics.base import SCENARIOS, EvaluationContext, judge, result_not_judged
 
 STUDY_NAME = "ppdm-recommend"
@@ -504,6 +504,13 @@ def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_inf
                        input_info=input_info or data.input_info)
 
 
+def measured_data(rel: Release) -> pd.DataFrame:
+    """The release as a trial measures it: a published release is shuffled, and the search
+    measures it paired with the records it was made from (the private pairing), never by row
+    position; a synthetic release, made from no particular records, as it is."""
+    return rel.data if rel.pairing is None else rel.in_input_order()[0]
+
+
 def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
     """Make and measure one release; returns the trial's outcome as JSON-ready data.
 
@@ -517,7 +524,7 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         rel = make_release(job, data.train, data)
         out["privacy"] = _privacy(rel.technique)
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
-        out["measures"] = measure_release(rel.data, data, output_schema(rel.technique))
+        out["measures"] = measure_release(measured_data(rel), data, output_schema(rel.technique))
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -1527,13 +1534,17 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                 job = TrialJob(-1, cand.technique, dict(cand.params), seed)
                 source = table if result.refit else data.train
                 info = {**base_info, "rows_used": int(len(source))}
-                rel = make_release(job, source, data, info)
+                try:
+                    rel = make_release(job, source, data, info)
+                except ReleaseRefused as e:  # a fresh draw the release gate refuses is not released either
+                    tried.append(f"{cand.label}: refused by the release check ({' '.join(str(e).split())[:160]})")
+                    continue
                 step(1, description=f"measuring the recommended release ({cand.label})")
                 if result.refit:
                     verification = cand
                 else:
                     outcome = {"technique": cand.technique, "params": cand.params,
-                               "measures": measure_release(rel.data, data, output_schema(rel.technique)),
+                               "measures": measure_release(measured_data(rel), data, output_schema(rel.technique)),
                                "privacy": _privacy(rel.technique),
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}
