@@ -2,7 +2,8 @@
 
 Both walk every (original, masked) pair once without storing a pair matrix: each
 thread keeps one buffer of length n (the distances from one record to all
-records of the other file), so memory stays O(threads · n) however large n is.
+records of the other file; SERS a few blocks of them), so memory stays
+O(threads · n) however large n is.
 """
 
 from __future__ import annotations
