@@ -69,6 +69,8 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: ``"refused"``; listed by ``ppdm methods`` and in docs/missing_values.md
     missing_policy: ClassVar[str] = "refused"
     clips_to_declared_bounds: ClassVar[bool] = False
+    #: the technique blanks observed cells (local suppression): they are missing in the release
+    makes_missing: ClassVar[bool] = False
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None
@@ -91,6 +93,27 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     @abstractmethod
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         """Return the anonymized copy of the validated table ``df`` (a copy the technique may modify)."""
+
+    def _output_dtypes(self, like: pd.DataFrame) -> dict[str, Any]:
+        """Columns whose released dtype differs from the input's, with that dtype.
+
+        Most techniques release every column in its input dtype. Local suppression releases a
+        suppressed integer key as a nullable integer, and recoding releases intervals and
+        category groups as ordered categorical labels. The dtypes are declared before any
+        record is seen (they depend on the input's dtypes and the fitted parameters only), so
+        every partition of a Dask table gets the same ones.
+        """
+        return {}
+
+    def _output_schema(self, schema: Schema) -> Schema:
+        """The schema of the released table (default: the input's)."""
+        return schema
+
+    def output_schema(self) -> Schema:
+        """The schema of what :meth:`transform` releases: the fitted schema, with the types,
+        declared categories and hierarchies of the columns the technique recodes."""
+        check_is_fitted(self, "schema_")
+        return self._output_schema(self.schema_)
 
     def _keeps_rows(self) -> bool:
         """Whether the release has the input's rows (same number, same index).
@@ -200,7 +223,11 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             i = 0 if partition_info is None else int(partition_info["number"])
             return self.transform_partition(pdf, i, base)
 
-        return ddf.map_partitions(part, meta=ddf._meta)
+        meta = ddf._meta
+        changed = self._output_dtypes(meta)
+        if changed:
+            meta = meta.astype(changed)
+        return ddf.map_partitions(part, meta=meta)
 
     def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
         df, was_array = self._as_frame(X)
@@ -216,7 +243,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         check_declared_domain(work, self.schema_, bounds=not self.clips_to_declared_bounds)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
         out = self._transform(work, self.schema_, rng)
-        out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows())
+        out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows(), dtypes=self._output_dtypes(df))
         return out.to_numpy() if was_array else out
 
     def fit_transform(self, X: pd.DataFrame, y: Any = None, **fit_params: Any) -> pd.DataFrame:
@@ -249,7 +276,7 @@ def _refuse_missing_class(df: pd.DataFrame, schema: Schema) -> None:
 
 
 def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None = None, *,
-                  same_rows: bool = True) -> pd.DataFrame:
+                  same_rows: bool = True, dtypes: dict[str, Any] | None = None) -> pd.DataFrame:
     """Give ``out`` the index, column order and dtypes of ``like``.
 
     With ``same_rows=False`` (a release with its own number of records) ``out`` keeps
@@ -271,11 +298,40 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None =
     else:
         out.index = like.index
     formats = schema.dates if schema is not None else {}
+    dtypes = dict(dtypes or {})
     for c in like.columns:
+        if c in dtypes:
+            out[c] = cast_column(out[c], dtypes[c])
+            continue
         if out[c].dtype == like[c].dtype:
             continue
         out[c] = restore_column(out[c], like[c], date_format=formats.get(c))
     return out
+
+
+def cast_column(values: pd.Series, dtype: Any) -> pd.Series:
+    """``values`` in ``dtype``: a nullable integer from floats with NaN (whole numbers only), an
+    ordered categorical from labels, anything else by ``astype``."""
+    if values.dtype == dtype:
+        return values
+    if isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_integer_dtype(dtype):
+        vals = values.to_numpy(dtype=float, na_value=np.nan)
+        if np.isinf(vals).any():
+            raise AssertionError(f"technique produced an infinite value in integer column {values.name!r}")
+        return pd.Series(pd.array(np.rint(vals), dtype="Float64"), index=values.index,
+                         name=values.name).astype(dtype)
+    return values.astype(dtype)
+
+
+def nullable_dtype(dtype: Any) -> Any:
+    """The dtype that can hold a missing value beside the values of ``dtype``: a nullable
+    integer for an integer dtype, ``"boolean"`` for bool, ``dtype`` itself otherwise."""
+    if pd.api.types.is_bool_dtype(dtype) and not isinstance(dtype, pd.BooleanDtype):
+        return pd.BooleanDtype()
+    if pd.api.types.is_integer_dtype(dtype) and not isinstance(dtype, pd.api.extensions.ExtensionDtype):
+        name = np.dtype(dtype).name  # int32 -> Int32, uint8 -> UInt8
+        return pd.api.types.pandas_dtype(name.replace("uint", "UInt") if name.startswith("u") else name.capitalize())
+    return dtype
 
 
 def check_column_names(name: str, value: Any) -> list[str] | None:

@@ -52,6 +52,7 @@ from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.trees.intersections import AttributeDomain, ForestIntersector, tree_input
+from ppdm.utils import check_choice
 
 INNOCENT_METHODS = ("noise", "gadp")
 CLASS_MODES = ("shuffle", "probabilistic", "none")
@@ -166,8 +167,7 @@ class Framework(Technique):
         check_fraction("p_class", self.p_class)
         if self.innocent_method not in INNOCENT_METHODS:
             raise ParameterError(f"innocent_method must be one of {INNOCENT_METHODS}, got {self.innocent_method!r}")
-        if self.class_mode not in CLASS_MODES:
-            raise ParameterError(f"class_mode must be one of {CLASS_MODES}, got {self.class_mode!r}")
+        check_choice(self.class_mode, CLASS_MODES, "class_mode")
         det = self.detective_tree
         if det is not None and not hasattr(det, "fit") and not callable(det):
             raise ParameterError(
@@ -310,9 +310,10 @@ class Framework(Technique):
         return col
 
     def _perturb_class(self, y: pd.Series, lab: np.ndarray, n_leaves: int, rng: np.random.Generator) -> pd.Series:
-        if self.class_mode == "none":
+        mode = check_choice(self.class_mode, CLASS_MODES, "class_mode")  # None reads as "none"
+        if mode == "none":
             return y
-        if self.class_mode == "shuffle":
+        if mode == "shuffle":
             return y.take(permute_within_groups(lab, rng)).set_axis(y.index)
         levels, codes = np.unique(y.to_numpy(dtype=object).astype(str), return_inverse=True)
         first = pd.Series(y.to_numpy(), index=codes).groupby(level=0).first()
