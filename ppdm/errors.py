@@ -24,3 +24,10 @@ class MeasureNotApplicable(PPDMError):
     """A measure cannot be computed on this table or with these inputs (no quasi-identifiers
     declared, no control set, a constant column...). An evaluation reports the measure as
     skipped with this message as its reason instead of aborting."""
+
+
+class ScenarioNotApplicable(MeasureNotApplicable):
+    """The intruder scenario a risk measure models does not apply to this release (every
+    quasi-identifier a key-variable measure would count is perturbed in it). Skipped like any
+    :class:`MeasureNotApplicable`; a search judges the release by its policy's lines whose
+    scenario applies instead."""

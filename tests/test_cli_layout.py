@@ -24,8 +24,8 @@ runner = CliRunner()
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 #: what a user runs; the experiments that reproduce the papers live under `reproduce`
-USER_VERBS = {"schema", "anonymize", "evaluate", "compare", "report", "methods", "measures", "rules", "tree", "reconstruct",
-              "reproduce"}
+USER_VERBS = {"schema", "anonymize", "evaluate", "compare", "recommend", "report", "methods", "measures", "rules", "tree",
+              "reconstruct", "reproduce"}
 EXPERIMENTS = {"retention-experiment", "dp-experiment", "forest-experiment", "substitution"}
 PAPERS = {"retention", "random-substitution", "rounding", "forest-framework", "all"}
 #: modules that `ppdm --help` must not load

@@ -301,3 +301,39 @@ def test_a_million_records_with_six_keys_in_ten_seconds() -> None:
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 <= 2048
     assert t.privacy_report_["records_below_k"] == 0
     assert (alg.record_frequencies(alg.encode_keys(z, keys)) >= 3).all()
+
+
+def test_class_importance_ranks_keys_by_symmetrical_uncertainty() -> None:
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    same = y.copy()                               # SU = 1: the class itself
+    none = np.array([0, 1, 0, 1, 0, 1, 0, 1])     # SU = 0: independent of the class
+    part = np.array([0, 0, 0, 1, 1, 1, 1, 1])     # by hand: H = 0.6616, I = 0.3804, SU = 0.5616
+    assert alg.class_importance(np.column_stack([same, none, part]), y).tolist() == [1, 3, 2]
+    # equal keys tie and keep key order; a missing cell (-1) is left out of its key's count
+    assert alg.class_importance(np.column_stack([none, part, part]), y).tolist() == [3, 1, 2]
+    many = np.arange(8)                           # one value per record: I = ln 2 but H = ln 8, SU = 0.5
+    assert alg.class_importance(np.column_stack([many, part]), y).tolist() == [2, 1]
+
+
+def test_importance_class_blanks_what_the_class_needs_least() -> None:
+    rng = np.random.default_rng(0)
+    n = 200
+    edu = rng.integers(0, 12, n)  # more values than town: sdcMicro's default would blank it first
+    df = pd.DataFrame({"edu": edu.astype(str), "town": rng.integers(0, 3, n).astype(str),
+                       "label": np.where(edu + rng.normal(0, 1.0, n) > 5.5, "y", "n")})
+    schema = Schema(categorical=["edu", "town"], class_column="label", quasi_identifiers=["edu", "town"])
+    ls = LocalSuppression(class_column="label", schema=schema, k=5, mode="sdcmicro", importance="class")
+    out = ls.fit_transform(df)
+    blanked = ls.suppressed_.sum(axis=0)
+    assert ls.privacy_report_["importance"] == {"edu": 1.0, "town": 2.0}
+    default = LocalSuppression(class_column="label", schema=schema, k=5, mode="sdcmicro")
+    default.fit_transform(df)
+    by_default = default.suppressed_.sum(axis=0)
+    # the blanking moves from education (which predicts the class) to town
+    assert blanked[0] < by_default[0] / 5 and blanked[1] > by_default[1]
+    assert (out["edu"] == df["edu"]).mean() > 0.95
+    with pytest.raises(ParameterError, match="no class column"):
+        LocalSuppression(schema=Schema(categorical=["edu", "town"], quasi_identifiers=["edu", "town"]),
+                         importance="class").fit(df[["edu", "town"]])
+    with pytest.raises(ParameterError, match="'class'"):
+        LocalSuppression(class_column="label", schema=schema, importance="classes").fit(df)

@@ -73,6 +73,7 @@ import pandas as pd
 
 from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 
@@ -713,6 +714,9 @@ class DPCube(Technique):
 
     handles_missing = True
     missing_policy = "modelled"
+    #: the privacy budget ε (capped by a policy's ε line) and its split between the two phases
+    search_space = SearchSpace({"epsilon": Real(0.01, 10.0, log=True), "alpha": Real(0.1, 0.9),
+                                "partitioning": Choice(("kd", "cell"))}, epsilon="epsilon")
     # a value outside the public bounds goes to the edge bin (DP's clipping convention), never refused
     clips_to_declared_bounds = True
 

@@ -43,6 +43,7 @@ from ppdm.anonymize._learners import paper_learner, resolve_trees
 from ppdm.anonymize._noise import add_wrapped_noise
 from ppdm.anonymize.base import Technique, check_column_names, check_fraction
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.trees.intersections import AttributeDomain, ForestIntersector, Intersections
@@ -209,6 +210,11 @@ class ForestFramework(Technique):
     needs_class = True
     handles_missing = True
     missing_policy = "kept"
+    #: noise width, share of records whose categorical values are re-assigned, class re-assignment,
+    #: and the forest (trees and their leaf size)
+    search_space = SearchSpace(
+        {"sigma_frac": Real(0.02, 0.5, log=True), "swap_prob": Real(0.1, 1.0), "permute_class": Choice((True, False)),
+         "n_trees": Integer(1, 5), "min_leaf": Integer(5, 200, log=True)}, needs=("class",))
 
     def __init__(
         self,

@@ -49,6 +49,7 @@ from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.forest_framework import integer_attributes, permute_within_groups, perturb_numeric
 from ppdm.anonymize.gadp import gadp_values
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.trees.intersections import AttributeDomain, ForestIntersector, tree_input
@@ -120,6 +121,12 @@ class Framework(Technique):
     needs_class = True
     handles_missing = True
     missing_policy = "kept"
+    #: noise width, categorical changes, how the class moves within a leaf, and the tree's leaf size
+    search_space = SearchSpace(
+        {"sigma_frac": Real(0.02, 0.5, log=True), "p_cat": Real(0.01, 0.5, log=True),
+         "class_mode": Choice(("shuffle", "probabilistic", "none")), "p_class": Real(0.01, 0.5, log=True),
+         "min_leaf": Integer(2, 100, log=True)},
+        when={"p_class": {"class_mode": ("probabilistic",)}}, needs=("class",))
 
     def __init__(
         self,

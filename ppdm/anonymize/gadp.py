@@ -56,6 +56,7 @@ import pandas as pd
 from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 
@@ -165,6 +166,8 @@ class GADP(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: GADP or EGADP (moments kept in expectation or exactly)
+    search_space = SearchSpace({"exact": Choice((False, True))}, needs=("numeric",))
 
     def __init__(
         self,

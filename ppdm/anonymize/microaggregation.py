@@ -28,6 +28,7 @@ from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize._mdav import CellTree, check_k, group_means, kd_blocks, labels_in_blocks, mdav_labels
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Integer, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.utils import check_choice, finite_vector
@@ -520,6 +521,9 @@ class MDAV(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: group size k; MDAV draws no random numbers, so the same k gives the same release
+    search_space = SearchSpace({"k": Integer(2, 100, log=True, at_most_share=0.5)}, needs=("numeric",),
+                               deterministic=True)
 
     def __init__(
         self,

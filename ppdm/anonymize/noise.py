@@ -50,6 +50,7 @@ import pandas as pd
 from ppdm.anonymize._domain import HOW, DomainGuard, technique_name
 from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 
@@ -59,6 +60,8 @@ class _Noise(Technique, ABC):
 
     handles_missing = True
     missing_policy = "kept"
+    #: the share of values changed, searched on a log scale (small levels are where the trade-off is)
+    search_space = SearchSpace({"level": Real(0.01, 0.5, log=True)})
 
     def __init__(self, level: float = 0.1, class_column=None, schema=None, random_state=None) -> None:
         self.level = level

@@ -44,6 +44,7 @@ from ppdm.anonymize.random_substitution import (
     sidecar_path,
 )
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 
@@ -81,6 +82,8 @@ class Pram(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: the lowest keep probability and the share of the randomisation applied
+    search_space = SearchSpace({"pd": Real(0.5, 0.99), "alpha": Real(0.1, 1.0)}, needs=("categorical",))
     #: PRAM changes categories: a table of numbers alone has nothing for it (scikit-learn's
     #: array checks run its parameter contract only)
     needs_categorical: ClassVar[bool] = True

@@ -28,6 +28,7 @@ from ppdm.anonymize._noise import add_wrapped_noise
 from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.forest_framework import integer_attributes
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 
@@ -68,6 +69,9 @@ class RandomTechnique(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: noise width, share of categorical values replaced, and whether the class takes part
+    search_space = SearchSpace({"sigma_frac": Real(0.01, 0.5, log=True), "p_rt": Real(0.01, 0.5, log=True),
+                                "perturb_class": Choice((True, False))})
 
     def __init__(
         self,

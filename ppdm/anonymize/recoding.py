@@ -43,6 +43,7 @@ import pandas as pd
 
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.generalization import format_interval, parse_interval
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
@@ -244,6 +245,9 @@ class Recode(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: intervals of numeric keys, how they are cut, and the rarest categories merged (1: none)
+    search_space = SearchSpace({"breaks": Integer(2, 30, log=True), "method": Choice(("equal-width", "equal-frequency")),
+                                "min_count": Integer(1, 300, log=True)}, needs=("keys",), deterministic=True)
 
     def __init__(
         self,
@@ -553,6 +557,10 @@ class TopBottomCoding(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: the quantiles above (below) which numeric keys are coded
+    search_space = SearchSpace({"top": Choice(("90%", "95%", "98%", "99%", "99.5%")),
+                                "bottom": Choice((None, "0.5%", "1%", "2%", "5%"))}, needs=("numeric",),
+                               deterministic=True)
 
     def __init__(
         self,

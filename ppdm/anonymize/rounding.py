@@ -49,6 +49,7 @@ from ppdm.anonymize import microaggregation as micro
 from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 
@@ -203,6 +204,10 @@ class Rounding(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: how the rounding set is built and its group size (for a discretization, n/k intervals)
+    search_space = SearchSpace({"method": Choice(("optimal", "mdav", "equal-width", "equal-frequency", "kmeans")),
+                                "k": Integer(2, 200, log=True, at_most_share=0.5),
+                                "encoding": Choice(("nearest", "group"))}, needs=("numeric",), deterministic=True)
 
     def __init__(
         self,

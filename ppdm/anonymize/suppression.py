@@ -40,6 +40,7 @@ import pandas as pd
 from ppdm.anonymize import _suppression as alg
 from ppdm.anonymize.base import Technique, nullable_dtype
 from ppdm.anonymize.registry import register
+from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 
@@ -89,8 +90,10 @@ class LocalSuppression(Technique):
     importance:
         sdcMicro's importance of each key, 1 = most important (blanked last), ties allowed:
         a list in key order or a dict key → number. Default: sdcMicro's (keys with fewer
-        distinct values are more important). In cover mode it decides between blankings of
-        equal merit.
+        distinct values are more important). ``"class"``: the keys that say most about the
+        class column (symmetrical uncertainty) are the most important, so the blanking falls on
+        keys an analysis of the class needs least. In cover mode it decides between blankings
+        of equal merit.
     weights:
         Cover mode: the cost of blanking one cell of each key — ``None`` (every cell costs the
         same, so the number of blanked cells is minimised), ``"entropy"`` (a key's Shannon
@@ -111,6 +114,11 @@ class LocalSuppression(Technique):
 
     handles_missing = True
     missing_policy = "kept"
+    #: k, the algorithm, and (cover mode) whether informative keys cost more to blank
+    search_space = SearchSpace({"k": Integer(2, 20, log=True), "mode": Choice(("cover", "sdcmicro")),
+                                "weights": Choice((None, "entropy")), "importance": Choice((None, "class"))},
+                               when={"weights": {"mode": ("cover",)}}, needs=("keys",), deterministic=True,
+                               guarantees={"k": ("k_anonymity", "k")}, value_needs={"importance": {"class": "class"}})
     makes_missing = True
 
     def __init__(
@@ -122,7 +130,7 @@ class LocalSuppression(Technique):
         k: int = 3,
         mode: str = "cover",
         criterion: str = "sdcmicro",
-        importance: list[int] | dict[str, int] | None = None,
+        importance: list[int] | dict[str, int] | str | None = None,
         weights: str | dict[str, float] | None = None,
         combs: list[int] | int | None = None,
         combs_importance: str = "keys",
@@ -161,9 +169,13 @@ class LocalSuppression(Technique):
             raise ParameterError(f"weights must be None, 'entropy' or a dict key -> cost, got {self.weights!r}")
         if self.weights is not None and self.mode == "sdcmicro":
             raise ParameterError("weights belong to mode='cover'; sdcMicro's algorithm orders keys by importance")
-        if self.importance is not None and not isinstance(self.importance, (list, tuple, np.ndarray, Mapping)):
-            raise ParameterError(f"importance must be a list of numbers in key order or a dict key -> number, "
-                                 f"got {self.importance!r}")
+        if isinstance(self.importance, str):
+            if self.importance != "class":
+                raise ParameterError(f"importance must be a list, a dict key -> number or 'class', "
+                                     f"got {self.importance!r}")
+        elif self.importance is not None and not isinstance(self.importance, (list, tuple, np.ndarray, Mapping)):
+            raise ParameterError(f"importance must be a list of numbers in key order, a dict key -> number or "
+                                 f"'class', got {self.importance!r}")
 
     # --------------------------------------------------------------------- fit
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
@@ -182,7 +194,17 @@ class LocalSuppression(Technique):
             raise ParameterError(f"keys names {bad[0]!r}, which is not an attribute of the table")
         m = len(keys)
         self.keys_ = keys
-        self.importance_ = _importance(self.importance, keys)
+        if self.importance == "class":
+            cls = schema.class_column
+            if cls is None or cls not in df.columns:
+                raise ParameterError("importance='class' ranks the keys by what they say about the class, and the "
+                                     "table has no class column (name it with --class)")
+            if cls in keys:
+                raise ParameterError(f"importance='class' ranks the keys by the class column {cls!r}, which is "
+                                     "itself a key")
+            self.importance_ = "class"
+        else:
+            self.importance_ = _importance(self.importance, keys)
         self.costs_ = _weights(self.weights, keys)
         combs = _combs(self.combs)
         too_big = [c for c in combs if c > m]
@@ -207,7 +229,11 @@ class LocalSuppression(Technique):
         codes = alg.encode_keys(df, keys)
         n, m = codes.shape
         k = alg.check_k(self.k, n)
-        imp = alg.default_importance(codes) if self.importance_ is None else self.importance_
+        if isinstance(self.importance_, str):  # "class": computed on the table being released
+            y = alg.encode_keys(df, [schema.class_column])[:, 0]
+            imp = alg.class_importance(codes, y)
+        else:
+            imp = alg.default_importance(codes) if self.importance_ is None else self.importance_
         order = alg.suppression_order(imp)
         if self.mode == "sdcmicro":
             if self.combs_:

@@ -24,8 +24,8 @@ from ppdm.cli.common import console, err_console, one_line
 from ppdm.errors import PPDMError
 
 #: the order ``ppdm --help`` lists the commands in: the user's verbs first
-COMMAND_ORDER = ("anonymize", "evaluate", "compare", "schema", "report", "methods", "measures", "rules", "tree",
-                 "reconstruct", "reproduce")
+COMMAND_ORDER = ("anonymize", "evaluate", "compare", "recommend", "schema", "report", "methods", "measures", "rules",
+                 "tree", "reconstruct", "reproduce")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -183,7 +183,8 @@ def methods(
 
         print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy}
+                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy,
+                   "search_space": _search_space_text(cls)}
             for name, cls in sorted(TECHNIQUES.items())
         }})
         return
@@ -194,6 +195,10 @@ def methods(
                       f"(missing cells: {cls.missing_policy})", highlight=False)
         params = "  ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
+        space = _search_space_text(cls)
+        searched = ("; ".join(f"{k} {v}" for k, v in space.items()) or "its defaults") if isinstance(space, dict) \
+            else f"not searched: {space}"
+        console.print(f"    ppdm recommend tries: {searched}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command(short_help="List the measures and which direction is better.")
@@ -218,6 +223,17 @@ def measures(
                      m.description + (f" (needs option {', '.join(m.requires)})" if m.requires else "")])
     print_table(console, "ppdm measures (ppdm evaluate --measures a,b,c | all)",
                 ["measure", "kind", "better", "default", "description"], rows)
+
+
+def _search_space_text(cls: type) -> dict[str, str] | str:
+    """What ``ppdm recommend`` varies for a technique (parameter → range in words), or why it
+    does not search it."""
+    from ppdm.anonymize.search_space import NotSearchable, search_space_of
+
+    space = search_space_of(cls)
+    if isinstance(space, NotSearchable):
+        return space.reason
+    return {**space.describe(), **{k: f"fixed at {v!r}" for k, v in space.fixed.items()}}
 
 
 def _first_line(doc: str | None) -> str:

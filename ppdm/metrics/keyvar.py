@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, ScenarioNotApplicable, SchemaError
 from ppdm.metrics._dask import check_aligned, pair_partitions, reduce_parts
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
@@ -783,7 +783,7 @@ def judged_keys(ctx: EvaluationContext, measure: str) -> tuple[list[str], list[s
     if not kept:
         how = ", ".join(f"{k} ({c:.1%} of records changed)" if np.isfinite(c) else k
                         for k, c in zip(st["key"], st["changed"], strict=True))
-        raise MeasureNotApplicable(
+        raise ScenarioNotApplicable(
             # worded without the measure's own name, so a report says it once for all key-variable measures
             f"key frequencies judge only quasi-identifiers that reach the release unchanged or generalised, and "
             f"every one is perturbed: {how} — qi_matching judges this intruder (-p <measure>.all_keys=true "

@@ -1,0 +1,1587 @@
+"""The release that meets a risk policy at the least loss of utility (``ppdm recommend``).
+
+A data owner states a :class:`~ppdm.experiments.policy.Policy` — risk lines every release
+must meet, the utility measures that decide among those that do, the techniques allowed —
+and :func:`recommend` searches techniques × parameters for the best release:
+
+1. The table is split once into a **training split**, from which every trial's release is
+   made, and a **control split** of held-out records (``holdout``, half by default, as
+   ``ppdm anonymize --holdout`` does): the attacks' control set (Giomi et al. 2023) and the
+   test records of the prediction measures.
+2. An Optuna study searches the techniques' declared parameter ranges
+   (:mod:`ppdm.anonymize.search_space`, narrowed or widened by the policy): a conditional
+   search space (a technique, then its own parameters), a multi-objective TPE sampler
+   minimising (risk, utility loss), and one named constraint per policy line, so the sampler
+   learns where the policy is met. Studies are stored in SQLite and can be resumed.
+3. Each **trial** makes its release on the training split through
+   :func:`ppdm.experiments.release.release` (roles, identifiers, rounding, release check),
+   measures every risk line against the control split with its confidence interval and judges
+   it with :func:`ppdm.metrics.base.judge` — a line is met only when the whole interval is
+   within it — and measures the policy's utility.
+4. Among the trials that met every line, the **front** holds those no other trial beats on
+   both risk and utility loss; the **winner** loses the least utility (weights), or wins on
+   the policy's priority order.
+5. The winner's technique and parameters make the **recommended release** with a fresh seed
+   (OS entropy unless a seed is given): by default on the training split again, measured
+   against the control split like every trial, and kept only when it meets the policy itself
+   (a new draw of a random technique is a new release); with ``refit=True`` on the whole
+   table, whose risk then cannot be measured against a control set (see
+   ``docs/recommend.md``).
+
+When no trial meets the policy, :attr:`RecommendResult.unmet` says which lines no trial met
+and how close the best came, and no release is made. Trials run in this process
+(``n_jobs=1``), in worker processes, or on any :class:`concurrent.futures.Executor` such as a
+Dask cluster's (``distributed.Client.get_executor()``). A time budget and a trial budget are
+honoured; progress goes to :mod:`ppdm.progress`.
+
+The study file is private, like the control set: it holds the seed of the hold-out split,
+so with the original table it tells who is in the release.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppdm import progress
+from ppdm.anonymize.registry import TECHNIQUES, _load_all
+from ppdm.anonymize.search_space import (
+    DEFAULT_CHAINS,
+    Choice,
+    Integer,
+    NotSearchable,
+    Param,
+    Real,
+    SearchSpace,
+    build_technique,
+    chain_steps,
+    parameters_of,
+    space_of,
+)
+from ppdm.data.provenance import table_sha256
+from ppdm.data.roles import Roles, resolve_schema
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, PPDMError
+from ppdm.experiments.evaluation import load_all_measures, run_measure
+from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
+from ppdm.experiments.release import Release, hold_out, release, save_release
+from ppdm.metrics.base import SCENARIOS, EvaluationContext, judge, result_not_judged
+
+STUDY_NAME = "ppdm-recommend"
+STUDY_FORMAT = "ppdm.recommend-study"
+STUDY_VERSION = 1
+#: trials when neither a trial budget nor a time budget is given
+DEFAULT_TRIALS = 100
+#: default share of the records held out as the control split
+DEFAULT_HOLDOUT = 0.5
+#: fresh draws of the winner tried before the next-ranked release is tried
+FINAL_DRAWS = 3
+#: releases of the ranking tried for the recommended release
+FINAL_CANDIDATES = 5
+#: consecutive suggestions of deterministic settings already tried after which the space counts as exhausted
+EXHAUSTED_AFTER = 50
+#: seconds of a time budget kept for writing the release and the report (at most this share of it)
+RESERVE_SECONDS = 3.0
+RESERVE_SHARE = 0.05
+_NOT_MEASURED = 1.0
+#: objective values a trial that could not be measured is told with (its constraints are all violated)
+PENALTY = (10.0, 1e6)  # constraint value of a line whose measure could not be computed
+
+
+# ------------------------------------------------------------------------ durations
+def parse_duration(value: Any, what: str = "budget") -> float:
+    """Seconds from ``600``, ``"90s"``, ``"10m"``, ``"1.5h"`` or ``"1h30m"``; a budget of zero or
+    less, or text that is not a duration, raises :class:`ParameterError`."""
+    if isinstance(value, bool):
+        raise ParameterError(f"{what} must be a duration such as 90s, 10m or 1h, got {value!r}")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        seconds = float(value)
+    else:
+        text = str(value).strip().lower().replace(" ", "")
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            seconds = float(text)
+        else:
+            parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", text)
+            if not parts or "".join(n + u for n, u in parts) != text:
+                raise ParameterError(f"{what} must be a duration such as 90s, 10m or 1h30m, got {value!r}")
+            seconds = sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ParameterError(f"{what} must be more than zero, got {value!r}")
+    return seconds
+
+
+# ---------------------------------------------------------------------- search spaces
+@dataclass(frozen=True)
+class TechniqueSpace:
+    """One technique of a search: its parameter distributions after the policy's changes."""
+
+    name: str
+    params: Mapping[str, Param]
+    fixed: Mapping[str, Any]
+    when: Mapping[str, Mapping[str, tuple[Any, ...]]]
+    defaults: Mapping[str, Any]
+    deterministic: bool
+    epsilon: str | None
+
+    def active(self, param: str, chosen: Mapping[str, Any]) -> bool:
+        for other, allowed in (self.when.get(param) or {}).items():
+            value = chosen.get(other, self.fixed.get(other, self.defaults.get(other)))
+            if not any(value == a and type(value) is type(a) for a in allowed):
+                return False
+        return True
+
+    def describe(self, n_records: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, p in self.params.items():
+            if isinstance(p, Integer):
+                text = f"{p.low} to {p.high_for(n_records)}" + (" (log scale)" if p.log else "")
+            else:
+                text = p.describe()
+            cond = self.when.get(name)
+            if cond:
+                text += " when " + " and ".join(f"{o} is {' or '.join(map(repr, v))}" for o, v in cond.items())
+            out[name] = text
+        for name, v in self.fixed.items():
+            out[name] = f"fixed at {v!r}"
+        return out
+
+
+def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[TechniqueSpace], dict[str, str]]:
+    """The techniques a search tries and their parameter distributions, and the techniques
+    left out with the reason (not searchable, does not fit the table, not differentially
+    private under a policy that requires it). Every setting at the ends of every range is
+    checked by the technique before any work, so an impossible range fails here."""
+    _load_all()
+    explicit = policy.techniques is not None
+    chains = [c for c in DEFAULT_CHAINS if all(step in TECHNIQUES for step in chain_steps(c))]
+    choices = policy.techniques if explicit else [_Plain(n) for n in [*sorted(TECHNIQUES), *chains]]
+    spaces: list[TechniqueSpace] = []
+    left_out: dict[str, str] = {}
+    for choice in choices:
+        space = space_of(choice.name)
+        if isinstance(space, NotSearchable):
+            left_out[choice.name] = f"not searched: {space.reason}"
+            continue
+        why = space.missing_need(schema)
+        if why is None and policy.epsilon is not None and policy.epsilon.required and space.epsilon is None:
+            why = "not differentially private, and the policy requires differential privacy"
+        if why is not None:
+            if explicit:
+                raise ParameterError(f"the policy allows technique {choice.name!r}, but it does not fit this table: {why}")
+            left_out[choice.name] = why
+            continue
+        space = space.fitting(schema)  # e.g. no importance="class" without a class column
+        params: dict[str, Param] = dict(space.params)
+        fixed: dict[str, Any] = dict(space.fixed)
+        for pname, over in choice.overrides.items():
+            params.pop(pname, None)
+            fixed.pop(pname, None)
+            if over.kind == "fixed":
+                fixed[pname] = over.value
+            elif over.kind == "choices":
+                params[pname] = Choice(tuple(over.choices))
+            else:
+                declared = space.params.get(pname)
+                whole = isinstance(declared, Integer) or (declared is None and isinstance(over.low, int)
+                                                          and isinstance(over.high, int))
+                log = over.log if over.log is not None else bool(getattr(declared, "log", False))
+                try:
+                    params[pname] = (Integer(int(over.low), int(over.high), log) if whole  # type: ignore[arg-type]
+                                     else Real(float(over.low), float(over.high), log))  # type: ignore[arg-type]
+                except ParameterError as e:
+                    raise ParameterError(f"the policy's range of {choice.name}.{pname}: {e}") from None
+        when = {p: c for p, c in space.when.items() if p in params}
+        params = _raise_to_guarantees(params, space, policy, choice.overrides)
+        if policy.epsilon is not None and space.epsilon is not None:
+            params, fixed = _cap_epsilon(choice.name, space.epsilon, params, fixed, policy.epsilon.at_most)
+        # the declared order first (conditions name earlier parameters), then the policy's additions
+        order = [p for p in space.params if p in params] + [p for p in params if p not in space.params]
+        ts = TechniqueSpace(choice.name, {p: params[p] for p in order}, fixed, when, parameters_of(choice.name),
+                            space.deterministic, space.epsilon)
+        _check_space(ts, schema, n_records)
+        spaces.append(ts)
+    if not spaces:
+        reasons = "; ".join(f"{n}: {r}" for n, r in left_out.items())
+        raise ParameterError(f"no technique of the policy fits this table ({reasons})")
+    return spaces, left_out
+
+
+@dataclass(frozen=True)
+class _Plain:
+    name: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: Policy,
+                         overrides: Mapping[str, Any]) -> dict[str, Param]:
+    """A parameter that is a measure's guarantee starts at the value a policy line requiring that
+    measure to be 0 names (local suppression's k at the k of a ``k_anonymity`` line at 0); a
+    range the policy set itself is left as it is."""
+    out = dict(params)
+    for pname, (measure, option) in space.guarantees.items():
+        dist = out.get(pname)
+        if pname in overrides or not isinstance(dist, (Integer, Real)):
+            continue
+        need = [ln.options.get(option) for ln in policy.risk if ln.measure == measure and ln.direction == "lower"
+                and ln.threshold == 0 and isinstance(ln.options.get(option), (int, float))
+                and not isinstance(ln.options.get(option), bool)]
+        if not need:
+            continue
+        low = max(need)
+        if isinstance(dist, Integer):
+            low = int(math.ceil(low))
+            out[pname] = Integer(max(dist.low, low), max(dist.high, low), dist.log, None if low > dist.high
+                                 else dist.at_most_share)
+        else:
+            out[pname] = Real(max(dist.low, float(low)), max(dist.high, float(low)), dist.log)
+    return out
+
+
+def _cap_epsilon(name: str, param: str, params: dict[str, Param], fixed: dict[str, Any],
+                 cap: float) -> tuple[dict[str, Param], dict[str, Any]]:
+    """The policy's ε cap applied to a differentially private technique's ε parameter."""
+    if param in fixed:
+        v = fixed[param]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v > cap:
+            raise ParameterError(f"the policy caps ε at {cap:g}, but fixes {name}.{param} at {v!r}")
+        return params, fixed
+    dist = params.get(param)
+    if isinstance(dist, Choice):
+        over = [v for v in dist.values if not isinstance(v, (int, float)) or isinstance(v, bool) or v > cap]
+        if over:
+            raise ParameterError(f"the policy caps ε at {cap:g}, but {name}.{param} may take {over[0]!r}")
+    elif isinstance(dist, (Real, Integer)):
+        if dist.low > cap:
+            raise ParameterError(f"the policy caps ε at {cap:g}, but the range of {name}.{param} starts at "
+                                 f"{dist.low:g}")
+        params = dict(params)
+        params[param] = Real(float(dist.low), float(min(dist.high, cap)), dist.log)
+    return params, fixed
+
+
+def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int) -> None:
+    """Build the technique at the ends of every range and with every choice, so a setting the
+    technique refuses is found before the search starts."""
+    ends: dict[str, list[Any]] = {}
+    for p, dist in ts.params.items():
+        if isinstance(dist, Choice):
+            ends[p] = list(dist.values)
+        elif isinstance(dist, Integer):
+            ends[p] = [dist.low, dist.high_for(n_records)]
+        else:
+            ends[p] = [dist.low, dist.high]
+    # every parameter at its first value, then each one in turn at its other values
+    base = {p: v[0] for p, v in ends.items()}
+    settings = [base] + [{**base, p: v} for p, vs in ends.items() for v in vs[1:]]
+    for s in settings:
+        params = {**ts.fixed, **s}
+        try:
+            tech = build_technique(ts.name, params, class_column=schema.class_column, schema=schema, random_state=0)
+            tech._validate_params()
+        except PPDMError as e:
+            shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+            raise ParameterError(f"technique {ts.name!r} refuses {shown or 'its defaults'}: {e}") from None
+
+
+def suggest(trial: Any, spaces: Sequence[TechniqueSpace], n_records: int) -> tuple[TechniqueSpace, dict[str, Any]]:
+    """Draw a technique and then its own parameters from an Optuna trial (the parameters of
+    technique T are named ``T:param``, so every technique has its own distributions)."""
+    name = trial.suggest_categorical("technique", [s.name for s in spaces])
+    ts = next(s for s in spaces if s.name == name)
+    chosen: dict[str, Any] = {}
+    for p, dist in ts.params.items():
+        if not ts.active(p, chosen):
+            continue
+        key = f"{name}:{p}"
+        if isinstance(dist, Choice):
+            chosen[p] = trial.suggest_categorical(key, list(dist.values))
+        elif isinstance(dist, Integer):
+            chosen[p] = int(trial.suggest_int(key, dist.low, dist.high_for(n_records), log=dist.log))
+        else:
+            chosen[p] = float(trial.suggest_float(key, dist.low, dist.high, log=dist.log))
+    return ts, {**ts.fixed, **chosen}
+
+
+def random_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int) -> dict[str, Any]:
+    """A technique and its parameters drawn uniformly (log-uniformly on log scales), named as
+    :func:`suggest` names them: what a search tries when its sampler keeps proposing settings
+    it has tried."""
+    ts = spaces[int(rng.integers(len(spaces)))]
+    out: dict[str, Any] = {"technique": ts.name}
+    chosen: dict[str, Any] = {}
+    for p, dist in ts.params.items():
+        if not ts.active(p, chosen):
+            continue
+        if isinstance(dist, Choice):
+            v: Any = dist.values[int(rng.integers(len(dist.values)))]
+        elif isinstance(dist, Integer):
+            hi = dist.high_for(n_records)
+            if dist.log:  # each whole number gets the stretch of the log scale that rounds to it
+                drawn = math.exp(rng.uniform(math.log(max(dist.low - 0.5, 1e-9)), math.log(hi + 0.5)))
+                v = int(np.clip(round(drawn), dist.low, hi))
+            else:
+                v = int(rng.integers(dist.low, hi + 1))
+        else:
+            v = float(math.exp(rng.uniform(math.log(dist.low), math.log(dist.high))) if dist.log
+                      else rng.uniform(dist.low, dist.high))
+        chosen[p] = v
+        out[f"{ts.name}:{p}"] = v
+    return out
+
+
+def _untried(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int, seen: Mapping[str, int],
+             draws: int = 200) -> dict[str, Any] | None:
+    """A random setting that is not a deterministic setting already tried, or ``None``."""
+    for _ in range(draws):
+        setting = random_setting(spaces, rng, n_records)
+        ts = next(s for s in spaces if s.name == setting["technique"])
+        params = {**ts.fixed, **{k.split(":", 1)[1]: v for k, v in setting.items() if k != "technique"}}
+        if not ts.deterministic or _key(ts.name, params) not in seen:
+            return setting
+    return None
+
+
+# ------------------------------------------------------------------- trial evaluation
+@dataclass
+class SearchData:
+    """What every trial needs: the two splits, the schema, Ψx, the measures and their seed."""
+
+    train: pd.DataFrame
+    control: pd.DataFrame
+    schema: Schema
+    rules: Any
+    measures: tuple[str, ...]
+    options: dict[str, Any]
+    measure_seed: int
+    input_info: dict[str, Any]
+
+
+@dataclass
+class TrialJob:
+    """One release to make and measure: technique, parameters and the seed of its draws."""
+
+    number: int
+    technique: str
+    params: dict[str, Any]
+    seed: int | None
+
+
+def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None = None) -> dict[str, dict[str, Any]]:
+    """Every measure of the policy on release ``z`` of the training split: value, confidence
+    interval (``ci_low``/``ci_high`` when the measure gives one) or the reason it was skipped.
+
+    ``out_schema`` is the release's own schema when a technique recoded columns (numbers into
+    interval labels, categories into coarser ones; ``Technique.output_schema``). Risk is then
+    measured as an intruder who knows the recoding would: the training and control records are
+    recoded the same way (:func:`ppdm.data.generalization.generalise`) and compared with z on z's
+    categories, as ``ppdm evaluate`` does. Utility is measured against the original table, the
+    same reference for every release of a search: an interval label is read as its midpoint (an
+    open interval as its finite end) and a coarser category as a category the original does not
+    have, so what the recoding removed counts as lost.
+    """
+    registry = load_all_measures()
+    views = _recoded_views(z, data, out_schema)
+    base = dict(rules=data.rules, random_state=data.measure_seed, options=dict(data.options))
+    if views is None:
+        ctx = EvaluationContext(x=data.train, z=z, schema=data.schema, test=data.control, control=data.control,
+                                **base)
+        risk_ctx = utility_ctx = ctx
+    else:
+        (xr, cr, sr), zu = views
+        risk_ctx = EvaluationContext(x=xr, z=z, schema=sr, test=cr, control=cr, **base)
+        utility_ctx = EvaluationContext(x=data.train, z=zu, schema=data.schema, test=data.control,
+                                        control=data.control, **base)
+    out: dict[str, dict[str, Any]] = {}
+    for name in data.measures:
+        spec = registry[name]
+        res = run_measure(spec, risk_ctx if spec.kind == "risk" else utility_ctx)
+        entry: dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None}
+        if res.skipped:
+            entry["reason"] = res.reason
+            if res.not_applicable:  # the intruder the measure models cannot act on this release
+                entry["not_applicable"] = True
+        else:
+            v = res.value
+            entry["value"] = float(v) if math.isfinite(v) else None
+            lo, hi = getattr(res.result, "ci_low", None), getattr(res.result, "ci_high", None)
+            if _finite(lo) and _finite(hi):
+                entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]
+            if entry["value"] is None:
+                entry["reason"] = "the measure gave no value"
+            why = result_not_judged(res.result) if spec.kind == "risk" else None
+            if why:  # computed, but the intruder scenario it models does not apply to this release
+                entry["not_judged"] = why
+        out[name] = entry
+    return out
+
+
+def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None) -> Any:
+    """``((x, control, schema) recoded for risk, z decoded for utility)``, or ``None`` when the
+    release recoded no column (see :func:`measure_release`)."""
+    if out_schema is None:
+        return None
+    sch = data.schema
+    cols = [c for c in z.columns if c in out_schema.categorical and c != sch.class_column
+            and (c in sch.numeric or out_schema.categories.get(c) != sch.categories.get(c)
+                 or out_schema.hierarchies.get(c) != sch.hierarchies.get(c))]
+    if not cols:
+        return None
+    from ppdm.data.generalization import generalise, parse_interval
+
+    def labels(c: str) -> list[Any]:
+        return list(out_schema.categories.get(c) or [])
+
+    def recode(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.copy()
+        for c in cols:
+            df[c] = generalise(df[c], labels(c), ancestors=out_schema.hierarchies.get(c)).to_numpy()
+        return df
+
+    risk_schema = replace(sch, numeric=[c for c in sch.numeric if c not in cols],
+                          categorical=[*sch.categorical, *[c for c in cols if c not in sch.categorical]],
+                          integer=[c for c in sch.integer if c not in cols],
+                          bounds={c: b for c, b in sch.bounds.items() if c not in cols},
+                          dates={c: f for c, f in sch.dates.items() if c not in cols},
+                          categories={**sch.categories, **{c: labels(c) for c in cols if labels(c)}},
+                          hierarchies={**sch.hierarchies,
+                                       **{c: h for c, h in out_schema.hierarchies.items() if c in cols}})
+
+    def point(label: Any) -> float:
+        if label is None or (isinstance(label, float) and math.isnan(label)):
+            return math.nan
+        iv = parse_interval(label)
+        if iv is None:
+            try:
+                return float(label)  # a number kept as it was (top/bottom coding writes them as text)
+            except (TypeError, ValueError):
+                return math.nan
+        lo, hi = iv.low, iv.high
+        if math.isfinite(lo) and math.isfinite(hi):
+            return (lo + hi) / 2
+        return lo if math.isfinite(lo) else hi
+
+    decoded = z.copy()
+    for c in cols:
+        if c in sch.numeric and c not in sch.dates:
+            vals = pd.Series(z[c], dtype=object).to_numpy()
+            decoded[c] = np.array([point(v) for v in vals], dtype=float)
+        else:
+            decoded[c] = pd.Series(z[c], dtype=object).to_numpy()
+    return (recode(data.train), recode(data.control), risk_schema), decoded
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return v is not None and math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _technique(job: TrialJob, schema: Schema) -> Any:
+    return build_technique(job.technique, job.params, class_column=schema.class_column, schema=schema,
+                           random_state=job.seed)
+
+
+def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_info: dict[str, Any] | None = None
+                 ) -> Release:
+    """The release of ``job`` on ``table``, made as ``ppdm anonymize`` makes one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a trial's warnings are not the user's; the final release reports its own
+        return release(table, _technique(job, data.schema), schema=data.schema, detect_identifiers=False,
+                       input_info=input_info or data.input_info)
+
+
+def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
+    """Make and measure one release; returns the trial's outcome as JSON-ready data.
+
+    A technique or release that fails on the table (a :class:`PPDMError`, including a
+    release refused as almost the original) gives an outcome with ``error``; any other
+    exception is a defect of ppdm and is recorded as such (``internal``)."""
+    start = time.perf_counter()
+    out: dict[str, Any] = {"technique": job.technique, "params": _json(job.params), "measures": {},
+                           "privacy": None, "check": None, "error": None, "internal": False}
+    try:
+        rel = make_release(job, data.train, data)
+        out["privacy"] = _privacy(rel.technique)
+        out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
+        out["measures"] = measure_release(rel.data, data, output_schema(rel.technique))
+    except PPDMError as e:
+        out["error"] = " ".join(str(e).split())
+    except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
+        if os.environ.get("PPDM_DEBUG"):
+            raise
+        out["error"] = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        out["internal"] = True
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def output_schema(tech: Any) -> Schema | None:
+    """The schema of a fitted technique's release when it declares one (recoding changes the
+    type of the columns it recodes), else ``None``."""
+    fn = getattr(tech, "output_schema", None)
+    if not callable(fn):
+        return None
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - a technique that cannot say keeps the input's schema
+        return None
+
+
+def _privacy(tech: Any) -> dict[str, Any] | None:
+    rep = getattr(tech, "privacy_report_", None)
+    if not isinstance(rep, Mapping):
+        return None
+    eps = rep.get("epsilon")
+    return {"differentially_private": bool(rep.get("differentially_private")),
+            "epsilon": float(eps) if _finite(eps) else None}
+
+
+def _json(v: Any) -> Any:
+    return json.loads(json.dumps(v, default=_plain))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return str(v)
+
+
+# worker processes receive the search data once, through their initializer
+_WORKER_DATA: SearchData | None = None
+
+
+def _init_worker(data: SearchData) -> None:
+    global _WORKER_DATA
+    _WORKER_DATA = data
+
+
+def _run_in_worker(job: TrialJob) -> dict[str, Any]:
+    assert _WORKER_DATA is not None, "worker started without the search data"
+    return run_trial(job, _WORKER_DATA)
+
+
+def _run_with_data(job: TrialJob, data: SearchData) -> dict[str, Any]:
+    return run_trial(job, data)
+
+
+# -------------------------------------------------------------------------- judging
+@dataclass
+class LineVerdict:
+    """One policy line on one release: ``verdict`` is meets / misses / uncertain (the interval
+    straddles the threshold), not measured, not applicable (the intruder scenario the measure
+    models does not apply to the release, and another line of the policy judges that scenario;
+    ε for a technique without a differential-privacy guarantee) or not judged (no line of the
+    policy on that scenario applies to the release: it does not meet the policy); ``margin``
+    is how far inside (≤ 0) or outside (> 0) the threshold the worst end of the interval lies,
+    in units of the measure's range."""
+
+    line: str
+    measure: str
+    verdict: str
+    value: float | None = None
+    interval: tuple[float, float] | None = None
+    margin: float = 0.0
+    reason: str | None = None
+
+    @property
+    def met(self) -> bool:
+        return self.verdict in ("meets", "not applicable")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "measure": self.measure, "verdict": self.verdict, "value": self.value,
+                "ci_low": None if self.interval is None else self.interval[0],
+                "ci_high": None if self.interval is None else self.interval[1],
+                "margin": self.margin, "reason": self.reason}
+
+
+def _scale(line: RiskLine) -> float:
+    spec = load_all_measures()[line.measure]
+    lo, hi = spec.value_range
+    if lo is not None and hi is not None and hi > lo:
+        return float(hi - lo)
+    return max(1.0, abs(line.threshold))
+
+
+def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]:
+    """Every line of ``policy`` on one trial's outcome (see :class:`LineVerdict`).
+
+    A line is judged with :func:`ppdm.metrics.base.judge` (a value with an interval meets its
+    threshold only when the whole interval does; "uncertain" does not meet it), and only when
+    the intruder scenario its measure models applies to the release: key-variable measures
+    judge quasi-identifiers that reach the release unchanged or generalised, ``qi_matching``
+    perturbed ones. A line that does not apply is "not applicable" while another line of its
+    scenario applies, and "not judged" (a miss) when none does, so a release cannot meet a
+    policy by leaving its intruder unmeasured."""
+    out: list[LineVerdict] = []
+    measures = outcome.get("measures") or {}
+    registry = load_all_measures()
+    for line in policy.risk:
+        m = measures.get(line.measure) or {}
+        value = m.get("value")
+        interval = (m["ci_low"], m["ci_high"]) if m.get("ci_low") is not None and m.get("ci_high") is not None else None
+        if m.get("not_applicable") or m.get("not_judged"):
+            out.append(LineVerdict(line.text(), line.measure, "not applicable",
+                                   None if value is None else float(value),
+                                   None if interval is None else (float(interval[0]), float(interval[1])),
+                                   reason=m.get("not_judged") or m.get("reason")))
+            continue
+        if value is None:
+            out.append(LineVerdict(line.text(), line.measure, "not measured", margin=_NOT_MEASURED,
+                                   reason=m.get("reason") or outcome.get("error") or "not computed"))
+            continue
+        verdict = judge(value, line.threshold, line.direction, interval)
+        worst = value if interval is None else (max(interval) if line.direction == "lower" else min(interval))
+        if line.direction == "lower":
+            worst = max(worst, value)
+            margin = (worst - line.threshold) / _scale(line)
+        else:
+            worst = min(worst, value)
+            margin = (line.threshold - worst) / _scale(line)
+        out.append(LineVerdict(line.text(), line.measure, str(verdict), float(value),
+                               None if interval is None else (float(interval[0]), float(interval[1])), margin))
+    _unjudged_scenarios(out, policy, registry)
+    if policy.epsilon is not None:
+        priv = outcome.get("privacy")
+        text = policy.epsilon.text()
+        if priv is None:
+            if outcome.get("error"):
+                out.append(LineVerdict(text, "epsilon", "not measured", margin=_NOT_MEASURED, reason=outcome["error"]))
+            else:
+                out.append(LineVerdict(text, "epsilon", "not applicable",
+                                       reason="the technique makes no differential-privacy claim"))
+        elif not priv.get("differentially_private") or priv.get("epsilon") is None:
+            out.append(LineVerdict(text, "epsilon", "misses", margin=_NOT_MEASURED,
+                                   reason="the release is not differentially private (its report says why: e.g. a "
+                                          "domain read from the data)"))
+        else:
+            eps = float(priv["epsilon"])
+            cap = policy.epsilon.at_most
+            out.append(LineVerdict(text, "epsilon", "meets" if eps <= cap else "misses", eps, None,
+                                   (eps - cap) / max(cap, 1e-12)))
+    return out
+
+
+def _unjudged_scenarios(lines: list[LineVerdict], policy: Policy, registry: Mapping[str, Any]) -> None:
+    """Turn the lines of a scenario none of whose lines applies into "not judged" misses."""
+    by: dict[str, list[LineVerdict]] = {}
+    for line, v in zip(policy.risk, lines, strict=False):
+        scenario = registry[line.measure].scenario
+        if scenario is not None:
+            by.setdefault(scenario, []).append(v)
+    for scenario, vs in by.items():
+        if any(v.verdict != "not applicable" for v in vs):
+            continue
+        names = {v.measure for v in vs}
+        hint = ("add k_anonymity or reidentification_risk for releases that keep or generalise the "
+                "quasi-identifiers" if names == {"qi_matching"} else
+                "add qi_matching for releases that perturb the quasi-identifiers"
+                if scenario == "quasi-identifiers" else "add a line whose measure applies to such releases")
+        for v in vs:
+            v.verdict, v.margin = "not judged", _NOT_MEASURED
+            v.reason = (f"{v.reason}; no line of the policy judges {SCENARIOS.get(scenario, scenario)} on this "
+                        f"release ({hint})")
+
+
+def utility_losses(outcome: Mapping[str, Any], policy: Policy) -> dict[str, float | None]:
+    """Each utility measure of the policy as a loss (lower is better): the value of a measure
+    that is better when lower, the distance below the range's top (or minus the value) for one
+    that is better when higher."""
+    registry = load_all_measures()
+    out: dict[str, float | None] = {}
+    measures = outcome.get("measures") or {}
+    for term in policy.utility:
+        v = (measures.get(term.measure) or {}).get("value")
+        if v is None:
+            out[term.measure] = None
+            continue
+        spec = registry[term.measure]
+        if spec.direction == "lower":
+            out[term.measure] = float(v)
+        else:
+            hi = spec.value_range[1]
+            out[term.measure] = float(hi - v) if hi is not None else -float(v)
+    return out
+
+
+def utility_loss(losses: Mapping[str, float | None], policy: Policy) -> float | None:
+    """The utility loss a search minimises: the weighted sum (weights), or the first measure's
+    loss (priority order; the others break near-ties when the winner is chosen)."""
+    if any(v is None for v in losses.values()):
+        return None
+    if policy.mode == "weights":
+        return float(sum(t.weight * float(losses[t.measure]) for t in policy.utility))  # type: ignore[arg-type]
+    return float(losses[policy.utility[0].measure])  # type: ignore[arg-type]
+
+
+def risk_value(lines: Sequence[LineVerdict], policy: Policy) -> float | None:
+    """The risk shown across the front: with ``risk_axis="max"`` the largest worst interval end
+    among lines of measures better when lower and valued in [0, 1] (shares of records or
+    residual attack success), else the first line's; or the named measure's worst end. A
+    measure better when higher is negated, so lower is always better. Lines that do not apply
+    to the release are left out (the named measure's too: the largest of the others is shown)."""
+    registry = load_all_measures()
+    by = {v.measure: v for v in lines}
+    # a line that does not apply to the release says nothing of its risk (see judge_lines)
+    risk_lines = [ln for ln in policy.risk if ln.measure not in by or by[ln.measure].verdict != "not applicable"]
+
+    def worst(line: RiskLine) -> float | None:
+        v = by.get(line.measure)
+        if v is None or v.value is None or v.verdict == "not judged":
+            return None
+        w = v.value if v.interval is None else (max(v.interval) if line.direction == "lower" else min(v.interval))
+        w = max(w, v.value) if line.direction == "lower" else min(w, v.value)
+        return float(w) if line.direction == "lower" else -float(w)
+
+    if policy.risk_axis != RISK_AXIS_MAX:
+        line = next((ln for ln in risk_lines if ln.measure == policy.risk_axis), None)
+        if line is not None:
+            return worst(line)
+    shares = [ln for ln in risk_lines if ln.direction == "lower"
+              and registry[ln.measure].value_range == (0.0, 1.0)]
+    chosen = shares or risk_lines[:1]
+    vals = [worst(ln) for ln in chosen]
+    if any(v is None for v in vals):
+        return None
+    return max(vals)  # type: ignore[type-var]
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class TrialRecord:
+    """One trial as the result reports it."""
+
+    number: int
+    technique: str
+    params: dict[str, Any]
+    state: str  # "complete", "failed", "stopped"
+    measures: dict[str, dict[str, Any]]
+    lines: list[LineVerdict]
+    feasible: bool
+    risk: float | None
+    utility_loss: float | None
+    utility: dict[str, float | None]
+    seconds: float | None = None
+    error: str | None = None
+    internal: bool = False
+    repeat_of: int | None = None
+    privacy: dict[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        inner = ", ".join(f"{k}={_short(v)}" for k, v in self.params.items())
+        return f"{self.technique}({inner})" if inner else self.technique
+
+    def failed_lines(self) -> list[LineVerdict]:
+        return [v for v in self.lines if not v.met]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "technique": self.technique, "params": self.params, "label": self.label,
+                "state": self.state, "feasible": self.feasible, "risk": self.risk, "utility_loss": self.utility_loss,
+                "utility": self.utility, "measures": self.measures, "lines": [v.to_dict() for v in self.lines],
+                "seconds": self.seconds, "error": self.error, "internal": self.internal, "repeat_of": self.repeat_of,
+                "privacy": self.privacy}
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def record_of(number: int, outcome: Mapping[str, Any], policy: Policy, *, state: str = "complete",
+              repeat_of: int | None = None) -> TrialRecord:
+    """A :class:`TrialRecord` from a trial's outcome, judged against ``policy``."""
+    lines = judge_lines(outcome, policy)
+    losses = utility_losses(outcome, policy)
+    loss = utility_loss(losses, policy)
+    risk = risk_value(lines, policy)
+    error = outcome.get("error")
+    feasible = error is None and state == "complete" and all(v.met for v in lines) and loss is not None
+    return TrialRecord(number, str(outcome.get("technique")), dict(outcome.get("params") or {}),
+                       "failed" if error and state == "complete" else state, dict(outcome.get("measures") or {}),
+                       lines, feasible, risk, loss, losses, outcome.get("seconds"), error,
+                       bool(outcome.get("internal")), repeat_of, outcome.get("privacy"))
+
+
+def pareto_front(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The trials no other trial beats on both risk and utility loss (lower is better on both),
+    by increasing risk."""
+    pts = [r for r in records if r.risk is not None and r.utility_loss is not None]
+    pts.sort(key=lambda r: (r.risk, r.utility_loss, r.number))
+    front: list[TrialRecord] = []
+    best_loss = math.inf
+    for r in pts:
+        if r.utility_loss < best_loss:  # type: ignore[operator]
+            front.append(r)
+            best_loss = r.utility_loss  # type: ignore[assignment]
+    return front
+
+
+def rank(records: Sequence[TrialRecord], policy: Policy) -> list[TrialRecord]:
+    """The feasible trials, most preferred first: least utility loss (weights) or the priority
+    order with its tolerances; ties go to the lower risk, then the earlier trial. A repeat of a
+    deterministic setting is the same release as the trial it repeats and is left out."""
+    feas = [r for r in records if r.feasible and r.repeat_of is None]
+    if not feas:
+        return []
+    if policy.mode == "weights":
+        return sorted(feas, key=lambda r: (r.utility_loss, r.risk if r.risk is not None else math.inf, r.number))
+    names = [t.measure for t in policy.utility]
+
+    def key(r: TrialRecord) -> tuple:
+        return (*[r.utility[n] for n in names], r.risk if r.risk is not None else math.inf, r.number)
+
+    # each measure in turn keeps the releases within its tolerance of the best; the last decides
+    pool = list(feas)
+    for t in policy.utility:
+        best = min(r.utility[t.measure] for r in pool)  # type: ignore[type-var]
+        pool = [r for r in pool if r.utility[t.measure] <= best + t.tolerance]  # type: ignore[operator]
+    first = min(pool, key=lambda r: (*[r.utility[n] for n in names[::-1]],
+                                     r.risk if r.risk is not None else math.inf, r.number))
+    rest = sorted((r for r in feas if r is not first), key=key)
+    return [first, *rest]
+
+
+def unmet_report(records: Sequence[TrialRecord], policy: Policy) -> dict[str, Any]:
+    """Why no trial met the policy: for every line, how many trials met it and the closest
+    value any trial reached; the lines no trial met; and the trial that came closest to
+    meeting every line (least total excess)."""
+    measured = [r for r in records if r.lines and r.state in ("complete", "failed")]
+    per_line = []
+    for i, text in enumerate(measured[0].lines if measured else []):
+        vs = [(r, r.lines[i]) for r in measured]
+        met = [r.number for r, v in vs if v.met]
+        cands = [(r, v) for r, v in vs if v.verdict not in ("not measured", "not applicable", "not judged")]
+        closest = min(cands, key=lambda rv: (rv[1].margin, rv[0].number)) if cands else None
+        per_line.append({
+            "line": text.line, "measure": text.measure, "met_by": len(met), "of": len(vs),
+            "closest": None if closest is None else {"trial": closest[0].number, "label": closest[0].label,
+                                                     **closest[1].to_dict()},
+        })
+    never = [p["line"] for p in per_line if p["met_by"] == 0]
+
+    def excess(r: TrialRecord) -> float:
+        return sum(max(0.0, v.margin) for v in r.lines)
+
+    best = min(measured, key=lambda r: (excess(r), r.number)) if measured else None
+    return {
+        "lines": per_line,
+        "never_met": never,
+        "closest_trial": None if best is None else {
+            "trial": best.number, "label": best.label, "excess": excess(best),
+            "missed": [v.to_dict() for v in best.failed_lines()]},
+        "trials": len(measured),
+    }
+
+
+@dataclass
+class RecommendResult:
+    """What :func:`recommend` found.
+
+    ``trials`` every trial of the study (also those of earlier runs when resumed);
+    ``reference`` the training split released unchanged (how much risk the policy removes);
+    ``front`` the feasible trials no other beats on both risk and utility loss; ``ranking``
+    the feasible trials, most preferred first; ``winner`` the first of the ranking (``None``
+    when no trial met the policy; ``unmet`` then says why). ``release`` is the recommended
+    release (a :class:`~ppdm.experiments.release.Release`, with the control split in
+    ``control`` unless refitted) and ``verification`` its own measured figures; ``chosen``
+    the trial whose technique and parameters made it (the winner, or the next of the
+    ranking when fresh draws of the winner missed the policy).
+    """
+
+    policy: Policy
+    trials: list[TrialRecord]
+    reference: TrialRecord | None
+    front: list[TrialRecord]
+    ranking: list[TrialRecord]
+    unmet: dict[str, Any] | None
+    release: Release | None
+    control: pd.DataFrame | None
+    verification: TrialRecord | None
+    chosen: TrialRecord | None
+    refit: bool
+    study: dict[str, Any]
+    split: dict[str, Any]
+    spaces: dict[str, dict[str, Any]]
+    left_out: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def winner(self) -> TrialRecord | None:
+        return self.ranking[0] if self.ranking else None
+
+    @property
+    def met(self) -> bool:
+        """Whether a release meeting the policy was made."""
+        return self.release is not None
+
+    @property
+    def feasible(self) -> list[TrialRecord]:
+        return [r for r in self.trials if r.feasible]
+
+    def save(self, out: str | Path) -> list[Path]:
+        """Write the recommended release as ``ppdm anonymize`` does (table, provenance, the
+        control split unless refitted, technique sidecars), all or nothing."""
+        if self.release is None:
+            raise PPDMError("no release met the policy, so there is nothing to write")
+        from ppdm.experiments.release import control_path
+
+        if self.control is not None:
+            self.release.provenance["holdout"] = {"fraction": self.split["holdout"], "rows": len(self.control),
+                                                  "control": control_path(out).name}
+        return save_release(self.release, out, self.control)
+
+
+# ---------------------------------------------------------------------------- study
+def _seed_of(root: int, *key: int) -> int:
+    ss = np.random.SeedSequence(int(root), spawn_key=tuple(int(k) for k in key))
+    return int(ss.generate_state(1, dtype=np.uint32)[0])
+
+
+def _open_study(storage: Any, resume: bool, sampler: Any) -> tuple[Any, bool]:
+    """The Optuna study in ``storage`` (created, or loaded with ``resume``) and whether it existed."""
+    import optuna
+
+    directions = ["minimize", "minimize"]
+    if storage is None:
+        return optuna.create_study(directions=directions, sampler=sampler, study_name=STUDY_NAME), False
+    names = [s.study_name for s in optuna.get_all_study_summaries(storage)] if _storage_exists(storage) else []
+    exists = STUDY_NAME in names
+    if exists and not resume:
+        raise ParameterError(f"the study file {_storage_label(storage)!r} already holds a search; continue it with "
+                             "--resume (resume=True) or name another study file")
+    if resume and not exists:
+        raise ParameterError(f"--resume: the study file {_storage_label(storage)!r} holds no ppdm search to continue")
+    if exists:
+        return optuna.load_study(study_name=STUDY_NAME, storage=storage, sampler=sampler), True
+    return optuna.create_study(directions=directions, sampler=sampler, study_name=STUDY_NAME, storage=storage), False
+
+
+def study_storage(path: str | Path) -> str:
+    """The Optuna storage URL of a study file (SQLite)."""
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+def _storage_exists(storage: str) -> bool:
+    if storage.startswith("sqlite:///"):
+        p = Path(storage[len("sqlite:///"):])
+        return p.is_file() and p.stat().st_size > 0
+    return True
+
+
+def _storage_label(storage: Any) -> str:
+    if isinstance(storage, str) and storage.startswith("sqlite:///"):
+        return storage[len("sqlite:///"):]
+    return str(storage)
+
+
+# ------------------------------------------------------------------------ the search
+@dataclass
+class _Running:
+    trial: Any
+    job: TrialJob
+    started: float
+
+
+class _Clock:
+    """The search's time budget: trials start only while one is expected to finish in time,
+    leaving ``reserve`` trial durations and a few seconds (:data:`RESERVE_SECONDS`, at most
+    :data:`RESERVE_SHARE` of the budget) for the recommended release and the report."""
+
+    def __init__(self, budget: float | None, start: float, reserve: int) -> None:
+        self.budget, self.start, self.reserve = budget, start, reserve
+        self.durations: list[float] = []
+        self.fallback = 1.0
+
+    def estimate(self) -> float:
+        """The time a trial takes: the 75th percentile of the trials that ran (failures end early
+        and would make it look short)."""
+        return float(np.percentile(self.durations, 75)) if self.durations else self.fallback
+
+    def deadline(self) -> float | None:
+        if self.budget is None:
+            return None
+        return self.start + self.budget - self.reserve * self.estimate() - min(RESERVE_SECONDS,
+                                                                               RESERVE_SHARE * self.budget)
+
+    def can_start(self, now: float) -> bool:
+        d = self.deadline()
+        return d is None or now + self.estimate() <= d
+
+    def fraction(self, now: float) -> float:
+        return 0.0 if self.budget is None else min(1.0, (now - self.start) / self.budget)
+
+
+def recommend(
+    x: pd.DataFrame,
+    policy: Policy | Mapping[str, Any] | str | Path,
+    *,
+    schema: Schema | None = None,
+    class_column: str | None = None,
+    quasi_identifiers: Sequence[str] | str | None = None,
+    identifiers: Sequence[str] | str | None = None,
+    sensitive: Sequence[str] | str | None = None,
+    holdout: float = DEFAULT_HOLDOUT,
+    refit: bool = False,
+    study: str | Path | None = None,
+    resume: bool = False,
+    budget: float | str | None = None,
+    n_trials: int | None = None,
+    n_jobs: int = 1,
+    executor: Executor | None = None,
+    random_state: int | None = None,
+    input_info: Mapping[str, Any] | None = None,
+    started: float | None = None,
+) -> RecommendResult:
+    """Search the policy's techniques × parameters for the release that meets every risk line
+    at the least loss of utility, and make it (see the module docstring).
+
+    Parameters
+    ----------
+    x:
+        The original table (class column included; identifier columns are removed first).
+    policy:
+        A :class:`~ppdm.experiments.policy.Policy`, the content of a policy file as a dict, or
+        the path of a policy file.
+    schema, class_column, quasi_identifiers, identifiers, sensitive:
+        Column types and roles, as for :func:`ppdm.experiments.release.release`. Key-variable
+        measures of a policy need declared quasi-identifiers.
+    holdout:
+        Share of the records held out as the control split (0 < holdout < 1).
+    refit:
+        Make the recommended release on the whole table instead of the training split (no
+        control set is left to measure it against; its figures are those of the training
+        split's release).
+    study:
+        A study file (SQLite) or an Optuna storage URL; ``None`` keeps the study in memory.
+    resume:
+        Continue the search stored in ``study`` (same table, hold-out and policy).
+    budget:
+        Wall time of the whole call in seconds or as text (``"10m"``); trials start only while
+        one is expected to end in time, and with worker processes a trial still running at the
+        end is stopped.
+    n_trials:
+        Trials the study should hold in the end (earlier runs included). Without either
+        budget, :data:`DEFAULT_TRIALS`.
+    n_jobs:
+        Trials run at once: 1 in this process, more in worker processes (``-1``: one per
+        core). Ignored when ``executor`` is given.
+    executor:
+        A :class:`concurrent.futures.Executor` to run trials on, e.g. a Dask cluster's
+        ``Client.get_executor()``; each trial then carries the search data with it.
+    random_state:
+        Seed of the split, the search and the recommended release (keep it secret, as for any
+        release); ``None`` draws from the operating system, and the recommended release is then
+        seeded from fresh entropy that is stored nowhere.
+    input_info:
+        ``source``, ``sha256``, ``rows``, ``columns`` of the input for the provenance.
+    started:
+        When the budget's clock started (a :func:`time.perf_counter` value; default: now), so a
+        command can count the time it spent reading its input.
+
+    Returns
+    -------
+    RecommendResult
+        With ``release`` ``None`` when no trial met the policy (``unmet`` says why).
+    """
+    import optuna
+
+    start = time.perf_counter() if started is None else float(started)
+    if not isinstance(x, pd.DataFrame):
+        raise PPDMError(f"recommend expects a pandas DataFrame, got {type(x).__name__}")
+    pol = _as_policy(policy)
+    budget_s = None if budget is None else parse_duration(budget)
+    if n_trials is not None and (isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer))
+                                 or n_trials < 1):
+        raise ParameterError(f"the trial budget must be a whole number of at least 1, got {n_trials!r}")
+    target = int(n_trials) if n_trials is not None else (DEFAULT_TRIALS if budget_s is None else None)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -1:
+        raise ParameterError(f"n_jobs must be a positive number or -1 (one per core), got {n_jobs!r}")
+    workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    if random_state is not None and (isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer))
+                                     or random_state < 0):
+        raise ParameterError(f"random_state must be a non-negative whole number or None, got {random_state!r}")
+    storage = None if study is None else (str(study) if "://" in str(study) else study_storage(study))
+
+    table, sch, ids = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
+    spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))))
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    info = {"sha256": table_sha256(table), "rows": int(len(table)), "columns": int(table.shape[1]),
+            "schema": sch.to_dict(), "holdout": float(holdout), "removed_identifiers": ids}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler0 = _sampler(0, len(spaces))
+        stu, existed = _open_study(storage, resume, sampler0)
+    attrs = stu.user_attrs
+    if existed:
+        _check_resume(attrs, pol, info)
+        root = int(attrs["seed"])
+    else:
+        root = int(random_state) if random_state is not None else secrets.randbits(63)
+    base_info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1]),
+                 **dict(input_info or {})}
+    data = _search_data(table, sch, pol, holdout, root, base_info)
+    train, control = data.train, data.control
+
+    # the reference: the training split released unchanged; it also checks every measure runs here
+    if existed and "reference" in attrs:
+        ref_outcome = attrs["reference"]
+    else:
+        t0 = time.perf_counter()
+        ref_outcome = {"technique": "original", "params": {}, "measures": measure_release(train, data),
+                       "privacy": None, "check": None, "error": None, "internal": False}
+        ref_outcome["seconds"] = time.perf_counter() - t0
+        skipped = {n: m["reason"] for n, m in ref_outcome["measures"].items() if m.get("value") is None}
+        if skipped:
+            n, why = next(iter(skipped.items()))
+            raise ParameterError(f"the policy's measure {n!r} cannot be computed on this table: {why}")
+    reference = record_of(-1, ref_outcome, pol)
+    reference.state = "reference"
+    if not existed:
+        stu.set_user_attr("ppdm", {"format": STUDY_FORMAT, "version": STUDY_VERSION, "ppdm_version": _version()})
+        stu.set_user_attr("policy", pol.to_dict())
+        stu.set_user_attr("policy_sha256", pol.sha256())
+        stu.set_user_attr("data", info)
+        stu.set_user_attr("seed", root)
+        stu.set_user_attr("reference", ref_outcome)
+    else:
+        _fail_interrupted(stu)
+    stu.sampler = _sampler(_seed_of(root, 3, len(stu.trials)), len(spaces))
+
+    clock = _Clock(budget_s, start, 1)
+    # before any trial has ended, a trial is taken to cost the reference's measures and half as much again
+    clock.fallback = 1.5 * float(ref_outcome.get("seconds") or 1.0)
+    clock.durations = [float(t.user_attrs["outcome"]["seconds"]) for t in stu.trials
+                       if "outcome" in t.user_attrs and t.user_attrs["outcome"].get("seconds")
+                       and not t.user_attrs["outcome"].get("error") and t.user_attrs.get("repeat_of") is None]
+    before = len(stu.trials)
+    stopped_by = _search(stu, spaces, data, pol, clock=clock, target=target, workers=workers, executor=executor,
+                         root=root, n_records=len(train))
+
+    records = _records(stu, pol)
+    ranking = rank(records, pol)
+    front = pareto_front([r for r in records if r.feasible])
+    result = RecommendResult(
+        policy=pol, trials=records, reference=reference, front=front, ranking=ranking, unmet=None, release=None,
+        control=None, verification=None, chosen=None, refit=bool(refit),
+        study={"name": STUDY_NAME, "storage": _storage_label(storage) if storage else None,
+               "trials": len(records), "new_trials": len(records) - before, "resumed": existed,
+               "stopped_by": stopped_by, "budget_seconds": budget_s, "trial_budget": target},
+        split={"holdout": float(holdout), "train_rows": int(len(train)), "control_rows": int(len(control)),
+               "rows": int(len(table)), "removed_identifiers": ids},
+        spaces={s.name: s.describe(len(train)) for s in spaces}, left_out=left_out)
+    internal = [r for r in records if r.internal]
+    if internal:
+        result.notes.append(f"{len(internal)} trial(s) stopped on an internal error (a defect of ppdm, reported "
+                            f"as such), e.g. trial {internal[0].number} ({internal[0].label}): {internal[0].error}")
+    if not ranking:
+        result.unmet = unmet_report(records, pol)
+    else:
+        _final(result, data, table, root, random_state is not None, base_info)
+    result.study["seconds"] = time.perf_counter() - start
+    return result
+
+
+def _table(x: pd.DataFrame, pol: Policy, schema: Schema | None, class_column: str | None,
+           quasi_identifiers: Any, identifiers: Any, sensitive: Any) -> tuple[pd.DataFrame, Schema, list[str]]:
+    """The table a search works on (identifier columns out), its schema, and the identifiers."""
+    roles = Roles.of(identifiers, quasi_identifiers, sensitive, None, None)
+    sch = resolve_schema(x, schema=schema, class_column=class_column, roles=roles, detect=schema is None)
+    ids = [c for c in sch.identifiers if c in x.columns]
+    table = x.drop(columns=ids).reset_index(drop=True)
+    sch = replace(sch, identifiers=[])
+    table, _ = sch.validate(table, missing="keep")
+    _check_policy_against_table(pol, sch)
+    return table, sch, ids
+
+
+def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, root: int,
+                 base_info: Mapping[str, Any]) -> SearchData:
+    """The splits and measurement settings of the search seeded by ``root``."""
+    from ppdm.trees.cart import rules_from_cart
+
+    train, control = hold_out(table, holdout, np.random.default_rng(_seed_of(root, 0)))
+    measure_seed = _seed_of(root, 1)
+    rules = None
+    if sch.class_column is not None and any(load_all_measures()[m].needs_class for m in pol.measures()):
+        rules = rules_from_cart(train, sch, random_state=measure_seed)
+    options: dict[str, Any] = {"infer_keys": False, **pol.measure_options()}
+    return SearchData(train, control, sch, rules, tuple(pol.measures()), options, measure_seed,
+                      {**dict(base_info), "rows_used": int(len(train))})
+
+
+def search_data(
+    x: pd.DataFrame,
+    policy: Policy | Mapping[str, Any] | str | Path,
+    *,
+    random_state: int,
+    schema: Schema | None = None,
+    class_column: str | None = None,
+    quasi_identifiers: Sequence[str] | str | None = None,
+    identifiers: Sequence[str] | str | None = None,
+    sensitive: Sequence[str] | str | None = None,
+    holdout: float = DEFAULT_HOLDOUT,
+) -> SearchData:
+    """The training and control splits, Ψx and measure settings that :func:`recommend` uses
+    with the same arguments and seed, so a release made outside the search (a standard
+    workflow) is measured exactly as the search measures its trials:
+    ``measure_release(z, data)`` with ``z`` made from ``data.train``, then
+    :func:`record_of` to judge it against a policy. The splits are private (original records)."""
+    pol = _as_policy(policy)
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise ParameterError(f"random_state must be a non-negative whole number, got {random_state!r}")
+    table, sch, _ = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
+    info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1])}
+    return _search_data(table, sch, pol, holdout, int(random_state), info)
+
+
+def _version() -> str:
+    from ppdm import __version__
+
+    return __version__
+
+
+def _as_policy(policy: Policy | Mapping[str, Any] | str | Path) -> Policy:
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, Mapping):
+        return parse_policy(policy)
+    if isinstance(policy, (str, Path)):
+        return load_policy(policy)
+    raise ParameterError(f"policy must be a Policy, a dict or the path of a policy file, got {type(policy).__name__}")
+
+
+def _check_policy_against_table(pol: Policy, sch: Schema) -> None:
+    from ppdm.metrics.keyvar import KEY_VARIABLE_MEASURES
+
+    registry = load_all_measures()
+    for name in pol.measures():
+        if registry[name].needs_class and sch.class_column is None:
+            raise ParameterError(f"the policy's measure {name!r} needs a class column; name it with "
+                                 "class_column=... (CLI: --class)")
+    for line in pol.risk:
+        if line.measure in KEY_VARIABLE_MEASURES and not sch.quasi_identifiers and not line.options.get("keys"):
+            raise ParameterError(f"the policy's line {line.text()!r} needs declared quasi-identifiers: declare them "
+                                 "with quasi_identifiers=... (CLI: --qi) or in the schema")
+
+
+def _check_resume(attrs: Mapping[str, Any], pol: Policy, info: Mapping[str, Any]) -> None:
+    head = attrs.get("ppdm") or {}
+    if head.get("format") != STUDY_FORMAT:
+        raise ParameterError("the study file holds a study ppdm did not make; name another study file")
+    if head.get("version") != STUDY_VERSION:
+        raise ParameterError(f"the study was made by another version of ppdm's search (study version "
+                             f"{head.get('version')!r}); start a new study")
+    data = attrs.get("data") or {}
+    if data.get("sha256") != info["sha256"] or data.get("schema") != info["schema"]:
+        raise ParameterError("--resume: the study searched another table (or the same table with other column "
+                             "roles); resume with the same input, or start a new study")
+    if data.get("holdout") != info["holdout"]:
+        raise ParameterError(f"--resume: the study held out {data.get('holdout')!r} of the records, not "
+                             f"{info['holdout']!r}; resume with the same --holdout")
+    if attrs.get("policy_sha256") != pol.sha256():
+        raise ParameterError("--resume: the study ran under another policy; resume with the same policy, or start a "
+                             "new study to search under this one")
+
+
+def _fail_interrupted(stu: Any) -> None:
+    """Trials left running by an interrupted run are closed as failed, saying so."""
+    from optuna.trial import TrialState
+
+    for t in stu.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
+        stu.tell(t.number, state=TrialState.FAIL)
+
+
+def _sampler(seed: int, n_techniques: int) -> Any:
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
+                                          n_startup_trials=max(8, n_techniques + 3))
+
+
+def _key(technique: str, params: Mapping[str, Any]) -> str:
+    return technique + json.dumps(_json(params), sort_keys=True)
+
+
+def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: Policy, *, clock: _Clock,
+            target: int | None, workers: int, executor: Executor | None, root: int, n_records: int) -> str:
+    """Run trials until a budget is spent; returns what stopped the search."""
+    from optuna.trial import TrialState
+
+    det = {s.name for s in spaces if s.deterministic}
+    seen: dict[str, int] = {}
+    for t in stu.trials:
+        o = t.user_attrs.get("outcome")
+        if (o is not None and t.state == TrialState.COMPLETE and o.get("technique") in det
+                and t.user_attrs.get("repeat_of") is None and not o.get("internal")):
+            seen.setdefault(_key(o["technique"], o.get("params") or {}), t.number)
+
+    def finished() -> int:
+        return sum(1 for t in stu.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL))
+
+    done0 = finished()
+    total_units = 1000
+    own_pool = None
+    running: dict[Future, _Running] = {}
+    repeats = 0
+    fresh: dict[str, Any] | None = None  # a random untried setting for the next trial, after a repeat
+    stopped_by = "trial budget"
+    parallel = executor is not None or workers > 1
+    if parallel and executor is None:
+        own_pool = _process_pool(workers, data)
+    pool = executor if executor is not None else own_pool
+    slots = workers if executor is None else _executor_slots(executor, workers)
+
+    with progress.steps(total_units, "searching") as step:
+        shown = 0
+
+        def report(text: str) -> None:
+            nonlocal shown
+            now = time.perf_counter()
+            frac = clock.fraction(now)
+            if target is not None:
+                frac = max(frac, min(1.0, (finished() - done0) / max(1, target - done0)))
+            units = int(frac * total_units)
+            step(max(0, units - shown), description=text)
+            shown = max(shown, units)
+
+        def tell(trial: Any, job: TrialJob, outcome: dict[str, Any], repeat_of: int | None = None) -> None:
+            trial.set_user_attr("outcome", outcome)
+            if repeat_of is not None:
+                trial.set_user_attr("repeat_of", repeat_of)
+            rec = record_of(trial.number, outcome, pol, repeat_of=repeat_of)
+            for v in rec.lines:
+                trial.set_constraint(_constraint_name(v), float(v.margin))
+            if repeat_of is not None:
+                # the same release told twice would count double in the sampler's model of what is good
+                stu.tell(trial, state=TrialState.FAIL)
+            elif rec.error is None and rec.risk is not None and rec.utility_loss is not None:
+                stu.tell(trial, [float(rec.risk), float(rec.utility_loss)])
+            else:
+                # a failure Optuna would ignore; told as the worst outcome (every constraint violated),
+                # the sampler learns to avoid techniques and settings that do not run on this table
+                stu.tell(trial, list(PENALTY))
+            if job.technique in det and repeat_of is None and not outcome.get("internal"):
+                seen.setdefault(_key(job.technique, job.params), trial.number)
+            if repeat_of is None and outcome.get("seconds") and not outcome.get("error"):
+                clock.durations.append(float(outcome["seconds"]))
+            n_ok = sum(1 for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                       if all(v <= 0 for v in t.constraints.values()))
+            report(f"trial {trial.number + 1} · {n_ok} met the policy")
+
+        try:
+            while True:
+                while (len(running) < slots
+                       and (target is None or finished() + len(running) < target)
+                       and clock.can_start(time.perf_counter())
+                       and repeats < EXHAUSTED_AFTER):
+                    if fresh is not None:
+                        # enqueued only now, so a setting never waits in the study beyond the budget
+                        stu.enqueue_trial(fresh)
+                        fresh = None
+                    trial = stu.ask()
+                    ts, params = suggest(trial, spaces, n_records)
+                    job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number))
+                    trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
+                    k = _key(ts.name, params)
+                    if ts.deterministic and k in seen:
+                        prev = stu.get_trials(deepcopy=False)[seen[k]].user_attrs["outcome"]
+                        repeats += 1
+                        tell(trial, job, {**prev, "seconds": 0.0}, repeat_of=seen[k])
+                        # the sampler is stuck on what it knows: the next trial explores a setting not
+                        # tried yet, drawn at random (none found in many draws: the space is spent)
+                        rng = np.random.default_rng(_seed_of(root, 5, trial.number))
+                        fresh = _untried(spaces, rng, n_records, seen)
+                        if fresh is None:
+                            repeats = EXHAUSTED_AFTER
+                        continue
+                    repeats = 0
+                    if pool is None:
+                        tell(trial, job, run_trial(job, data))
+                    else:
+                        fut = pool.submit(_run_in_worker, job) if own_pool is not None else \
+                            pool.submit(_run_with_data, job, data)
+                        running[fut] = _Running(trial, job, time.perf_counter())
+                if repeats >= EXHAUSTED_AFTER and not running:
+                    stopped_by = "search space exhausted"
+                    break
+                if not running:
+                    if target is not None and finished() >= target:
+                        stopped_by = "trial budget"
+                    else:
+                        stopped_by = "time budget"
+                    break
+                deadline = clock.deadline()
+                timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
+                done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
+                if not done:
+                    stopped_by = "time budget"
+                    for fut, r in running.items():
+                        fut.cancel()
+                        r.trial.set_user_attr("stopped", "still running when the time budget ran out")
+                        stu.tell(r.trial, state=TrialState.FAIL)
+                    running.clear()
+                    _stop(own_pool, kill=True)
+                    own_pool = None
+                    break
+                for fut in done:
+                    r = running.pop(fut)
+                    try:
+                        outcome = fut.result()
+                    except Exception as e:  # noqa: BLE001 - a lost worker is recorded as an internal error
+                        outcome = {"technique": r.job.technique, "params": _json(r.job.params), "measures": {},
+                                   "privacy": None, "check": None, "internal": True,
+                                   "error": f"{type(e).__name__}: {' '.join(str(e).split())}",
+                                   "seconds": time.perf_counter() - r.started}
+                    tell(r.trial, r.job, outcome)
+        finally:
+            for fut in running:
+                fut.cancel()
+            if own_pool is not None:
+                _stop(own_pool, kill=bool(running))
+    return stopped_by
+
+
+def _constraint_name(v: LineVerdict) -> str:
+    return v.measure
+
+
+def _process_pool(workers: int, data: SearchData) -> Executor:
+    """Worker processes that each receive the search data once; one thread each for the
+    numerical libraries, so the workers share the cores instead of fighting over them."""
+    from joblib.externals.loky.process_executor import ProcessPoolExecutor
+
+    one = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
+    return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(data,), env=one)
+
+
+def _executor_slots(executor: Executor, workers: int) -> int:
+    """How many trials to keep running on a given executor: its worker threads when it says
+    (a Dask cluster's), else ``workers``."""
+    client = getattr(executor, "_client", None)
+    if client is not None and hasattr(client, "nthreads"):
+        try:
+            return max(1, int(sum(client.nthreads().values())))
+        except Exception:  # noqa: BLE001 - the count is a hint
+            return max(1, workers)
+    return max(1, workers)
+
+
+def _stop(pool: Executor | None, *, kill: bool) -> None:
+    """Shut down the search's own worker processes; ``kill`` stops trials still running."""
+    if pool is not None:
+        pool.shutdown(wait=not kill, kill_workers=kill)  # type: ignore[call-arg]
+
+
+def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
+    from optuna.trial import TrialState
+
+    out = []
+    for t in stu.get_trials(deepcopy=False):
+        o = t.user_attrs.get("outcome")
+        if o is None:
+            job = t.user_attrs.get("job") or {}
+            reason = t.user_attrs.get("stopped") or "did not finish (the run that started it was interrupted)"
+            o = {"technique": job.get("technique", "?"), "params": job.get("params") or {}, "measures": {},
+                 "privacy": None, "check": None, "error": reason, "internal": False, "seconds": None}
+            state = "stopped"
+        else:
+            # a repeat is told to Optuna as failed (so it does not count twice) but is the trial it repeats
+            state = "complete" if t.state == TrialState.COMPLETE or t.user_attrs.get("repeat_of") is not None \
+                else "failed"
+        rec = record_of(t.number, o, pol, state=state, repeat_of=t.user_attrs.get("repeat_of"))
+        out.append(rec)
+    return out
+
+
+def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root: int, seeded: bool,
+           base_info: Mapping[str, Any]) -> None:
+    """Make the recommended release with a fresh seed; by default measure it against the
+    control split and keep it only when it meets the policy itself."""
+    pol = result.policy
+    attempt = 0
+    tried: list[str] = []
+    with progress.steps(None, "making the recommended release") as step:
+        for cand in result.ranking[:FINAL_CANDIDATES]:
+            draws = 1 if _deterministic(cand.technique, result) else FINAL_DRAWS
+            for _ in range(draws):
+                seed = _seed_of(root, 4, attempt) if seeded else None
+                attempt += 1
+                job = TrialJob(-1, cand.technique, dict(cand.params), seed)
+                source = table if result.refit else data.train
+                info = {**base_info, "rows_used": int(len(source))}
+                rel = make_release(job, source, data, info)
+                step(1, description=f"measuring the recommended release ({cand.label})")
+                if result.refit:
+                    verification = cand
+                else:
+                    outcome = {"technique": cand.technique, "params": cand.params,
+                               "measures": measure_release(rel.data, data, output_schema(rel.technique)),
+                               "privacy": _privacy(rel.technique),
+                               "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
+                               "internal": False}
+                    verification = record_of(-1, outcome, pol)
+                    verification.state = "release"
+                    if not verification.feasible:
+                        tried.append(f"{cand.label}: " + ", ".join(
+                            f"{v.line} {v.verdict}" for v in verification.failed_lines()))
+                        continue
+                _attach(rel, result, cand, verification, seeded)
+                result.release, result.verification, result.chosen = rel, verification, cand
+                result.control = None if result.refit else data.control
+                if cand is not result.winner:
+                    result.notes.append(f"fresh draws of the winner, trial {result.winner.number} "  # type: ignore[union-attr]
+                                        f"({result.winner.label}), missed the policy; the release was made with "  # type: ignore[union-attr]
+                                        f"the next-ranked trial {cand.number} ({cand.label}) instead")
+                return
+    result.unmet = {"lines": [], "never_met": [], "closest_trial": None, "trials": len(result.trials),
+                    "final_draws": tried,
+                    "note": "trials met the policy, but fresh draws of the best releases did not; the margins are "
+                            "too thin for a release to meet the policy reliably"}
+
+
+def _deterministic(technique: str, result: RecommendResult) -> bool:
+    space = space_of(technique)
+    return isinstance(space, SearchSpace) and space.deterministic
+
+
+def _attach(rel: Release, result: RecommendResult, cand: TrialRecord, verification: TrialRecord,
+            seeded: bool) -> None:
+    """What the provenance says about the recommendation: the policy, the study and the trial;
+    the measured figures go to the owner's private record when the release has one."""
+    pol = result.policy
+    rec: dict[str, Any] = {
+        "policy": {"name": pol.name, "source": Path(pol.source).name if pol.source else None,
+                   "sha256": pol.sha256(), "lines": pol.lines_text(), "utility": pol.utility_text()},
+        "study": {"name": result.study["name"],
+                  "file": Path(result.study["storage"]).name if result.study.get("storage") else None,
+                  "trial": cand.number, "trials": len(result.trials)},
+        "refit": result.refit,
+        "meets_policy": "measured on this release against the control split" if not result.refit else
+                        "measured on a release of the same technique and parameters made from the training split "
+                        f"({result.split['train_rows']} records) against the control split "
+                        f"({result.split['control_rows']} records); this release was refitted on all "
+                        f"{result.split['rows']} records",
+    }
+    rel.provenance["recommendation"] = rec
+    private = getattr(rel, "private", None)
+    if isinstance(private, dict):
+        private["recommendation"] = {"lines": [v.to_dict() for v in verification.lines],
+                                     "utility": verification.utility}

@@ -1,0 +1,660 @@
+"""``ppdm.experiments.recommend``: the search finds the release an enumeration of the whole
+space finds, a policy no release meets is answered with the lines no trial met, studies
+resume from SQLite, budgets are honoured, and the recommended release is made and measured
+like any release."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+
+from ppdm.anonymize.base import Technique
+from ppdm.anonymize.registry import TECHNIQUES, make_technique, register
+from ppdm.anonymize.search_space import Integer, Real, SearchSpace
+from ppdm.data.provenance import read_provenance
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError
+from ppdm.experiments.policy import parse_policy
+from ppdm.experiments.recommend import (
+    STUDY_NAME,
+    LineVerdict,
+    TrialRecord,
+    build_spaces,
+    judge_lines,
+    measure_release,
+    pareto_front,
+    parse_duration,
+    random_setting,
+    rank,
+    recommend,
+    record_of,
+    search_data,
+    study_storage,
+)
+from ppdm.experiments.release import release, without_held_out
+from ppdm.metrics.info_loss import sse_sst
+from ppdm.metrics.linkage import record_linkage
+
+ATTRS = ["a", "b", "c"]
+
+
+def tiny(n: int = 60, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(50, 10, n).round(2)
+    return pd.DataFrame({"a": a, "b": rng.normal(5, 2, n).round(2), "c": rng.gamma(2, 3, n).round(2),
+                         "label": np.where(a + rng.normal(0, 5, n) > 50, "yes", "no")})
+
+
+X = tiny()
+SCHEMA = Schema.infer(X, "label")
+#: MDAV and rounding are deterministic: every setting has one release, so the optimum is well defined
+POLICY = {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+          "techniques": {"mdav": {"k": {"low": 2, "high": 30}},
+                         "rounding": {"method": "optimal", "encoding": "nearest", "k": {"low": 2, "high": 30}}}}
+#: settings of POLICY's space
+SPACE = [(t, k) for t in ("mdav", "rounding") for k in range(2, 31)]
+
+
+def enumerate_space(train: pd.DataFrame) -> dict[tuple[str, int], tuple[float, float]]:
+    """(technique, k) → (record linkage, SSE/SST) of every setting, by the measures themselves."""
+    out = {}
+    for tech, k in SPACE:
+        params = {"k": k, **({"method": "optimal"} if tech == "rounding" else {})}
+        z = release(train, make_technique(tech, class_column="label", schema=SCHEMA, params=params),
+                    schema=SCHEMA).data
+        out[(tech, k)] = (record_linkage(train[ATTRS], z[ATTRS]).value, sse_sst(train[ATTRS], z[ATTRS]).value)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_the_search_finds_the_optimum_an_enumeration_finds(seed: int) -> None:
+    res = recommend(X, POLICY, schema=SCHEMA, n_trials=40, random_state=seed)
+    train = without_held_out(X, res.control)
+    assert len(train) == res.split["train_rows"] == 30 and len(res.control) == 30
+    table = enumerate_space(train)
+    feasible = {s: v for s, v in table.items() if v[0] <= 0.1}
+    best = min(feasible, key=lambda s: feasible[s][1])
+    # the optimum is not an end of a range, and the search tried fewer settings than there are
+    assert best[1] not in (2, 30)
+    assert len({(t.technique, t.params["k"]) for t in res.trials}) < len(SPACE)
+    w = res.winner
+    assert w is not None and (w.technique, w.params["k"]) == best
+    assert w.utility_loss == pytest.approx(feasible[best][1], rel=1e-12)
+    assert w.lines[0].value == pytest.approx(feasible[best][0], rel=1e-12)
+    # every trial's figures are the enumeration's
+    for t in res.trials:
+        k = (t.technique, t.params["k"])
+        assert (t.lines[0].value, t.utility_loss) == pytest.approx(table[k], rel=1e-12)
+        assert t.feasible == (table[k][0] <= 0.1)
+    # the front: feasible, and none beaten on both risk and loss
+    front = {(t.technique, t.params["k"]) for t in res.front}
+    for s in front:
+        assert s in feasible
+        assert not any(v[0] <= feasible[s][0] and v[1] <= feasible[s][1] and v != feasible[s]
+                       for v in feasible.values())
+    # the recommended release is that setting, made again and measured itself (MDAV draws nothing)
+    assert res.chosen is w and res.verification is not None and res.verification.feasible
+    assert res.verification.utility_loss == pytest.approx(w.utility_loss, rel=1e-12)
+    assert res.release is not None and len(res.release.data) == 30
+    assert res.release.provenance["technique"]["name"] == best[0]
+    assert res.release.provenance["seeded"] is True
+    # a release made outside the search is measured exactly as the search measures its trials
+    data = search_data(X, POLICY, schema=SCHEMA, random_state=seed)
+    assert data.control.equals(res.control) and data.train.equals(train)
+    z = release(data.train, make_technique(w.technique, class_column="label", schema=SCHEMA, params=w.params),
+                schema=SCHEMA).data
+    outside = record_of(-1, {"measures": measure_release(z, data)}, parse_policy(POLICY))
+    assert outside.measures == w.measures and outside.feasible
+
+
+def test_nothing_meets_the_policy() -> None:
+    pol = {"risk": {"record_linkage": 0.0, "singling_out_univariate": 0.5}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"mdav": {"k": {"low": 2, "high": 4}}, "gaussian-noise": None}}
+    res = recommend(X, pol, schema=SCHEMA, n_trials=8, random_state=1)
+    assert res.release is None and res.winner is None and res.control is None and not res.front
+    un = res.unmet
+    assert un is not None and un["never_met"] == ["record_linkage ≤ 0"]
+    line = next(e for e in un["lines"] if e["line"] == "record_linkage ≤ 0")
+    # the closest value any trial reached on the line no trial met
+    values = [t.lines[0].value for t in res.trials if t.lines[0].value is not None]
+    assert line["met_by"] == 0 and line["closest"]["value"] == pytest.approx(min(values))
+    assert un["closest_trial"]["missed"][0]["line"] == "record_linkage ≤ 0"
+    with pytest.raises(Exception, match="nothing to write"):
+        res.save("z.csv")
+
+
+def test_a_study_resumes_from_sqlite(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    first = recommend(X, POLICY, schema=SCHEMA, study=db, n_trials=5, random_state=3)
+    assert first.study["trials"] == 5 and first.study["new_trials"] == 5 and not first.study["resumed"]
+    # the study can be opened and inspected with Optuna itself
+    stu = optuna.load_study(study_name=STUDY_NAME, storage=study_storage(db))
+    assert len(stu.trials) == 5 and stu.user_attrs["policy_sha256"] == parse_policy(POLICY).sha256()
+    assert all("outcome" in t.user_attrs for t in stu.trials)
+    with pytest.raises(ParameterError, match="already holds a search; continue it with --resume"):
+        recommend(X, POLICY, schema=SCHEMA, study=db, n_trials=5)
+    second = recommend(X, POLICY, schema=SCHEMA, study=db, resume=True, n_trials=9)
+    assert second.study["trials"] == 9 and second.study["new_trials"] == 4 and second.study["resumed"]
+    # the first five trials are kept as they were, on the same split
+    for a, b in zip(first.trials, second.trials[:5], strict=True):
+        assert (a.number, a.label, a.utility_loss, a.risk) == (b.number, b.label, b.utility_loss, b.risk)
+    assert second.control.equals(first.control)
+    # a study holding all the trials asked for runs none and answers from what it holds
+    third = recommend(X, POLICY, schema=SCHEMA, study=db, resume=True, n_trials=9)
+    assert third.study["new_trials"] == 0 and third.winner.number == second.winner.number
+
+
+def test_resume_refuses_another_policy_table_or_holdout(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    recommend(X, POLICY, schema=SCHEMA, study=db, n_trials=2, random_state=3)
+    other = {**POLICY, "risk": {"record_linkage": 0.2}}
+    with pytest.raises(ParameterError, match="ran under another policy"):
+        recommend(X, other, schema=SCHEMA, study=db, resume=True, n_trials=3)
+    with pytest.raises(ParameterError, match="searched another table"):
+        recommend(tiny(seed=9), POLICY, schema=SCHEMA, study=db, resume=True, n_trials=3)
+    with pytest.raises(ParameterError, match="held out 0.5 of the records, not 0.4"):
+        recommend(X, POLICY, schema=SCHEMA, study=db, resume=True, n_trials=3, holdout=0.4)
+    with pytest.raises(ParameterError, match="holds no ppdm search to continue"):
+        recommend(X, POLICY, schema=SCHEMA, study=tmp_path / "none.db", resume=True, n_trials=3)
+
+
+def test_trials_left_running_by_an_interrupted_run_are_closed(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    recommend(X, POLICY, schema=SCHEMA, study=db, n_trials=2, random_state=3)
+    stu = optuna.load_study(study_name=STUDY_NAME, storage=study_storage(db))
+    stu.ask()  # a run that was killed mid-trial leaves it running
+    res = recommend(X, POLICY, schema=SCHEMA, study=db, resume=True, n_trials=4)
+    stopped = [t for t in res.trials if t.state == "stopped"]
+    assert [t.number for t in stopped] == [2] and "interrupted" in stopped[0].error
+    assert len(res.trials) == 4 and not stopped[0].feasible  # the trial budget counts the study's trials
+
+
+def test_the_same_seed_gives_the_same_search_and_release(tmp_path: Path) -> None:
+    pol = {**POLICY, "techniques": {"mdav": {"k": {"low": 2, "high": 12}}, "gaussian-noise": None}}
+    runs = [recommend(X, pol, schema=SCHEMA, n_trials=12, random_state=7) for _ in range(2)]
+    assert [t.to_dict() | {"seconds": None} for t in runs[0].trials] == \
+        [t.to_dict() | {"seconds": None} for t in runs[1].trials]
+    files = []
+    for i, r in enumerate(runs):
+        r.release.provenance["created"] = "fixed"  # the only field that records the time
+        (tmp_path / str(i)).mkdir()
+        files.append(r.save(tmp_path / str(i) / "z.csv"))
+    for a, b in zip(*files, strict=True):
+        assert a.read_bytes() == b.read_bytes()
+
+
+def test_the_recommended_release_is_written_like_any_release(tmp_path: Path) -> None:
+    # no seed: the search and the release draw from the OS; MDAV with k ≥ 2 always meets this line
+    pol = {**POLICY, "risk": {"record_linkage": 0.6}, "techniques": {"mdav": {"k": {"low": 2, "high": 12}}}}
+    res = recommend(X, pol, schema=SCHEMA, study=tmp_path / "s.db", n_trials=10)
+    written = res.save(tmp_path / "z.csv")
+    assert [p.name for p in written] == ["z.csv", "z.provenance.json", "z.control.csv"]
+    prov = read_provenance(tmp_path / "z.csv")
+    rec = prov["recommendation"]
+    assert rec["policy"]["sha256"] == parse_policy(pol).sha256() and rec["policy"]["lines"] == [
+        "record_linkage ≤ 0.6"]
+    assert rec["study"] == {"name": STUDY_NAME, "file": "s.db", "trial": res.chosen.number, "trials": 10}
+    assert rec["refit"] is False and prov["seeded"] is False  # a fresh seed from the OS, stored nowhere
+    assert prov["holdout"] == {"fraction": 0.5, "rows": 30, "control": "z.control.csv"}
+    assert pd.read_csv(tmp_path / "z.control.csv").shape == (30, 4)
+    # the study keeps no seed of the release: the final draw is not derived from the study's seed
+    stu = optuna.load_study(study_name=STUDY_NAME, storage=study_storage(tmp_path / "s.db"))
+    assert set(stu.user_attrs) == {"ppdm", "policy", "policy_sha256", "data", "seed", "reference"}
+
+
+def test_refit_releases_the_whole_table_with_the_trial_figures(tmp_path: Path) -> None:
+    res = recommend(X, {**POLICY, "risk": {"record_linkage": 0.3}}, schema=SCHEMA, n_trials=10, refit=True,
+                    random_state=2)
+    assert res.release is not None and len(res.release.data) == 60 and res.control is None
+    assert res.verification is res.chosen
+    written = res.save(tmp_path / "z.csv")
+    assert [p.name for p in written] == ["z.csv", "z.provenance.json"]
+    rec = read_provenance(tmp_path / "z.csv")["recommendation"]
+    assert rec["refit"] is True and "refitted on all 60 records" in rec["meets_policy"]
+
+
+def test_a_fresh_draw_that_misses_the_policy_is_not_released() -> None:
+    # uniform noise at a level that sometimes meets and sometimes misses a tight linkage line:
+    # whatever is released was measured against the control split and met the policy
+    pol = {"risk": {"record_linkage": 0.2}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"uniform-noise": {"level": {"low": 0.3, "high": 0.9}}}}
+    for seed in range(3):
+        res = recommend(X, pol, schema=SCHEMA, n_trials=6, random_state=seed)
+        if res.release is not None:
+            assert res.verification.feasible
+            assert record_linkage(without_held_out(X, res.control)[ATTRS], res.release.data[ATTRS]).value <= 0.2
+            assert res.verification.lines[0].value == pytest.approx(
+                record_linkage(without_held_out(X, res.control)[ATTRS], res.release.data[ATTRS]).value)
+
+
+def test_trials_in_worker_processes_and_on_an_executor() -> None:
+    pol = {**POLICY, "techniques": {"mdav": {"k": {"low": 2, "high": 12}}}}
+    seq = recommend(X, pol, schema=SCHEMA, n_trials=4, random_state=5)
+    par = recommend(X, pol, schema=SCHEMA, n_trials=4, random_state=5, n_jobs=2)
+    with ThreadPoolExecutor(2) as ex:
+        other = recommend(X, pol, schema=SCHEMA, n_trials=4, random_state=5, executor=ex)
+    for res in (par, other):
+        assert len(res.trials) == 4 and all(t.error is None for t in res.trials)
+        # the split and the measures do not depend on where trials run: the same k gives the same figures
+        by_k = {t.params["k"]: t.utility_loss for t in seq.trials}
+        for t in res.trials:
+            if t.params["k"] in by_k:
+                assert t.utility_loss == pytest.approx(by_k[t.params["k"]], rel=1e-12)
+
+
+# a technique that takes its time, to hold a trial past the deadline (registered only while a
+# test uses it, so no other test meets it among the registered techniques)
+class _Sleepy(Technique):
+    """Sleeps, then changes nothing much (a test technique)."""
+
+    search_space: ClassVar = SearchSpace({"seconds": Real(0.2, 0.3)})
+
+    def __init__(self, seconds: float = 0.2, class_column=None, schema=None, random_state=None) -> None:
+        self.seconds = seconds
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        time.sleep(self.seconds)
+        for c in schema.numeric:
+            df[c] = df[c] + rng.normal(0, df[c].std(), len(df))
+        return df
+
+
+@pytest.fixture
+def sleepy():
+    register("test-sleepy")(_Sleepy)
+    yield
+    TECHNIQUES.pop("test-sleepy", None)
+
+
+def test_the_clock_starts_a_trial_only_while_one_can_end_in_time() -> None:
+    from ppdm.experiments.recommend import _Clock
+
+    clock = _Clock(10.0, 0.0, 1)
+    clock.durations = [1.0, 2.0, 2.0, 6.0]  # the 75th percentile is the estimate: 3
+    # 10 s less one trial for the recommended release, less 5 % of the budget for the files
+    assert clock.deadline() == pytest.approx(10 - 3 - 0.5)
+    assert clock.can_start(3.4) and not clock.can_start(3.6)
+    assert clock.fraction(5.0) == 0.5
+    assert _Clock(None, 0.0, 1).can_start(1e9)
+    assert _Clock(600.0, 0.0, 1).deadline() == pytest.approx(600 - 1 - 3)  # at most 3 s for the files
+
+
+def test_a_time_budget_is_honoured(sleepy: Any) -> None:
+    pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"test-sleepy": {"seconds": {"low": 0.3, "high": 0.4}}}}
+    start = time.perf_counter()
+    res = recommend(X, pol, schema=SCHEMA, budget=10.0, random_state=0)
+    took = time.perf_counter() - start
+    assert res.study["stopped_by"] == "time budget"
+    assert took <= 10.0 + 1.0  # the budget, plus what a trial in this process cannot be stopped in
+    assert len(res.trials) >= 3
+
+
+def test_a_trial_running_at_the_deadline_is_stopped(sleepy: Any) -> None:
+    pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"test-sleepy": {"seconds": {"low": 9.0, "high": 9.5}}}}
+    ex = ThreadPoolExecutor(1)
+    try:
+        start = time.perf_counter()
+        res = recommend(X, pol, schema=SCHEMA, budget=7.0, executor=ex, random_state=0)
+        took = time.perf_counter() - start
+    finally:
+        ex.shutdown(wait=False)  # the sleeping trial ends on its own; the search did not wait for it
+    assert took <= 7.0 + 0.5
+    assert res.study["stopped_by"] == "time budget" and res.release is None
+    assert [t.state for t in res.trials] == ["stopped"] and "time budget" in res.trials[0].error
+
+
+def test_budgets_and_arguments_are_checked() -> None:
+    for bad in (0, -5, "0s", "abc", "10 minutes", True):
+        with pytest.raises(ParameterError):
+            recommend(X, POLICY, schema=SCHEMA, budget=bad)
+    with pytest.raises(ParameterError, match="trial budget must be a whole number of at least 1"):
+        recommend(X, POLICY, schema=SCHEMA, n_trials=0)
+    with pytest.raises(ParameterError, match="n_jobs"):
+        recommend(X, POLICY, schema=SCHEMA, n_jobs=0)
+    with pytest.raises(ParameterError, match="holdout must be a fraction strictly between 0 and 1"):
+        recommend(X, POLICY, schema=SCHEMA, holdout=1.0, n_trials=1)
+    assert parse_duration("10m") == 600 and parse_duration("1h30m") == 5400 and parse_duration("90") == 90
+    assert parse_duration("1.5h") == 5400 and parse_duration(2.5) == 2.5
+
+
+def test_the_table_must_allow_the_policy() -> None:
+    keys = {"risk": {"k_anonymity": {"at_most": 0.01, "options": {"k": 5}}}, "utility": {"weights": {"sse_sst": 1}}}
+    with pytest.raises(ParameterError, match="needs declared quasi-identifiers"):
+        recommend(X, keys, schema=SCHEMA, n_trials=1)
+    no_class = X.drop(columns="label")
+    with pytest.raises(ParameterError, match="'auc' needs a class column"):
+        recommend(no_class, {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"auc": 1}}}, n_trials=1)
+    with pytest.raises(ParameterError, match="allows technique 'framework', but it does not fit this table: "
+                                             "needs a class column"):
+        recommend(no_class, {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+                             "techniques": ["framework"]}, n_trials=1)
+    # a measure that cannot be computed on the table is named before the search starts
+    with pytest.raises(ParameterError, match="'l_diversity' cannot be computed on this table"):
+        recommend(X.assign(c=X["c"].astype(str)), {"risk": {"l_diversity": {"at_least": 2}},
+                                                   "utility": {"weights": {"sse_sst": 1}}},
+                  quasi_identifiers="c", n_trials=1)
+
+
+def test_search_spaces_follow_the_policy() -> None:
+    pol = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}}, "epsilon": 1.0})
+    spaces, left = build_spaces(pol, SCHEMA, 100)
+    by = {s.name: s for s in spaces}
+    assert by["dpcube"].params["epsilon"] == Real(0.01, 1.0, log=True)  # the policy's ε caps the range
+    assert by["mdav"].params["k"] == Integer(2, 100, log=True, at_most_share=0.5)
+    assert by["mdav"].describe(100)["k"] == "2 to 50 (log scale)"
+    no_class = Schema(numeric=["a", "b"])
+    spaces, left = build_spaces(pol, no_class, 100)
+    assert left["framework"] == "needs a class column" and left["forest-framework"] == "needs a class column"
+    required = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+                             "epsilon": {"at_most": 0.5, "required": True}})
+    spaces, left = build_spaces(required, SCHEMA, 100)
+    assert [s.name for s in spaces] == ["dpcube"] and "requires differential privacy" in left["mdav"]
+    too_much = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+                             "epsilon": 1.0, "techniques": {"dpcube": {"epsilon": 2.0}}})
+    with pytest.raises(ParameterError, match="caps ε at 1, but fixes dpcube.epsilon at 2.0"):
+        build_spaces(too_much, SCHEMA, 100)
+    impossible = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+                               "techniques": {"gaussian-noise": {"level": {"low": 0.5, "high": 2.0}}}})
+    with pytest.raises(ParameterError, match="'gaussian-noise' refuses level=2.0: level must lie in"):
+        build_spaces(impossible, SCHEMA, 100)
+
+
+def _rec(n: int, risk: float, loss: float, feasible: bool = True, **utility: float) -> TrialRecord:
+    return TrialRecord(n, "t", {}, "complete", {}, [], feasible, risk, loss, dict(utility) or {"u": loss})
+
+
+def test_pareto_front_by_hand() -> None:
+    recs = [_rec(0, 0.3, 0.1), _rec(1, 0.1, 0.5), _rec(2, 0.2, 0.2), _rec(3, 0.2, 0.3), _rec(4, 0.4, 0.1),
+            _rec(5, 0.1, 0.5)]
+    # 3 is beaten by 2; 4 by 0; 5 ties 1 and comes later
+    assert [r.number for r in pareto_front(recs)] == [1, 2, 0]
+
+
+def test_ranking_by_weights_and_by_priority() -> None:
+    pol_w = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"auc": 1, "rule_accuracy": 1}}})
+    recs = [_rec(0, 0.05, 0.30, auc=0.1, rule_accuracy=0.2), _rec(1, 0.02, 0.30, auc=0.2, rule_accuracy=0.1),
+            _rec(2, 0.01, 0.25, False, auc=0.0, rule_accuracy=0.25), _rec(3, 0.09, 0.28, auc=0.13,
+                                                                          rule_accuracy=0.15)]
+    assert [r.number for r in rank(recs, pol_w)] == [3, 1, 0]  # least loss; equal loss: lower risk
+    pol_p = parse_policy({"risk": {"record_linkage": 0.1},
+                          "utility": {"priority": ["auc", "rule_accuracy"], "tolerance": {"auc": 0.05}}})
+    for r in recs:
+        r.utility_loss = r.utility["auc"]
+    # auc first: 0.1 is best; 0.13 lies within 0.05 of it, and rule accuracy then prefers trial 3
+    assert [r.number for r in rank(recs, pol_p)][0] == 3
+    pol_p0 = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"priority": ["auc", "rule_accuracy"]}})
+    assert [r.number for r in rank(recs, pol_p0)] == [0, 3, 1]
+
+
+def test_lines_are_met_only_when_the_interval_is_within() -> None:
+    pol = parse_policy({"risk": {"linkability": 0.05, "record_linkage": 0.1, "l_diversity": {"at_least": 2}},
+                        "utility": {"weights": {"sse_sst": 1}}, "epsilon": 1.0})
+    outcome = {"measures": {"linkability": {"value": 0.03, "ci_low": 0.01, "ci_high": 0.06},
+                            "record_linkage": {"value": 0.1, "ci_low": None, "ci_high": None},
+                            "l_diversity": {"value": None, "ci_low": None, "ci_high": None,
+                                            "reason": "no sensitive attribute"}},
+               "privacy": {"differentially_private": False, "epsilon": 0.5}, "error": None}
+    lines = {v.measure: v for v in judge_lines(outcome, pol)}
+    assert lines["linkability"].verdict == "uncertain" and not lines["linkability"].met
+    assert lines["linkability"].margin == pytest.approx(0.01)  # worst end 0.06 over 0.05, range [0, 1]
+    assert lines["record_linkage"].verdict == "meets" and lines["record_linkage"].margin == 0  # at the threshold
+    assert lines["l_diversity"].verdict == "not measured" and "no sensitive" in lines["l_diversity"].reason
+    assert lines["epsilon"].verdict == "misses" and "not differentially private" in lines["epsilon"].reason
+    outcome["privacy"] = None
+    assert {v.measure: v for v in judge_lines(outcome, pol)}["epsilon"].verdict == "not applicable"
+    outcome["privacy"] = {"differentially_private": True, "epsilon": 0.5}
+    eps = {v.measure: v for v in judge_lines(outcome, pol)}["epsilon"]
+    assert eps.verdict == "meets" and eps.met and eps.margin == pytest.approx(-0.5)
+    assert isinstance(eps, LineVerdict) and math.isfinite(eps.margin)
+
+
+def test_outputs_hold_no_record(tmp_path: Path) -> None:
+    from ppdm.report.recommend import recommendation_document, render_recommendation_html
+
+    x = X.copy()
+    planted = [31415.926535, 27182.818284]
+    x.loc[[3, 9], "b"] = planted
+    res = recommend(x, POLICY, schema=SCHEMA, n_trials=6, random_state=0)
+    doc = recommendation_document(res)
+    text = json.dumps(doc) + render_recommendation_html(doc, plots=False)
+    for v in planted:
+        assert str(v) not in text and f"{v:.4g}" not in text
+
+
+def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkeypatch: Any) -> None:
+    import ppdm.experiments.recommend as R
+    from ppdm.report.recommend import recommendation_document
+
+    made, refused = R.make_release, []
+
+    def make(job: Any, table: Any, data: Any, info: Any = None) -> Any:
+        rel = made(job, table, data, info)
+        if job.number == -1:  # the recommended release, not a trial
+            rel.data.attrs["final"] = (job.technique, job.params.get("k"))
+        return rel
+
+    measured = R.measure_release
+
+    def measure(z: Any, data: Any, out_schema: Any = None) -> Any:
+        out = measured(z, data, out_schema)
+        final = z.attrs.get("final")
+        if final is not None and (not refused or refused[0] == final):
+            refused.append(final)
+            out["record_linkage"] = {**out["record_linkage"], "value": 1.0}  # this draw misses the line
+        return out
+
+    monkeypatch.setattr(R, "make_release", make)
+    monkeypatch.setattr(R, "measure_release", measure)
+    res = recommend(X, POLICY, schema=SCHEMA, n_trials=30, random_state=0)
+    assert len(res.ranking) >= 2 and res.chosen is res.ranking[1]
+    assert refused == [(res.winner.technique, res.winner.params["k"])]  # MDAV draws nothing: one try is enough
+    assert res.verification.feasible and "missed the policy" in res.notes[0]
+    doc = recommendation_document(res)
+    assert doc["winner"] == res.winner.number and doc["chosen"] == res.chosen.number
+    assert "but fresh draws of it missed the policy; the release was made with the next in rank" in doc["why"][0]
+
+
+def test_a_recoded_release_is_judged_on_its_labels_and_costed_against_the_original() -> None:
+    from ppdm.anonymize.search_space import build_technique
+    from ppdm.data.generalization import generalise
+    from ppdm.experiments.recommend import output_schema
+
+    rng = np.random.default_rng(3)
+    x = pd.DataFrame({"age": rng.integers(18, 90, 80), "hours": rng.integers(10, 60, 80),
+                      "sex": rng.choice(["f", "m"], 80), "label": rng.choice(["yes", "no"], 80)})
+    pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}}}
+    data = search_data(x, pol, class_column="label", quasi_identifiers="age,sex", random_state=0)
+    rel = release(data.train, build_technique("recode", {"columns": ["age"], "breaks": [0, 40, 100]},
+                                              class_column="label", schema=data.schema), schema=data.schema)
+    out = output_schema(rel.technique)
+    assert out.categories["age"] == ["(0,40]", "(40,100]"]
+    got = measure_release(rel.data, data, out)
+    # risk: the intruder recodes the ages he knows the same way and links on the labels
+    keys = ["age", "sex"]
+    xr = data.train.assign(age=generalise(data.train["age"], out.categories["age"]).to_numpy())
+    z = rel.data.assign(age=rel.data["age"].astype(object))
+    assert got["record_linkage"]["value"] == pytest.approx(
+        record_linkage(xr[keys], z[keys], numeric=[], categorical=keys).value)
+    # utility: against the original, each label read as its midpoint (20 and 70)
+    mid = np.where(data.train["age"] <= 40, 20.0, 70.0)
+    num = ["age", "hours"]
+    assert got["sse_sst"]["value"] == pytest.approx(
+        sse_sst(data.train[num].astype(float), data.train[num].assign(age=mid).astype(float)).value)
+    # without the release's schema the labels would not be understood: the views are what make it measurable
+    assert measure_release(rel.data, data, None)["sse_sst"]["value"] is None
+
+
+def test_a_guarantee_starts_the_range_at_what_the_policy_requires() -> None:
+    keys = Schema.infer(X.assign(c=np.where(X["a"] > 50, "p", "q")), "label")
+    keys = Schema(numeric=["a", "b"], categorical=["c"], class_column="label", quasi_identifiers=["c"])
+    need = parse_policy({"risk": {"k_anonymity": {"at_most": 0, "options": {"k": 6}}},
+                         "utility": {"weights": {"sse_sst": 1}}, "techniques": ["local-suppression"]})
+    (ls,), _ = build_spaces(need, keys, 100)
+    assert ls.params["k"] == Integer(6, 20, log=True)  # k below 6 cannot make every record 6-anonymous
+    (chain,), _ = build_spaces(parse_policy({**need.to_dict(), "techniques": ["recode > local-suppression"]}),
+                               keys, 100)
+    assert chain.params["local-suppression.k"] == Integer(6, 20, log=True)
+    # a share of violations allowed, or a range the policy sets itself, is left as it is
+    some = parse_policy({"risk": {"k_anonymity": {"at_most": 0.01, "options": {"k": 6}}},
+                         "utility": {"weights": {"sse_sst": 1}}, "techniques": ["local-suppression"]})
+    assert build_spaces(some, keys, 100)[0][0].params["k"] == Integer(2, 20, log=True)
+    own = parse_policy({**need.to_dict(), "techniques": {"local-suppression": {"k": {"low": 3, "high": 8}}}})
+    assert build_spaces(own, keys, 100)[0][0].params["k"] == Integer(3, 8, log=True)
+
+
+class _Broken(Technique):
+    """Refuses every table (a test technique)."""
+
+    search_space: ClassVar = SearchSpace({"level": Real(0.1, 0.9)})
+
+    def __init__(self, level: float = 0.5, class_column=None, schema=None, random_state=None) -> None:
+        self.level = level
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        raise ParameterError("this technique refuses every table")
+
+
+def test_a_technique_that_fails_teaches_the_sampler_to_avoid_it() -> None:
+    register("test-broken")(_Broken)
+    try:
+        pol = {"risk": {"record_linkage": 0.6}, "utility": {"weights": {"sse_sst": 1}},
+               "techniques": {"test-broken": None, "uniform-noise": {"level": {"low": 0.5, "high": 0.9}}}}
+        res = recommend(X, pol, schema=SCHEMA, n_trials=30, random_state=1)
+    finally:
+        TECHNIQUES.pop("test-broken", None)
+    broken = [t for t in res.trials if t.technique == "test-broken"]
+    assert broken and all(t.state == "failed" and "refuses every table" in t.error for t in broken)
+    # told as the worst outcome, the failing family is drawn far less than the other once the start is over
+    later = [t.technique for t in res.trials[10:]]
+    assert later.count("test-broken") <= 5 < later.count("uniform-noise")
+
+
+def test_random_settings_stay_in_the_spaces_and_follow_their_conditions() -> None:
+    pol = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+                        "techniques": {"mdav": {"k": {"low": 3, "high": 9}},
+                                       "gaussian-noise": {"level": {"low": 0.05, "high": 0.2}},
+                                       "random-substitution": None}})
+    spaces, _ = build_spaces(pol, SCHEMA, 60)
+    by = {s.name: s for s in spaces}
+    rng = np.random.default_rng(3)
+    drawn = [random_setting(spaces, rng, 60) for _ in range(300)]
+    assert {d["technique"] for d in drawn} == set(by)
+    for d in drawn:
+        ts = by[d["technique"]]
+        chosen = {k.split(":", 1)[1]: v for k, v in d.items() if k != "technique"}
+        # named as suggest() names them, every active parameter drawn and only those
+        assert all(k.startswith(f"{ts.name}:") for k in d if k != "technique")
+        assert set(chosen) == {p for p in ts.params if ts.active(p, chosen)}
+        for p, v in chosen.items():
+            dist = ts.params[p]
+            if isinstance(dist, Integer):
+                assert isinstance(v, int) and dist.low <= v <= dist.high_for(60)
+            elif isinstance(dist, Real):
+                assert dist.low <= v <= dist.high
+            else:
+                assert v in dist.values
+    ks = {d["mdav:k"] for d in drawn if d["technique"] == "mdav"}
+    assert ks == set(range(3, 10))  # every whole number of a log range can be drawn, the ends included
+
+
+def test_a_spent_space_stops_the_search() -> None:
+    pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"mdav": {"k": {"low": 2, "high": 4}}}}
+    res = recommend(X, pol, schema=SCHEMA, n_trials=200, random_state=2)
+    assert res.study["stopped_by"] == "search space exhausted"
+    made = [t for t in res.trials if t.repeat_of is None]
+    # each of the three settings made once; repeats cost nothing and point at the trial they repeat
+    assert sorted(t.params["k"] for t in made) == [2, 3, 4]
+    assert len(res.trials) < 200
+    assert all(res.trials[t.repeat_of].params == t.params for t in res.trials if t.repeat_of is not None)
+
+
+def test_each_line_judges_only_the_intruder_its_measure_models() -> None:
+    pol = parse_policy({"risk": {"k_anonymity": 0.01, "reidentification_risk": 0.05, "qi_matching": 0.05,
+                                 "record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}}})
+    skipped = {"value": None, "ci_low": None, "ci_high": None, "not_applicable": True,
+               "reason": "k_anonymity judges a release on quasi-identifiers that reach it unchanged or generalised, "
+                         "and every one is perturbed"}
+    # every key perturbed: the key-variable lines do not apply, intruder matching judges the release
+    noise = {"measures": {"k_anonymity": skipped, "reidentification_risk": skipped,
+                          "qi_matching": {"value": 0.03, "ci_low": 0.02, "ci_high": 0.04},
+                          "record_linkage": {"value": 0.08, "ci_low": None, "ci_high": None}}, "error": None}
+    lines = {v.measure: v for v in judge_lines(noise, pol)}
+    assert lines["k_anonymity"].verdict == "not applicable" and lines["k_anonymity"].met
+    assert lines["qi_matching"].verdict == "meets"
+    rec = record_of(0, {**noise, "measures": {**noise["measures"], "sse_sst": {"value": 0.2}}}, pol)
+    assert rec.feasible and rec.risk == pytest.approx(0.08)
+    # no key perturbed: intruder matching is computed but does not judge, however high it is
+    kept = {"measures": {"k_anonymity": {"value": 0.0}, "reidentification_risk": {"value": 0.04},
+                         "qi_matching": {"value": 0.9, "ci_low": None, "ci_high": None,
+                                         "not_judged": "every quasi-identifier reaches the release unchanged"},
+                         "record_linkage": {"value": 0.02}, "sse_sst": {"value": 0.1}}, "error": None}
+    rec = record_of(1, kept, pol)
+    qi = next(v for v in rec.lines if v.measure == "qi_matching")
+    assert qi.verdict == "not applicable" and qi.value == 0.9 and "unchanged" in qi.reason
+    assert rec.feasible and rec.risk == pytest.approx(0.04)  # the front's risk leaves the 0.9 out
+    # ... while an applicable line that is uncertain still keeps the release out
+    kept["measures"]["record_linkage"] = {"value": 0.05, "ci_low": 0.01, "ci_high": 0.2}
+    assert not record_of(2, kept, pol).feasible
+    # a policy with key-variable lines only: a noise release leaves its intruder unjudged and misses
+    keyvar = parse_policy({"risk": {"k_anonymity": 0.01, "reidentification_risk": 0.05, "record_linkage": 0.1},
+                           "utility": {"weights": {"sse_sst": 1}}})
+    rec = record_of(3, {**noise, "measures": {**noise["measures"], "sse_sst": {"value": 0.2}}}, keyvar)
+    k = next(v for v in rec.lines if v.measure == "k_anonymity")
+    assert k.verdict == "not judged" and not k.met and "add qi_matching" in k.reason
+    assert not rec.feasible and rec.risk is None
+    un = next(e for e in rec.failed_lines() if e.measure == "reidentification_risk")
+    assert un.margin > 0
+
+
+KEYED = tiny(80, seed=4).assign(g=lambda d: np.where(d["b"] > 5, "hi", "lo"))
+KEYED_SCHEMA = Schema.infer(KEYED, "label")
+
+
+def test_releases_are_measured_on_the_scenarios_that_apply() -> None:
+    pol = {"risk": {"k_anonymity": {"at_most": 0.5, "options": {"k": 2}}, "qi_matching": 0.9},
+           "utility": {"weights": {"sse_sst": 1}}}
+    data = search_data(KEYED, pol, schema=KEYED_SCHEMA, quasi_identifiers=["a", "g"], random_state=0)
+    # the keys as they were: key-variable risk judges, intruder matching does not
+    same = measure_release(data.train.copy(), data)
+    assert same["k_anonymity"]["value"] is not None and "not_judged" not in same["k_anonymity"]
+    assert same["qi_matching"]["value"] is not None and same["qi_matching"]["not_judged"]
+    # every key perturbed: key-variable risk does not apply, intruder matching judges
+    z = data.train.copy()
+    z["a"] = z["a"] + 0.37
+    z["g"] = np.where(z["g"] == "hi", "lo", "hi")
+    moved = measure_release(z, data)
+    assert moved["k_anonymity"]["value"] is None and moved["k_anonymity"]["not_applicable"]
+    assert "perturbed" in moved["k_anonymity"]["reason"]
+    assert moved["qi_matching"]["value"] is not None and "not_judged" not in moved["qi_matching"]
+
+
+def test_a_noise_release_meets_a_key_variable_policy_only_through_intruder_matching() -> None:
+    keyvar = {"risk": {"k_anonymity": {"at_most": 0.0, "options": {"k": 2}}}, "utility": {"weights": {"sse_sst": 1}},
+              "techniques": {"gaussian-noise": {"level": {"low": 0.2, "high": 0.5}}}}
+    res = recommend(KEYED, keyvar, schema=KEYED_SCHEMA, quasi_identifiers=["a", "b", "c"], n_trials=4,
+                    random_state=0)
+    assert res.winner is None and res.unmet is not None
+    assert all(t.lines[0].verdict == "not judged" for t in res.trials)
+    with_matching = {**keyvar, "risk": {**keyvar["risk"], "qi_matching": 1.0}}
+    res = recommend(KEYED, with_matching, schema=KEYED_SCHEMA, quasi_identifiers=["a", "b", "c"], n_trials=4,
+                    random_state=0)
+    assert res.winner is not None and res.winner.lines[0].verdict == "not applicable"
+    assert res.winner.lines[1].verdict == "meets"
