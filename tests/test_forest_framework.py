@@ -266,3 +266,83 @@ def test_cli_anonymize_default_forest(tmp_path, table):
                                    "--out", str(out), "--param", "min_leaf=30", "--param", "sigma_frac=0.1"])
     assert res.exit_code == 0, res.output
     assert pd.read_csv(out).shape == table.shape
+
+
+# ------------------------------------------------ compiled kernels = NumPy forms
+_ENDS = st.sampled_from([-np.inf, np.inf, np.nan, -3.0, -0.5, 0.0, 0.5, 1.0, 2.5, 4.0, 1e300])
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.floats(-50, 50), st.floats(-1e3, 1e3), _ENDS, _ENDS, st.booleans(), st.booleans()),
+                min_size=1, max_size=30), st.booleans())
+def test_compiled_wrapped_noise_is_the_numpy_form_to_the_bit(rows, integer):
+    from ppdm.anonymize._noise import _add_wrapped_noise_numpy
+
+    v, nz, lo, hi, lc, hc = (np.array(c) for c in zip(*rows, strict=True))
+    got = add_wrapped_noise(v, nz, lo, hi, lc, hc, integer=integer)
+    with np.errstate(invalid="ignore"):  # inf − inf where an interval is unbounded
+        want = _add_wrapped_noise_numpy(v, nz, lo, hi, lc, hc, integer=integer)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_compiled_wrapped_noise_keeps_values_of_unbounded_integer_intervals():
+    # an infinite or undefined end leaves no finite set of whole numbers to wrap onto
+    out = add_wrapped_noise(np.array([1.0, 5.0, 2.0]), np.array([0.4, 2.2, 9.0]), np.array([-np.inf, np.nan, 0.0]),
+                            np.array([4.0, 9.0, np.inf]), np.array([True, True, False]), np.array([True] * 3),
+                            integer=True)
+    assert list(out) == [1.0, 5.0, 2.0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_group_orders_are_numpys_stable_sorts(seed):
+    from ppdm.anonymize._forest_kernels import group_orders
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    groups = rng.integers(0, [1, 7, 400, 2500][seed], n)
+    # keys with many ties (quarters) as well as continuous draws
+    keys = rng.integers(0, 4, n) / 4 if seed % 2 else rng.random(n)
+    slots, values = group_orders(groups.astype(np.int64), keys, int(groups.max()) + 1)
+    assert np.array_equal(slots, np.argsort(groups, kind="stable"))
+    assert np.array_equal(values, np.lexsort((keys, groups)))
+
+
+def test_permutation_with_any_labels_is_the_same_as_with_their_ranks():
+    lab = np.random.default_rng(3).integers(0, 9, 500)
+    for relabelled in (lab * 10**12 - 7, lab.astype(float) / 3, lab - 4):
+        for p in (1.0, 0.6):
+            assert np.array_equal(permute_within_groups(relabelled, np.random.default_rng(8), p),
+                                  permute_within_groups(lab, np.random.default_rng(8), p))
+
+
+def test_unique_rows_by_table_of_present_keys_is_np_unique():
+    from ppdm.trees.intersections import _unique_rows
+
+    rng = np.random.default_rng(0)
+    radix = [5, 3, 40]
+    dense = np.stack([rng.integers(0, r, 2000) for r in radix], axis=1)
+    uniq, labels = _unique_rows(dense, radix)
+    want, inverse = np.unique(dense, axis=0, return_inverse=True)
+    assert np.array_equal(uniq, want) and np.array_equal(labels, inverse.ravel())
+
+
+@pytest.mark.skipif(not _has_sysfor(), reason=NO_SYSFOR)
+def test_leaf_ids_through_the_shared_encoding_are_apply(table):
+    ff = ForestFramework(class_column="y", random_state=0, min_leaf=30).fit(table)
+    x = table.drop(columns="y")
+    assert len({id(t.encoding_) for t in ff.trees_}) == 1  # the route under test is taken
+    ids = ff.intersector_.leaf_ids(x)
+    assert np.array_equal(ids, np.stack([t.apply(x) for t in ff.trees_], axis=1))
+
+
+def test_seeded_output_is_unchanged_by_the_compiled_kernels(table):
+    # digests of releases made before the kernels replaced the NumPy sorting and wrapping
+    import hashlib
+
+    cases = [(dict(forest=cart_trees(table, 1, 3, 10)), "0d7df08a65a6e98d")]
+    if _has_sysfor():
+        cases += [(dict(min_leaf=30), "9fb7f3b2619a1db8"), (dict(min_leaf=30, swap_prob=0.5), "5945b0ba269cedf5")]
+    for kw, digest in cases:
+        z = ForestFramework(class_column="y", random_state=5, **kw).fit(table).transform(table)
+        assert hashlib.sha256(z.to_csv(index=False).encode()).hexdigest()[:16] == digest

@@ -78,6 +78,49 @@ def test_msus_match_the_definition(rows, m):
     assert by_var[:, 1:].sum() == sum(s * by_size[:, s].sum() for s in range(1, m + 1))
 
 
+@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("direct", [True, False])
+def test_every_counting_path_matches_the_definition(monkeypatch, packed, direct):
+    """The search counts a subset's records in a direct or a hash table, on combinations
+    packed in one integer or compared code by code: each path gives the definition's MSUs."""
+    from ppdm.metrics import suda
+
+    monkeypatch.setattr(suda, "PACKED_BITS", 62 if packed else 0)
+    monkeypatch.setattr(suda, "DIRECT_CELLS", (4, 1 << 16) if direct else (0, 0))
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        n, m = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+        codes = rng.integers(-1 if trial % 2 else 0, int(rng.integers(2, 5)), size=(n, m))
+        by_size, by_var = msu_counts(codes)
+        assert by_size.tolist() == _brute_msus(codes).tolist()
+        assert by_var[:, 1:].sum() == sum(s * by_size[:, s].sum() for s in range(1, m + 1))
+
+
+def test_search_on_a_larger_table_matches_a_plain_level_wise_count():
+    """10,000 records with repeated combinations and missing values: the MSUs equal those of
+    a plain count over the records of every subset (no candidates, no packing)."""
+    rng = np.random.default_rng(3)
+    n, m = 10_000, 5
+    codes = np.column_stack([rng.integers(0, k, n) for k in (40, 2, 7, 16, 90)])
+    codes[rng.random((n, m)) < 0.02] = -1
+    got, _ = msu_counts(codes)
+    uniq: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(n, dtype=bool)}
+    want = np.zeros((n, m + 1), dtype=int)
+    for size in range(1, m + 1):
+        for s in itertools.combinations(range(m), size):
+            sub = codes[:, list(s)]
+            ok = (sub >= 0).all(axis=1)
+            _, inv, cnt = np.unique(sub[ok], axis=0, return_inverse=True, return_counts=True)
+            u = np.zeros(n, dtype=bool)
+            u[ok] = cnt[inv.ravel()] == 1
+            uniq[s] = u
+            minimal = u & ~np.any([uniq[s[:j] + s[j + 1:]] for j in range(size)], axis=0)
+            want[minimal, size] += 1
+    assert got.tolist() == want.tolist()
+    # the table has MSUs of several sizes to find
+    assert want[:, 1:].sum() > 1000 and (want[:, 1:].sum(axis=0) > 0).sum() >= 3
+
+
 @given(st.lists(st.tuples(*[st.integers(0, 2)] * 4), min_size=2, max_size=30))
 def test_score_properties(rows):
     t = pd.DataFrame(rows, columns=list("abcd"))

@@ -197,3 +197,18 @@ def test_declared_numeric_categories_keep_their_numbers(tmp_path: Path) -> None:
     # the class's declared values are numbers: read as numbers, so they match; g's are text
     assert df["y"].tolist() == [0, 1, 1] and df["g"].tolist() == ["01", "02", "01"]
     sch.validate(df)
+
+
+@pytest.mark.filterwarnings("ignore:The 'future.infer_string' option")
+@pytest.mark.parametrize("infer_string", [True, False])
+def test_decimal_commas_found_beside_booleans_and_text_with_commas(tmp_path: Path, infer_string: bool) -> None:
+    """Columns without a comma are passed over before the decimal-comma check copies them; the
+    check still finds a decimal-comma column whether text is read as strings or as objects."""
+    src = tmp_path / "x.csv"
+    src.write_text("flag;note;amount;code\nTrue;a, b;1,5;007\n;c;2,25;012\nFalse;d, e;3;\nTrue;;4,75;100\n")
+    with pd.option_context("future.infer_string", infer_string):
+        df = read_table(src, sep=";")
+    assert str(df["flag"].dtype) == "boolean" and df["flag"].isna().tolist() == [False, True, False, False]
+    assert df["amount"].tolist() == [1.5, 2.25, 3.0, 4.75] and df.attrs["decimal_comma"] == ["amount"]
+    assert df["note"].tolist()[:3] == ["a, b", "c", "d, e"] and pd.isna(df["note"].iloc[3])
+    assert df["code"].tolist()[:2] == ["007", "012"]

@@ -90,16 +90,19 @@ def permute_within_groups(labels: np.ndarray, rng: np.random.Generator, swap_pro
     subset of records (each with that probability) takes part. Returns ``src`` such
     that ``new = old[src]``; counts within every group are unchanged.
     """
+    from ppdm.anonymize._forest_kernels import group_orders
+
     n = len(labels)
     src = np.arange(n)
     part = np.flatnonzero(rng.random(n) < swap_prob) if swap_prob < 1.0 else src
     if part.size < 2:
         return src
-    grp = labels[part]
+    grp = np.asarray(labels)[part]
+    if grp.dtype.kind not in "iu" or grp.min() < 0 or grp.max() > 2 * n:
+        grp = np.unique(grp, return_inverse=True)[1].ravel()  # the same groups, labelled 0..g−1
     # slots grouped by label in record order; values grouped by label in random order
-    slots = part[np.argsort(grp, kind="stable")]
-    values = part[np.lexsort((rng.random(part.size), grp))]
-    src[slots] = values
+    slots, values = group_orders(grp.astype(np.int64), rng.random(part.size), int(grp.max()) + 1)
+    src[part[slots]] = part[values]
     return src
 
 
@@ -325,10 +328,12 @@ class ForestFramework(Technique):
             perm_cols.append((schema.require_class(), "class"))
         for a, kind in perm_cols:
             col = df[a]
-            src = permute_observed(lab, col.notna().to_numpy(), rng, float(self.swap_prob))
+            # value codes (−1: missing) tell which records received another value
+            codes = pd.factorize(col, use_na_sentinel=True)[0]
+            observed = codes >= 0
+            src = permute_observed(lab, observed, rng, float(self.swap_prob))
             out[a] = col.take(src).set_axis(df.index)
-            vals = col.to_numpy(dtype=object)
-            changed = (vals != vals[src]) & col.notna().to_numpy()
+            changed = (codes != codes[src]) & observed
             share = float(tested_share[inter.attributes.index(a)]) if kind == "categorical" else float("nan")
             rows.append(dict(attribute=a, kind=kind, mean_abs_change=float("nan"),
                              share_changed=float(changed.mean()), mean_sigma=float("nan"), share_tested=share))

@@ -270,8 +270,15 @@ def _decimal_commas(df: pd.DataFrame, decimal: str | None, delim: str, text: lis
         s = df[c]
         if c in text or not (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)):
             continue
+        # a column with no comma at all is passed over before any copy of it is made (a
+        # parsed boolean or number never holds one)
+        if isinstance(s.dtype, pd.StringDtype):
+            if not s.str.contains(",", regex=False, na=False).any():
+                continue
+        elif not any(isinstance(v, str) and "," in v for v in pd.unique(s.to_numpy())):
+            continue
         vals = s.dropna().astype(str).str.strip()
-        if vals.empty or not vals.str.contains(",", regex=False).any() or not vals.str.match(_DECIMAL_COMMA).all():
+        if vals.empty or not vals.str.match(_DECIMAL_COMMA).all():
             continue
         found.append(c)
     if not found:

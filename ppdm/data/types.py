@@ -155,8 +155,8 @@ def _distinct(s: pd.Series) -> np.ndarray:
 
 def text_is_bool(text: pd.Series) -> bool:
     """Whether every non-missing value of a text column spells a boolean."""
-    vals = text.dropna()
-    return len(vals) > 0 and bool(vals.astype(str).isin(_TRUE | _FALSE).all())
+    vals = _distinct(text)  # each value judged once
+    return len(vals) > 0 and all(str(v) in _TRUE | _FALSE for v in vals)
 
 
 # ------------------------------------------------------------------------ time axis

@@ -505,13 +505,19 @@ def _sers_prepare(
         scale = 1.0 / dom if dom > 0 else 0.0
         on[:, j] = a * scale
         pn[j, :] = b * scale
-    oc = np.empty((len(x), len(categorical)), dtype=np.int32)
-    pc = np.empty((len(categorical), len(z)), dtype=np.int32)
-    for j, c in enumerate(categorical):
+    codes = []
+    for c in categorical:
         both = pd.concat([x[c], z[c]], ignore_index=True)
-        codes, _ = pd.factorize(both, use_na_sentinel=False)  # NaN == NaN counts as equal
-        oc[:, j] = codes[: len(x)]
-        pc[j, :] = codes[len(x):]
+        codes.append(pd.factorize(both, use_na_sentinel=False)[0])  # NaN == NaN counts as equal
+    # the narrowest integers that hold every code and the count of mismatches: the kernel
+    # compares and counts in that width (more values per vector instruction)
+    top = max([len(categorical), *(int(k.max()) for k in codes if len(k))])
+    width = np.int8 if top < 2**7 else np.int16 if top < 2**15 else np.int32
+    oc = np.empty((len(x), len(categorical)), dtype=width)
+    pc = np.empty((len(categorical), len(z)), dtype=width)
+    for j, k in enumerate(codes):
+        oc[:, j] = k[: len(x)]
+        pc[j, :] = k[len(x):]
     return on, oc, np.ascontiguousarray(pn), np.ascontiguousarray(pc)
 
 

@@ -37,6 +37,12 @@ from ppdm.metrics.keyvar import check_keys, group_codes, judged_keys, key_codes
 #: never form an MSU but raise M in the score weights); ppdm does the same for parity.
 MIN_KEYS = 3
 
+#: key combinations are packed in one integer when their codes fit in this many bits
+PACKED_BITS = 62
+#: records of a subset are counted in a direct table of at most this many cells per
+#: record counted, plus the second number (else in a hash table)
+DIRECT_CELLS = (4, 1 << 16)
+
 #: subsets of this many key variables or more would take too long to enumerate
 MAX_KEYS = 20
 
@@ -66,15 +72,53 @@ class SUDA2Result(RecordDetailMixin):
     dis_score: np.ndarray | None = record_field()
 
 
-def _subset_codes(prefix: np.ndarray, col: np.ndarray) -> np.ndarray:
-    """Dense codes of (prefix, col) pairs; −1 where either is missing."""
-    ok = (prefix >= 0) & (col >= 0)
-    out = np.full(len(col), -1, dtype=np.int64)
-    if ok.any():
-        nb = int(col.max()) + 1
-        codes, _ = pd.factorize(prefix[ok] * nb + col[ok])
-        out[ok] = codes
-    return out
+def _msu_search(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """MSUs of the distinct key combinations: (group of each record, multiplicity of each
+    combination, MSUs by size of each combination (D, M + 1), MSUs by variable (M, M + 1)).
+
+    Subsets are visited level by level (see :mod:`ppdm.metrics._suda_kernels`).
+    """
+    from ppdm.metrics._suda_kernels import msu_level
+
+    n, m = codes.shape
+    g = group_codes(codes) if n else np.zeros(0, dtype=np.int64)
+    n_d = int(g.max()) + 1 if n else 0
+    w = np.bincount(g, minlength=n_d).astype(np.int64)
+    comb = np.empty((n_d, m), dtype=np.int32)
+    comb[g] = codes  # every record of a group has the group's codes
+    by_size = np.zeros((n_d, m + 1), dtype=np.int64)
+    by_var = np.zeros((m, m + 1), dtype=np.int64)
+    single = np.flatnonzero(w == 1)
+    if single.size == 0 or m == 0:
+        return g, w, by_size, by_var
+    repeated = np.flatnonzero(w > 1)
+    cards = np.maximum(comb.max(axis=0).astype(np.int64) + 1, 1)
+    # a bit per column marks a missing value; the values are packed in one integer each
+    # (column c in bits shifts[c] … shifts[c] + widths[c]) when they fit in 62 bits
+    missing = ((comb < 0) * (np.int64(1) << np.arange(m, dtype=np.int64))).sum(axis=1)
+    widths = np.array([max(int(k - 1).bit_length(), 1) for k in cards], dtype=np.int64)
+    shifts = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+    if widths.sum() <= PACKED_BITS:
+        packed = np.zeros(n_d, dtype=np.uint64)
+        for c in range(m):
+            packed |= np.maximum(comb[:, c], 0).astype(np.uint64) << np.uint64(shifts[c])
+    else:
+        packed = np.zeros(0, dtype=np.uint64)
+    prev_subsets: list[tuple[int, ...]] = [()]
+    prev_unique = np.zeros((1, single.size), dtype=bool)
+    for size in range(1, m + 1):
+        subsets = list(itertools.combinations(range(m), size))
+        pos = {s: i for i, s in enumerate(prev_subsets)}
+        parents = np.array([[pos[s[:j] + s[j + 1:]] for j in range(size)] for s in subsets], dtype=np.int64)
+        cols = np.array(subsets, dtype=np.int64)
+        unique, msu = msu_level(comb, w, cards, single, repeated, cols, parents, prev_unique, packed, missing,
+                                shifts, widths, np.array(DIRECT_CELLS, dtype=np.int64))
+        by_size[single, size] = msu.sum(axis=0)
+        per_subset = msu.sum(axis=1)
+        for t, s in enumerate(subsets):
+            by_var[list(s), size] += per_subset[t]
+        prev_subsets, prev_unique = subsets, unique
+    return g, w, by_size, by_var
 
 
 def msu_counts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,34 +131,8 @@ def msu_counts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     only grows with S, so the immediate subsets suffice). Returns ``by_size`` (n, M + 1)
     and ``weight_by_var`` (M, M + 1): MSUs of each size that contain each variable.
     """
-    n, m = codes.shape
-    by_size = np.zeros((n, m + 1), dtype=np.int64)
-    by_var = np.zeros((m, m + 1), dtype=np.int64)
-    prev_codes: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(n, dtype=np.int64)}
-    prev_uniq: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(n, dtype=bool)}
-    for size in range(1, m + 1):
-        cur_codes: dict[tuple[int, ...], np.ndarray] = {}
-        cur_uniq: dict[tuple[int, ...], np.ndarray] = {}
-        for s in itertools.combinations(range(m), size):
-            c = _subset_codes(prev_codes[s[:-1]], codes[:, s[-1]])
-            ok = c >= 0
-            counts = np.bincount(c[ok]) if ok.any() else np.zeros(0, dtype=np.int64)
-            uniq = np.zeros(n, dtype=bool)
-            uniq[ok] = counts[c[ok]] == 1
-            if size < m:
-                cur_codes[s] = c
-            cur_uniq[s] = uniq
-            if not uniq.any():
-                continue
-            msu = uniq.copy()
-            for j in range(size):
-                msu &= ~prev_uniq[s[:j] + s[j + 1:]]
-            k = int(msu.sum())
-            if k:
-                by_size[msu, size] += 1
-                by_var[list(s), size] += k
-        prev_codes, prev_uniq = cur_codes, cur_uniq
-    return by_size, by_var
+    g, _, by_size, by_var = _msu_search(np.asarray(codes, dtype=np.int64).reshape(len(codes), -1))
+    return by_size[g], by_var
 
 
 def suda2(df: pd.DataFrame, keys: Any, dis_fraction: float = 0.01) -> SUDA2Result:
@@ -138,16 +156,14 @@ def suda2(df: pd.DataFrame, keys: Any, dis_fraction: float = 0.01) -> SUDA2Resul
     codes = key_codes(df, keys)
     n, m_keys = codes.shape
     m = max(m_keys, MIN_KEYS)
-    by_size, by_var = msu_counts(codes)
+    g, mult, by_size, by_var = _msu_search(codes)
     w = np.array([float(math.factorial(m - s)) if s <= m else 0.0 for s in range(m_keys + 1)])
     w[0] = 0.0
-    score = by_size @ w
+    score = (by_size @ w)[g]
     total = float(score.sum())
     # DIS estimate on the full key, missing values compared as a value of their own
-    g = group_codes(codes)
-    fk = np.bincount(g)[g]
-    u = int((fk == 1).sum())
-    p = int((fk == 2).sum())
+    u = int((mult == 1).sum())
+    p = 2 * int((mult == 2).sum())
     dis_score = np.zeros(n)
     pos = score > 0
     if pos.any():

@@ -32,8 +32,9 @@ class Encoding:
     def nvals(self) -> np.ndarray:
         return np.array([len(self.categories.get(c, ())) for c in self.columns], dtype=np.int64)
 
-    def transform(self, X: Any) -> np.ndarray:
-        """Encode ``X`` (same columns as at fit) as an n × m float matrix."""
+    def transform(self, X: Any, order: str = "C") -> np.ndarray:
+        """Encode ``X`` (same columns as at fit) as an n × m float matrix (``order="F"``:
+        column-major, for routing many records through a tree)."""
         df = _as_frame(X, self.columns if self.from_array else None)
         if not all(isinstance(c, str) for c in df.columns):
             df = df.set_axis([str(c) for c in df.columns], axis=1)
@@ -43,7 +44,7 @@ class Encoding:
                 raise SchemaError(f"column(s) {', '.join(map(repr, absent))} seen at fit time are not in the table")
         elif df.shape[1] != len(self.columns):
             raise SchemaError(f"expected {len(self.columns)} columns, got {df.shape[1]}")
-        out = np.empty((len(df), len(self.columns)), dtype=float)
+        out = np.empty((len(df), len(self.columns)), dtype=float, order=order)
         for j, c in enumerate(self.columns):
             s = df[c]
             cats = self.categories.get(c)

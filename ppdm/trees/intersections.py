@@ -297,8 +297,23 @@ class ForestIntersector:
         self.bounds = [leaf_bounds(t, domain) for t in self.trees]
 
     def leaf_ids(self, df: pd.DataFrame) -> np.ndarray:
-        """Leaf id of every record in every tree, shape (n, n_trees)."""
-        cols = [np.asarray(t.apply(tree_input(t, df))).astype(np.int64).ravel() for t in self.trees]
+        """Leaf id of every record in every tree, shape (n, n_trees).
+
+        Trees sharing one fitted encoding (a SysFor forest's C4.5 trees) route the table
+        encoded once, through ``apply_encoded``; other trees through ``apply``."""
+        encoded: dict[int, np.ndarray] = {}
+        cols = []
+        for t in self.trees:
+            enc = getattr(t, "encoding_", None)
+            if enc is not None and callable(getattr(t, "apply_encoded", None)) \
+                    and callable(getattr(enc, "transform", None)):
+                if id(enc) not in encoded:
+                    # column-major: a node reads one attribute of many records
+                    encoded[id(enc)] = enc.transform(tree_input(t, df), order="F")
+                ids = t.apply_encoded(encoded[id(enc)])
+            else:
+                ids = t.apply(tree_input(t, df))
+            cols.append(np.asarray(ids).astype(np.int64).ravel())
         for c in cols:
             if c.shape[0] != len(df):
                 raise PPDMError("tree.apply returned a different number of leaf ids than records")
@@ -351,10 +366,19 @@ def _unique_rows(dense: np.ndarray, radix: Sequence[int]) -> tuple[np.ndarray, n
     n, t = dense.shape
     if t == 0:
         return np.zeros((1 if n else 0, 0), dtype=np.int64), np.zeros(n, dtype=np.int64)
-    if float(np.prod([float(r) for r in radix])) < 2.0**62:
+    cells = float(np.prod([float(r) for r in radix]))
+    if cells < 2.0**62:
         mult = np.cumprod([1, *radix[:0:-1]])[::-1].astype(np.int64)
         key = dense.astype(np.int64) @ mult
-        ukey, labels = np.unique(key, return_inverse=True)
+        if cells <= 8 * n + (1 << 16):
+            # few possible keys: a table of the keys present, numbered in ascending order
+            # (what np.unique gives, without sorting)
+            present = np.zeros(int(cells), dtype=bool)
+            present[key] = True
+            ukey = np.flatnonzero(present)
+            labels = (np.cumsum(present) - 1)[key]
+        else:
+            ukey, labels = np.unique(key, return_inverse=True)
         uniq = np.empty((len(ukey), t), dtype=np.int64)
         rem = ukey.copy()
         for j in range(t):
