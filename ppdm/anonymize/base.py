@@ -57,6 +57,9 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: ``"modelled"`` (missingness is part of what the technique learns and releases) or
     #: ``"refused"``; listed by ``ppdm methods`` and in docs/missing_values.md
     missing_policy: ClassVar[str] = "refused"
+    #: the technique decides itself what a record with a missing class becomes (DPCube drops it
+    #: as part of its mechanism); otherwise such a record is refused
+    handles_missing_class: ClassVar[bool] = False
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None
@@ -128,7 +131,8 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
         missing = "keep" if self.handles_missing else "error"
         df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
-        _refuse_missing_class(df, schema)
+        if not self.handles_missing_class:
+            _refuse_missing_class(df, schema)
         if not schema.attributes:
             # nothing to anonymize: a "release" equal to the input must not pass for one
             only = f" besides the class column {schema.class_column!r}" if schema.class_column else ""

@@ -53,6 +53,9 @@ from ppdm.errors import PPDMError
 FORMAT = "ppdm-provenance"
 VERSION = 1
 SUFFIX = ".provenance.json"
+#: the owner's private log of a release (exact counts, hashes and checks of x): never publish it
+PRIVATE_SUFFIX = ".private.json"
+PRIVATE_FORMAT = "ppdm-private-log"
 _TABLE_SUFFIXES = (".csv.gz", ".csv", ".txt", ".parquet", ".pq")
 
 
@@ -65,6 +68,36 @@ def provenance_path(release: str | Path) -> Path:
         if name.lower().endswith(suf):
             return p.with_name(name[: -len(suf)] + SUFFIX)
     return p.with_name(p.stem + SUFFIX)
+
+
+def private_path(release: str | Path) -> Path:
+    """The owner's private log of a release, beside its control set: ``z.csv`` → ``z.private.json``.
+
+    It holds what the public provenance must not: the input's hash and row counts, the
+    release check (a comparison of z with x) and the technique's ``private_report_``. It
+    is as secret as x itself."""
+    p = provenance_path(release)
+    return p.with_name(p.name[: -len(SUFFIX)] + PRIVATE_SUFFIX)
+
+
+def read_private(release: str | Path) -> dict[str, Any] | None:
+    """The private log of ``release``, or ``None`` when there is none."""
+    p = private_path(release)
+    if not p.is_file():
+        return None
+    try:
+        record = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PPDMError(f"private log {str(p)!r} is not valid JSON: {e}") from None
+    if not isinstance(record, dict) or record.get("format") != PRIVATE_FORMAT:
+        raise PPDMError(f"{str(p)!r} is not a ppdm private log (its 'format' is not {PRIVATE_FORMAT!r})")
+    return record
+
+
+def private_text(private: dict[str, Any]) -> str:
+    """The private log as JSON text (with its format marker)."""
+    return json.dumps({"format": PRIVATE_FORMAT, "version": VERSION, **jsonable(private)}, indent=2,
+                      allow_nan=False) + "\n"
 
 
 def file_sha256(path: str | Path) -> str:

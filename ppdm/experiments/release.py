@@ -38,11 +38,19 @@ import numpy as np
 import pandas as pd
 
 from ppdm import progress
-from ppdm.data.provenance import build_provenance, jsonable, provenance_path, provenance_text, table_sha256
+from ppdm.data.provenance import (
+    build_provenance,
+    jsonable,
+    private_path,
+    private_text,
+    provenance_path,
+    provenance_text,
+    table_sha256,
+)
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
 from ppdm.data.types import round_to_decimals, source_decimals, working_frame
-from ppdm.errors import ParameterError, PPDMError
+from ppdm.errors import ParameterError, PPDMError, SchemaError
 from ppdm.metrics.release_check import ReleaseCheck, release_check
 
 #: share of records published unchanged on every column from which a release is refused
@@ -75,6 +83,9 @@ class Release:
     warnings: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     decimals: dict[str, int] = field(default_factory=dict)
+    #: the owner's private log (:func:`ppdm.data.provenance.private_path`): counts, hash and
+    #: check of x that the public provenance of a differentially private release leaves out
+    private: dict[str, Any] = field(default_factory=dict)
 
 
 def technique_record(technique: Any) -> dict[str, Any]:
@@ -143,6 +154,17 @@ def release(
     given = schema if schema is not None else technique.schema
     if given is not None and not isinstance(given, Schema):
         given = Schema.from_dict(dict(given))
+    declared_only = bool(getattr(technique, "declared_domain_only", False))
+    if given is None and declared_only and not getattr(technique, "domain_from_data", False):
+        # a differentially private technique takes its types from a declaration, never from x's dtypes
+        given = technique.declared_schema(list(map(str, x.columns)))
+        if given is None:
+            raise SchemaError(
+                f"{type(technique).__name__} needs a declared schema (types, bounds and categories of every "
+                "column), and none was given; pass schema=... (CLI: --schema; `ppdm schema DATA --domain-template` "
+                "writes one to fill in), or domain_from_data=True to release without a differential privacy "
+                "guarantee"
+            )
     roles = Roles.of(identifiers, quasi_identifiers, sensitive, weight, other)
     sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
                          detect=detect_identifiers)
@@ -170,13 +192,20 @@ def release(
             if line not in lines:
                 lines.append(line)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        dec = {**source_decimals(work, sch.numeric), **{c: int(d) for c, d in (decimals or {}).items()}}
+        # decimals seen in x are a property of the records: a technique whose output may only
+        # depend on the declared domain is rounded to the decimals asked for, never to x's
+        seen = {} if declared_only else source_decimals(work, sch.numeric)
+        dec = {**seen, **{c: int(d) for c, d in (decimals or {}).items()}}
         dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
         z = round_to_decimals(z, dec)
         check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch,
                               record_aligned=aligned)
         step(1)
-    if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
+    privacy = getattr(tech, "privacy_report_", None)
+    # a differentially private release may hold records equal to originals (small domains): its
+    # guarantee covers them, and refusing it would make whether a release exists depend on x
+    dp_release = isinstance(privacy, dict) and bool(privacy.get("differentially_private"))
+    if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged and not dp_release:
         raise ReleaseRefused(
             f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "
             f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
@@ -198,19 +227,29 @@ def release(
     info.setdefault("columns", x.shape[1])
     info.setdefault("rows_used", len(x))
     removed = [] if keep_identifiers else ids
+    private: dict[str, Any] = {}
+    public_info, public_check = info, check
+    if declared_only:
+        # any count, hash or check of x would undo the noisy count and more: they go to the
+        # owner's private log, the public record keeps what made the release
+        private = {"input": dict(info), "release_check": check,
+                   "technique": getattr(tech, "private_report_", None)}
+        public_info = {k: v for k, v in info.items() if k not in ("sha256", "rows", "rows_used", "fit_rows")}
+        public_check = None
     record = build_provenance(
         technique=technique_record(tech),
         seeded=seeded,
-        input_info=info,
+        input_info=public_info,
         schema=sch.to_dict(),
         removed_identifiers=removed,
-        release_check=check,
-        privacy=getattr(tech, "privacy_report_", None),
+        release_check=public_check,
+        privacy=privacy,
         kept_identifiers=ids if keep_identifiers else [],
         warnings=lines,
         output={"decimals": dec, "date_formats": {c: f for c, f in sch.dates.items() if c in z.columns}},
     )
-    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec)
+    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
+                   private)
 
 
 def hold_out(x: pd.DataFrame, fraction: float, random_state: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -273,7 +312,7 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
     All or nothing: if any of them cannot be written, those already written are removed
     again, so a release never appears without its provenance. Returns the paths written.
     """
-    from ppdm.data.io import atomic_path, check_output_table, write_table
+    from ppdm.data.io import atomic_path, atomic_write_text, check_output_table, write_table
 
     out = check_output_table(out)
     prov = provenance_path(out)
@@ -284,6 +323,8 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
             write_table(rel.data, out, date_formats=rel.schema.dates)
             written.append(out)
         written.append(prov)
+        if rel.private:
+            written.append(atomic_write_text(private_path(out), private_text(rel.private)))
         if control is not None:
             write_table(control, control_path(out), date_formats=rel.schema.dates)
             written.append(control_path(out))
