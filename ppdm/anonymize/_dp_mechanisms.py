@@ -182,7 +182,9 @@ def dp_bin_edges(values: np.ndarray, lo: float, hi: float, n_bins: int, epsilon:
         starts, ends = _pieces(lo, hi, pieces, integer)
         mass = np.ones(len(starts))
     occ = np.flatnonzero(mass > 0)
-    hull = (float(starts[occ[0]]), float(ends[occ[-1]]) - step)
+    # one piece of room on each side: a tail too thin to pass the threshold is still drawn from
+    width = (ends - starts)[occ]
+    hull = (max(lo, float(starts[occ[0]] - width[0])), min(hi, float(ends[occ[-1]] + width[-1]) - step))
     cum = np.concatenate([[0.0], np.cumsum(mass)])
     qs = np.arange(1, n_bins) / n_bins * cum[-1]
     j = np.clip(np.searchsorted(cum, qs, side="left") - 1, 0, len(mass) - 1)

@@ -259,7 +259,9 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None =
     for c in like.columns:
         if out[c].dtype == like[c].dtype:
             continue
-        out[c] = restore_column(out[c], like[c], date_format=formats.get(c))
+        # a release with its own records takes the input column's type, not its rows
+        ref = like[c] if same_rows else pd.Series(index=out.index, dtype=like[c].dtype, name=like[c].name)
+        out[c] = restore_column(out[c], ref, date_format=formats.get(c))
     return out
 
 

@@ -693,7 +693,7 @@ class DPCube(Technique):
     selection:
         ``"auto"``: when the grid cannot hold every attribute with ``min_bins`` bins (and
         the table has a class), the attributes that get bins are chosen by the exponential
-        mechanism on how well each separates the classes; ``"none"``: every attribute
+        mechanism on how well each separates the classes; ``"off"``: every attribute
         shares the grid in table order (the first ones get one more bin).
     edges:
         ``"quantile"`` (default): bins of numeric attributes are cut at DP quantiles of
@@ -837,8 +837,8 @@ class DPCube(Technique):
         gd = self.grid_density
         if not _is_number(gd) or not math.isfinite(gd) or gd <= 0:
             raise ParameterError(f"grid_density must be a finite number > 0, got {gd!r}")
-        if self.selection not in ("auto", "none"):
-            raise ParameterError(f"selection must be 'auto' or 'none', got {self.selection!r}")
+        if self.selection not in ("auto", "off"):
+            raise ParameterError(f"selection must be 'auto' or 'off', got {self.selection!r}")
         if self.edges not in ("quantile", "equal"):
             raise ParameterError(f"edges must be 'quantile' or 'equal', got {self.edges!r}")
         md = self.max_depth
@@ -977,7 +977,7 @@ class DPCube(Technique):
             dom.from_data = [*undeclared_num, *undeclared_cat]
             if self.schema is None:
                 dom.from_data.append("the column types")
-            for c in cols:
+            for c in schema.attributes:  # a record without its class is dropped, never modelled
                 if c not in dom.nullable and df[c].isna().any():
                     dom.nullable.add(c)
                     dom.from_data.append(f"{c} (whether missing)")
@@ -1065,7 +1065,7 @@ class DPCube(Technique):
         flags, self._grid_values = self._grid_domain(schema, dom)
         fixed_cat = count_cells([len(v) for c, v in self._grid_values.items()
                                  if c in schema.categorical or c == schema.class_column or c in flags])
-        if fixed_cat > self.max_cells and (self.bins != "auto" or self.selection == "none"):
+        if fixed_cat > self.max_cells and (self.bins != "auto" or self.selection == "off"):
             self._refuse_categories(fixed_cat)
         enc_all, keep, notes = self._encode(df, schema)
         enc = enc_all.loc[keep]
@@ -1091,7 +1091,7 @@ class DPCube(Technique):
         e_sel = sum(s.epsilon for s in steps if s.name.startswith("attribute selection"))
         rest = rest - e_sel if not math.isinf(rest) else rest
         # ---- phase Q: bin edges at DP quantiles
-        grid, e_q = self._make_grid(schema, dom, flags, selected, per_bins, rest, enc, noise_rng, steps)
+        grid, e_q = self._make_grid(schema, dom, flags, selected, per_bins, rest, n0, enc, noise_rng, steps)
         rest = rest - e_q if not math.isinf(rest) else rest
         if grid.n_cells > self.max_cells:
             raise ParameterError(
@@ -1208,7 +1208,7 @@ class DPCube(Technique):
               rng: np.random.Generator, steps: list[PrivacyStep]) -> tuple[list[str], dict[str, int]] | None:
         """The attributes that get more than one cell and the bins of the numeric ones.
 
-        With ``bins`` a number, or ``selection="none"``, or no class: every attribute,
+        With ``bins`` a number, or ``selection="off"``, or no class: every attribute,
         numeric ones in table order (``None`` when the categorical cells alone exceed
         ``max_cells``). Otherwise, when every attribute fits with ``min_bins`` bins, all of
         them; else the attributes picked by the exponential mechanism (phase S), in the
@@ -1229,7 +1229,7 @@ class DPCube(Technique):
             return cat_cells[c] if c in cat_cells else min(self.min_bins, caps[c] or self.min_bins)
 
         everything = count_cells([need(c) for c in schema.attributes]) * fixed
-        if self.selection == "none" or cls is None or everything <= target:
+        if self.selection == "off" or cls is None or everything <= target:
             if count_cells(list(cat_cells.values())) * fixed > self.max_cells:
                 return None
             budget = target / (fixed * count_cells(list(cat_cells.values())))
@@ -1270,7 +1270,7 @@ class DPCube(Technique):
         return [c for c in schema.attributes if c in chosen], bins
 
     def _make_grid(self, schema: Schema, dom: _Domain, flags: list[str], selected: list[str], bins: dict[str, int],
-                   rest: float, enc: pd.DataFrame, rng: np.random.Generator,
+                   rest: float, n0: float, enc: pd.DataFrame, rng: np.random.Generator,
                    steps: list[PrivacyStep]) -> tuple[Grid, float]:
         """The grid, with the bin edges of the numeric attributes (phase Q when at DP quantiles)."""
         delta = self.sensitivity
@@ -1281,6 +1281,10 @@ class DPCube(Technique):
                  and not (c in dom.integer and (dom.capacity(c) or 0) <= want[c])]
         e_q = self.quantile_share * rest if quant else 0.0
         each = e_q / len(quant) if quant and not math.isinf(e_q) else e_q
+        # pieces of the noisy histograms: about n0·ε_first/(4Δ) of them (a piece must hold a few
+        # noise scales of records to stand out), a power of two from 4 to 64
+        share = max(1.0, n0) * (each / 2.0) / (4.0 * delta) if not math.isinf(each) else 64.0
+        pieces = int(2 ** min(6, max(2, round(math.log2(max(share, 1.0))))))
         if quant:
             steps.append(PrivacyStep(f"bin edges (phase Q, quantiles of {len(quant)} attributes)", e_q,
                                      "discrete Laplace (noisy histograms of pieces of the bounds)", delta,
@@ -1298,7 +1302,8 @@ class DPCube(Technique):
                     nb = min(nb, m)
                     support = None
                     if c in quant:
-                        cuts, support = dp_bin_edges(enc[c].to_numpy(), lo, hi, nb, each, delta, True, rng)
+                        cuts, support = dp_bin_edges(enc[c].to_numpy(), lo, hi, nb, each, delta, True, rng,
+                                                     pieces=pieces)
                         starts = np.concatenate([[ilo], cuts.astype(np.int64)]).astype(np.int64)
                     else:
                         starts = ilo + (np.arange(nb, dtype=np.int64) * m) // nb
@@ -1308,7 +1313,8 @@ class DPCube(Technique):
                     nb = nb if hi > lo else 1
                     support = None
                     if c in quant:
-                        inner, support = dp_bin_edges(enc[c].to_numpy(), lo, hi, nb, each, delta, False, rng)
+                        inner, support = dp_bin_edges(enc[c].to_numpy(), lo, hi, nb, each, delta, False, rng,
+                                                      pieces=pieces)
                         edges = np.concatenate([[lo], inner, [hi]])
                     else:
                         edges = lo + (hi - lo) * np.arange(nb + 1, dtype=float) / nb
@@ -1353,7 +1359,7 @@ class DPCube(Technique):
         else:
             guarantee = (
                 f"The release is {eps:g}-differentially private for {relation}: any one person's record changes the "
-                f"probability of any output by at most a factor e^{eps:g} ≈ {math.exp(eps):.3g}, assuming the declared "
+                f"probability of any output by at most a factor e^{eps:g}{_approx_exp(eps)}, assuming the declared "
                 "domain is public and data-independent and the random draws"
                 + (" (made from a fixed seed, which must stay secret)" if seeded else "")
                 + " are unknown to the attacker."
@@ -1470,7 +1476,12 @@ class DPCube(Technique):
         sample_rng = _child_rng(rng, 1)
         m = int(self.n_rows_) if self.neighbouring == "add-remove" else len(df)  # type: ignore[arg-type]
         out = self._synthesize(m, sample_rng)[list(df.columns)]
-        if self.neighbouring == "replace":
+        if self._dom.from_data:
+            # not differentially private anyway (domain_from_data=True): keep the input's dtypes
+            from ppdm.anonymize.base import restore_table
+
+            out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows())
+        elif self.neighbouring == "replace":
             out.index = df.index
         return out.to_numpy() if was_array else out
 
@@ -1572,6 +1583,11 @@ def _names(cols: Sequence[str], most: int = 5) -> str:
     types" unquoted)."""
     shown = ", ".join(c if c.startswith("the ") or "(" in c else repr(c) for c in cols[:most])
     return shown if len(cols) <= most else f"{shown} and {len(cols) - most} more columns"
+
+
+def _approx_exp(eps: float) -> str:
+    """`` ≈ e^ε`` for a message, when it is a number a reader can use."""
+    return f" ≈ {math.exp(eps):.3g}" if eps < 50 else ""
 
 
 def _scale(sensitivity: float, epsilon: float) -> float:

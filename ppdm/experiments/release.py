@@ -155,7 +155,9 @@ def release(
     if given is not None and not isinstance(given, Schema):
         given = Schema.from_dict(dict(given))
     declared_only = bool(getattr(technique, "declared_domain_only", False))
-    if given is None and declared_only and not getattr(technique, "domain_from_data", False):
+    # a release the technique itself declares not differentially private follows x's decimals
+    from_data = bool(getattr(technique, "domain_from_data", False))
+    if given is None and declared_only and not from_data:
         # a differentially private technique takes its types from a declaration, never from x's dtypes
         given = technique.declared_schema(list(map(str, x.columns)))
         if given is None:
@@ -194,7 +196,7 @@ def release(
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         # decimals seen in x are a property of the records: a technique whose output may only
         # depend on the declared domain is rounded to the decimals asked for, never to x's
-        seen = {} if declared_only else source_decimals(work, sch.numeric)
+        seen = {} if declared_only and not from_data else source_decimals(work, sch.numeric)
         dec = {**seen, **{c: int(d) for c, d in (decimals or {}).items()}}
         dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
         z = round_to_decimals(z, dec)
