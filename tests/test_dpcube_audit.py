@@ -165,6 +165,13 @@ class Audit:
                    for j in range(len(events))), c
 
 
+def _report(bound: float, detail: object) -> None:
+    """One line per audit (``pytest -m slow -s`` shows them; the docs quote them)."""
+    import os
+
+    print(f"AUDIT {os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}: bound {bound:.3f} ({detail})")
+
+
 def _one_d(cells: dict[int, int], n_cells: int = 8) -> pd.DataFrame:
     """Records at the centres of cells of [0, 1] cut into ``n_cells``, one class."""
     a = np.concatenate([np.full(k, (c + 0.5) / n_cells) for c, k in sorted(cells.items())])
@@ -230,6 +237,7 @@ def test_count_of_n_respects_its_budget(tmp_path):
     audit = _size_audit(tmp_path)
     eps0 = audit.claimed("table size")
     bound, c = audit.bound([_size_event])
+    _report(bound, c)
     assert bound <= eps0, f"measured ε0 ≥ {bound:.3f} > claimed {eps0} (counts {c.tolist()})"
     assert bound > 0.3 * eps0, f"the audit should see the record: bound {bound:.3f}"
 
@@ -239,6 +247,7 @@ def test_count_of_n_audit_fails_with_noise_at_half_scale(tmp_path, half_scale):
     audit = _size_audit(tmp_path)
     eps0 = audit.claimed("table size")
     bound, c = audit.bound([_size_event])
+    _report(bound, c)
     assert bound > eps0, f"missed phase-0 noise at half scale: bound {bound:.3f} (counts {c.tolist()})"
 
 
@@ -285,6 +294,7 @@ def test_kd_tree_splits_respect_the_phase_1_budget(tmp_path, relation):
     audit = _kd_audit(tmp_path, relation)
     eps1 = audit.claimed("cell histogram")
     bound, c = audit.bound(_kd_events(relation))
+    _report(bound, c)
     assert bound <= eps1, f"measured ε1 ≥ {bound:.3f} > claimed {eps1} (counts {c.tolist()})"
     assert bound > 0.3 * eps1, f"the audit should see the record: bound {bound:.3f}"
 
@@ -295,6 +305,7 @@ def test_kd_audit_fails_when_the_tree_reads_exact_counts(tmp_path, monkeypatch, 
     audit = _kd_audit(tmp_path, "add-remove")
     eps1 = audit.claimed("cell histogram")
     bound, c = audit.bound([_cut_past_middle], n=60)
+    _report(bound, c)
     assert bound > eps1, f"missed a kd-tree on exact counts: bound {bound:.3f} (counts {c.tolist()})"
 
 
@@ -304,6 +315,7 @@ def test_kd_audit_fails_with_phase_1_noise_at_half_scale(tmp_path, half_scale, r
     audit = _kd_audit(tmp_path, relation)
     eps1 = audit.claimed("cell histogram")
     bound, c = audit.bound(_kd_events(relation))
+    _report(bound, c)
     assert bound > eps1, f"missed phase-1 noise at half scale: bound {bound:.3f} (counts {c.tolist()})"
 
 
@@ -334,6 +346,7 @@ def test_partition_counts_respect_the_phase_2_budget(tmp_path, relation):
     audit = _counts_audit(tmp_path, relation)
     eps2 = audit.claimed("partition counts")
     bound, c = audit.bound([_counts_event(relation)])
+    _report(bound, c)
     assert bound <= eps2, f"measured ε2 ≥ {bound:.3f} > claimed {eps2} (counts {c.tolist()})"
     assert bound > 0.3 * eps2, f"the audit should see the record: bound {bound:.3f}"
 
@@ -344,6 +357,7 @@ def test_partition_count_audit_fails_with_noise_at_half_scale(tmp_path, half_sca
     audit = _counts_audit(tmp_path, relation)
     eps2 = audit.claimed("partition counts")
     bound, c = audit.bound([_counts_event(relation)])
+    _report(bound, c)
     assert bound > eps2, f"missed phase-2 noise at half scale: bound {bound:.3f} (counts {c.tolist()})"
 
 
@@ -368,6 +382,7 @@ def test_placement_respects_the_release_budget(tmp_path, relation):
     audit = _placement_audit(tmp_path, relation)
     eps = audit.claimed("")
     bound, c = audit.bound([_in_cell_6])
+    _report(bound, c)
     assert bound <= eps, f"measured ε ≥ {bound:.3f} > claimed {eps} (counts {c.tolist()})"
     assert bound > 0.1, f"the audit should see the record: bound {bound:.3f}"
 
@@ -379,7 +394,8 @@ def test_placement_audit_fails_when_records_follow_exact_cells(tmp_path, monkeyp
     monkeypatch.setattr(dpmod.DPCube, "_sample_cells", exact)
     audit = _placement_audit(tmp_path, "add-remove")
     eps = audit.claimed("")
-    bound, c = audit.bound([_in_cell_6], n=100)
+    bound, c = audit.bound([_in_cell_6], n=200)
+    _report(bound, c)
     assert bound > eps, f"missed placement on exact cells: bound {bound:.3f} (counts {c.tolist()})"
 
 
@@ -437,6 +453,7 @@ def test_no_public_file_tells_the_neighbours_apart(tmp_path):
     audit = _files_audit(tmp_path)
     eps = audit.claimed("")
     bound, event = _files_bound(audit)
+    _report(bound, event)
     assert bound <= eps, f"measured ε ≥ {bound:.3f} > claimed {eps} ({event})"
 
 
@@ -459,6 +476,7 @@ def test_files_audit_fails_when_exact_n_is_written(tmp_path, monkeypatch, where)
     audit = _files_audit(tmp_path)
     eps = audit.claimed("")
     bound, event = _files_bound(audit, n_select=40, n_estimate=60)
+    _report(bound, event)
     assert bound > eps, f"missed the exact n in the {where}: bound {bound:.3f} ({event})"
 
 
@@ -484,6 +502,7 @@ def test_attribute_selection_respects_its_budget(tmp_path):
     audit = _selection_audit(tmp_path)
     eps_s = audit.claimed("attribute selection")
     bound, c = audit.bound([_picked_g1])
+    _report(bound, c)
     assert bound <= eps_s, f"measured εS ≥ {bound:.3f} > claimed {eps_s} (counts {c.tolist()})"
     assert bound > 0.2, f"the audit should see the record: bound {bound:.3f}"
 
@@ -494,6 +513,7 @@ def test_selection_audit_fails_without_its_noise(tmp_path, monkeypatch):
     audit = _selection_audit(tmp_path)
     eps_s = audit.claimed("attribute selection")
     bound, c = audit.bound([_picked_g1], n=60)
+    _report(bound, c)
     assert bound > eps_s, f"missed a selection without noise: bound {bound:.3f} (counts {c.tolist()})"
 
 
@@ -512,6 +532,7 @@ def test_bin_edges_respect_their_budget(tmp_path):
     audit = _edges_audit(tmp_path)
     eps_q = audit.claimed("bin edges")
     bound, c = audit.bound([_edge_past_middle])
+    _report(bound, c)
     assert bound <= eps_q, f"measured εQ ≥ {bound:.3f} > claimed {eps_q} (counts {c.tolist()})"
 
 
@@ -522,6 +543,7 @@ def test_edges_audit_fails_without_their_noise(tmp_path, monkeypatch):
     audit = _edges_audit(tmp_path)
     eps_q = audit.claimed("bin edges")
     bound, c = audit.bound([_edge_past_middle], n=60)
+    _report(bound, c)
     assert bound > eps_q, f"missed bin edges without noise: bound {bound:.3f} (counts {c.tolist()})"
 
 
