@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ppdm._version import __version__
 from ppdm.errors import PPDMError
 
-__version__ = "0.1.0"
 __all__ = ["Schema", "PPDMError", "__version__"]
 
 

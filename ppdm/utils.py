@@ -110,3 +110,27 @@ def check_n_features(owner: object, n_features: int) -> None:
         raise SchemaError(
             f"X has {n_features} features, but {type(owner).__name__} is expecting {expected} features as input"
         )
+
+
+def check_choice(value: Any, choices: tuple[str, ...], what: str) -> str:
+    """``value`` when it is one of ``choices``, else :class:`ParameterError` listing them.
+
+    ``None`` reads as ``"none"`` where that is a choice: ``--param scaling=none`` parses to
+    ``None`` (:func:`parse_value`), and ``scaling=None`` is how Python says "no scaling" too.
+    """
+    if value is None and "none" in choices:
+        return "none"
+    if isinstance(value, str) and value in choices:
+        return value
+    listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}" if len(choices) > 1 else repr(choices[0])
+    raise ParameterError(f"{what} must be {listed}, got {value!r}")
+
+
+def unknown_name(what: str, name: str, known: list[str] | tuple[str, ...]) -> str:
+    """``unknown technique 'mdva'; did you mean 'mdav'?`` (or the known names, when none is close)."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    if close:
+        return f"unknown {what} {name!r}; did you mean {close[0]!r}?"
+    return f"unknown {what} {name!r}; known: {', '.join(sorted(known))}"

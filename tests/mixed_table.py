@@ -14,7 +14,8 @@ CODES = ["0150", "0001", "1200", "0420", "7000"]
 #: parameters that make every technique run on the table (DPCube: a small grid, little noise, one
 #: partition per cell so that its synthetic records keep the shares of missing cells)
 PARAMS: dict[str, dict] = {"random-substitution": {"gamma": 5.0},
-                           "dpcube": {"bins": 3, "epsilon": 50.0, "partitioning": "cell", "domain_from_data": True}}
+                           "dpcube": {"bins": 3, "epsilon": 50.0, "partitioning": "cell", "domain_from_data": True},
+                           "local-suppression": {"keys": ["age", "zip", "member", "grade"]}}
 
 
 def mixed_table(n: int = 240, seed: int = 0) -> pd.DataFrame:

@@ -101,21 +101,95 @@ def test_bad_cart_parameters():
         rules_from_cart(x, sch, max_depth=0)
 
 
-def test_thresholds_are_midpoints_of_data_values_and_match_the_tree():
+def _decimals(v: float) -> int:
+    text = repr(float(v))
+    return 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
+
+
+def test_thresholds_are_in_the_datas_units_and_match_the_tree():
+    from ppdm.data.types import decimals_of
+    from ppdm.trees.cart import CARTClassifier
+
+    x, sch = load("wine")
+    tree = CARTClassifier(min_leaf_frac=0.02, max_depth=12, data_units=True).fit(x[sch.attributes],
+                                                                                x[sch.class_column])
+    leaves = tree.leaf_rules()
+    rs = RuleSet([leaves[k] for k in sorted(leaves)], sch.class_column)
+    assert rs == rules_from_cart(x, sch)
+    shorter = 0
+    for rule in rs:
+        for c in rule.conditions:
+            vals = np.unique(x[c.attribute].to_numpy(float))
+            # no more decimals than the column was written with (no float noise, no midpoint digit)
+            assert _decimals(c.value) <= decimals_of(x[c.attribute]), (c, decimals_of(x[c.attribute]))
+            lo, hi = vals[vals <= c.value], vals[vals > c.value]
+            assert len(lo) and len(hi)
+            shorter += _decimals(c.value) < decimals_of(x[c.attribute])
+    assert shorter  # where no record lies between, fewer digits than the data's
+    # and the rules route every training record to the leaf the tree routes it to
+    cov = rs.coverage(x)
+    assert (cov.sum(axis=0) == 1).all()
+    assert (np.array(sorted(leaves))[cov.argmax(axis=0)] == tree.apply(x[sch.attributes])).all()
+
+
+def test_split_points_of_a_survey_table_read_as_its_data():
+    """Dates as dates, amounts with their two decimals at most, whole numbers whole; the rule
+    file read back covers the same records of the typed table and of its working form."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from survey_table import survey_table
+
+    from ppdm.data.schema import Schema
+    from ppdm.data.types import working_frame
+    from ppdm.trees.cart import CARTClassifier
+
+    raw = survey_table(600).drop(columns=["person_id"]).dropna()
+    raw["birth_date"] = pd.to_datetime(raw["birth_date"])
+    raw["age_group"] = (raw["birth_date"].dt.year // 10).astype(int)
+    sch = Schema.infer(raw, "diagnosis")
+    rs = rules_from_cart(raw, sch, min_leaf_frac=0.02)
+    text = rs.to_text()
+    assert "birth_date" in text and "income" in text
+    for rule in rs:
+        for c in rule.conditions:
+            if c.attribute == "birth_date":
+                assert isinstance(c.value, pd.Timestamp) and c.value == c.value.normalize()
+            elif c.attribute == "income":
+                assert _decimals(c.value) <= 2
+            elif c.attribute in ("age_group",):
+                assert isinstance(c.value, int)
+    assert "-4" not in "".join(str(c) for r in rs for c in r.conditions if c.attribute == "birth_date")
+    back = RuleSet.from_text(text)
+    assert back == rs
+    work = working_frame(raw, sch.numeric)
+    assert (back.coverage(work) == rs.coverage(raw)).all()
+    # the tree grown on the working form (dates as days, as evaluate gives it) states the same rules
+    tree = CARTClassifier(min_leaf_frac=0.02, categorical=sch.categorical, dates=["birth_date"], data_units=True)
+    tree.fit(work[sch.attributes], work["diagnosis"])
+    leaves = tree.leaf_rules()
+    assert RuleSet([leaves[k] for k in sorted(leaves)], "diagnosis") == rs
+    cov = rs.coverage(work)
+    assert (cov.sum(axis=0) == 1).all()
+    assert (np.array(sorted(leaves))[cov.argmax(axis=0)] == tree.apply(work[sch.attributes])).all()
+
+
+def test_a_tree_as_a_model_keeps_its_midpoints():
+    """Without data_units a leaf rule splits where the tree sends an unseen value: halfway
+    between the training values (the Forest Framework keeps perturbed values in those leaves,
+    the structure measures compare those split points)."""
     from ppdm.trees.cart import CARTClassifier
 
     x, sch = load("wine")
     tree = CARTClassifier(min_leaf_frac=0.02, max_depth=12).fit(x[sch.attributes], x[sch.class_column])
     leaves = tree.leaf_rules()
     rs = RuleSet([leaves[k] for k in sorted(leaves)], sch.class_column)
-    # each threshold lies halfway between two values of its attribute (no float32 artefacts)
     for rule in rs:
         for c in rule.conditions:
             vals = np.unique(x[c.attribute].to_numpy(float))
             lo, hi = vals[vals <= c.value], vals[vals > c.value]
             mids = lo[:, None] + (hi[None, :] - lo[:, None]) / 2
             assert (mids == c.value).any()
-    # and the rules route every training record to the leaf the tree routes it to
     cov = rs.coverage(x)
-    assert (cov.sum(axis=0) == 1).all()
     assert (np.array(sorted(leaves))[cov.argmax(axis=0)] == tree.apply(x[sch.attributes])).all()

@@ -153,7 +153,9 @@ def test_evaluate_is_zero_for_z_equal_x_and_prints_tables(tables):
     assert all(obj[k]["value"] == 0 for k in ("rule_accuracy", "rule_support_distance", "rule_label_distance",
                                               "prediction_accuracy", "auc", "f_measure"))
     r = run("evaluate", "-x", str(xp), "-z", str(xp), "--class", "label")
-    assert r.exit_code == 0 and "rule_support_distance" in r.stdout and "support x" in r.stdout
+    assert r.exit_code == 0 and "rule_support_distance" in r.stdout and "support x" not in r.stdout
+    r = run("evaluate", "-x", str(xp), "-z", str(xp), "--class", "label", "--verbose")
+    assert r.exit_code == 0 and "support x" in r.stdout  # the per-rule table, on request
 
 
 def test_evaluate_with_rule_file_and_test_table(tables):

@@ -74,7 +74,11 @@ def test_holdout_writes_the_control_set_and_evaluate_finds_it(xfile: Path) -> No
         assert m[name]["status"] == "computed", (name, m[name].get("reason"))
     # x without the held-out records lines up with z record by record
     assert m["record_linkage"]["status"] == "computed"
-    assert m["k_anonymity"]["status"] == "computed" and m["k_anonymity"]["details"]["key_source"] == "inferred"
+    # the noise perturbs the categorical quasi-identifiers too: key frequencies do not judge it,
+    # intruder matching does
+    assert m["k_anonymity"]["status"] == "skipped" and "perturbed" in m["k_anonymity"]["reason"]
+    assert m["qi_matching"]["status"] == "computed" and m["qi_matching"]["details"]["key_source"] == "inferred"
+    assert "qi_matching" in {j["measure"] for j in doc["summary"]["risk"]["judged"]}
 
 
 def test_default_evaluate_shows_risk_and_says_why_the_attacks_are_skipped(xfile: Path) -> None:

@@ -22,14 +22,15 @@ def test_unknown_technique_exits_2_and_writes_nothing(tmp_path):
 
 
 def test_missing_class_column_exits_2(tmp_path):
-    r = runner.invoke(app, ["anonymize", "builtin:wine", "--class", "income", "--method", "nope", "--out", str(tmp_path / "z.csv")])
+    r = runner.invoke(app, ["anonymize", "builtin:wine", "--class", "income", "--method", "uniform-noise",
+                            "--out", str(tmp_path / "z.csv")])
     assert r.exit_code == 2 and "class column 'income'" in r.output
 
 
 def test_malformed_file_exits_2(tmp_path):
     bad = tmp_path / "bad.parquet"
     bad.write_text("garbage")
-    r = runner.invoke(app, ["anonymize", str(bad), "--method", "nope", "--out", str(tmp_path / "z.csv")])
+    r = runner.invoke(app, ["anonymize", str(bad), "--method", "uniform-noise", "--out", str(tmp_path / "z.csv")])
     assert r.exit_code == 2 and "cannot read" in r.output
 
 
@@ -40,7 +41,8 @@ def test_usage_error_exits_2():
 
 def test_entry_point_maps_errors_to_2(tmp_path):
     r = subprocess.run(
-        [sys.executable, "-m", "ppdm.cli", "anonymize", str(tmp_path / "none.csv"), "--method", "x", "--out", str(tmp_path / "z.csv")],
+        [sys.executable, "-m", "ppdm.cli", "anonymize", str(tmp_path / "none.csv"), "--method", "uniform-noise",
+         "--out", str(tmp_path / "z.csv")],
         capture_output=True, text=True,
     )
     assert r.returncode == 2, r.stderr

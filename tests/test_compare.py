@@ -493,3 +493,79 @@ def test_a_measure_the_table_does_not_allow_is_skipped_and_noted(registered):
     assert r.meta["skipped"] == [{"label": "original", "measure": "t_picky", "reason": "z equals x here",
                                   "tasks": 2, "of": 2}]
     assert any("'t_picky' was skipped for original in 2 of 2 run(s): z equals x here" in n for n in r.meta["notes"])
+
+
+# ------------------------------------------------- a survey table, as evaluate reads it
+ATTACKS = ("record_linkage", "inference", "linkability", "singling_out_univariate", "singling_out_multivariate")
+
+
+def test_cli_compare_measures_every_risk_on_dates_codes_and_missing_cells(tmp_path):
+    """compare reads, types and measures a table as evaluate does: the date column, the zip
+    codes with leading zeros and the empty income cells (--missing keep) leave every attack
+    computed, and the role flags (--id, --qi, --weight) mean what they mean for evaluate."""
+    from survey_table import ROLES, write_survey
+
+    data = write_survey(tmp_path / "survey.csv")
+    out = tmp_path / "out"
+    res = _cli(["compare", str(data), "--class", ROLES["class"], "--id", ROLES["id"], "--qi", ROLES["qi"],
+                "--weight", ROLES["weight"], "--missing", "keep", "--technique", "mdav:k=5", "--cv", "2",
+                "--seed", "0", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((out / "meta.json").read_text())
+    skipped = {row["measure"]: row["reason"] for row in meta["skipped"]}
+    for m in ATTACKS:
+        assert m not in skipped, skipped.get(m)
+    d = pd.read_csv(out / "results.csv")
+    for m in ATTACKS:
+        assert d.loc[d.measure == m, "value"].notna().all(), m
+    # the identifier never reached a technique or a measure; the types are evaluate's
+    assert meta["removed_identifiers"] == ["person_id"]
+    assert "person_id" not in json.dumps(meta["dataset"])
+    sch = meta["schema"]
+    assert sch["dates"] == {"birth_date": "%Y-%m-%d"} and "zip" in sch["categorical"]
+    assert sch["quasi_identifiers"] == ["zip", "birth_date", "sex"] and sch["weight"] == "weight"
+    assert meta["missing"] == "keep"
+    # the same table without --missing keep is refused, naming the column, as evaluate refuses it
+    res = _cli(["compare", str(data), "--class", "diagnosis", "--id", "person_id", "--technique", "mdav:k=5",
+                "--cv", "2", "--seed", "0"])
+    assert res.exit_code == 2 and "income" in res.output
+    # and an undeclared record number is refused as by anonymize, not compared as an attribute
+    res = _cli(["compare", str(data), "--class", "diagnosis", "--missing", "drop", "--technique", "mdav:k=5",
+                "--cv", "2", "--seed", "0"])
+    assert res.exit_code == 2 and "person_id" in res.output and "--id" in res.output
+
+
+def test_compare_and_evaluate_measure_the_same_working_tables(tmp_path):
+    """One path: compare's measures see x as evaluate's do (dates on their time axis, codes as
+    text, missing cells as NaN), so the risk of the original against itself agrees."""
+    from survey_table import write_survey
+
+    from ppdm.cli.common import load_original, roles_from_options
+    from ppdm.experiments.evaluation import measurement_context
+
+    data = write_survey(tmp_path / "survey.csv")
+    roles = roles_from_options(["person_id"], ["zip,birth_date,sex"], None, "weight", None)
+    x, sch, ids = load_original(str(data), "diagnosis", missing="keep", roles=roles)
+    assert ids == ["person_id"] and "person_id" not in x.columns
+    ctx = measurement_context(x, x, sch)
+    assert ctx.x["birth_date"].dtype == float and ctx.x["zip"].str.startswith("0").any()
+    assert ctx.x["income"].isna().any()
+    # the typed table goes to the techniques: the date is still a date there
+    assert pd.api.types.is_datetime64_any_dtype(x["birth_date"])
+
+
+def test_compare_and_evaluate_take_the_same_role_and_type_flags():
+    import typer
+
+    from ppdm.cli.app import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+
+    def flags(name: str) -> set[str]:
+        return {o for p in commands[name].params for o in getattr(p, "opts", [])}
+
+    shared = {"--id", "--qi", "--sensitive", "--weight", "--other", "--categorical", "--date", "--missing",
+              "--schema", "--sep", "--class", "--seed", "--measures", "--param"}
+    assert shared <= flags("evaluate") and shared <= flags("compare")
+    help_text = " ".join(p.help or "" for p in commands["compare"].params if "--missing" in getattr(p, "opts", []))
+    assert "keep" in help_text

@@ -73,7 +73,7 @@ def evaluate(*args: str) -> Any:
 # ----------------------------------------------------------------------- the schema
 def test_the_schema_is_a_valid_json_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    assert SCHEMA["$defs"]["header"]["properties"]["format_version"] == {"const": 1}
+    assert SCHEMA["$defs"]["header"]["properties"]["format_version"] == {"const": 2}
 
 
 def test_evaluation_json_follows_the_schema(release, tmp_path) -> None:
@@ -82,7 +82,7 @@ def test_evaluation_json_follows_the_schema(release, tmp_path) -> None:
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     validate(doc)
-    assert doc["format"] == "ppdm.evaluation" and doc["format_version"] == 1
+    assert doc["format"] == "ppdm.evaluation" and doc["format_version"] == 2
     assert doc["provenance"]["technique"]["name"] == "gaussian-noise"  # the sidecar anonymize wrote beside z
     load_all_measures()
     assert set(doc["measures"]) == {m.name for m in resolve_measures("all")}
@@ -253,7 +253,30 @@ def test_the_terminal_starts_with_the_verdicts(release) -> None:
     assert r.exit_code == 0, r.output
     text = " ".join(r.stdout.split())
     assert text.startswith("Disclosure risk is") and text.index("ddr = ") < text.index("Utility is")
-    assert text.index("Utility is") < text.index("ppdm evaluate")  # the verdicts come before the table
+    # the verdicts come before the table of the measures
+    assert text.index("Utility is") < text.index("measure kind value threshold status")
+
+
+def test_plain_evaluate_is_one_screen_and_verbose_adds_the_rules(release) -> None:
+    """The default set: two verdicts, the drivers of risk, one line per measure, the skipped
+    measures' shared reason said once — at most 40 lines; --verbose adds the per-rule table and
+    the rule texts."""
+    args = ["-x", str(release["x"]), "-z", str(release["z"]), "--class", "label", "--seed", "1"]
+    r = evaluate(*args)
+    assert r.exit_code == 0, r.output
+    lines = r.output.rstrip("\n").split("\n")
+    assert len(lines) <= 40, r.output
+    doc = json.loads(evaluate(*args, "--json").stdout)
+    for name, m in doc["measures"].items():  # one line per measure, in the table
+        assert sum(line.split()[:2] == [name, m["kind"]] for line in lines) == 1, name
+    assert "Drivers of risk: No record is unique on the key variable (colour)." in " ".join(r.stdout.split())
+    skipped = [n for n, m in doc["measures"].items() if m["status"] == "skipped"]
+    assert len(skipped) >= 2 and r.stdout.count("needs a control set") == 1
+    assert " → " not in r.stdout and "rules Ψx" not in r.stdout
+    v = evaluate(*args, "--verbose")
+    assert v.exit_code == 0, v.output
+    assert "rules Ψx in x and z" in v.stdout and v.stdout.count(" → ") == len(doc["tables"]["per_rule"]["rows"])
+    assert "key variables" in v.stdout and len(v.output.split("\n")) > 60
 
 
 # ------------------------------------------------------------ aggregates only

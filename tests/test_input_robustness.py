@@ -75,7 +75,7 @@ def test_rows_longer_than_the_header_are_refused(tmp_path: Path) -> None:
         read_table(every)
     some = tmp_path / "some.csv"
     some.write_text("a,b\n1,2\n4,5,6\n")
-    with pytest.raises(PPDMError, match="cannot read"):
+    with pytest.raises(PPDMError, match="is malformed: line 3 has 3 fields, the header has 2"):
         read_table(some)
 
 
@@ -170,7 +170,7 @@ def test_failed_temporary_file_names_the_output(tmp_path: Path, monkeypatch: pyt
     def denied(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(ppdm_io.tempfile, "mkstemp", denied)
+    monkeypatch.setattr("ppdm.data.atomic.tempfile.mkstemp", denied)
     with pytest.raises(PPDMError, match=r"cannot write output '.*z\.csv': Permission denied"):
         ppdm_io.write_table(pd.DataFrame({"a": [1]}), tmp_path / "z.csv")
 

@@ -1,6 +1,7 @@
-"""The layering of docs/architecture.md holds: reading every module's imports (at the top
-and inside functions alike), no module imports a higher layer and the packages do not
-import each other in a cycle."""
+"""The layering of docs/architecture.md holds: reading every module's imports (at the top,
+inside functions and under ``if TYPE_CHECKING`` alike), no module imports a higher layer,
+the packages do not import each other in a cycle, and inside a package the modules do not
+import each other in a cycle either."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ PKG = ROOT / "ppdm"
 
 #: low → high; modules of one layer may import each other and any lower layer
 LAYERS: list[tuple[str, ...]] = [
-    ("ppdm.errors", "ppdm.utils", "ppdm.progress"),
-    ("ppdm.data", "ppdm.datasets", "ppdm"),  # the package itself re-exports Schema from the data layer
+    ("ppdm.errors", "ppdm.utils", "ppdm.progress", "ppdm._version"),
+    ("ppdm.data", "ppdm.datasets"),
+    ("ppdm",),  # the package root re-exports Schema from the data layer, so the data layer never imports it
     ("ppdm.rules",),
     ("ppdm.trees",),
     ("ppdm.anonymize",),
@@ -56,9 +58,14 @@ def rank(module: str) -> int:
     return next(i for i, layer in enumerate(LAYERS) if u in layer)
 
 
+MODULES = sorted(PKG.rglob("*.py"))
+MODULE_NAMES = frozenset(module_name(p) for p in MODULES)
+
+
 def imports_of(path: Path, mod: str | None = None) -> list[tuple[int, str]]:
     """Every ppdm module ``path`` (module ``mod``) imports, with the line, wherever the import
-    statement is: at the top, inside a function or under ``if TYPE_CHECKING``."""
+    statement is: at the top, inside a function or under ``if TYPE_CHECKING``. ``from P import
+    name`` counts as importing the module ``P.name`` when there is one (else ``P`` itself)."""
     mod = module_name(path) if mod is None else mod
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -76,11 +83,13 @@ def imports_of(path: Path, mod: str | None = None) -> list[tuple[int, str]]:
             if node.module is None or node.level:
                 # ``from . import x`` may name submodules: count each as imported
                 out += [(node.lineno, f"{target}.{a.name}") for a in node.names]
-            out.append((node.lineno, target))
+                out.append((node.lineno, target))
+            else:
+                subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULE_NAMES]
+                out += [(node.lineno, s) for s in subs]
+                if len(subs) < len(node.names):  # some names are attributes of the package itself
+                    out.append((node.lineno, target))
     return [(line, name) for line, name in out if name == "ppdm" or name.startswith("ppdm.")]
-
-
-MODULES = sorted(PKG.rglob("*.py"))
 
 
 def _edges() -> list[tuple[str, int, str, str]]:
@@ -166,6 +175,57 @@ def test_packages_do_not_import_each_other_in_a_cycle() -> None:
             graph.setdefault(a, set()).add(b)
     cycle = find_cycle(graph)
     assert cycle is None, "package import cycle: " + " → ".join(cycle or [])
+
+
+def module_cycle(edges: list[tuple[str, int, str, str]]) -> list[str] | None:
+    """A cycle among the modules of one package (``ppdm.metrics.base`` → ``ppdm.metrics._dask``
+    → ... → ``ppdm.metrics.base``), or None. Every import counts, also one inside a function or
+    under ``if TYPE_CHECKING``: such an import only defers loading, the modules still depend on
+    each other (docs/architecture.md)."""
+    graph: dict[str, set[str]] = {}
+    for _, _, src, target in edges:
+        if target != src and target in MODULE_NAMES and _package(src) == _package(target):
+            graph.setdefault(src, set()).add(target)
+    return find_cycle(graph)
+
+
+def test_modules_of_a_package_do_not_import_each_other_in_a_cycle() -> None:
+    cycle = module_cycle(EDGES)
+    where = {(src, target): f"{path}:{line}" for path, line, src, target in EDGES}
+    steps = [f"{a} → {b} ({where.get((a, b), '?')})" for a, b in zip(cycle or [], (cycle or [])[1:], strict=False)]
+    assert cycle is None, "module import cycle inside a package:\n" + "\n".join(steps)
+
+
+def test_the_data_layer_does_not_import_the_package_root() -> None:
+    # the root re-exports the data layer's Schema; the version lives in ppdm._version
+    bad = [f"{where}:{line}" for where, line, src, target in EDGES if rank(src) < rank("ppdm") and target == "ppdm"]
+    assert not bad, "modules below the package root import it: " + ", ".join(bad)
+
+
+@pytest.mark.parametrize(("sources", "cyclic"), [
+    # what ppdm.data.io and ppdm.data.schema did: a function-level import closes the circle
+    ({"ppdm.data.io": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ppdm.data.schema import Schema\n",
+      "ppdm.data.schema": "def save():\n    from ppdm.data.io import atomic_write_text\n"}, True),
+    ({"ppdm.metrics.base": "def f():\n    from ppdm.metrics._dask import sample_pairs\n",
+      "ppdm.metrics._dask": "def g():\n    from ppdm.metrics.release_check import merge_moments\n",
+      "ppdm.metrics.release_check": "from ppdm.metrics.base import MeasureResult\n"}, True),
+    # a package's registry listing its own package: a circle with the package's __init__
+    ({"ppdm.anonymize": "from ppdm.anonymize.registry import register\n",
+      "ppdm.anonymize.registry": "def load():\n    import ppdm.anonymize as pkg\n"}, True),
+    # a submodule named through its package is that submodule, not the package's __init__
+    ({"ppdm.data": "from ppdm.data.io import read_table\n",
+      "ppdm.data.io": "def f():\n    from ppdm.data import types\n"}, False),
+    # across packages a function-level import is the layer check's business, not this one's
+    ({"ppdm.metrics.base": "def f():\n    from ppdm.trees.cart import rules_from_cart\n",
+      "ppdm.trees.cart": "from ppdm.data.schema import Schema\n"}, False),
+])
+def test_the_check_catches_a_module_cycle(tmp_path: Path, sources: dict[str, str], cyclic: bool) -> None:
+    edges = []
+    for i, (module, source) in enumerate(sources.items()):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(source)
+        edges += [(path.name, line, module, target) for line, target in imports_of(path, module)]
+    assert (module_cycle(edges) is not None) == cyclic
 
 
 @pytest.mark.parametrize(("graph", "cyclic"), [

@@ -229,12 +229,19 @@ def _ctx(**schema_kw) -> EvaluationContext:
     z = x.copy()
     z.loc[2, "b"] = "x"  # the release merges the unique into group (1, x)
     sch = Schema(numeric=["a"], categorical=["b", "s"], weight="w", **schema_kw)
+    # b is perturbed in record 2, which leaves it out unless every key is asked for
     return EvaluationContext(x=x, z=z, schema=sch)
+
+
+def _all_keys(ctx: EvaluationContext) -> EvaluationContext:
+    for name in ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2"):
+        ctx.options[f"{name}.all_keys"] = True
+    return ctx
 
 
 def test_registered_measures_evaluate_the_release_and_show_the_original():
     load_all_measures()
-    ctx = _ctx(quasi_identifiers=["a", "b"], sensitive=["s"])
+    ctx = _all_keys(_ctx(quasi_identifiers=["a", "b"], sensitive=["s"]))
     ka = MEASURES["k_anonymity"].fn(ctx)
     assert ka.value == 0 and ka.original == pytest.approx(0.5)  # z: groups of 3 and 3
     su = MEASURES["sample_uniques"].fn(ctx)
@@ -249,7 +256,7 @@ def test_registered_measures_evaluate_the_release_and_show_the_original():
 
 def test_registered_measures_infer_categorical_quasi_identifiers_or_are_not_applicable():
     load_all_measures()
-    ctx = _ctx(sensitive=["s"])
+    ctx = _all_keys(_ctx(sensitive=["s"]))
     # nothing declared: the categorical attributes that are neither class nor sensitive
     assert infer_quasi_identifiers(ctx.schema, ctx.z) == ["b"]
     ka = MEASURES["k_anonymity"].fn(ctx)
@@ -258,7 +265,7 @@ def test_registered_measures_infer_categorical_quasi_identifiers_or_are_not_appl
     # a categorical column with a distinct value in most records is no key
     z = ctx.z.assign(b=[f"v{i}" for i in range(6)])
     assert infer_quasi_identifiers(ctx.schema, z) == []
-    ctx = _ctx(sensitive=["s"])
+    ctx = _all_keys(_ctx(sensitive=["s"]))
     ctx.options["infer_keys"] = "false"
     for name in ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2"):
         with pytest.raises(MeasureNotApplicable, match="quasi_identifiers"):

@@ -28,6 +28,7 @@ from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.out_of_core import release_dataset
 from ppdm.experiments.release import ReleaseRefused, release
 from ppdm.metrics.base import MEASURES, EvaluationContext
+from ppdm.metrics.keyvar import KEY_VARIABLE_MEASURES
 from ppdm.metrics.out_of_core import SampledResult, evaluate_measure
 from ppdm.metrics.release_check import release_check
 
@@ -206,7 +207,10 @@ def test_every_technique_releases_partition_by_partition(tmp_path: Path) -> None
             warnings.simplefilter("ignore")
             rel = release_dataset(ds, tech, tmp_path / name, missing="keep", fit_rows=600, allow_unchanged=True)
         z = pd.read_parquet(tmp_path / name)
-        assert len(z) == rel.n_records == 900 and list(z.dtypes) == list(ds.data.dtypes), name
+        # the input's dtypes, except columns the technique declares otherwise (recoded labels)
+        declared = rel.technique._output_dtypes(ds.data._meta)
+        want = [declared.get(c, t) for c, t in ds.data.dtypes.items()]
+        assert len(z) == rel.n_records == 900 and list(z.dtypes) == want, name
 
 
 # ----------------------------------------------------------------------------- measures
@@ -225,14 +229,27 @@ def test_out_of_core_measures_equal_the_in_memory_ones(name: str, tmp_path: Path
     x, z, sch = _pair(tmp_path)
     rules = rules_from_cart(x, sch)
     spec = MEASURES[name]
-    mem = spec.fn(EvaluationContext(x=x, z=z, schema=sch, rules=rules, random_state=0))
+    # the noise release perturbs the categorical keys too: the key-variable measures are asked for
+    # on every key, and l-diversity gets a sensitive attribute
+    opts = {**{f"{m}.all_keys": True for m in KEY_VARIABLE_MEASURES}, "l_diversity.sensitive": "label"}
+    mem = spec.fn(EvaluationContext(x=x, z=z, schema=sch, rules=rules, random_state=0, options=dict(opts)))
     import dask
 
     with dask.config.set({"dataframe.convert-string": False}):  # keep booleans booleans, not text
         dx, dz = dd.from_pandas(x, npartitions=4), dd.from_pandas(z, npartitions=4)
-    ooc = evaluate_measure(spec, EvaluationContext(x=dx, z=dz, schema=sch, rules=rules, random_state=0))
+    ooc = evaluate_measure(spec, EvaluationContext(x=dx, z=dz, schema=sch, rules=rules, random_state=0,
+                                                   options=dict(opts)))
     assert not isinstance(ooc, SampledResult)
     assert ooc.value == pytest.approx(mem.value, rel=1e-9, abs=1e-12), name
+    if getattr(mem, "original", None) is not None:
+        assert ooc.original == pytest.approx(mem.original, rel=1e-9, abs=1e-12), name
+    for f in ("violations", "sample_uniques", "n_combinations", "achieved_k", "expected_reidentifications", "tied",
+              "exact"):
+        if hasattr(mem, f):
+            assert getattr(ooc, f) == pytest.approx(getattr(mem, f), rel=1e-9), (name, f)
+    if isinstance(getattr(mem, "per_key", None), pd.DataFrame) and not mem.per_key.empty:
+        pd.testing.assert_frame_equal(ooc.per_key.reset_index(drop=True), mem.per_key.reset_index(drop=True),
+                                      check_dtype=False)
 
 
 def test_other_measures_declare_their_sample_and_interval(tmp_path: Path) -> None:
@@ -352,8 +369,11 @@ def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Pa
                               "--missing", "keep", "--categorical", "grade", "--seed", "3", "-o", str(zp)])
     assert res.exit_code == 0, res.output
     exact = ",".join(EXACT)
+    # the noise release perturbs every key: the key-variable measures are asked for on all of them
+    keyvar = [a for m in KEY_VARIABLE_MEASURES for a in ("-p", f"{m}.all_keys=true")]
     common = ["-x", str(src), "-z", str(zp), "--class", "label", "--missing", "keep", "--categorical", "grade",
-              "--measures", exact, "--json", "--seed", "1"]
+              "--measures", exact, "--json", "--seed", "1", "--qi", "zip,grade,member", *keyvar,
+              "-p", "l_diversity.sensitive=age"]
     mem = runner.invoke(app, ["evaluate", *common])
     ooc = runner.invoke(app, ["evaluate", *common, "--engine", "dask", "--blocksize", "20KB"])
     assert mem.exit_code == 0 and ooc.exit_code == 0, (mem.output, ooc.output)

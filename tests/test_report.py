@@ -165,8 +165,9 @@ def test_comparison_report_parses_and_holds_every_section():
 
 def test_comparison_report_embeds_png_plots():
     page = _parse(render_html(_result()))
-    # 3 per-measure plots + 3 sweep plots (level) + 1 heat map
-    assert len(page.images) == 7
+    # one figure of small multiples for the swept level; no map (no risk measure with a direction);
+    # no per-measure bars (the summary table holds those numbers) and no heat map (the table is coloured)
+    assert [img["alt"] for img in page.images] == ["every measure against level"]
     for img in page.images:
         src = img["src"]
         assert src.startswith("data:image/png;base64,")
@@ -268,11 +269,12 @@ def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
                                   dataset_info={"rows": 22, "columns": 2, "numeric": ["a"],
                                                 "categorical": ["b"]})
     page = _parse(html)
-    summary = {row[0]: row for row in page.tables["summary-table"][1:]}
-    assert summary["rule_support_distance"][2] == "0.123457"
-    assert summary["rule_support_distance"][3] == "≤ 0.01"
-    assert summary["rule_support_distance"][4] == "misses its threshold"
-    assert summary["prediction_accuracy"][4] == "misses its threshold"
+    summary = {row[0]: row for row in page.tables["utility-table"][1:]}
+    assert summary["rule_support_distance"][1] == "0.1235"
+    assert summary["rule_support_distance"][2] == "≤ 0.01"
+    assert summary["rule_support_distance"][3] == "misses"
+    assert summary["prediction_accuracy"][3] == "misses"
+    assert "0.123457" in html  # the measure's own section gives more digits
     details = [rows for tid, rows in page.tables.items() if tid.startswith("table")]
     rule_table = next(t for t in details if t and t[0] == ["rule", "support x", "support z"])
     assert rule_table[1] == ["a <= 3 -> <yes>", "10", "8"] and len(rule_table) == 3  # truncated to 2 rows
@@ -289,3 +291,199 @@ def test_evaluation_report_shows_values_and_detail_tables(tmp_path):
                                     (np.float64(2.5), "2.5"), (True, "True")])
 def test_fmt(v, text):
     assert fmt(v) == text
+
+
+def _keyvar_doc(status: str = "high", judged_status: str | None = None) -> dict:
+    """An evaluation document with a per-key table shared by two key-variable measures, a
+    per-rule table shared by two rule measures, a skipped pair of attacks and verdicts."""
+    from ppdm.report.evaluation import evaluation_document
+
+    per_key = pd.DataFrame({"key": ["zip", "sex", "birth_date"], "distinct_values": [300, 2, 900],
+                            "missing": [0, 0, 0], "uniques_without": [40, 900, 120],
+                            "uniques_removed_by_dropping": [960, 100, 880]})
+    per_rule = pd.DataFrame({"rule": [f"income <= {1000 + i}.5 -> yes" for i in range(30)],
+                             "support_x": range(30), "support_z": range(30)})
+
+    @dataclass
+    class _Key(MeasureResult):
+        sample_uniques: int = 1000
+        key_source: str = "declared"
+        per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    results = {"k_anonymity": _Key(0.4, per_key=per_key), "sample_uniques": _Key(0.3, per_key=per_key),
+               "rule_accuracy": _RuleResult(0.01, per_rule=per_rule),
+               "rule_support_distance": _RuleResult(0.002, per_rule=per_rule)}
+    doc = evaluation_document(results, inputs={"anonymized": {"source": "z.csv", "rows": 10, "columns": 3}})
+    for name in ("linkability", "inference"):
+        doc["measures"][name] = {"value": None, "status": "skipped", "kind": "risk", "direction": "lower",
+                                 "threshold": 0.05, "reason": f"{name} needs a control set of original records "
+                                 "not used to make the release", "details": {}, "tables": []}
+    doc["summary"]["risk"]["status"] = status
+    if judged_status is not None:
+        for j in doc["summary"]["risk"]["judged"]:
+            j["status"] = judged_status
+    return doc
+
+
+class _Order(HTMLParser):
+    """Ids of elements in page order, the text of note boxes, and which ids sit inside <details>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.notes: list[str] = []
+        self.folded: set[str] = set()
+        self._depth = 0
+        self._note: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "details":
+            self._depth += 1
+        if a.get("id"):
+            self.ids.append(a["id"])
+            if self._depth:
+                self.folded.add(a["id"])
+        if "note" in (a.get("class") or "").split():
+            self._note = []
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self._depth -= 1
+        if tag == "p" and self._note is not None:
+            self.notes.append(" ".join("".join(self._note).split()))
+            self._note = None
+
+    def handle_data(self, data):
+        if self._note is not None:
+            self._note.append(data)
+
+
+def _order(html: str) -> _Order:
+    o = _Order()
+    o.feed(html)
+    return o
+
+
+def test_evaluation_page_opens_with_verdicts_drivers_and_the_summaries():
+    html = render_evaluation_html(_keyvar_doc())
+    o = _order(html)
+    first = [i for i in o.ids if i in ("verdicts", "drivers", "risk", "utility", "released", "measures")]
+    assert first == ["verdicts", "drivers", "risk", "utility", "released", "measures"]
+    # the drivers: the worst key variable named, the per-key table open at the top, its row highlighted
+    page = _parse(html)
+    assert "The worst key variable is zip: 960 of the 1,000 records unique" in " ".join(html.split())
+    assert "per-key-table" in page.tables and "per-key-table" not in o.folded
+    assert '<tr class="worst"><td>zip</td>' in html
+    # shown once: neither measure's details nor a shared section repeats the per-key table
+    assert sum(1 for t in page.tables.values() if t and t[0][:1] == ["key"]) == 1
+    # detail tables folded: every measure's section and the per-rule table sit inside <details>
+    assert {"m-k_anonymity", "m-rule_accuracy", "t-per_rule-table"} <= o.folded
+    # the shared reason of the two skipped attacks is said once, naming both
+    skipped = [n for n in o.notes if "skipped" in n]
+    assert len(skipped) == 1 and "linkability" in skipped[0] and "inference" in skipped[0]
+    assert len(o.notes) == len(set(o.notes))
+
+
+@pytest.mark.parametrize("status,cls", [("high", "bad"), ("low", "good"), ("uncertain", "neutral"),
+                                        ("not judged", "neutral"), ("some new word", "neutral")])
+def test_a_verdict_of_any_status_is_shown_as_named(status, cls):
+    html = render_evaluation_html(_keyvar_doc(status, judged_status="uncertain"))
+    assert f'class="verdict {cls} verdict-' in html and f'data-status="{status}"' in html
+    risk = {row[0]: row for row in _parse(html).tables["risk-table"][1:]}
+    assert risk["k_anonymity"][3] == "uncertain"  # a judged measure's own status, whatever it is
+    assert 'class="status status-uncertain"' in html
+
+
+def test_comparison_page_opens_with_one_verdict_row_per_setting_then_the_map():
+    r = _with_ddr(_result())
+    html = render_html(r)
+    o, page = _order(html), _parse(html)
+    assert o.ids.index("verdict-table") < o.ids.index("risk-utility") < o.ids.index("summary-table")
+    assert [i for i in o.ids if i in page.tables][0] == "verdict-table"
+    head, *rows = page.tables["verdict-table"]
+    assert head == ["technique and parameters", "disclosure risk", "utility", "on the front"]
+    assert [row[0].split(" (")[0] for row in rows] == r.labels
+    by = {row[0].split(" (")[0]: row for row in rows}
+    # ddr ≤ 0.05 is met by nobody here; prediction_accuracy ≤ 0.02 by the light noise only
+    assert by["gadp <b>"][1].startswith("high") and "ddr 0.11" in by["gadp <b>"][1]
+    assert by["uniform-noise(level=0.2)"][2].startswith("reduced")
+    assert by["uniform-noise(level=0.1)"][2].startswith("reduced")
+    # the front: gadp has the least risk; level 0.1 and 0.2 trade risk for utility; level 0 changes nothing
+    assert by["gadp <b>"][3] == "yes" and by["uniform-noise(level=0.0)"][3] == "no"
+    assert by["original"][3] == "—"
+    # everything below the summary table is folded
+    assert {"correlation-table", "techniques-table", "measures-table", "best-table"} <= o.folded
+
+
+def _with_ddr(r: ComparisonResult) -> ComparisonResult:
+    rows = []
+    for t in r.meta["techniques"]:
+        for f in range(3):
+            v = {"original": 1.0, "gadp": 0.1}.get(t["technique"], 0.5)
+            if t["label"] == "uniform-noise(level=0.0)":
+                v = 1.0
+            elif t["label"] == "uniform-noise(level=0.2)":
+                v = 0.3
+            rows.append((t["technique"], t["label"], t["params"], f, 0, "ddr", v + 0.01 * f))
+    return ComparisonResult(pd.concat([r.data, pd.DataFrame(rows, columns=r.data.columns)], ignore_index=True),
+                            {**r.meta, "measures": [*r.meta["measures"], "ddr"]})
+
+
+def test_each_table_and_plot_appears_once_and_constant_measures_are_not_drawn():
+    html = render_html(_with_ddr(_result()))
+    page = _parse(html)
+    alts = [img["alt"] for img in page.images]
+    assert len(alts) == len(set(alts)) and not any("heat" in a or "by technique" in a for a in alts)
+    assert sum(1 for t in page.tables if t.startswith("correlation")) == 1
+    # custom_thing is the fold number, the same mean (1) for every setting: named, not drawn
+    sweep = html[html.index('id="sweep-level"'):]
+    assert "1 measure(s) constant, not drawn" in sweep and "<code>custom_thing</code> = 1" in sweep
+
+
+def test_warnings_repeated_for_many_settings_appear_once_with_the_list_of_where():
+    r = _result()
+    reason = "numeric column 'birth_date' is not numeric in every table (dtype datetime64)"
+    r.meta["skipped"] = [{"label": lab, "measure": m, "reason": (f"{m}: " if m == "linkage" else "") + reason,
+                          "tasks": 3, "of": 3 if lab == "original" else 6}
+                         for lab in r.labels for m in ("inference", "linkability", "linkage")]
+    r.meta["notes"] = ["the rarest class has 1 record(s)"] + [
+        f"measure {row['measure']!r} was skipped for {row['label']} in 3 of 6 run(s): {row['reason']}"
+        for row in r.meta["skipped"]]  # as results saved by older versions noted them
+    o = _order(render_html(r, plots=False))
+    # the map's note, the unchanged release, the rare class, the skipped measures: each once
+    assert len(o.notes) == len(set(o.notes)) == 4
+    (note,) = [n for n in o.notes if "skipped" in n]
+    assert "'inference', 'linkability', 'linkage' were skipped" in note and note.endswith(reason)
+    for lab in r.labels:
+        assert lab in note
+
+
+def test_plot_axes_carry_no_offset():
+    """Values that differ only in the fifth digit would get a "+1" offset by default."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from ppdm.report.plots import risk_utility_figure, sweep_figure
+
+    points = [{"label": f"r{i}", "risk": 1.0 + i * 1e-5, "utility": 1000.0 + i * 1e-3, "risk_ci": 1e-6,
+               "utility_ci": 1e-4} for i in range(4)]
+    fig = risk_utility_figure(points, risk="k_anonymity", risk_direction="lower", utility="u",
+                              utility_direction="lower", front=["r0", "r1"])
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    assert ax.xaxis.get_major_formatter().get_offset() == "" and ax.yaxis.get_major_formatter().get_offset() == ""
+    assert any("1.00001" in t.get_text() or "1.00002" in t.get_text() for t in ax.get_xticklabels())
+    summ = pd.DataFrame({"label": ["a", "b"], "measure": ["m", "m"], "mean": [1.00001, 1.00002],
+                         "std": [0.0, 0.0], "technique": ["t", "t"]})
+    fig = sweep_figure(summ, [("m", "lower")], "level", [{"technique": "t", "fixed": {}, "labels": ["a", "b"],
+                                                          "values": [0.1, 0.2]}])
+    FigureCanvasAgg(fig).draw()
+    assert fig.axes[0].yaxis.get_major_formatter().get_offset() == ""
+    # without plain_axes the same values do get an offset (the check can fail)
+    from matplotlib.figure import Figure
+
+    f2 = Figure()
+    a2 = f2.add_subplot()
+    a2.plot([0, 1], [1.00001, 1.00002])
+    FigureCanvasAgg(f2).draw()
+    assert a2.yaxis.get_major_formatter().get_offset() != ""

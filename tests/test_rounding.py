@@ -23,6 +23,7 @@ from ppdm.anonymize.rounding import (
     encode_nearest,
     encode_stochastic,
 )
+from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,9 +56,10 @@ def test_encoding_examples() -> None:
 
 def test_group_versus_nearest_encoding() -> None:
     df = pd.DataFrame({"x": [1, 2, 3, 10, 11, 12, 20.0]})  # Ex-1.5a
-    g = Rounding(method="mdav", k=3, encoding="group").fit_transform(df)["x"]
+    cont = Schema(["x"])  # a continuous attribute (inferred, whole-valued x would be whole numbers)
+    g = Rounding(method="mdav", k=3, encoding="group", schema=cont).fit_transform(df)["x"]
     assert g.tolist() == pytest.approx([4, 4, 4, 4, 43 / 3, 43 / 3, 43 / 3])
-    t = Rounding(method="mdav", k=3)
+    t = Rounding(method="mdav", k=3, schema=cont)
     nr = t.fit_transform(df)["x"]
     assert nr.tolist() == pytest.approx([4, 4, 4, 43 / 3, 43 / 3, 43 / 3, 43 / 3])
     assert t.rounding_sets_["x"] == pytest.approx([4, 43 / 3])

@@ -74,6 +74,17 @@ EXPECTED: dict[str, dict[str, str]] = {
         "check_dict_unchanged": "groups_ and centroids_ describe the partition of the last released table",
     },
     "rounding": dict(OBJECT_IS_CATEGORICAL),
+    "local-suppression": {
+        **WHOLE_TABLE,
+        **NUMERIC_TRANSFORM,
+        "check_dict_unchanged": "privacy_report_ and suppressed_ describe the cells blanked in the last released table",
+    },
+    "recode": {c: "recoded numbers are released as interval labels (text), which the checks compare as numbers"
+               for c in ("check_pipeline_consistency", "check_estimators_pickle", "check_transformer_general",
+                         "check_transformer_preserve_dtypes", "check_methods_sample_order_invariance",
+                         "check_methods_subset_invariance", "check_fit_idempotent",
+                         "check_transformer_data_not_an_array")},
+    "top-bottom-coding": dict(OBJECT_IS_CATEGORICAL),
     "random-substitution": {**WHOLE_TABLE, **NUMERIC_TRANSFORM},
     "C45Classifier": {
         **WEKA_ORDER,
@@ -94,10 +105,12 @@ def _name(est: BaseEstimator) -> str:
 
 
 ARRAY_TECHNIQUES = [
-    cls(random_state=0, **SETTINGS.get(name, {})) for name, cls in sorted(TECHNIQUES.items()) if not cls.needs_class
+    cls(random_state=0, **SETTINGS.get(name, {})) for name, cls in sorted(TECHNIQUES.items())
+    if not cls.needs_class and not getattr(cls, "needs_categorical", False)
 ]
 LEARNERS = [C45Classifier(), SysForClassifier(n_trees=2), CARTClassifier(random_state=0)]
-CLASS_TECHNIQUES = [cls(random_state=0) for _, cls in sorted(TECHNIQUES.items()) if cls.needs_class]
+CLASS_TECHNIQUES = [cls(random_state=0) for _, cls in sorted(TECHNIQUES.items())
+                    if cls.needs_class or getattr(cls, "needs_categorical", False)]
 
 
 def _expected(est: BaseEstimator) -> dict[str, str]:
@@ -110,7 +123,8 @@ def test_sklearn_estimator_checks(estimator: BaseEstimator, check: Callable) -> 
 
 
 # Techniques that need a class column cannot take the array checks (no array carries a
-# class column by name); the checks of the parameter contract still apply.
+# class column by name), nor can PRAM, which changes categories and refuses the checks' numeric
+# arrays; the checks of the parameter contract still apply.
 PARAMETER_CHECKS = [
     check_get_params_invariance,
     check_set_params,
@@ -124,7 +138,8 @@ PARAMETER_CHECKS = [
 @pytest.mark.parametrize("estimator", CLASS_TECHNIQUES, ids=_name)
 def test_class_technique_parameter_checks(estimator: BaseEstimator, check: Callable) -> None:
     if check in (check_estimators_overwrite_params, check_dont_overwrite_parameters):
-        pytest.skip(f"{check.__name__} fits on an array without a class column, which {_name(estimator)} needs")
+        pytest.skip(f"{check.__name__} fits on a numeric array without a class column, which {_name(estimator)} "
+                    "cannot take")
     check(_name(estimator), estimator)
 
 

@@ -26,12 +26,19 @@ index order at the same moments), so the two kernels agree on every input.
 Blocking (:func:`kd_blocks`) cuts a table into compact blocks by recursive median splits
 along the attribute of largest (weighted) variance; :class:`CellTree` is the same kind of
 split learnt on a table, used to order the records of a table too large for memory.
+
+The checks and summaries both the in-memory technique and its Dask form use (:func:`check_k`,
+:func:`labels_in_blocks`, :func:`group_means`) live here too, so neither imports the other.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from numba import njit
+
+from ppdm.errors import ParameterError
 
 #: records per kd-tree leaf of the fast kernel (measured best at p = 5 among 8, 16, 32, 64)
 LEAF_SIZE = 16
@@ -949,3 +956,41 @@ class CellTree:
     def cell(self, X: np.ndarray) -> np.ndarray:
         X = np.ascontiguousarray(X, dtype=float)
         return _cell_of(X, self.axis, self.thr, self.left, self.right, self.leaf_no)
+
+
+# ============================================================ shared by in-memory and Dask MDAV
+def check_k(k: object, n: int, *, name: str = "k") -> int:
+    """Return ``k`` as an int, or raise :class:`ParameterError` unless 1 ≤ k ≤ n."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ParameterError(f"{name} must be a whole number, got {k!r}")
+    if k < 1:
+        raise ParameterError(f"{name} must be at least 1, got {k}")
+    if k > n:
+        raise ParameterError(f"{name}={k} exceeds the number of records ({n}); no group of {k} can be formed")
+    return int(k)
+
+
+def labels_in_blocks(A: np.ndarray, w: np.ndarray, k: int, f32: bool, blocks: np.ndarray) -> np.ndarray:
+    """MDAV labels of every record, MDAV run within each block (numbered 0…b−1); each block's
+    records keep their index order (the tie rules' order). ``f32``: sdcMicro's single precision
+    and tie rule."""
+    order = np.argsort(blocks, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(blocks))]
+    labels = np.empty(A.shape[0], dtype=np.int64)
+    g = 0
+    for a, b in itertools.pairwise(bounds):
+        idx = order[a:b]
+        lab = mdav_labels(np.ascontiguousarray(A[idx]), w, k, f32, f32)
+        labels[idx] = lab + g
+        g += int(lab.max()) + 1
+    return labels
+
+
+def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Mean of ``x`` (1-d or 2-d) per group label 0…g−1."""
+    labels = np.asarray(labels)
+    g = int(labels.max()) + 1
+    cnt = np.bincount(labels, minlength=g).astype(float)
+    if x.ndim == 1:
+        return np.bincount(labels, weights=x, minlength=g) / cnt
+    return np.column_stack([np.bincount(labels, weights=x[:, j], minlength=g) / cnt for j in range(x.shape[1])])

@@ -29,10 +29,12 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize._mdav import POSITION_BITS
+from ppdm.anonymize._domain import DomainGuard, technique_name
+from ppdm.anonymize._mdav import POSITION_BITS, check_k, group_means, kd_blocks, labels_in_blocks
 from ppdm.anonymize.base import restore_table
 from ppdm.data.types import working_frame
 from ppdm.errors import ParameterError, PPDMError
+from ppdm.utils import check_choice
 
 
 @njit(cache=True)
@@ -82,14 +84,14 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
     import dask
     import dask.dataframe as dd
 
-    from ppdm.anonymize.microaggregation import _labels_in_blocks, check_k, group_means, kd_blocks
-
     cols = list(tech.columns_)
     schema = tech.schema_
     cells = tech.cells_
     k = int(tech.k)
     block_size = int(tech.block_size)
-    scaling = tech.scaling
+    scaling = check_choice(tech.scaling, ("standard", "sdcmicro", "none"), "scaling")
+    # the powers of two of fit (grouping_scale): huge or tiny attributes are grouped scaled
+    scale = np.asarray(getattr(tech, "scale_", np.ones(len(cols))), dtype=float)
     missing = "keep" if tech.handles_missing else "error"
     vcols = [f"v{j}" for j in range(len(cols))]  # internal names: no clash with the table's
 
@@ -98,7 +100,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
         if len(pdf) == 0:
             return 0, np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(cells.n_cells, np.int64)
         pdf, _ = schema.validate(pdf, missing=missing)
-        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float)
+        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float) * scale
         if np.isnan(X).any():
             # the global ordering needs every value; a partitioned release keeps missing cells
             raise PPDMError("MDAV over a Dask table needs complete numeric attributes; drop the incomplete "
@@ -130,7 +132,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
     divisions = [0, *keys.tolist(), int(cells.n_cells) << POSITION_BITS]
 
     def keyed(pdf: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
-        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float)
+        X = working_frame(pdf, cols)[cols].to_numpy(dtype=float) * scale
         start = int(starts[0 if partition_info is None else partition_info["number"]])
         key = (cells.cell(X) << POSITION_BITS) | np.arange(start, start + len(X), dtype=np.int64)
         out = pd.DataFrame(X, columns=vcols)
@@ -150,7 +152,7 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
             return out
         if len(X) < k:  # cannot happen with the cuts above unless the table changed between passes
             raise ParameterError(f"a sorted partition holds {len(X)} records, fewer than k={k}")
-        labels = _labels_in_blocks(X, w, k, scaling, kd_blocks(X, w, block_size))
+        labels = labels_in_blocks(X, w, k, scaling == "sdcmicro", kd_blocks(X, w, block_size))
         out[vcols] = group_means(X, labels)[labels]
         return out
 
@@ -165,9 +167,10 @@ def mdav_dask(tech: Any, ddf: Any) -> Any:
         if len(agg) != len(df):
             raise AssertionError("MDAV lost rows while shuffling them back")
         out = working_frame(df, cols).copy()
-        vals = agg[vcols].to_numpy()
+        vals = agg[vcols].to_numpy() / scale
+        keep = DomainGuard(tech.value_domains_, out, technique_name(tech))
         for j, c in enumerate(cols):
-            out[c] = vals[:, j]
+            out[c] = keep(c, vals[:, j])  # whole-number attributes get whole centroids
         return restore_table(out, df, schema)
 
     return dd.map_partitions(combine, ddf, back, meta=ddf._meta, align_dataframes=False)

@@ -30,6 +30,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppdm.anonymize._domain import ValueDomain, check_declared_domain, value_domains
 from ppdm.data.schema import Schema
 from ppdm.data.types import restore_column, working_frame
 from ppdm.errors import ParameterError, SchemaError
@@ -49,6 +50,18 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         clear error. A missing class value is always refused.
     missing_policy:
         ``"kept"``, ``"modelled"`` or ``"refused"`` (see below).
+    clips_to_declared_bounds:
+        The technique itself clips values of x outside the schema's declared bounds and maps
+        values outside the declared categories (an "other" cell, or the record dropped), as
+        differential privacy treats a public domain (DPCube): whether a run fails must not
+        depend on the records. Every other technique refuses such a value as bad input,
+        naming the column and row.
+
+    Released values stay possible: ``fit`` stores the domain of every numeric attribute in
+    ``value_domains_`` (declared bounds, else the range observed in x; whole numbers; dates
+    on their resolution), and a technique whose perturbation can leave it brings values back
+    with :class:`ppdm.anonymize._domain.DomainGuard` (clip or reflect, documented per
+    technique in docs/value_domains.md).
     """
 
     needs_class: ClassVar[bool] = False
@@ -60,11 +73,15 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: the technique decides itself what a record with a missing class becomes (DPCube drops it
     #: as part of its mechanism); otherwise such a record is refused
     handles_missing_class: ClassVar[bool] = False
+    clips_to_declared_bounds: ClassVar[bool] = False
+    #: the technique blanks observed cells (local suppression): they are missing in the release
+    makes_missing: ClassVar[bool] = False
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None
     schema: Schema | dict | None
     random_state: Any
+    value_domains_: dict[str, ValueDomain]
 
     # ------------------------------------------------------------------ hooks
     def _validate_params(self) -> None:
@@ -81,6 +98,27 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     @abstractmethod
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         """Return the anonymized copy of the validated table ``df`` (a copy the technique may modify)."""
+
+    def _output_dtypes(self, like: pd.DataFrame) -> dict[str, Any]:
+        """Columns whose released dtype differs from the input's, with that dtype.
+
+        Most techniques release every column in its input dtype. Local suppression releases a
+        suppressed integer key as a nullable integer, and recoding releases intervals and
+        category groups as ordered categorical labels. The dtypes are declared before any
+        record is seen (they depend on the input's dtypes and the fitted parameters only), so
+        every partition of a Dask table gets the same ones.
+        """
+        return {}
+
+    def _output_schema(self, schema: Schema) -> Schema:
+        """The schema of the released table (default: the input's)."""
+        return schema
+
+    def output_schema(self) -> Schema:
+        """The schema of what :meth:`transform` releases: the fitted schema, with the types,
+        declared categories and hierarchies of the columns the technique recodes."""
+        check_is_fitted(self, "schema_")
+        return self._output_schema(self.schema_)
 
     def _keeps_rows(self) -> bool:
         """Whether the release has the input's rows (same number, same index).
@@ -137,10 +175,15 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             # nothing to anonymize: a "release" equal to the input must not pass for one
             only = f" besides the class column {schema.class_column!r}" if schema.class_column else ""
             raise SchemaError(f"the table has no attribute columns{only}; there is nothing to anonymize")
+        work = working_frame(df, schema.numeric)
+        # a value of x outside its declared domain is bad input, refused before anything is learnt
+        check_declared_domain(work, schema, bounds=not self.clips_to_declared_bounds,
+                              categories=not self.clips_to_declared_bounds)
         self.schema_ = schema
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
         self.n_features_in_ = df.shape[1]
-        self._fit(working_frame(df, schema.numeric), schema, check_random_state(self.random_state))
+        self.value_domains_ = value_domains(work, schema)
+        self._fit(work, schema, check_random_state(self.random_state))
         return self
 
     def transform(self, X: pd.DataFrame) -> pd.DataFrame:
@@ -187,7 +230,11 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             i = 0 if partition_info is None else int(partition_info["number"])
             return self.transform_partition(pdf, i, base)
 
-        return ddf.map_partitions(part, meta=ddf._meta)
+        meta = ddf._meta
+        changed = self._output_dtypes(meta)
+        if changed:
+            meta = meta.astype(changed)
+        return ddf.map_partitions(part, meta=meta)
 
     def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
         df, was_array = self._as_frame(X)
@@ -199,9 +246,12 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         missing = "keep" if self.handles_missing else "error"
         df, _ = self.schema_.validate(df, missing=missing)
         _refuse_missing_class(df, self.schema_)
+        work = working_frame(df, self.schema_.numeric).copy()
+        check_declared_domain(work, self.schema_, bounds=not self.clips_to_declared_bounds,
+                              categories=not self.clips_to_declared_bounds)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
-        out = self._transform(working_frame(df, self.schema_.numeric).copy(), self.schema_, rng)
-        out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows())
+        out = self._transform(work, self.schema_, rng)
+        out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows(), dtypes=self._output_dtypes(df))
         return out.to_numpy() if was_array else out
 
     def fit_transform(self, X: pd.DataFrame, y: Any = None, **fit_params: Any) -> pd.DataFrame:
@@ -234,7 +284,7 @@ def _refuse_missing_class(df: pd.DataFrame, schema: Schema) -> None:
 
 
 def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None = None, *,
-                  same_rows: bool = True) -> pd.DataFrame:
+                  same_rows: bool = True, dtypes: dict[str, Any] | None = None) -> pd.DataFrame:
     """Give ``out`` the index, column order and dtypes of ``like``.
 
     With ``same_rows=False`` (a release with its own number of records) ``out`` keeps
@@ -256,13 +306,42 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None =
     else:
         out.index = like.index
     formats = schema.dates if schema is not None else {}
+    dtypes = dict(dtypes or {})
     for c in like.columns:
+        if c in dtypes:
+            out[c] = cast_column(out[c], dtypes[c])
+            continue
         if out[c].dtype == like[c].dtype:
             continue
         # a release with its own records takes the input column's type, not its rows
         ref = like[c] if same_rows else pd.Series(index=out.index, dtype=like[c].dtype, name=like[c].name)
         out[c] = restore_column(out[c], ref, date_format=formats.get(c))
     return out
+
+
+def cast_column(values: pd.Series, dtype: Any) -> pd.Series:
+    """``values`` in ``dtype``: a nullable integer from floats with NaN (whole numbers only), an
+    ordered categorical from labels, anything else by ``astype``."""
+    if values.dtype == dtype:
+        return values
+    if isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_integer_dtype(dtype):
+        vals = values.to_numpy(dtype=float, na_value=np.nan)
+        if np.isinf(vals).any():
+            raise AssertionError(f"technique produced an infinite value in integer column {values.name!r}")
+        return pd.Series(pd.array(np.rint(vals), dtype="Float64"), index=values.index,
+                         name=values.name).astype(dtype)
+    return values.astype(dtype)
+
+
+def nullable_dtype(dtype: Any) -> Any:
+    """The dtype that can hold a missing value beside the values of ``dtype``: a nullable
+    integer for an integer dtype, ``"boolean"`` for bool, ``dtype`` itself otherwise."""
+    if pd.api.types.is_bool_dtype(dtype) and not isinstance(dtype, pd.BooleanDtype):
+        return pd.BooleanDtype()
+    if pd.api.types.is_integer_dtype(dtype) and not isinstance(dtype, pd.api.extensions.ExtensionDtype):
+        name = np.dtype(dtype).name  # int32 -> Int32, uint8 -> UInt8
+        return pd.api.types.pandas_dtype(name.replace("uint", "UInt") if name.startswith("u") else name.capitalize())
+    return dtype
 
 
 def check_column_names(name: str, value: Any) -> list[str] | None:

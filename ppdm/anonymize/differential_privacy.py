@@ -754,6 +754,9 @@ class DPCube(Technique):
     missing_policy = "modelled"
     #: types and domains come from the declaration, never from x (read by release())
     declared_domain_only = True
+    # a value outside the public bounds goes to the edge bin (DP's clipping convention), and one
+    # outside the declared categories to the 'other' cell or out of the table: never refused
+    clips_to_declared_bounds = True
 
     def __init__(
         self,

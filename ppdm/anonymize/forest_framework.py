@@ -15,6 +15,14 @@ so all the forest's logic rules hold on the release:
 The paper gives no σ; ``sigma_frac`` (σ = sigma_frac × sub-domain width, default 1/6
 so ±3σ spans the sub-domain) follows the spec (trees_and_perturbation.md §3).
 
+Released values stay possible (docs/value_domains.md): the paper's wrap-around is kept.
+A numeric value never leaves its sub-domain, whose ends are the leaves' thresholds or the
+ends of the attribute's range in x (the spec's global domain). That range lies inside any
+declared bounds (x is refused when it does not), so the release respects them; declared
+bounds wider than x's range do not widen the sub-domains (no more noise, and the leaves'
+rules are the same). Whole-number attributes wrap on the whole numbers (``integer_attrs``,
+by default the schema's ``integer``).
+
 Missing values: the default SysFor forest grows its trees with C4.5's fractional
 weights for unknown values (J48's treatment); a record missing a tested value follows the
 branch with the most training weight, so it still falls in exactly one intersection. A

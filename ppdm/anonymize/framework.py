@@ -20,6 +20,11 @@ Paper 004 describes Framework only in outline (§2). The full KBS 2011 text was 
 available, so the choices the spec marks as assumed (trees_and_perturbation.md §4:
 σ, ``p_cat``, the class mode, DETECTIVE's learner) are parameters with its defaults.
 
+Released values stay possible (docs/value_domains.md): noise wraps around inside the
+leaf's sub-domain or the attribute's range in x (inside any declared bounds), as in Forest
+Framework; GADP draws for innocent attributes are clipped to the attribute's domain, as GADP
+itself clips them, and whole-number attributes stay whole.
+
 Missing values: the default C4.5 tree learns with fractional weights for unknown values
 (as J48 does) and a record missing a tested value follows the branch with the most
 training weight. A missing cell stays missing: noise goes to observed values only, a
@@ -38,6 +43,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from ppdm import progress
+from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize._learners import paper_learner, resolve_trees
 from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.forest_framework import integer_attributes, permute_within_groups, perturb_numeric
@@ -46,6 +52,7 @@ from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.trees.intersections import AttributeDomain, ForestIntersector, tree_input
+from ppdm.utils import check_choice
 
 INNOCENT_METHODS = ("noise", "gadp")
 CLASS_MODES = ("shuffle", "probabilistic", "none")
@@ -160,8 +167,7 @@ class Framework(Technique):
         check_fraction("p_class", self.p_class)
         if self.innocent_method not in INNOCENT_METHODS:
             raise ParameterError(f"innocent_method must be one of {INNOCENT_METHODS}, got {self.innocent_method!r}")
-        if self.class_mode not in CLASS_MODES:
-            raise ParameterError(f"class_mode must be one of {CLASS_MODES}, got {self.class_mode!r}")
+        check_choice(self.class_mode, CLASS_MODES, "class_mode")
         det = self.detective_tree
         if det is not None and not hasattr(det, "fit") and not callable(det):
             raise ParameterError(
@@ -251,7 +257,12 @@ class Framework(Technique):
         return out
 
     def _gadp_innocent(self, df: pd.DataFrame, out: pd.DataFrame, inter: Any, rng: np.random.Generator) -> None:
-        """Innocent numeric attributes redrawn by GADP within each leaf (spec §4 option)."""
+        """Innocent numeric attributes redrawn by GADP within each leaf (spec §4 option).
+
+        A draw outside the attribute's domain is clipped to it, as GADP itself does; the
+        leaf's rule does not test an innocent attribute, so every value of the domain keeps
+        the record in its leaf."""
+        keep = DomainGuard(self.value_domains_, df, technique_name(self))
         num = inter.numeric
         lab = inter.labels
         order = np.argsort(lab, kind="stable")
@@ -270,8 +281,10 @@ class Framework(Technique):
             Y = gadp_values(X, S, rng, exact=False)
             for j, a in enumerate(innocent):
                 col = out[a].to_numpy(dtype=float).copy()
-                col[rows] = np.rint(Y[:, j]) if a in self.integer_ else Y[:, j]
+                y = keep(a, Y[:, j], "clip", whole=a in self.integer_)
+                col[rows] = np.rint(y) if a in self.integer_ else y
                 out[a] = col
+        keep.warn(stacklevel=4)
 
     def _capt(self, df: pd.DataFrame, a: str, innocent: np.ndarray, rng: np.random.Generator) -> pd.Series:
         """CAPT: with probability ``p_cat`` change an innocent value to another value
@@ -297,9 +310,10 @@ class Framework(Technique):
         return col
 
     def _perturb_class(self, y: pd.Series, lab: np.ndarray, n_leaves: int, rng: np.random.Generator) -> pd.Series:
-        if self.class_mode == "none":
+        mode = check_choice(self.class_mode, CLASS_MODES, "class_mode")  # None reads as "none"
+        if mode == "none":
             return y
-        if self.class_mode == "shuffle":
+        if mode == "shuffle":
             return y.take(permute_within_groups(lab, rng)).set_axis(y.index)
         levels, codes = np.unique(y.to_numpy(dtype=object).astype(str), return_inverse=True)
         first = pd.Series(y.to_numpy(), index=codes).groupby(level=0).first()

@@ -30,6 +30,14 @@ perturbation:
   ``education_num`` is a function of ``education``: GADP cannot protect it while
   ``education`` is released as it is, and says so.
 
+Released values stay possible (docs/value_domains.md): a draw outside a confidential
+attribute's domain (declared bounds, else the range observed in x) is *clipped* to the
+nearest end, and whole-number attributes are rounded. Clipping is the smallest change to
+each value, so it moves GADP's means and covariances least (reflection moves an outlying
+draw twice as far), and an attribute with a mass at an end (zero incomes) keeps it there.
+Both break EGADP's exactness for the records they move; ``clip_to_range=False,
+round_integers=False`` gives the literal (E)GADP of the papers, unbounded.
+
 Missing values: a missing cell stays missing. The moments (μ, B, Σ_e) are those of the
 records complete on X and S, which are redrawn as above (EGADP's exact moments hold for
 them). A record with a missing cell is redrawn from the same conditional distribution,
@@ -45,6 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -136,10 +145,13 @@ class GADP(Technique):
         exactly (needs more records than confidential + indicator columns + 1; otherwise GADP
         is used with a warning).
     clip_to_range:
-        Clip perturbed values to the attribute's [min, max] (breaks exactness).
+        Clip perturbed values to the attribute's domain: its declared bounds, else its range
+        in x (default ``True``; breaks exactness where a draw is moved). ``False`` releases
+        the unbounded draws of the papers.
     round_integers:
-        Round whole-valued float attributes (the schema's ``integer``) to whole numbers
-        (breaks exactness). Integer-dtype columns are always rounded, since their dtype is kept.
+        Round whole-number attributes (the schema's ``integer``) to whole numbers (default
+        ``True``; breaks exactness). Integer-dtype columns are always rounded, since their
+        dtype is kept.
     max_level_share:
         A categorical attribute with more values than this share of the records is not a
         predictor (left out of the default S with a warning; refused if listed).
@@ -162,8 +174,8 @@ class GADP(Technique):
         confidential: list[str] | str | None = None,
         non_confidential: list[str] | str | None = None,
         exact: bool = False,
-        clip_to_range: bool = False,
-        round_integers: bool = False,
+        clip_to_range: bool = True,
+        round_integers: bool = True,
         max_level_share: float = 0.1,
         min_residual_share: float = 0.05,
     ) -> None:
@@ -230,8 +242,6 @@ class GADP(Technique):
         self.non_confidential_ = nonconf
         self.excluded_predictors_ = [c for c in too_many if c not in nonconf]
         self.levels_ = {c: list(pd.unique(df[c].dropna())) for c in nonconf if c not in numeric}
-        self.range_ = {c: (float(np.nanmin(df[c].to_numpy(dtype=float))), float(np.nanmax(df[c].to_numpy(dtype=float))))
-                       if df[c].notna().any() else (np.nan, np.nan) for c in conf}
         self.integer_ = {c for c in conf if pd.api.types.is_integer_dtype(df[c])
                          or (self.round_integers and c in schema.integer)}
 
@@ -303,11 +313,13 @@ class GADP(Technique):
             Y[~complete] = _incomplete_values(Xc, Sc, S[~complete], rng)
             Y[np.isnan(X)] = np.nan
         out = df.copy()
+        keep = DomainGuard(self.value_domains_, df, technique_name(self))
         for j, c in enumerate(self.confidential_):
             y = Y[:, j]
             if self.clip_to_range:
-                y = np.clip(y, *self.range_[c])
+                y = keep(c, y, "clip", whole=c in self.integer_)
             if c in self.integer_:
                 y = np.rint(y)
             out[c] = y
+        keep.warn()
         return out

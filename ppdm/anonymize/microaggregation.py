@@ -18,22 +18,26 @@ groups in ascending order of value, so groups are contiguous runs of the sorted 
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
-from ppdm.anonymize._mdav import CellTree, kd_blocks, mdav_labels
+from ppdm.anonymize._domain import DomainGuard, technique_name
+from ppdm.anonymize._mdav import CellTree, check_k, group_means, kd_blocks, labels_in_blocks, mdav_labels
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
-from ppdm.utils import finite_vector
+from ppdm.utils import check_choice, finite_vector
 
 Scaling = Literal["standard", "sdcmicro", "none"]
 Strategy = Literal["auto", "global", "blocked"]
+SCALINGS = ("standard", "sdcmicro", "none")
+#: attributes whose largest |value| lies outside [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] are grouped in a
+#: space scaled by a power of two (squares and sums of squares of n records then fit in a double)
+SAFE_EXPONENT = 256
 
 #: ``strategy="auto"`` runs global MDAV up to this many records and blocked MDAV above
 AUTO_GLOBAL_MAX_ROWS = 100_000
@@ -41,18 +45,7 @@ AUTO_GLOBAL_MAX_ROWS = 100_000
 CELL_SAMPLE_ROWS = 100_000
 
 
-# ----------------------------------------------------------------------------- checks
-def check_k(k: object, n: int, *, name: str = "k") -> int:
-    """Return ``k`` as an int, or raise :class:`ParameterError` unless 1 ≤ k ≤ n."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"{name} must be a whole number, got {k!r}")
-    if k < 1:
-        raise ParameterError(f"{name} must be at least 1, got {k}")
-    if k > n:
-        raise ParameterError(f"{name}={k} exceeds the number of records ({n}); no group of {k} can be formed")
-    return int(k)
-
-
+# ----------------------------------------------------------------------------- helpers
 def _as_1d(x: object) -> np.ndarray:
     return finite_vector(x, task="microaggregate")
 
@@ -311,26 +304,70 @@ def optimal_1d(x: object, k: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ multivariate MDAV
+def check_scaling(scaling: object) -> str:
+    """``scaling`` checked against :data:`SCALINGS` (``None`` reads as ``"none"``)."""
+    return check_choice(scaling, SCALINGS, "scaling")
+
+
+def grouping_scale(X: np.ndarray, scaling: Scaling) -> np.ndarray:
+    """Per-attribute powers of two that bring huge or tiny attributes near 1 while groups are
+    formed; all ones for ordinary data (every attribute's largest |value| within
+    [2^-:data:`SAFE_EXPONENT`, 2^:data:`SAFE_EXPONENT`]).
+
+    Squared distances and variances of values near 10²⁰⁰ overflow (near 10⁻²⁰⁰ they underflow),
+    which made every distance infinite. Multiplying by a power of two is exact and MDAV's groups
+    do not depend on it: with ``"standard"`` and ``"sdcmicro"`` every attribute is divided by
+    its own spread anyway, so each is scaled on its own; with ``"none"`` (raw Euclidean
+    distance) all attributes share one factor, so their relative weights stay as they are.
+    """
+    scaling = check_scaling(scaling)
+    p = X.shape[1]
+    with np.errstate(invalid="ignore"):
+        top = np.nanmax(np.abs(X), axis=0) if X.shape[0] else np.zeros(p)
+    top = np.where(np.isfinite(top), top, 0.0)
+    exp = np.frexp(top)[1]  # top = m·2^exp with 0.5 ≤ m < 1
+    odd = (top > 2.0**SAFE_EXPONENT) | ((top > 0) & (top < 2.0**-SAFE_EXPONENT))
+    if not odd.any():
+        return np.ones(p)
+    if scaling == "none":
+        big = float(top.max())
+        if 2.0**-SAFE_EXPONENT <= big <= 2.0**SAFE_EXPONENT:
+            return np.ones(p)  # only small attributes: beside the others they weigh nothing anyway
+        return np.full(p, np.ldexp(1.0, -int(exp.max())))
+    return np.where(odd, np.ldexp(1.0, -exp), 1.0)
+
+
 def mdav_weights(X: np.ndarray, scaling: Scaling) -> np.ndarray:
     """Per-attribute weights of the squared distance.
 
     ``"standard"``: 1/sample variance (distances between z-scored records);
     ``"sdcmicro"``: 1/population variance computed as mean(x²) − mean(x)², sdcMicro's convention;
-    ``"none"``: 1 (raw Euclidean distance). A constant attribute gets weight 1.
+    ``"none"`` (or ``None``): 1 (raw Euclidean distance). A constant attribute gets weight 1.
+    An attribute whose variance or weight does not fit in double precision is refused, naming
+    it: scale it by :func:`grouping_scale` first (:func:`mdav` and the technique do).
     """
+    scaling = check_scaling(scaling)
     n, p = X.shape
     if scaling == "none":
         return np.ones(p)
-    if scaling == "standard":
-        var = X.var(axis=0, ddof=1) if n > 1 else np.zeros(p)
-    elif scaling == "sdcmicro":
-        avr = X.sum(axis=0) / n
-        var = (X * X).sum(axis=0) / n - avr * avr
-    else:
-        raise ParameterError(f"scaling must be 'standard', 'sdcmicro' or 'none', got {scaling!r}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        if scaling == "standard":
+            var = X.var(axis=0, ddof=1) if n > 1 else np.zeros(p)
+        else:
+            avr = X.sum(axis=0) / n
+            var = (X * X).sum(axis=0) / n - avr * avr
     w = np.ones(p)
     nz = var != 0
     w[nz] = 1.0 / var[nz]
+    # overflow (an infinite variance) or underflow (a weight of 0 or ∞); a NaN from missing cells is the caller's
+    bad = np.flatnonzero(np.isinf(var) | (nz & np.isfinite(var) & ((w == 0) | np.isinf(w))))
+    if bad.size:
+        j = int(bad[0])
+        raise ParameterError(
+            f"attribute {j} holds values up to {float(np.nanmax(np.abs(X[:, j]))):.3g}, too large or too small "
+            "for squared distances in double precision; MDAV scales such attributes by a power of two first "
+            "(mdav(), the MDAV technique): compute weights on grouping_scale(X)·X"
+        )
     return w
 
 
@@ -374,6 +411,9 @@ def mdav(X: object, k: int, scaling: Scaling = "standard", *, weights: object = 
     """
     A = _as_table(X)
     k = check_k(k, A.shape[0])
+    scaling = check_scaling(scaling)
+    if weights is None:
+        A = A * grouping_scale(A, scaling)  # exact; the same groups, without overflowing distances
     w = _weights(A, scaling, weights)
     f32 = scaling == "sdcmicro"
     return mdav_labels(A, w, k, f32, f32)
@@ -395,24 +435,12 @@ def mdav_blocked(
     A = _as_table(X)
     k = check_k(k, A.shape[0])
     block_size = check_block_size(block_size, k)
+    scaling = check_scaling(scaling)
+    if weights is None:
+        A = A * grouping_scale(A, scaling)
     w = _weights(A, scaling, weights)
     blocks = kd_blocks(A, w, block_size)
-    return _labels_in_blocks(A, w, k, scaling, blocks), blocks
-
-
-def _labels_in_blocks(A: np.ndarray, w: np.ndarray, k: int, scaling: Scaling, blocks: np.ndarray) -> np.ndarray:
-    # MDAV per block; each block's records keep their index order (the tie rules' order)
-    f32 = scaling == "sdcmicro"
-    order = np.argsort(blocks, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(blocks))]
-    labels = np.empty(A.shape[0], dtype=np.int64)
-    g = 0
-    for a, b in itertools.pairwise(bounds):
-        idx = order[a:b]
-        lab = mdav_labels(np.ascontiguousarray(A[idx]), w, k, f32, f32)
-        labels[idx] = lab + g
-        g += int(lab.max()) + 1
-    return labels
+    return labels_in_blocks(A, w, k, scaling == "sdcmicro", blocks), blocks
 
 
 def check_block_size(block_size: object, k: int) -> int:
@@ -427,16 +455,6 @@ def check_block_size(block_size: object, k: int) -> int:
 
 
 # ------------------------------------------------------------------------- summaries
-def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Mean of ``x`` (1-d or 2-d) per group label 0…g−1."""
-    labels = np.asarray(labels)
-    g = int(labels.max()) + 1
-    cnt = np.bincount(labels, minlength=g).astype(float)
-    if x.ndim == 1:
-        return np.bincount(labels, weights=x, minlength=g) / cnt
-    return np.column_stack([np.bincount(labels, weights=x[:, j], minlength=g) / cnt for j in range(x.shape[1])])
-
-
 def nan_group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Mean of the observed (non-NaN) values of 2-d ``x`` per group label 0…g−1, column by
     column; NaN where a group has no observed value."""
@@ -483,6 +501,10 @@ class MDAV(Technique):
     block_size:
         Most records in a block (at least 2k); blocks hold more than half of it.
 
+    A centroid lies within its members' range, so inside the attribute's domain; the
+    centroid of a whole-number attribute (the schema's ``integer``) is rounded to a whole
+    number, as integer dtypes always were (sdcMicro releases the fraction).
+
     Missing values: a missing cell stays missing, as in sdcMicro's microaggregation. For
     forming the groups a missing cell counts as its column's mean (the centre of the
     standardised space, so it pulls the record neither way); a group's centroid is the mean
@@ -522,8 +544,7 @@ class MDAV(Technique):
     def _validate_params(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise ParameterError(f"k must be a whole number ≥ 1, got {self.k!r}")
-        if self.scaling not in ("standard", "sdcmicro", "none"):
-            raise ParameterError(f"scaling must be 'standard', 'sdcmicro' or 'none', got {self.scaling!r}")
+        check_scaling(self.scaling)
         if self.strategy not in ("auto", "global", "blocked"):
             raise ParameterError(f"strategy must be 'auto', 'global' or 'blocked', got {self.strategy!r}")
         check_block_size(self.block_size, int(self.k))
@@ -535,7 +556,10 @@ class MDAV(Technique):
         X = df[self.columns_].to_numpy(dtype=float)
         if len(X) > CELL_SAMPLE_ROWS:
             X = X[np.linspace(0, len(X) - 1, CELL_SAMPLE_ROWS).round().astype(np.int64)]
-        self.cells_ = CellTree(X, mdav_weights(X, self.scaling))
+        # the powers of two the Dask transform groups in (all 1 for ordinary data)
+        self.scale_ = grouping_scale(X, self.scaling)
+        Xs = X * self.scale_
+        self.cells_ = CellTree(Xs, mdav_weights(Xs, self.scaling))
 
     def _strategy_for(self, n: int) -> str:
         if self.strategy == "auto":
@@ -554,20 +578,26 @@ class MDAV(Technique):
             G = X
         k = check_k(self.k, len(df))
         strategy = self._strategy_for(len(X))
-        w = mdav_weights(G, self.scaling)
+        scaling = check_scaling(self.scaling)
+        # huge or tiny attributes are grouped, and averaged, scaled by a power of two (exact)
+        S = grouping_scale(G, scaling)
+        G = G * S
+        w = mdav_weights(G, scaling)
         if strategy == "global":
-            labels = mdav(G, k, self.scaling, weights=w)
+            labels = mdav(G, k, scaling, weights=w)
             blocks = np.zeros(len(X), dtype=np.int64)
         else:
-            labels, blocks = mdav_blocked(G, k, self.scaling, self.block_size, weights=w)
-        cent = nan_group_means(X, labels) if miss.any() else group_means(X, labels)
+            labels, blocks = mdav_blocked(G, k, scaling, self.block_size, weights=w)
+        cent = (nan_group_means(X * S, labels) if miss.any() else group_means(X * S, labels)) / S
         self.strategy_ = strategy
         self.groups_ = labels
         self.blocks_ = blocks
         self.centroids_ = pd.DataFrame(cent, columns=self.columns_)
         out = df.copy()
+        keep = DomainGuard(self.value_domains_, df, technique_name(self))
         for j, c in enumerate(self.columns_):
-            out[c] = np.where(miss[:, j], np.nan, cent[labels, j])
+            # a centroid lies in its members' range; a whole-number attribute's is rounded
+            out[c] = keep(c, np.where(miss[:, j], np.nan, cent[labels, j]))
         return out
 
     def _transform_dask(self, ddf: Any) -> Any:

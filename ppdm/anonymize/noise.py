@@ -14,8 +14,26 @@ changed. They differ in what a selected value becomes:
   values", so each value with its frequency in x). Keeps the attribute
   distributions and, mostly, the multivariate ones.
 
-min, max, variance and the value pools come from the table given to ``fit``. Integer
-columns are rounded back to whole numbers (the technique contract keeps dtypes).
+min, max, variance and the value pools come from the table given to ``fit``.
+
+Released values stay possible (docs/value_domains.md). A numeric attribute's domain is its
+declared bounds (``Schema.bounds``), else the range observed in x; whole-number attributes
+(``Schema.integer``) stay whole and dates stay dates of their resolution.
+
+* **UN** draws on [min A, max A] as the paper says, which lies inside the domain; only the
+  rounding of a whole-number attribute's draw to a whole number is added. Declared bounds
+  wider than x's range do not widen the draws.
+* **GN** *clips* a value that N(0, var A) noise pushed past an end of the domain to that
+  end (``bounding="clip"``). Every rule threshold lies inside x's range, so a clipped value
+  passes every threshold test exactly as the paper's unbounded value does: the rule
+  retention measures the paper studies are unchanged (adult, 10 % noise: rule accuracy loss
+  0.030 either way, 0.050 with reflection), and an attribute with a mass at an end keeps
+  more of it (adult's capital gains of 0: 87 % of the release against x's 92 %; 83 % with
+  reflection). The price is a spike on an end without such a mass (twice as many ages of
+  17). ``bounding="reflect"`` folds the overshoot back inside instead (``low − δ`` becomes
+  ``low + δ``): no spike, a flat density stays flat up to the end. At an end of x's range
+  held by fewer than 5 records clipping reflects too, so no outlier's exact value is
+  copied. Whole-number attributes are rounded first and stay on the whole numbers.
 
 Missing values: a missing cell stays missing (as sdcMicro's ``addNoise`` leaves NA
 alone); the statistics and value pools are those of the observed values only, and a
@@ -29,9 +47,11 @@ from abc import ABC, abstractmethod
 import numpy as np
 import pandas as pd
 
+from ppdm.anonymize._domain import HOW, DomainGuard, technique_name
 from ppdm.anonymize.base import Technique, check_fraction
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError
 
 
 class _Noise(Technique, ABC):
@@ -62,6 +82,10 @@ class _Noise(Technique, ABC):
         for c in schema.categorical:
             self.categorical_values_[c] = df[c].dropna().to_numpy(dtype=object)
 
+    #: how a new numeric value that left the attribute's domain is brought back (``"clip"`` or
+    #: ``"reflect"``); Gaussian Noise takes it as a parameter
+    bounding: str = "clip"
+
     @abstractmethod
     def _new_numeric(self, old: np.ndarray, col: str, rng: np.random.Generator) -> np.ndarray:
         """New values for the selected values ``old`` of numeric column ``col``."""
@@ -72,6 +96,7 @@ class _Noise(Technique, ABC):
 
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         n = len(df)
+        keep = DomainGuard(self.value_domains_, df, technique_name(self))
         for c in df.columns:
             if c == schema.class_column:
                 continue  # paper 000 §7.1: neither noise type touches the label
@@ -88,12 +113,13 @@ class _Noise(Technique, ABC):
                 continue
             if numeric:
                 vals = df[c].to_numpy(dtype=float).copy()
-                vals[pick] = self._new_numeric(vals[pick], c, rng)
+                vals[pick] = keep(c, self._new_numeric(vals[pick], c, rng), self.bounding)
                 df[c] = vals
             else:
                 vals = df[c].to_numpy(dtype=object).copy()
                 vals[pick] = self._new_categorical(vals[pick], c, rng)
                 df[c] = pd.Series(vals, index=df.index, dtype=object)
+        keep.warn()
         return df
 
 
@@ -103,7 +129,8 @@ class UniformNoise(_Noise):
 
     Each attribute value is replaced with probability ``level`` by a uniform draw over the
     attribute's range (numeric) or its distinct values (categorical); the class is never changed.
-    Missing cells stay missing; ranges and values are those observed.
+    Missing cells stay missing; ranges and values are those observed. The draws lie inside the
+    attribute's domain; a whole-number attribute's draw is rounded to a whole number.
 
     Parameters
     ----------
@@ -138,14 +165,29 @@ class GaussianNoise(_Noise):
     value is redrawn from the attribute's original values (with their frequencies); the class
     is never changed. Missing cells stay missing; variances and values are those observed.
 
+    A noisy value past an end of the attribute's domain (declared bounds, else the range
+    observed in x) is brought back inside, so no age is negative or above its declared
+    maximum and no income negative; whole-number attributes stay whole.
+
     Parameters
     ----------
     level:
         Probability in [0, 1] that a value is changed (0.1 = 10 %).
+    bounding:
+        ``"clip"`` (default): to the nearest end, which leaves every rule threshold test as
+        the unbounded noise gives it; ``"reflect"``: folded back inside, no spike on the end
+        (module docstring).
     """
 
-    def __init__(self, level: float = 0.1, class_column=None, schema=None, random_state=None) -> None:
+    def __init__(self, level: float = 0.1, class_column=None, schema=None, random_state=None,
+                 bounding: str = "clip") -> None:
         super().__init__(level=level, class_column=class_column, schema=schema, random_state=random_state)
+        self.bounding = bounding
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.bounding not in HOW:
+            raise ParameterError(f"bounding must be one of {', '.join(HOW)}, got {self.bounding!r}")
 
     def _new_numeric(self, old: np.ndarray, col: str, rng: np.random.Generator) -> np.ndarray:
         _, _, var = self.numeric_stats_[col]

@@ -1,4 +1,4 @@
-"""Perturbation matrices for random substitution (paper 001 §2.1, §4).
+"""Perturbation matrices for random substitution (paper 001 §2.1, §4) and invariant PRAM.
 
 A perturbation matrix ``M = [m_hk]`` (N × N) holds ``m_hk = p(k → h)``, the probability
 that domain value ``u_k`` is replaced by ``u_h``; every column is a probability mass
@@ -9,6 +9,11 @@ Haritsa 2005) is ``M = x·G`` with ``x = 1/(γ+N−1)``, ``γ`` on the diagonal 
 
 Everything here has a closed form because ``M = x((γ−1)I + J)`` (``J`` the all-ones
 matrix): its eigenvalues are ``1`` (eigenvector ``1``) and ``x(γ−1)`` (multiplicity N−1).
+
+Random substitution is the post-randomisation method (PRAM, Gouweleeuw et al. 1998) with a
+gamma-diagonal matrix; :func:`invariant_pram_matrix` builds the *invariant* PRAM matrix of
+sdcMicro's ``pram`` instead, whose expected frequencies equal the original ones. Both draw
+the new values with :func:`substitute`.
 """
 
 from __future__ import annotations
@@ -209,3 +214,70 @@ class GammaDiagonal:
     def power(self, t: int) -> np.ndarray:
         """``Mᵗ`` (Theorem 2)."""
         return t_step_matrix(self.gamma, self.n, t)
+
+
+# --------------------------------------------------------------------------- drawing
+def substitute(idx: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Algorithm 1 (RSP, paper 001 §2.1) on domain indices: replace each ``k`` by ``h`` drawn
+    from column ``k`` of ``matrix`` (``M[h, k] = p(k → h)``). PRAM's draw is the same with
+    ``M`` the transpose of its transition matrix.
+
+    Step 3 draws ``r`` uniform on ``(0, 1]``; step 4 finds ``h`` with
+    ``F(h−1) < r ≤ F(h)`` for the column's cumulative distribution ``F``. Records are
+    grouped by ``k`` so the cost is ``O(n log N + N²)``.
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    m = np.asarray(matrix, dtype=float)
+    n_dom = m.shape[0]
+    r = 1.0 - rng.random(idx.size)  # (0, 1]
+    cum = np.cumsum(m, axis=0)
+    out = np.empty_like(idx)
+    order = np.argsort(idx, kind="stable")
+    bounds = np.searchsorted(idx[order], np.arange(n_dom + 1))
+    for k in range(n_dom):
+        rows = order[bounds[k]: bounds[k + 1]]
+        if rows.size:
+            out[rows] = np.searchsorted(cum[:, k], r[rows], side="left")
+    # r = 1 can fall just past a cumulative sum of 1 − ε: it belongs to the last value
+    return np.minimum(out, n_dom - 1)
+
+
+# ---------------------------------------------------------------------- invariant PRAM
+def pram_base_matrix(pds: np.ndarray) -> np.ndarray:
+    """sdcMicro's first PRAM matrix ``P``: ``P[i, i] = pds[i]`` and the rest of row i shared
+    equally by the other ``L − 1`` levels (row = original level, column = new level)."""
+    d = np.asarray(pds, dtype=float)
+    n = d.size
+    if n == 1:
+        return np.ones((1, 1))
+    p = np.repeat(((1.0 - d) / (n - 1))[:, None], n, axis=1)
+    np.fill_diagonal(p, d)
+    return p
+
+
+def invariant_pram_matrix(pds: np.ndarray, freq: np.ndarray, alpha: float) -> np.ndarray:
+    """The invariant PRAM transition matrix of sdcMicro's ``pram`` (Gouweleeuw et al. 1998 §4;
+    Templ, Kowarik & Meindl 2015): row i is the distribution of the new level of a record of
+    level i.
+
+    With ``P`` from :func:`pram_base_matrix` and ``p`` the level frequencies,
+    ``Q[k, j] = P[j, k]·p[j] / Σ_i p[i]·P[i, k]`` (the backward matrix), and
+    ``R = alpha·(P Q) + (1 − alpha)·I``. Then ``p R = p``: the expected frequencies after PRAM
+    are the original ones, whatever ``pds`` and ``alpha``.
+    """
+    d = np.asarray(pds, dtype=float)
+    p = np.asarray(freq, dtype=float)
+    if d.shape != p.shape or d.ndim != 1:
+        raise ParameterError(f"pds and the frequencies must be vectors of one length, got {d.shape} and {p.shape}")
+    if np.any(p < 0) or not p.sum() > 0:
+        raise ParameterError("level frequencies must be non-negative and not all zero")
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise ParameterError(f"alpha must lie in [0, 1], got {alpha!r}")
+    P = pram_base_matrix(d)
+    p = p / p.sum()  # the scale cancels (sdcMicro divides by another constant)
+    col = p @ P  # Σ_i p[i] P[i, k]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        Q = (P * p[:, None]).T / col[:, None]
+    Q = np.nan_to_num(Q)
+    R = alpha * (P @ Q) + (1.0 - alpha) * np.eye(d.size)
+    return R

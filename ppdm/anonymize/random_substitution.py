@@ -11,6 +11,9 @@ replaced by one of the other ``N−1`` values, each with probability ``1/(γ+N�
   (001 §2.2): the centre by default, the low/high endpoint, or a random value inside
   the bin. When the attribute has at most ``N`` distinct values they are used as the
   domain directly (``distinct_domain=True``; 001 §6 advises ``N = d`` then).
+* Released values stay possible (docs/value_domains.md): a representative lies inside its
+  bin, so inside ``[min, max]`` of x or the ``bounds`` given, which may not reach beyond the
+  schema's declared bounds. Nothing needs clipping or reflecting.
 * **Integer columns** (integer dtype, or listed in ``Schema.integer``) stay whole: their
   representatives are rounded half up (``⌊c + 0.5⌋``), which keeps distinct bins distinct because integer bins are at
   least one unit wide; a random representative is a whole number drawn inside the bin.
@@ -39,6 +42,7 @@ from ppdm.anonymize.perturbation_matrix import (
     gamma_diagonal,
     gamma_from_privacy,
     keep_probability,
+    substitute,
 )
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -48,6 +52,10 @@ Representative = Literal["centre", "low", "high", "random"]
 REPRESENTATIVES = ("centre", "low", "high", "random")
 DomainKind = Literal["categorical", "binned", "distinct"]
 FORMAT = "ppdm.random-substitution/1"
+REFERENCES = {
+    "random-substitution": "Dowd, Xu & Zhang 2006, Algorithm 1 (RSP) and Algorithm 2 (MR)",
+    "pram": "invariant PRAM (Gouweleeuw et al. 1998; sdcMicro's pram); matrix[h][k] = p(k -> h)",
+}
 DEFAULT_BINS = 10
 
 
@@ -182,10 +190,20 @@ class SubstitutionMetadata:
     attributes: dict[str, AttributeDomain] = field(default_factory=dict)
     class_column: str | None = None
     perturb_class: bool = False
+    #: the technique that drew the release: random substitution, or invariant PRAM ("pram")
+    method: str = "random-substitution"
+    #: method-specific facts kept beside the matrices (PRAM: pd, alpha, the drawn diagonals)
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: PRAM within strata: one block per stratum ({"stratum": {column: value}, "attributes": [...]});
+    #: ``attributes`` is then empty, as no one matrix describes the whole release
+    strata: list[dict[str, Any]] = field(default_factory=list)
 
     def perturbed_columns(self, table: pd.DataFrame, columns: Iterable[str] | None = None) -> list[str]:
         """The attributes to work on (default: every perturbed one), each checked to have a
         matrix here and to be a column of ``table``."""
+        if self.strata:
+            raise PPDMError("the release was post-randomised within strata, one matrix per stratum; take the "
+                            "records of one stratum and its block of the metadata ('strata') to reconstruct")
         cols = list(self.attributes) if columns is None else list(columns)
         for c in cols:
             if c not in self.attributes:
@@ -195,17 +213,19 @@ class SubstitutionMetadata:
         return cols
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "format": FORMAT,
-                "method": "random-substitution",
-                "reference": "Dowd, Xu & Zhang 2006, Algorithm 1 (RSP) and Algorithm 2 (MR)",
-                "class_column": self.class_column,
-                "perturb_class": self.perturb_class,
-                "attributes": [a.to_dict() for a in self.attributes.values()],
-            },
-            indent=1,
-        )
+        doc: dict[str, Any] = {
+            "format": FORMAT,
+            "method": self.method,
+            "reference": REFERENCES.get(self.method, REFERENCES["random-substitution"]),
+            "class_column": self.class_column,
+            "perturb_class": self.perturb_class,
+            "attributes": [a.to_dict() for a in self.attributes.values()],
+        }
+        if self.extra:
+            doc["extra"] = self.extra
+        if self.strata:
+            doc["strata"] = self.strata
+        return json.dumps(doc, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> SubstitutionMetadata:
@@ -219,7 +239,11 @@ class SubstitutionMetadata:
         if not isinstance(attrs, list):
             raise PPDMError("perturbation metadata has no list of attributes")
         doms = [AttributeDomain.from_dict(a) for a in attrs]
-        return cls({a.column: a for a in doms}, d.get("class_column"), bool(d.get("perturb_class", False)))
+        strata = d.get("strata") or []
+        if not isinstance(strata, list):
+            raise PPDMError("perturbation metadata: 'strata' must be a list of blocks")
+        return cls({a.column: a for a in doms}, d.get("class_column"), bool(d.get("perturb_class", False)),
+                   str(d.get("method", "random-substitution")), dict(d.get("extra") or {}), strata)
 
     def save(self, path: str | Path) -> Path:
         from ppdm.data.io import atomic_write_text
@@ -248,29 +272,6 @@ def sidecar_path(out_path: str | Path) -> Path:
 
 
 # ----------------------------------------------------------------------- algorithm 1
-def substitute(idx: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Algorithm 1 (RSP) on domain indices: replace each ``k`` by ``h`` drawn from column ``k``.
-
-    Step 3 draws ``r`` uniform on ``(0, 1]``; step 4 finds ``h`` with
-    ``F(h−1) < r ≤ F(h)`` for the column's cumulative distribution ``F``. Records are
-    grouped by ``k`` so the cost is ``O(n log N + N²)``.
-    """
-    idx = np.asarray(idx, dtype=np.int64)
-    m = np.asarray(matrix, dtype=float)
-    n_dom = m.shape[0]
-    r = 1.0 - rng.random(idx.size)  # (0, 1]
-    cum = np.cumsum(m, axis=0)
-    out = np.empty_like(idx)
-    order = np.argsort(idx, kind="stable")
-    bounds = np.searchsorted(idx[order], np.arange(n_dom + 1))
-    for k in range(n_dom):
-        rows = order[bounds[k]: bounds[k + 1]]
-        if rows.size:
-            out[rows] = np.searchsorted(cum[:, k], r[rows], side="left")
-    # r = 1 can fall just past a cumulative sum of 1 − ε: it belongs to the last value
-    return np.minimum(out, n_dom - 1)
-
-
 def equal_width_edges(lo: float, hi: float, n: int) -> np.ndarray:
     """``N + 1`` edges of equal-width bins ``[l_i, u_i)`` over ``[lo, hi]`` (001 §2.2)."""
     return np.linspace(lo, hi, n + 1)
@@ -367,7 +368,10 @@ class RandomSubstitution(Technique):
     def _validate_params(self) -> None:
         if self.gamma is None:
             if self.rho1 is None or self.rho2 is None:
-                raise ParameterError("random substitution needs gamma= or both rho1= and rho2=")
+                raise ParameterError(
+                    "random substitution needs gamma, a number greater than 1 (a larger gamma keeps more values), "
+                    "e.g. gamma=19 (CLI: --param gamma=19); or the privacy requirement 0 < rho1 < rho2 < 1, e.g. "
+                    "rho1=0.05 (CLI: --param rho1=0.05) with rho2=0.5 (CLI: --param rho2=0.5), which give gamma = 19")
             gamma_from_privacy(self.rho1, self.rho2)
         else:
             if self.rho1 is not None or self.rho2 is not None:
@@ -434,6 +438,14 @@ class RandomSubstitution(Technique):
 
     # --------------------------------------------------------------------- fit
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        for c, b in (self.bounds or {}).items():
+            lo, hi = (float(v) for v in b)
+            if c in schema.bounds and not (schema.bounds[c][0] <= lo and hi <= schema.bounds[c][1]):
+                # bins beyond the declared domain would release impossible representatives
+                raise ParameterError(
+                    f"bounds[{c!r}] = ({lo:g}, {hi:g}) reach beyond the schema's declared bounds "
+                    f"[{schema.bounds[c][0]:g}, {schema.bounds[c][1]:g}] of {c!r}; keep them inside"
+                )
         attrs: dict[str, AttributeDomain] = {}
         for c in self._targets(schema):
             g = self._gamma_for(c)

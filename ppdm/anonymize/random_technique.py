@@ -9,6 +9,11 @@ domain ``[min, max]``, with ``h = √3·σ`` so the noise variance is σ² and �
 sub-domain); categorical values and the class are replaced, each with probability
 ``p_rt``, by a uniformly chosen *different* value of the attribute's domain.
 
+Released values stay possible (docs/value_domains.md): the wrap-around keeps every value
+inside ``[min, max]`` of x, which lies inside any declared bounds (x is refused when it does
+not); whole-number attributes wrap on the whole numbers. Wrapping, rather than clipping or
+reflecting, keeps the noise uniform: every value of the domain is equally reachable.
+
 Missing values: a missing cell stays missing; domains are those of the observed values.
 """
 

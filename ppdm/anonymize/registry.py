@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ppdm.errors import ParameterError
+from ppdm.utils import unknown_name
 
 TECHNIQUES: dict[str, type] = {}
 _COMMON = {"class_column", "schema", "random_state"}
@@ -36,7 +37,7 @@ def technique_params(cls: type) -> dict[str, Any]:
 def get_technique(name: str) -> type:
     _load_all()
     if name not in TECHNIQUES:
-        raise ParameterError(f"unknown technique {name!r}; known: {', '.join(sorted(TECHNIQUES))}")
+        raise ParameterError(unknown_name("technique", name, sorted(TECHNIQUES)))
     return TECHNIQUES[name]
 
 
@@ -57,6 +58,10 @@ def make_technique(
         raise ParameterError(
             f"technique {name!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(allowed) or 'none'}"
         )
+    for key, value in params.items():
+        # ``--param scaling=none`` parses to None; a parameter whose default is text takes the text
+        if value is None and isinstance(allowed[key], str):
+            params[key] = "none"
     return cls(class_column=class_column, random_state=random_state, schema=schema, **params)
 
 
@@ -64,9 +69,10 @@ def _load_all() -> None:
     """Import every module of :mod:`ppdm.anonymize` so each registers its techniques."""
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import ppdm.anonymize as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
+    # the modules beside this one (importing the package itself here would make a circle with
+    # its __init__, which imports this module)
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if not mod.name.startswith("_"):
             importlib.import_module(f"ppdm.anonymize.{mod.name}")

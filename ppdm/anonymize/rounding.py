@@ -21,6 +21,15 @@ Dates are numbers on a time axis (days since 1970-01-01) and are rounded like an
 attribute; ``date_period="month"`` or ``"year"`` instead generalises them to the first day of
 their month or year.
 
+Released values stay possible (docs/value_domains.md). Rounding points are means of the
+attribute's own values, so they lie in its domain, except ``base``'s lowest multiple of b,
+⌊min/b⌋·b, which may lie below x's minimum (15 when the youngest is 17). Like a generalised
+value, a multiple of b stands for its set of attraction, which meets x's range, so it is
+kept when the domain is read from x; below a *declared* lower bound (16 for legal adults) it
+is clipped to the bound. A whole-number attribute's points are rounded to whole numbers. A
+date generalised to its month or year (``date_period``) stands for that whole period and is
+left as it is, although its first day may precede the earliest date of x.
+
 Missing values: a missing cell stays missing. Each rounding set is built from the observed
 values of its attribute (and, for the supervised methods, their records' classes).
 """
@@ -37,6 +46,7 @@ import pandas as pd
 from ppdm import progress
 from ppdm.anonymize import discretization as disc
 from ppdm.anonymize import microaggregation as micro
+from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import register
 from ppdm.data.schema import Schema
@@ -396,6 +406,7 @@ class Rounding(Technique):
         from ppdm.data.types import generalize_dates
 
         out = df.copy()
+        keep = DomainGuard(self.value_domains_, df, technique_name(self))
         for c in self.date_columns_:
             out[c] = generalize_dates(df[c].to_numpy(dtype=float), str(self.date_period))
         for c in self._sets:
@@ -415,7 +426,11 @@ class Rounding(Technique):
                 z = rs.points[cell]
             res = np.full(full.shape, np.nan)
             res[obs] = z / f if f != 1.0 else z
-            out[c] = res
+            if self.method == "base":
+                # a multiple of b stands for its set of attraction, which meets x's range
+                keep.widen(c, self.rounding_sets_[c])
+            out[c] = keep(c, res)
+        keep.warn()
         return out
 
 

@@ -12,4 +12,51 @@ singling-out, linkability and attribute-inference attacks of the Article 29 Work
 Party's opinion on anonymisation, each run against the original records used to make the
 release and against a control set of original records that were not, so that the risk
 counts only what the release leaks beyond what any model of the population would tell.
+
+Every attack is a function of this package (``from ppdm.attacks import singling_out``);
+:data:`MEASURE_FUNCTIONS` says which function computes each registered measure. The
+reconstruction attacks are loaded on first use (they import the techniques they re-run). No
+module shadows a function: ``ppdm.attacks.singling_out`` is the function, and its module's
+other names are imported from it (``from ppdm.attacks.singling_out import query_text``).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# modules named like the function they define: importing the functions here binds the package's
+# names to the functions for good (the import system binds a submodule only when first loading it)
+from ppdm.attacks.inference import inference as inference
+from ppdm.attacks.linkability import linkability as linkability
+from ppdm.attacks.singling_out import singling_out as singling_out
+
+#: the function that computes each registered measure: measure name → (module, function)
+MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "singling_out_univariate": ("singling_out", "singling_out"),  # mode="univariate"
+    "singling_out_multivariate": ("singling_out", "singling_out"),  # mode="multivariate"
+    "linkability": ("linkability", "linkability"),
+    "inference": ("inference", "inference"),
+    "spectral_filtering": ("reconstruction", "spectral_filtering_attack"),
+    "repeated_perturbation": ("reconstruction", "repeated_perturbation_attack"),
+}
+
+#: public building blocks besides the measures: function → module
+_BLOCKS: dict[str, str] = {"bayes_estimate_attack": "reconstruction", "spectral_filter": "reconstruction"}
+
+_LAZY: dict[str, str] = {**{fn: mod for mod, fn in MEASURE_FUNCTIONS.values()}, **_BLOCKS}
+
+__all__ = ["MEASURE_FUNCTIONS", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ppdm.attacks' has no attribute {name!r}")
+    fn = getattr(importlib.import_module(f"ppdm.attacks.{module}"), name)
+    globals()[name] = fn  # later lookups find it directly
+    return fn
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -25,7 +25,9 @@ import pandas as pd
 from ppdm.anonymize.perturbation_matrix import matrix_entropy_of
 from ppdm.anonymize.random_substitution import SubstitutionMetadata, substitute
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
+from ppdm.metrics._common import power_of_two_scale
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+from ppdm.metrics.release_check import unchanged_cells
 from ppdm.utils import check_random_state
 
 #: relative error below which a release counts as the original itself (see SpectralFilteringResult)
@@ -36,13 +38,26 @@ UNCHANGED_TOL = 1e-9
 class SpectralFilteringResult(MeasureResult):
     """Outcome of spectral filtering.
 
-    ``value`` is the headline named by ``metric``: for continuous data (no metadata) the
-    RMSE ratio ``RMSE(estimate, x) / RMSE(release, x)`` capped at 1 (below 1: the attack
-    recovers data; the attacker keeps the release where filtering makes it worse), and 0
-    when the release is unchanged (RMSE(release, x) at most ``UNCHANGED_TOL`` times the
-    root mean square of x's standard deviations: nothing is left to recover, the release
-    is x); the uncapped ratio is ``ratio``; for a random-substitution release (metadata given) the exact-recovery rate of
-    the estimate, to compare with ``exact_release`` (the keep rate). ``NaN`` without ``x``.
+    ``value`` is the headline named by ``metric``. For continuous data (no metadata),
+    ``"protected_share"``: the share of the attacked values the attack does not recover, the
+    smaller of
+
+    * the RMSE ratio ``RMSE(estimate, x) / RMSE(release, x)`` capped at 1 (below 1: the attack
+      recovers data; the attacker keeps the release where filtering makes it worse), the
+      spec's measure, kept uncapped in ``ratio``; and
+    * ``changed_share``, the share of attacked cells the release changed at all (by more than
+      the release check's tolerance, 10⁻⁶ standard deviations): a value the release left as
+      it was needs no reconstruction.
+
+    So a release that is x has value 0, and one that nudges a single cell of 16 000 has
+    value 1/16 000, not the ratio's 1 (filtering a release that is almost x only adds error,
+    which says nothing about protection). For a random-substitution release (metadata given)
+    ``metric`` is ``"exact_recovery"`` and the value the exact-recovery rate of the estimate,
+    to compare with ``exact_release`` (the keep rate). ``NaN`` without ``x``.
+
+    Values near 10²⁰⁰ are filtered scaled by a power of two: the covariance of such values
+    overflows, and spectral filtering is unchanged by a common factor (the estimate scales
+    with it, exactly).
     """
 
     record_level: ClassVar[tuple[str, ...]] = ("estimate",)  # one row per record: never in a report
@@ -58,7 +73,8 @@ class SpectralFilteringResult(MeasureResult):
     exact_release: float = float("nan")
     exact_estimate: float = float("nan")
     ratio: float = float("nan")  # RMSE(estimate, x) / RMSE(release, x), uncapped
-    unchanged: bool = False  # the release's numeric values are x's within UNCHANGED_TOL standard deviations
+    changed_share: float = float("nan")  # share of attacked cells the release changed
+    unchanged: bool = False  # the release left every attacked value as it was (changed_share = 0)
 
 
 @dataclass
@@ -140,8 +156,16 @@ def spectral_filter(u: np.ndarray, noise_variance: float | None = None) -> tuple
     n, m = u.shape
     mu = u.mean(axis=0)
     uc = u - mu
-    cov = uc.T @ uc / n
-    w, v = np.linalg.eigh(cov)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cov = uc.T @ uc / n
+    if not np.all(np.isfinite(cov)):
+        raise MeasureNotApplicable("spectral filtering: the covariance of the release overflows double precision; "
+                                   "scale the values (spectral_filtering_attack does so itself)")
+    try:
+        w, v = np.linalg.eigh(cov)
+    except np.linalg.LinAlgError as e:
+        raise MeasureNotApplicable(f"spectral filtering: the covariance of the release cannot be decomposed ({e})") \
+            from None
     s2 = float(np.median(w)) if noise_variance is None else float(noise_variance)
     lam_max = s2 * (1.0 + 1.0 / np.sqrt(n / m)) ** 2
     a = v[:, w > lam_max]
@@ -219,26 +243,37 @@ def spectral_filtering_attack(
     cols = _numeric_columns(z, columns)
     u = _matrix(z, cols, "the release")
     scale = np.ones(len(cols)) if noise_std is None else _noise_scale(noise_std, cols)
-    est, k, w, s2, lam = spectral_filter(u / scale, None if noise_std is None else 1.0)
-    est = est * scale
-    res = SpectralFilteringResult(float("nan"), "rmse_ratio", pd.DataFrame(est, columns=cols, index=z.index),
-                                  k, w, s2, lam)
+    truth = None
     if x is not None:
         x = _frame(x, "the original table")
         _aligned(x, z, "spectral filtering")
         truth = _matrix(x, cols, "the original table")
-        res.rmse_release, res.rmse_estimate = _rmse(u, truth), _rmse(est, truth)
+    # one power of two for every column (exact; 1 for ordinary data): values near 1e200 would
+    # overflow the covariance and the RMSEs, and a common factor changes neither
+    f = float(power_of_two_scale(u / scale, *([] if truth is None else [truth / scale]), per_column=False)[0]) \
+        if len(cols) else 1.0
+    est_s, k, w, s2, lam = spectral_filter(u / scale * f, None if noise_std is None else f * f)
+    est = est_s / f * scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        back = np.float64(1.0 / f) ** 2  # eigenvalues in the release's units (infinite if they do not fit)
+        w, s2, lam = w * back, float(s2 * back), float(lam * back)
+    res = SpectralFilteringResult(float("nan"), "protected_share", pd.DataFrame(est, columns=cols, index=z.index),
+                                  k, w, s2, lam)
+    if truth is not None:
+        g = float(power_of_two_scale(u, truth, per_column=False)[0])  # the RMSEs' own space
+        res.rmse_release = _rmse(u * g, truth * g) / g
+        res.rmse_estimate = _rmse(est * g, truth * g) / g
         res.exact_release = float(np.mean(u == truth))
         res.exact_estimate = float(np.mean(est == truth))
-        # the attacker keeps the release where filtering makes it worse, so the value is the
-        # share of the release's error that survives the better of the two, in [0, 1]; a
-        # release that leaves the values as they were (within UNCHANGED_TOL standard
-        # deviations) has no error to keep: 0, the attacker holds x
-        sd = np.nanstd(truth, axis=0)
-        floor = UNCHANGED_TOL * float(np.sqrt(np.mean(np.square(sd)))) if sd.size else 0.0
-        res.unchanged = bool(res.rmse_release <= floor)
+        # the attacker keeps the release where filtering makes it worse, so the ratio part is
+        # the share of the release's error that survives the better of the two, in [0, 1];
+        # and a value the release did not change is recovered without any filtering
+        same = np.column_stack([unchanged_cells(pd.Series(truth[:, j]), pd.Series(u[:, j]), numeric=True)
+                                for j in range(len(cols))])  # by position, as the RMSEs
+        res.changed_share = float(np.count_nonzero(~same) / same.size) if same.size else 0.0
+        res.unchanged = res.changed_share == 0.0
         res.ratio = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("inf")
-        res.value = 0.0 if res.unchanged else min(1.0, res.ratio)
+        res.value = 0.0 if res.unchanged else min(1.0, res.ratio, res.changed_share)
     return res
 
 

@@ -9,7 +9,11 @@ command functions, so ``ppdm --help`` loads none of them; help is plain text.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -24,9 +28,49 @@ COMMAND_ORDER = ("anonymize", "evaluate", "compare", "schema", "report", "method
                  "reconstruct", "reproduce")
 
 
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread when the process receives SIGTERM, so that every pending
+    cleanup (atomic writes, all-or-nothing releases) runs as it does for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # a second signal must not cut the cleanup short
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """While a command runs, SIGTERM raises :class:`Interrupted` (SIGINT raises
+    KeyboardInterrupt by default); the previous handler is put back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (a command run from a worker thread)
+        return
+    before = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """Remove every temporary file still in use and say so; the exit code of the signal."""
+    from ppdm.data.atomic import remove_temporaries
+
+    remove_temporaries()
+    signum = getattr(e, "signum", signal.SIGINT)
+    err_console.print(f"[bold red]interrupted[/bold red] by {signal.Signals(signum).name}: stopped; no partial "
+                      "output or temporary file is left", highlight=False)
+    return 128 + int(signum)
+
+
 class _ErrorMappingGroup(TyperGroup):
     """Maps errors to exit codes for every command, also under Typer's test runner:
-    :class:`PPDMError` → 2 with one line, anything unexpected → 1 (traceback with PPDM_DEBUG=1)."""
+    :class:`PPDMError` → 2 with one line, anything unexpected → 1 (traceback with PPDM_DEBUG=1),
+    SIGTERM and SIGINT → 128 + the signal's number after removing temporary files."""
 
     def list_commands(self, ctx):  # type: ignore[no-untyped-def]
         names = list(self.commands)
@@ -35,7 +79,10 @@ class _ErrorMappingGroup(TyperGroup):
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
         try:
-            return super().invoke(ctx)
+            with _signals_raise():
+                return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            raise typer.Exit(_interrupted(e)) from None
         except PPDMError as e:
             err_console.print(f"[bold red]error:[/bold red] {one_line(e)}", highlight=False)
             raise typer.Exit(2) from None
@@ -96,6 +143,9 @@ DateOpt = Annotated[list[str] | None, typer.Option(
 SchemaOpt = Annotated[Path | None, typer.Option(
     "--schema", help="Schema JSON file: types and roles of every column (see docs/roles_and_release.md).")]
 SepOpt = Annotated[str | None, typer.Option("--sep", help="CSV field separator (default ','; e.g. ';', 'tab', '|').")]
+DecimalOpt = Annotated[str | None, typer.Option(
+    "--decimal", help="Decimal separator of the numbers in a CSV file: '.' or ','. Default: numbers written like "
+                      "30,83 are read as numbers when --sep is ';', and refused otherwise.")]
 IdOpt = Annotated[list[str] | None, typer.Option(
     "--id", help="Identifier column(s) (comma list, repeatable): never modelled, removed from a release.")]
 QiOpt = Annotated[list[str] | None, typer.Option(

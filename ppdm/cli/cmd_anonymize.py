@@ -17,6 +17,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    DecimalOpt,
     EngineOpt,
     IdOpt,
     MissingKeepOpt,
@@ -49,6 +50,7 @@ def anonymize(
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
     sensitive: SensitiveOpt = None,
@@ -67,6 +69,9 @@ def anonymize(
     blocksize: BlocksizeOpt = "64MB",
     fit_rows: Annotated[int, typer.Option(
         "--fit-rows", help="With dask: records of the random sample the technique is fitted on.")] = 100_000,
+    then: Annotated[list[str] | None, typer.Option(
+        "--then", help="A further technique applied to the release of the one before (repeatable; docs/sdc.md). "
+        "Give a step's parameters as -p METHOD.name=value.")] = None,
     holdout: Annotated[float | None, typer.Option(
         "--holdout", help="Hold out this fraction of the records before anonymizing, as the attacks' control set "
         "(<out stem>.control.csv; keep it private, with x).")] = None,
@@ -78,7 +83,7 @@ def anonymize(
     """Anonymize a table with one technique and write the release z, its provenance and its release check."""
     import warnings
 
-    from ppdm.anonymize.registry import make_technique
+    from ppdm.anonymize.registry import get_technique, make_technique
     from ppdm.data.io import check_output_path, check_output_table
     from ppdm.data.partitions import wants_dask
     from ppdm.data.provenance import private_path, provenance_path
@@ -86,6 +91,9 @@ def anonymize(
     from ppdm.utils import parse_params
 
     random_state = parse_seed(seed)
+    get_technique(method)  # an unknown name is the first thing to say, before the table is read
+    if then and wants_dask(data, engine):
+        raise PPDMError("--then is not available for a partitioned input yet; anonymize a table in memory")
     if wants_dask(data, engine):
         dask_params: dict[str, Any] = {}
         _declared_domain(method, dask_params, domain_from_data, declared=schema is not None, data=data,
@@ -99,7 +107,7 @@ def anonymize(
                                identifiers, quasi_identifiers, sensitive, weight, other),
                            keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                            categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
-                           fit_rows=fit_rows)
+                           fit_rows=fit_rows, decimal=decimal)
         return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
@@ -113,12 +121,13 @@ def anonymize(
                      data=data, class_column=class_column)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True),
-                                 sep=sep, roles=roles, detect=True, categorical=categorical, dates=date)
+                                 sep=sep, roles=roles, detect=True, categorical=categorical, dates=date,
+                                 decimal=decimal)
     from ppdm.data.types import parse_decimals
 
     dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
-                          params=params)
+                          params=params) if not then else _composition([method, *then], params, sch, random_state)
     control = None
     if holdout is not None:
         x, control = hold_out(x, holdout, random_state)
@@ -144,7 +153,7 @@ def anonymize(
                       highlight=False, markup=False, soft_wrap=True)
     written = save_release(rel, out, control)
     z = rel.data
-    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {method}, and "
+    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {' then '.join([method, *(then or [])])}, and "
                   f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)
 
 
@@ -177,6 +186,13 @@ def _declared_domain(method: str, params: dict[str, Any], domain_from_data: bool
         )
 
 
+def _composition(methods: list[str], params: dict[str, Any], schema: Any, random_state: int | None) -> Any:
+    from ppdm.anonymize.composition import make_composition
+
+    return make_composition(methods, params=params, class_column=schema.class_column, random_state=random_state,
+                            schema=schema)
+
+
 def _report(rel: Any, random_state: int | None) -> None:
     """Warnings, identifiers and the release check, as printed for every release."""
     from rich.markup import escape
@@ -205,7 +221,8 @@ def _report(rel: Any, random_state: int | None) -> None:
 def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str | None, param: list[str] | None,
                        random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
                        keep_identifiers: bool, allow_unchanged: bool, categorical: list[str] | None,
-                       date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int) -> None:
+                       date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
+                       decimal: str | None = None) -> None:
     """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset."""
     import warnings
 
@@ -228,7 +245,8 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     if (cats or dates) and schema is not None:
         raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
     loaded = Schema.load(schema) if schema is not None else None
-    ds = open_dataset(data, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=blocksize)
+    ds = open_dataset(data, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=blocksize,
+                      decimal=decimal)
     base = loaded.with_class(class_column) if loaded is not None and class_column is not None else loaded
     tech = make_technique(method, class_column=class_column if class_column else (base.class_column if base else None),
                           random_state=random_state, schema=None, params=parse_params(param))

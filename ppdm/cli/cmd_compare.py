@@ -8,15 +8,32 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MeasureSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing, app
+from ppdm.cli.app import (
+    CategoricalOpt,
+    ClassOpt,
+    DateOpt,
+    DecimalOpt,
+    IdOpt,
+    MeasureSeedOpt,
+    MissingKeepOpt,
+    OtherOpt,
+    QiOpt,
+    SchemaOpt,
+    SensitiveOpt,
+    SepOpt,
+    WeightOpt,
+    _missing,
+    app,
+)
 from ppdm.cli.common import (
     BUILTIN,
     console,
     err_console,
     fail,
-    load_input,
+    load_original,
     measurement_seed,
     report_drawn_seed,
+    roles_from_options,
 )
 from ppdm.errors import PPDMError
 
@@ -43,6 +60,21 @@ def _print_summary(result, title: str) -> None:
     print_table(console, title, ["technique", *result.measures], rows, right=result.measures, dim_rows=dim)
 
 
+def _print_verdicts(result) -> None:
+    """One row per technique setting: its risk and utility verdicts on the means (as the report)."""
+    from ppdm.cli.tables import print_table
+    from ppdm.report.summary import TechniqueVerdict, comparison_verdicts, status_class
+
+    colour = {"good": "green", "bad": "red"}
+    verdicts = comparison_verdicts(result)
+    rows = [[v.label, f"{v.risk['status']}: {TechniqueVerdict.short(v.risk)}".rstrip(": "),
+             f"{v.utility['status']}: {TechniqueVerdict.short(v.utility)}".rstrip(": ")] for v in verdicts]
+    print_table(console, "verdicts on the means (thresholds of docs/measures.md)", ["technique", "risk", "utility"],
+                rows, compact=True, dim_rows=[i for i, v in enumerate(verdicts) if v.baseline],
+                styles={1: [colour.get(status_class(v.risk["status"]), "") for v in verdicts],
+                        2: [colour.get(status_class(v.utility["status"]), "") for v in verdicts]})
+
+
 @app.command("compare", short_help="Compare techniques and sweeps by cross-validation.")
 def compare_cmd(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
@@ -64,9 +96,17 @@ def compare_cmd(
     report: Annotated[bool, typer.Option("--report", help="Also write report.html into --out.")] = False,
     title: Annotated[str | None, typer.Option("--title", help="Title of the HTML report.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers (results do not depend on it).")] = 1,
-    missing: MissingOpt = "error",
+    missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
+    identifiers: IdOpt = None,
+    quasi_identifiers: QiOpt = None,
+    sensitive: SensitiveOpt = None,
+    weight: WeightOpt = None,
+    other: OtherOpt = None,
+    categorical: CategoricalOpt = None,
+    date: DateOpt = None,
 ) -> None:
     """Compare techniques and parameter sweeps by cross-validation on every measure.
 
@@ -100,7 +140,13 @@ def compare_cmd(
             from ppdm.data.provenance import read_provenance
 
             provenance = read_provenance(data)
-        x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
+        # the table as evaluate reads it: types, roles, missing cells, identifiers left out;
+        # undeclared columns that look like identifiers are refused, as by anonymize
+        roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
+        miss = _missing(missing, keep=True)
+        x, sch, ids = load_original(data, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
+                                  categorical=categorical, dates=date, provenance=provenance, detect=True,
+                                  decimal=decimal)
         name = data[len(BUILTIN):] if data.startswith(BUILTIN) else Path(data).name
         with progress_bar("comparing") as task:
 
@@ -110,9 +156,10 @@ def compare_cmd(
                 task(1, description=what)
 
             result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed_value, n_jobs=jobs,
-                             progress=progress, dataset_name=name, measure_options=options)
+                             progress=progress, dataset_name=name, measure_options=options, missing=miss)
         if provenance is not None:
             result.meta["provenance"] = provenance
+        result.meta["removed_identifiers"] = [*ids, *result.meta.get("removed_identifiers", [])]
         extra = {}
         if report:
             from ppdm.report.html import render_html
@@ -131,6 +178,7 @@ def compare_cmd(
     report_drawn_seed(seed_value, drawn)
     for note in result.meta.get("notes", []):
         err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    _print_verdicts(result)
     _print_summary(result, f"{name}: mean ± sd over {cv} folds × {repeats} repeat(s)")
     if out is not None:
         files = ["results.csv", "summary.csv", "correlations.csv", "meta.json", *extra]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, ParamOpt, SchemaOpt, SepOpt
+from ppdm.cli.app import ClassOpt, DecimalOpt, ExperimentSeedOpt, ParamOpt, SchemaOpt, SepOpt
 from ppdm.cli.cmd_reproduce import reproduce_app
 from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
@@ -49,6 +49,7 @@ def dp_experiment(
     seed: ExperimentSeedOpt = 0,
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
 ) -> None:
     """DPCube releases per privacy budget: Rule Accuracy, RSD, RLD and model measures per
     epsilon (paper 000 §8.4).
@@ -73,7 +74,7 @@ def dp_experiment(
     params = {**DEFAULT_DPCUBE_PARAMS, **parse_params(param)}
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a folder")
-    x, sch, _ = load_input(data, class_column, schema_path=schema, sep=sep)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, sep=sep, decimal=decimal)
     research_seed_note(seed)
     total = count_runs(len(eps), len(noise), repeats, folds)
     with progress_bar("anonymizing and measuring", total=total) as step:

@@ -17,6 +17,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    DecimalOpt,
     EngineOpt,
     IdOpt,
     MeasureSeedOpt,
@@ -34,7 +35,7 @@ from ppdm.cli.common import (
     BUILTIN,
     console,
     err_console,
-    load_input,
+    load_original,
     measurement_seed,
     print_json,
     report_drawn_seed,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 
 def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: str,
-              sep: str | None = None, ignore: list[str] | None = None) -> pd.DataFrame:
+              sep: str | None = None, ignore: list[str] | None = None, decimal: str | None = None) -> pd.DataFrame:
     """Read table ``spec`` (path or builtin:NAME) and check it has exactly the columns of x.
 
     Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first),
@@ -65,7 +66,7 @@ def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: st
     else:
         from ppdm.data.io import read_table
 
-        df = read_table(spec, sep=sep, schema=schema)
+        df = read_table(spec, sep=sep, schema=schema, decimal=decimal)
     if ignore:
         df = df.drop(columns=[c for c in ignore if c in df.columns])
     cols, want = [str(c) for c in df.columns], [str(c) for c in x.columns]
@@ -115,17 +116,49 @@ def _without_identifiers(x: pd.DataFrame, schema: Schema,
                          provenance: dict[str, Any] | None) -> tuple[pd.DataFrame, Schema, list[str]]:
     """x without its identifier columns (declared, or named as removed by the release's
     provenance): a release does not carry them, and they are never compared."""
+    from ppdm.experiments.evaluation import without_identifiers
+
+    return without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
+
+
+def _recoded_view(x: pd.DataFrame, schema: Schema, provenance: dict[str, Any] | None) -> tuple[Any, Any, Any]:
+    """A release whose columns were recoded (its provenance's output schema, ``ppdm anonymize -m
+    recode``) is compared on its own categories: those columns of x become the labels that stand
+    for their values (:func:`ppdm.data.generalization.generalise`), categorical in the schema of
+    the evaluation. Returns ``(x, schema, f)``, ``f`` doing the same to the test and control sets."""
     from dataclasses import replace
 
-    from ppdm.data.roles import Roles, apply_roles
+    from ppdm.data.generalization import generalise
+    from ppdm.data.schema import Schema
 
-    named = set(schema.identifiers) | set((provenance or {}).get("removed_identifiers") or [])
-    drop = [str(c) for c in x.columns if c in named]
-    if not drop:
-        return x, schema, []
-    sch = apply_roles(schema, Roles(identifiers=tuple(c for c in drop if c not in schema.identifiers)),
-                      list(x.columns))
-    return x.drop(columns=drop), replace(sch, identifiers=[]), drop
+    out = ((provenance or {}).get("output") or {}).get("schema")
+    if not out:
+        return x, schema, lambda df: df
+    released = Schema.from_dict(out)
+    cols = [c for c in x.columns if c in released.categorical and c != schema.class_column
+            and (c in schema.numeric or released.categories.get(c) != schema.categories.get(c)
+                 or released.hierarchies.get(c) != schema.hierarchies.get(c))]
+    if not cols:
+        return x, schema, lambda df: df
+
+    def labels(c: str) -> list[Any]:
+        return list(released.categories.get(c) or [])
+
+    def recode(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.copy()
+        for c in cols:
+            if c in df.columns:
+                df[c] = generalise(df[c], labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
+        return df
+
+    sch = replace(schema, numeric=[c for c in schema.numeric if c not in cols],
+                  categorical=[*schema.categorical, *[c for c in cols if c not in schema.categorical]],
+                  integer=[c for c in schema.integer if c not in cols],
+                  bounds={c: b for c, b in schema.bounds.items() if c not in cols},
+                  dates={c: f for c, f in schema.dates.items() if c not in cols},
+                  categories={**schema.categories, **{c: labels(c) for c in cols if labels(c)}},
+                  hierarchies={**schema.hierarchies, **{c: h for c, h in released.hierarchies.items() if c in cols}})
+    return recode(x), sch, recode
 
 
 def _provenance_control(anonymized: str, provenance: dict[str, Any] | None) -> str | None:
@@ -226,10 +259,14 @@ def evaluate(
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=weighted.")] = None,
     threshold: Annotated[list[str] | None, typer.Option("--threshold", help="Threshold of a measure for the verdicts, NAME=VALUE (repeatable).")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")] = None,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also print every measure's details, the per-key and per-rule tables and the rule "
+                                "texts (default: a one-screen summary).")] = False,
     seed: MeasureSeedOpt = None,
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
     sensitive: SensitiveOpt = None,
@@ -254,8 +291,7 @@ def evaluate(
     """
     from ppdm.cli.progress import progress_bar
     from ppdm.experiments.compare import dataset_summary
-    from ppdm.experiments.evaluation import resolve_measures, run_measure
-    from ppdm.metrics.base import EvaluationContext
+    from ppdm.experiments.evaluation import measurement_context, resolve_measures, run_measure
     from ppdm.report.evaluation import evaluation_document
     from ppdm.utils import parse_params
 
@@ -278,26 +314,25 @@ def evaluate(
                            missing=miss, categorical=categorical, date=date, blocksize=blocksize,
                            provenance=provenance, specs=specs, options=options, rules=rules, seed_value=seed_value,
                            drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out,
-                           thresholds=limits, named=measures is not None and measures.strip() != "all")
+                           thresholds=limits, named=measures is not None and measures.strip() != "all",
+                           verbose=verbose, decimal=decimal)
         return
-    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
-                           categorical=categorical, dates=date)
-    x, sch, ids = _without_identifiers(x, sch, provenance)
-    z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids)
-    t = load_like(test, x, sch, miss, "test", sep, ids) if test is not None else None
+    x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
+                                categorical=categorical, dates=date, provenance=provenance, decimal=decimal)
+    x, sch, recode = _recoded_view(x, sch, provenance)
+    z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids, decimal=decimal)
+    t = recode(load_like(test, x, sch, miss, "test", sep, ids, decimal=decimal)) if test is not None else None
     control = control if control is not None else _provenance_control(anonymized, provenance)
-    c = load_like(control, x, sch, miss, "control", sep, ids) if control is not None else None
+    c = recode(load_like(control, x, sch, miss, "control", sep, ids, decimal=decimal)) if control is not None else None
     if c is not None and len(x) == len(z) + len(c) and len(z) != len(x):
         from ppdm.experiments.release import without_held_out
 
         # a release made with --holdout: x's other records are the ones it was made from
         x = without_held_out(x, c)
-    # measures compute on numbers: dates on their time axis, nullable integers with NaN
-    from ppdm.data.types import working_frame
-
-    x, z = working_frame(x, sch.numeric), working_frame(z, sch.numeric)
-    c = working_frame(c, sch.numeric) if c is not None else None
-    t = working_frame(t, sch.numeric) if t is not None else None
+    # measures compute on numbers (dates on their time axis, missing cells as NaN): the same
+    # working form as compare's
+    ctx = measurement_context(x, z, sch, test=t, control=c, random_state=seed_value, options=options)
+    x, z, t, c = ctx.x, ctx.z, ctx.test, ctx.control
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         named = measures is not None and measures.strip() != "all"
@@ -316,8 +351,7 @@ def evaluate(
 
         cart = {k: options[k] for k in ("min_leaf_frac", "max_depth") if k in options}
         rs = rules_from_cart(x, sch, random_state=seed_value, **cart)
-    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, control=c, rules=rs, random_state=seed_value,
-                            options=options)
+    ctx.rules = rs
 
     outcomes = {}
     with progress_bar("evaluating", total=len(specs)) as step:
@@ -346,7 +380,7 @@ def evaluate(
     if json_out:
         print_json(doc)
         return
-    _print_evaluation(doc)
+    _print_evaluation(doc, verbose=verbose)
 
 
 def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, class_column: str | None,
@@ -354,7 +388,8 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
                        date: list[str] | None, blocksize: str | None, provenance: dict[str, Any] | None,
                        specs: list, options: dict[str, Any], rules: Path | None, seed_value: int, drawn: bool,
                        sample_rows: int, html: Path | None, json_out: bool,
-                       thresholds: dict[str, float], named: bool) -> None:
+                       thresholds: dict[str, float], named: bool, verbose: bool = False,
+                       decimal: str | None = None) -> None:
     """Tables larger than memory: exact measures partition by partition, the others on a sample."""
     from dataclasses import replace
 
@@ -375,13 +410,14 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
     recorded = ((provenance or {}).get("input") or {}).get("blocksize")
     block = blocksize or recorded or BLOCKSIZE
     loaded = Schema.load(schema) if schema is not None else None
-    xds = open_dataset(original, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=block)
+    xds = open_dataset(original, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=block,
+                       decimal=decimal)
     head = xds.head
     head.attrs["date_formats"] = dict(xds.date_formats)
     sch = resolve_schema(head, schema=loaded, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema is None else f"schema file {str(schema)!r}")
     x, sch, ids = _without_identifiers(xds.data, sch, provenance)
-    zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block)
+    zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block, decimal=decimal)
     cols, want = zds.columns, [str(c) for c in x.columns]
     if set(cols) - set(ids) != set(want):
         lacks = [c for c in want if c not in cols]
@@ -403,7 +439,8 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
         _refuse_missing_lazily(z, sch, anonymized)
     t = None
     if test is not None:
-        t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block).data[want], sch.numeric)
+        t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block, decimal=decimal).data[want],
+                          sch.numeric)
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
         if needing and (named or len(needing) == len(specs)):
@@ -426,8 +463,13 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
             step(0, description=f"computing {spec.name}")
             outcomes[spec.name] = replace(run(spec), spec=spec)
             step()
-    how = {name: ("sample" if isinstance(o.result, SampledResult) else "exact")
-           for name, o in outcomes.items() if not o.skipped}
+    # a measure with an exact form may still attack a sample past some size (record linkage,
+    # intruder matching): it then says so with its sample size
+    def drew_sample(res: Any) -> bool:
+        n, pop = getattr(res, "sample_size", None), getattr(res, "population", None)
+        return isinstance(res, SampledResult) or bool(n and pop and n < pop)
+
+    how = {name: ("sample" if drew_sample(o.result) else "exact") for name, o in outcomes.items() if not o.skipped}
     rows_x, rows_z = sum(partition_lengths(x)), sum(partition_lengths(z))
     inputs = {"original": {"source": original, "rows": rows_x, "columns": len(want), "partitions": x.npartitions},
               "anonymized": {"source": anonymized, "rows": rows_z, "columns": len(want), "partitions": z.npartitions},
@@ -449,7 +491,7 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
     if json_out:
         print_json(doc)
         return
-    _print_evaluation(doc)
+    _print_evaluation(doc, verbose=verbose)
     sampled = [n for n, h in how.items() if h == "sample"]
     if sampled:
         err_console.print(f"computed on a sample of at most {sample_rows} records (with a confidence interval in "
@@ -489,27 +531,48 @@ def _refuse_missing_lazily(df: Any, sch: Schema, spec: str) -> None:
                               "them with --missing keep")
 
 
-def _print_evaluation(doc: dict[str, Any]) -> None:
+def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
+    """The evaluation on the terminal: a summary a data owner reads in one screen (the two
+    verdicts, the drivers of risk, one line per measure, why some were skipped), and with
+    ``verbose`` every measure's details, the per-key and per-rule tables and the rule texts."""
     from rich.text import Text
 
     from ppdm.cli.tables import print_table
     from ppdm.report.evaluation import fmt_number
+    from ppdm.report.summary import group_reasons, measure_rows, plain_columns, risk_drivers, status_class
 
+    style = {"good": "green", "bad": "bold red"}
     for v in doc["summary"].values():
-        style = {"low": "green", "kept": "green", "high": "bold red", "reduced": "bold red"}.get(v["status"], "yellow")
-        console.print(Text(v["sentence"], style=style))
-    rows, skipped = [], []
+        console.print(Text(v["sentence"], style=style.get(status_class(v["status"]), "yellow")))
+    drivers = risk_drivers(doc)
+    if drivers is not None:
+        console.print(Text("Drivers of risk: ", style="bold") + Text(drivers.sentence))
+    rows = measure_rows(doc)
+    colour = {"good": "green", "bad": "red"}
+    print_table(console, None, ["measure", "kind", "value", "threshold", "status"],
+                [[r["name"], r["kind"], r["value"], r["threshold"], r["status"]] for r in rows],
+                right=["value"], compact=True,
+                styles={4: [colour.get(status_class(r["status"]), "") for r in rows]})
+    skipped = [(r["name"], r["reason"] or "") for r in rows if r["status"] == "skipped"]
+    for names, reason in group_reasons(skipped):
+        console.print(Text(f"{', '.join(names)} skipped: {reason}", style="yellow"))
     for name, m in doc["measures"].items():
-        if m["status"] == "skipped":
-            skipped.append((name, m["reason"]))
-            value = "skipped"
-        else:
-            value = fmt_number(m["value"])
-        better = {"higher": "higher", "lower": "lower"}.get(m.get("direction") or "", "neither")
-        rows.append([name, m["kind"], value, better, _summary(m.get("details") or {})])
-    print_table(console, "ppdm evaluate", ["measure", "kind", "value", "better", "details"], rows, right=["value"])
-    for name, reason in skipped:
-        console.print(Text(f"{name} skipped: {reason}", style="yellow"))
+        if m.get("not_judged"):  # computed, but the intruder scenario it models does not apply
+            console.print(Text(f"{name} not judged: {m['not_judged']}", style="dim"))
+    if not verbose:
+        extra = " and the rule texts" if doc["tables"].get("per_rule") else ""
+        console.print(Text(f"--verbose shows every measure's details, the per-key and per-rule tables{extra}; "
+                           "--html FILE writes the full report.", style="dim"))
+        return
+    details = [[name, m["kind"], fmt_number(m["value"]) if m["status"] != "skipped" else "skipped",
+                {"higher": "higher", "lower": "lower"}.get(m.get("direction") or "", "neither"),
+                _summary(m.get("details") or {})] for name, m in doc["measures"].items()]
+    print_table(console, "details of every measure", ["measure", "kind", "value", "better", "details"], details,
+                right=["value"])
+    if drivers is not None:
+        print_table(console, f"key variables ({', '.join(drivers.measures)})", plain_columns(drivers.table["columns"]),
+                    [[fmt_number(c) if isinstance(c, float) else str(c) for c in r] for r in drivers.table["rows"]],
+                    right=plain_columns(drivers.table["columns"][1:]))
     per_rule = doc["tables"].get("per_rule")
     if per_rule is None:
         return

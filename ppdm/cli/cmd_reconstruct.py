@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import SepOpt, app
+from ppdm.cli.app import DecimalOpt, SepOpt, app
 from ppdm.cli.common import console, fail
 from ppdm.errors import PPDMError
 
@@ -23,6 +23,7 @@ def reconstruct(
     ties: Annotated[str, typer.Option("--ties", help="Order of records with equal released values: random or stable.")] = "random",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random tie order (the analyst's; default 0).")] = 0,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
 ) -> None:
     """Estimate each perturbed attribute's distribution (X̂ = M⁻¹y, negatives clipped) and
     rebuild the table one attribute at a time (001 Algorithm 2), for any tree learner."""
@@ -33,7 +34,7 @@ def reconstruct(
     try:
         side = matrices if matrices is not None else sidecar_path(data)
         check_output_table(out, inputs=(data, side))
-        z = read_table(data, sep=sep)
+        z = read_table(data, sep=sep, decimal=decimal)
         meta = SubstitutionMetadata.load(side)
         if ties not in ("random", "stable"):
             raise PPDMError(f"--ties must be 'random' or 'stable', got {ties!r}")

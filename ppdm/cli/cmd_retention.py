@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing
+from ppdm.cli.app import ClassOpt, DecimalOpt, ExperimentSeedOpt, MissingOpt, SchemaOpt, SepOpt, _missing
 from ppdm.cli.cmd_reproduce import reproduce_app
 from ppdm.cli.common import console, load_input, research_seed_note
 from ppdm.errors import ParameterError
@@ -35,6 +35,7 @@ def retention_experiment(
     missing: MissingOpt = "drop",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
 ) -> None:
     """Rule retention under noise: mean Rule Accuracy, RSD and RLD of the CART rules of x on
     noisy copies of x, per noise level (paper 000 §8.2).
@@ -49,7 +50,8 @@ def retention_experiment(
         raise ParameterError(f"--noise must be uniform-noise or gaussian-noise, got {noise!r}")
     lv = _levels(levels)
     research_seed_note(seed)
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep,
+                           decimal=decimal)
     with progress_bar(f"{noise} on {data}", total=len(lv) * repetitions) as step:
         exp = run_retention_experiment(x, sch, noise=noise, levels=lv, repetitions=repetitions, seed=seed,
                                        progress=step)

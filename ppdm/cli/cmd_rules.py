@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MeasureSeedOpt, MissingOpt, ParamOpt, SchemaOpt, SepOpt, _missing, app
+from ppdm.cli.app import (
+    ClassOpt,
+    DecimalOpt,
+    MeasureSeedOpt,
+    MissingOpt,
+    ParamOpt,
+    SchemaOpt,
+    SepOpt,
+    _missing,
+    app,
+)
 from ppdm.cli.common import console, load_input, measurement_seed, report_drawn_seed
 from ppdm.errors import ParameterError
 
@@ -25,6 +35,7 @@ def rules(
     missing: MissingOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
 ) -> None:
     """Find the rules Ψx of a table: the leaves of a CART tree (minimum leaf 0.02·|x|, depth 12).
 
@@ -43,7 +54,8 @@ def rules(
     src = None if data.startswith("builtin:") else Path(data)
     if out is not None:
         check_output_path(out, inputs=(src, schema))
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep,
+                           decimal=decimal)
     sch.require_class()
     seed_value, drawn = measurement_seed(seed)
     rs = rules_from_cart(x, sch, random_state=seed_value, **params)

@@ -11,6 +11,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    DecimalOpt,
     IdOpt,
     OtherOpt,
     QiOpt,
@@ -33,6 +34,7 @@ def schema_cmd(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing schema file.")] = False,
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
     sensitive: SensitiveOpt = None,
@@ -45,16 +47,17 @@ def schema_cmd(
         "attribute and 'categories' of every categorical attribute and the class, as empty placeholders (never "
         "read from the data). A differentially private release (dpcube) needs them.")] = False,
 ) -> None:
-    """Print every column's type, role, number of distinct values and share of unique values, and write
-    the schema (types and roles) as a JSON file to edit and pass back with --schema.
+    """Print every column's type, role, number of distinct values, missing cells and share of unique
+    values, and write the schema (types and roles) as a JSON file to edit and pass back with --schema.
 
     Columns that look like direct identifiers are written as identifiers and flagged; edit the
-    file if one is an ordinary attribute.
+    file if one is an ordinary attribute. Columns that look like quasi-identifiers, a sensitive
+    attribute or a sampling weight are suggested (printed, and kept under "_suggestions" in the
+    file), never applied: declare them with --qi, --sensitive, --weight or in the file.
     """
     import json
 
-    from rich.table import Table
-
+    from ppdm.cli.tables import print_table
     from ppdm.data.io import atomic_write_text, check_output_path, read_table
     from ppdm.data.roles import Roles, apply_roles, identifier_reason, resolve_schema
     from ppdm.data.schema import Schema
@@ -82,7 +85,7 @@ def schema_cmd(
         if (cats or dates) and schema is not None:
             raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
         base = Schema.load(schema) if schema is not None else None
-        df = read_table(src, sep=sep, schema=base, categorical=cats, dates=dates)
+        df = read_table(src, sep=sep, schema=base, categorical=cats, dates=dates, decimal=decimal)
     sch = resolve_schema(df, schema=base, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema is None else f"schema file {str(schema)!r}")
     declared = set(base.all_columns if base is not None else []) | set(roles.named())
@@ -93,10 +96,10 @@ def schema_cmd(
     if suspects:
         sch = apply_roles(sch, Roles(identifiers=tuple(suspects)), list(df.columns))
 
-    table = Table(title=f"schema of {data} ({len(df)} rows × {df.shape[1]} columns)")
-    for col, just in (("column", "left"), ("type", "left"), ("role", "left"), ("distinct", "right"),
-                      ("unique share", "right"), ("note", "left")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    from ppdm.data.suggest import suggest_roles
+
+    hints = suggest_roles(df, sch)
+    rows = []
     about = {}
     n = len(df)
     for c in df.columns:
@@ -107,18 +110,36 @@ def schema_cmd(
             ("numeric, whole" if c in sch.integer else "numeric") if c in sch.numeric else \
             "categorical" if c in sch.categorical or c == sch.class_column else str(s.dtype)
         note = f"looks like an identifier: {suspects[c]}" if c in suspects else ""
-        table.add_row(str(c), kind, sch.role(c), str(distinct), f"{100 * unique_share:.1f}%", note)
-        about[str(c)] = {"type": kind, "role": sch.role(c), "distinct": distinct,
+        for label, found in (("quasi-identifier", hints.quasi_identifiers), ("sensitive", hints.sensitive),
+                             ("weight", hints.weight)):
+            if str(c) in found:
+                note = f"suggested {label}? {found[str(c)]}"
+        missing = int(s.isna().sum())
+        rows.append([str(c), kind, sch.role(c), str(distinct), _missing_text(missing, n),
+                     f"{100 * unique_share:.1f}%", note])
+        about[str(c)] = {"type": kind, "role": sch.role(c), "distinct": distinct, "missing": missing,
                          "unique_share": round(unique_share, 4), **({"note": note} if note else {})}
-    console.print(table)
+    print_table(console, f"schema of {data} ({len(df)} rows × {df.shape[1]} columns)",
+                ["column", "type", "role", "distinct", "missing", "unique share", "note"], rows,
+                right=("distinct", "missing", "unique share"))
     record = {"_comment": "ppdm schema: types and roles of every column; see docs/roles_and_release.md. "
-                          "Keys starting with '_' are ignored.", **sch.to_dict(), "_columns": about}
+                          "Keys starting with '_' are ignored.", **sch.to_dict(), "_columns": about,
+              **({"_suggestions": {"_comment": "not applied: move a column into quasi_identifiers, sensitive or "
+                                               "weight above if the suggestion is right", **hints.to_dict()}}
+                 if hints else {})}
     if domain_template:
         record.update(_domain_template(sch))
     atomic_write_text(out, json.dumps(record, indent=2) + "\n")
     if suspects:
         console.print(f"written as identifiers (edit {out} if one is an ordinary attribute): "
                       f"{', '.join(suspects)}", highlight=False, markup=False)
+    if hints:
+        flags = [f"--qi {','.join(hints.quasi_identifiers)}" if hints.quasi_identifiers else "",
+                 f"--sensitive {','.join(hints.sensitive)}" if hints.sensitive else "",
+                 f"--weight {next(iter(hints.weight))}" if hints.weight else ""]
+        console.print("suggested roles, NOT applied (only you know what an intruder may know): "
+                      + " ".join(f for f in flags if f) + f"; check them, then pass these options or edit {out}",
+                      highlight=False, markup=False, soft_wrap=True)
     if domain_template:
         console.print("fill in the placeholders of 'bounds' and 'categories' from the columns' public "
                       "documentation (not from the records) before using the file", highlight=False, markup=False)
@@ -149,3 +170,9 @@ def _stem(p: Path) -> str:
         if name.lower().endswith(suf):
             return name[: -len(suf)]
     return p.stem
+
+
+def _missing_text(count: int, n: int) -> str:
+    if count == 0:
+        return "0"
+    return f"{count} ({100 * count / n:.1f}%)" if n else str(count)

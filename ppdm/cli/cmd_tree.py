@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ppdm.cli.app import ClassOpt, MissingOpt, ParamOpt, SchemaOpt, SepOpt, _missing, app
+from ppdm.cli.app import ClassOpt, DecimalOpt, MissingOpt, ParamOpt, SchemaOpt, SepOpt, _missing, app
 from ppdm.cli.common import console, load_input
 from ppdm.errors import ParameterError, PPDMError
 
@@ -54,6 +54,7 @@ def tree(
     missing: MissingOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
+    decimal: DecimalOpt = None,
 ) -> None:
     """Grow a C4.5 tree (as Weka J48 does) or a SysFor forest; print it and optionally write its rules."""
     from ppdm.trees.rules import from_forest
@@ -66,7 +67,8 @@ def tree(
         from ppdm.data.io import check_output_path
 
         check_output_path(rules_out, inputs=(None if data.startswith("builtin:") else Path(data), schema))
-    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep)
+    x, sch, _ = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep,
+                           decimal=decimal)
     cls_col = sch.require_class()
     model = make_tree_learner(algorithm, params, schema=sch)
     X = x[[c for c in x.columns if c != cls_col and c in sch.attributes]]

@@ -66,14 +66,15 @@ def load_input(
     detect: bool = False,
     categorical: list[str] | None = None,
     dates: list[str] | None = None,
+    decimal: str | None = None,
 ) -> tuple[pd.DataFrame, Schema, int]:
     """Read ``spec`` (a path or ``builtin:NAME``) and its schema with the user's roles.
 
     Returns ``(table, schema, n_dropped)``; incomplete rows are handled by ``missing``.
     The types of a schema file, or of ``--categorical``/``--date`` (``categorical``,
-    ``dates``), apply as the file is read. A schema file that leaves out columns of the
-    table is refused; with ``detect``, so are undeclared columns that look like direct
-    identifiers (for releases).
+    ``dates``), apply as the file is read; ``decimal`` is the decimal separator
+    (``--decimal``). A schema file that leaves out columns of the table is refused; with
+    ``detect``, so are undeclared columns that look like direct identifiers (for releases).
     """
     from ppdm.data.io import read_table
     from ppdm.data.roles import resolve_schema, split_names
@@ -94,7 +95,7 @@ def load_input(
         schema = resolve_schema(df, schema=schema, roles=roles, detect=detect, what="the dataset's schema")
     else:
         loaded = Schema.load(schema_path) if schema_path is not None else None
-        df = read_table(spec, sep=sep, schema=loaded, categorical=cats, dates=date_formats)
+        df = read_table(spec, sep=sep, schema=loaded, categorical=cats, dates=date_formats, decimal=decimal)
         if loaded is not None:
             schema = resolve_schema(df, schema=loaded, class_column=class_column, roles=roles, detect=detect,
                                     what=f"schema file {str(schema_path)!r}")
@@ -105,6 +106,34 @@ def load_input(
         err_console.print(f"[yellow]dropped {dropped} incomplete row(s) from {spec}[/yellow]")
         df = df.reset_index(drop=True)
     return df, schema, dropped
+
+
+def load_original(
+    spec: str,
+    class_column: str | None,
+    *,
+    schema_path: Path | None = None,
+    missing: MissingPolicy = "error",
+    sep: str | None = None,
+    roles: Roles | None = None,
+    categorical: list[str] | None = None,
+    dates: list[str] | None = None,
+    provenance: dict[str, Any] | None = None,
+    detect: bool = False,
+    decimal: str | None = None,
+) -> tuple[pd.DataFrame, Schema, list[str]]:
+    """The original table x as ``ppdm evaluate`` and ``ppdm compare`` measure it.
+
+    Read with its types and the user's roles (:func:`load_input`: ``--schema``,
+    ``--categorical``, ``--date``, ``--id``, ``--qi``, ``--sensitive``, ``--weight``,
+    ``--other``, ``--missing``), then without its identifier columns, declared or named as
+    removed by a release's ``provenance``. Returns ``(x, schema, identifiers)``.
+    """
+    from ppdm.experiments.evaluation import without_identifiers
+
+    x, schema, _ = load_input(spec, class_column, schema_path=schema_path, missing=missing, sep=sep, roles=roles,
+                              detect=detect, categorical=categorical, dates=dates, decimal=decimal)
+    return without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
 
 
 def stage_progress() -> Any:

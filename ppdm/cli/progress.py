@@ -52,17 +52,33 @@ class _RichListener:
             self.bar.remove_task(task)
 
 
-def _columns() -> list[Any]:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+def _clock(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
-    return [TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+
+def time_text(elapsed: float | None, remaining: float | None, known_total: bool) -> str:
+    """``0:00:12 spent, 0:01:05 left``; the time left only when there is one to tell (a task
+    with an unknown number of steps has none, and its elapsed time must not read as left)."""
+    spent = f"{_clock(elapsed or 0.0)} spent"
+    if not known_total:
+        return spent
+    return f"{spent}, {_clock(remaining)} left" if remaining is not None else f"{spent}, -:--:-- left"
+
+
+def _columns() -> list[Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn
+    from rich.text import Text
+
+    class TimeColumn(ProgressColumn):
+        """Time spent, and the time left when the number of steps is known."""
+
+        max_refresh = 0.5
+
+        def render(self, task: Any) -> Text:
+            return Text(time_text(task.elapsed, task.time_remaining, task.total is not None), style="progress.elapsed")
+
+    return [TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(), TimeColumn()]
 
 
 @contextmanager

@@ -31,28 +31,38 @@ def min_table_width(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> in
 
 def print_table(
     console: Any,
-    title: str,
+    title: str | None,
     headers: Sequence[str],
     rows: Sequence[Sequence[Any]],
     *,
     right: Sequence[str] = (),
     dim_rows: Sequence[int] = (),
+    compact: bool = False,
+    styles: dict[int, Sequence[str]] | None = None,
 ) -> str:
     """Print ``rows`` under ``headers`` on ``console``; returns the layout used
-    ("table" or "vertical"). Columns named in ``right`` are right-aligned."""
+    ("table" or "vertical"). Columns named in ``right`` are right-aligned. ``compact``
+    draws no box (one line per row and one for the headings); ``styles`` gives the cells of
+    column j a style per row (``{j: [style, ...]}``)."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
     rows = [[str(c) for c in r] for r in rows]
+    styles = styles or {}
     if min_table_width(headers, rows) <= console.width:
-        table = Table(title=title, title_justify="left")
+        table = (Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                       padding=(0, 1), show_lines=False)
+                 if compact else Table(title=title, title_justify="left"))
         for h in headers:
             table.add_column(h, justify="right" if h in right else "left", overflow="fold")
         for i, r in enumerate(rows):
-            table.add_row(*(Text(c) for c in r), style="dim" if i in dim_rows else None)
+            cells = [Text(c, style=(styles.get(j) or [""] * len(rows))[i] or "") for j, c in enumerate(r)]
+            table.add_row(*cells, style="dim" if i in dim_rows else None)
         console.print(table)
         return "table"
-    console.print(Text(title, style="italic"))
+    if title:
+        console.print(Text(title, style="italic"))
     for i, r in enumerate(rows):
         head = Text(f"{headers[0]}: ", style="bold") + Text(r[0], style="dim" if i in dim_rows else "bold")
         console.print(head)

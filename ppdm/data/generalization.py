@@ -136,3 +136,62 @@ def covers(released: pd.Series | Sequence[Any], original: pd.Series | Sequence[A
                 hit[sel] = zr[sel].isin(list(ups)).to_numpy()
     out[rest] = hit
     return out
+
+
+_PERIOD = re.compile(r"^\d{4}(-\d{2})?$")
+
+
+def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
+               ancestors: Mapping[Any, Sequence[Any]] | None = None) -> pd.Series:
+    """Each original value as the released label that stands for it, given a column's labels
+    (its recoded categories in order): the equal label, the interval label containing a number,
+    the month or year (``2021-03``, ``2021``) of a date, or the label among the value's
+    ``ancestors`` (a hierarchy). A value no label stands for becomes missing, as recoding with
+    ``outside="missing"`` publishes it. Used to compare an original with a recoded release on
+    the release's own categories (what :func:`covers` does record by record)."""
+    x = pd.Series(original).reset_index(drop=True)
+    labs = [lab for lab in labels if not (isinstance(lab, float) and math.isnan(lab))]
+    out = np.full(len(x), None, dtype=object)
+    known = {str(lab): lab for lab in labs}
+    miss = x.isna().to_numpy()
+    is_date = pd.api.types.is_datetime64_any_dtype(x)
+    text = x.astype(str).to_numpy() if not is_date else np.full(len(x), "", dtype=object)
+    num = pd.to_numeric(x, errors="coerce").to_numpy(dtype=float) if not is_date else np.full(len(x), np.nan)
+    # a number written as the labels write kept numbers (top/bottom coding): 40.0 -> "40"
+    short = np.array([f"{v:.15g}" if np.isfinite(v) else "" for v in num], dtype=object)
+    for i in range(len(x)):
+        if miss[i]:
+            continue
+        hit = known.get(text[i], known.get(short[i]))
+        if hit is not None:
+            out[i] = hit
+    todo = (out == None) & ~miss  # noqa: E711 - elementwise test of an object array
+    if todo.any() and is_date:
+        periods = [lab for lab in labs if isinstance(lab, str) and _PERIOD.match(lab)]
+        if periods:
+            width = len(periods[0])
+            fmt = "%Y-%m" if width == 7 else "%Y"
+            stamp = x.dt.strftime(fmt).to_numpy(dtype=object)
+            pset = set(periods)
+            for i in np.flatnonzero(todo):
+                if stamp[i] in pset:
+                    out[i] = stamp[i]
+            todo = (out == None) & ~miss  # noqa: E711
+    if todo.any():
+        for lab in labs:
+            iv = parse_interval(lab)
+            if iv is None:
+                continue
+            sel = todo & iv.contains(num)
+            out[sel] = lab
+            todo &= ~sel
+    if todo.any() and ancestors:
+        lab_set = set(known)
+        for i in np.flatnonzero(todo):
+            ups = ancestors.get(x.iloc[i]) or ancestors.get(text[i]) or []
+            for u in ups:
+                if str(u) in lab_set:
+                    out[i] = known[str(u)]
+                    break
+    return pd.Series(out, index=pd.Series(original).index if isinstance(original, pd.Series) else None,
+                     dtype=object)

@@ -21,19 +21,20 @@ missing cells stay whole. :func:`write_table` writes dates back in their format.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import gzip
 import io
 import os
-import tempfile
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+# atomic writes live below this module (the schema writes files too); re-exported here
+from ppdm.data.atomic import atomic_path, atomic_write_text  # noqa: F401
 from ppdm.errors import PPDMError
 from ppdm.errors import SchemaError as SchemaErrorType
 
@@ -114,6 +115,15 @@ def _open_text(p: Path) -> io.TextIOBase:
     return raw
 
 
+def _binary(p: Path) -> bool:
+    """Whether the file's first 8 KiB hold a NUL byte, which no text table has."""
+    try:
+        with (gzip.open(p, "rb") if p.name.lower().endswith(".gz") else open(p, "rb")) as fh:
+            return b"\x00" in fh.read(8192)
+    except (OSError, EOFError):
+        return False  # pandas names the problem
+
+
 def _csv_header(p: Path, sep: str) -> list[str] | None:
     """The header fields as written, or ``None`` when the file has no readable first line
     (pandas then reports the problem)."""
@@ -159,7 +169,7 @@ def _short_row(p: Path, sep: str, width: int, nrows: int | None = None) -> tuple
 
 def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | None = None,
                categorical: list[str] | tuple[str, ...] = (), dates: Mapping[str, str | None] | None = None,
-               nrows: int | None = None, **csv_kwargs: Any) -> pd.DataFrame:
+               nrows: int | None = None, decimal: str | None = None, **csv_kwargs: Any) -> pd.DataFrame:
     """Read a CSV or Parquet file into a typed DataFrame.
 
     Empty cells (and ``?``, the UCI missing marker) become missing values; names and
@@ -167,7 +177,16 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
     ``"\\t"`` or ``"tab"`` for tabs). A missing or malformed file raises
     :class:`PPDMError` naming the file: duplicate header names, rows with fewer or more
     fields than the header, and a one-column table whose header holds ``;``, a tab or
-    ``|`` (with the separator to try).
+    ``|`` (with the separator to try). The parser's own messages are put in these words
+    (the line and its number of fields, an unclosed quote, a file that is not text).
+
+    ``decimal`` is the decimal separator of numbers written in the file: ``","`` reads
+    ``30,83`` as 30.83, ``"."`` leaves such text as it is. By default a column whose every
+    value is a number with a decimal comma is read as numbers when the fields are separated
+    by ``;`` (the convention of the countries that write decimal commas), and refused
+    otherwise, naming ``decimal=","`` (CLI: ``--decimal ,``): with commas between fields,
+    ``"1,234"`` may as well be a thousand. Columns a schema or ``categorical`` declares
+    text are never converted.
 
     ``schema`` applies its types as the file is read (see the module docstring and
     :func:`typed_columns`); without it the types are inferred the same way. ``categorical``
@@ -182,6 +201,11 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
         raise PPDMError(f"{str(p)!r} is a folder, not a table file")
     kind = _kind(p)
     delim = _separator(sep)
+    if decimal not in (None, ".", ","):
+        raise PPDMError(f"the decimal separator must be '.' or ',', got {decimal!r}")
+    if decimal == "," and delim == ",":
+        raise PPDMError("with decimal ',' the fields need another separator (--sep ';'), or quotes around every "
+                        "number with a decimal comma")
     header: list[str] | None = None
     try:
         if kind == "parquet":
@@ -189,6 +213,8 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
             if nrows is not None:
                 df = df.iloc[:nrows]
         else:
+            if _binary(p):
+                raise PPDMError(f"{str(p)!r} is not a text table: it holds binary data")
             header = _csv_header(p, delim)
             if header is not None:
                 seen: set[str] = set()
@@ -196,6 +222,8 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
                     if name in seen:
                         raise PPDMError(f"{str(p)!r} names the column {name!r} twice in its header; rename one of them")
                     seen.add(name)
+                if len(header) == 1 and sep is None:
+                    _refuse_other_separator(p, header[0])  # before the parser trips over the data rows
             kw: dict[str, Any] = {"na_values": ["?"], "sep": delim}
             if nrows is not None:
                 kw["nrows"] = nrows
@@ -207,8 +235,7 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
     except PPDMError:
         raise
     except Exception as e:  # pandas/pyarrow raise many types for malformed files
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PPDMError(f"cannot read {str(p)!r} as {kind}: {msg}") from None
+        raise PPDMError(_parser_message(p, kind, e, header)) from None
     if df.shape[1] == 0:
         raise PPDMError(f"{str(p)!r} has no columns")
     if len(df) == 0:
@@ -218,6 +245,8 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
         raise PPDMError(f"{str(p)!r} has a column without a header ({unnamed[0]}); is the header line malformed?")
     if kind == "csv":
         _check_csv_shape(p, df, delim, sep, nrows)
+        df = _decimal_commas(df, decimal, delim, _text_columns(schema, list(map(str, df.columns)),
+                                                                [*categorical, *(dates or {})]), str(p))
 
         def raw(cols: list[str]) -> pd.DataFrame:
             return _raw_text(p, delim, cols, nrows)
@@ -225,6 +254,78 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
         return typed_columns(df, schema, raw_text=raw, source=str(p), categorical=categorical, dates=dates)
     df.attrs["_parquet_integer"] = _parquet_integer_columns(p)
     return typed_columns(df, schema, source=str(p), categorical=categorical, dates=dates)
+
+
+#: a number written with a decimal comma (or a whole number beside such numbers): ``30,83``, ``-0,5``, ``12``
+_DECIMAL_COMMA = re.compile(r"^[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?$")
+
+
+def _decimal_commas(df: pd.DataFrame, decimal: str | None, delim: str, text: list[str], source: str) -> pd.DataFrame:
+    """Text columns whose every value is a number with a decimal comma, read as numbers (see
+    :func:`read_table`'s ``decimal``); ``text`` are the columns declared text."""
+    if decimal == ".":
+        return df
+    found = []
+    for c in df.columns:
+        s = df[c]
+        if c in text or not (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)):
+            continue
+        vals = s.dropna().astype(str).str.strip()
+        if vals.empty or not vals.str.contains(",", regex=False).any() or not vals.str.match(_DECIMAL_COMMA).all():
+            continue
+        found.append(c)
+    if not found:
+        return df
+    if decimal is None and delim != ";":
+        c = found[0]
+        example = next(v for v in df[c].dropna().astype(str) if "," in v)
+        raise PPDMError(
+            f"column {c!r} of {source} holds numbers written with a comma ({example!r}); if the comma is the "
+            "decimal separator, read the file with decimal=',' (CLI: --decimal ,); if the values are text, declare "
+            "the column categorical"
+        )
+    out = df.copy()
+    for c in found:
+        s = out[c]
+        out[c] = pd.to_numeric(s.where(s.isna(), s.astype(str).str.strip().str.replace(",", ".", regex=False)))
+    out.attrs["decimal_comma"] = [str(c) for c in found]  # a partitioned read parses them the same way
+    return out
+
+
+def _refuse_other_separator(p: Path, name: str) -> None:
+    other = next((s for s in _OTHER_SEPARATORS if s in name), None)
+    if other is not None:
+        raise PPDMError(
+            f"{str(p)!r} reads as one column whose header {name!r} holds '{_shown(other)}'; "
+            f"if its fields are separated by '{_shown(other)}', read it with sep='{_shown(other)}' "
+            f"(CLI: --sep '{_shown(other)}')"
+        )
+
+
+_EXPECTED_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+_OPEN_QUOTE = re.compile(r"EOF inside string starting at row (\d+)")
+
+
+def _parser_message(p: Path, kind: str, e: Exception, header: list[str] | None) -> str:
+    """The parser's error in ppdm's words: the file, the line, what is wrong with it."""
+    text = " ".join(str(e).split())
+    where = str(p)
+    m = _EXPECTED_FIELDS.search(text)
+    if m:
+        want, line, saw = m.groups()
+        hint = ""
+        if header is not None and len(header) == 1:
+            hint = "; the header has a single name: is another character than ',' separating the fields (--sep)?"
+        return (f"{where!r} is malformed: line {line} has {saw} fields, the header has {want}{hint}")
+    m = _OPEN_QUOTE.search(text)
+    if m:
+        return f"{where!r} is malformed: a quote opened near line {int(m.group(1)) + 1} is never closed"
+    if isinstance(e, UnicodeDecodeError) or "codec can't decode" in text:
+        return f"{where!r} is not UTF-8 text (a binary file, or text in another encoding: save it as UTF-8)"
+    if "No columns to parse" in text:
+        return f"{where!r} is empty"
+    text = re.sub(r"^Error tokenizing data\.\s*C error:\s*", "", text) or type(e).__name__
+    return f"cannot read {where!r} as {kind}: {text}"
 
 
 def _text_columns(schema: Schema | None, header: list[str] | None, named: list[str]) -> list[str]:
@@ -361,12 +462,40 @@ def align_dtypes(df: pd.DataFrame, like: pd.DataFrame, what: str) -> pd.DataFram
             else:
                 continue  # numbers of another width and the like: validation judges them
         except (TypeError, ValueError, SchemaErrorType) as e:
+            bad = _first_unfit(s, want)
+            if bad is not None:
+                raise PPDMError(f"column {c!r} of {what} holds {bad[1]!r} at row {bad[0]!r}, which the original's "
+                                f"column (dtype {want}) cannot hold") from None
             raise PPDMError(f"column {c!r} of {what} does not hold the values of the original's column "
                             f"(dtype {want}): {' '.join(str(e).split())[:120]}") from None
         if out is df:
             out = df.copy()
         out[c] = conv
     return out
+
+
+def _first_unfit(s: pd.Series, want: Any) -> tuple[Any, Any] | None:
+    """(row, value) of the first cell of ``s`` that cannot become ``want`` (numbers, dates),
+    or None when that cannot be told; the message then names it instead of the parser's words."""
+    from ppdm.data import types as ty
+
+    try:
+        if ty.is_date_dtype(want):
+            conv = pd.to_datetime(s, errors="coerce")
+        elif pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
+            conv = pd.to_numeric(s, errors="coerce")
+            if pd.api.types.is_integer_dtype(want):
+                whole = conv.isna() | (conv == conv.round())
+                conv = conv.where(whole)
+        else:
+            return None
+    except (TypeError, ValueError):
+        return None
+    bad = s.notna().to_numpy() & conv.isna().to_numpy()
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    return s.index[i], s.iloc[i]
 
 
 def _whole(v: np.ndarray) -> bool:
@@ -425,14 +554,7 @@ def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None, nro
         raise PPDMError(f"{str(p)!r} is malformed: its data rows have more fields than its header "
                         f"({df.shape[1]} names)")
     if df.shape[1] == 1 and sep is None:
-        name = str(df.columns[0])
-        other = next((s for s in _OTHER_SEPARATORS if s in name), None)
-        if other is not None:
-            raise PPDMError(
-                f"{str(p)!r} reads as one column whose header {name!r} holds '{_shown(other)}'; "
-                f"if its fields are separated by '{_shown(other)}', read it with sep='{_shown(other)}' "
-                f"(CLI: --sep '{_shown(other)}')"
-            )
+        _refuse_other_separator(p, str(df.columns[0]))
     if df.shape[1] > 1 and df.iloc[:, -1].isna().any():
         # a short row is padded with missing values by pandas: tell it apart from empty cells
         short = _short_row(p, delim, df.shape[1], nrows)
@@ -440,37 +562,6 @@ def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None, nro
             line, n = short
             raise PPDMError(f"{str(p)!r} is malformed: line {line} has {n} field(s), the header has {df.shape[1]}; "
                             "fix the row (a short row is not a row with missing values)")
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it into place on success only.
-
-    A folder that cannot be written is reported naming ``path`` (the output), never the
-    temporary file.
-    """
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        raise PPDMError(f"output folder {str(p.parent)!r} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
-    except OSError as e:
-        raise PPDMError(f"cannot write output {str(p)!r}: {e.strerror or type(e).__name__}") from None
-    os.close(fd)
-    # mkstemp creates 0600 files; give outputs the usual mode (0666 less the umask)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        try:
-            os.replace(tmp_path, p)
-        except OSError as e:
-            raise PPDMError(f"cannot write output {str(p)!r}: {e.strerror or type(e).__name__}") from None
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
 
 
 def write_table(df: pd.DataFrame, path: str | Path, *, date_formats: Mapping[str, str | None] | None = None
@@ -506,14 +597,6 @@ def dates_as_text(df: pd.DataFrame, date_formats: Mapping[str, str | None] | Non
         fmt = known.get(c) or ty.default_date_format(df[c])
         out[c] = df[c].dt.strftime(fmt).where(df[c].notna())
     return out
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write a text file atomically."""
-    p = Path(path)
-    with atomic_path(p) as tmp:
-        tmp.write_text(text)
-    return p
 
 
 def save_figure(fig: Any, path: str | Path, *, dpi: int = 110) -> Path:

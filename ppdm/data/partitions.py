@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ppdm.data.atomic import hold_temporary, release_temporary
 from ppdm.errors import PPDMError
 
 if TYPE_CHECKING:
@@ -175,23 +176,28 @@ def open_dataset(
     categorical: Sequence[str] = (),
     dates: Mapping[str, str | None] | None = None,
     blocksize: str | None = BLOCKSIZE,
+    decimal: str | None = None,
 ) -> Dataset:
     """Read ``spec`` (a folder, a glob or a file) lazily, with the types of
-    :func:`ppdm.data.io.read_table` (see the module docstring)."""
+    :func:`ppdm.data.io.read_table` (see the module docstring; ``decimal`` as there, decided
+    on the first rows)."""
     import dask.dataframe as dd
 
     from ppdm.data.io import _separator, read_table
 
     files = dataset_files(spec)
     kind = _kind_of(files[0]) or "csv"
-    head = read_table(files[0], sep=sep, schema=schema, categorical=list(categorical), dates=dates, nrows=HEAD_ROWS)
+    head = read_table(files[0], sep=sep, schema=schema, categorical=list(categorical), dates=dates, nrows=HEAD_ROWS,
+                      decimal=decimal)
     formats = dict(head.attrs.get("date_formats") or {})
     plan = _plan(head)
     names = [str(c) for c in head.columns]
     if kind == "csv":
         read_as = {c: (str if plan[c] != "float" else "float64") for c in names}
+        comma = bool(head.attrs.get("decimal_comma"))
         ddf = dd.read_csv([str(f) for f in files], sep=_separator(sep), na_values=["?"], dtype=read_as,
-                          blocksize=blocksize, compression="gzip" if files[0].name.lower().endswith(".gz") else None)
+                          blocksize=blocksize, compression="gzip" if files[0].name.lower().endswith(".gz") else None,
+                          **({"decimal": ","} if comma else {}))
     else:
         ddf = dd.read_parquet([str(f) for f in files])
         blocksize = None
@@ -396,6 +402,7 @@ class DatasetWriter:
             self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent))
         except OSError as e:
             raise PPDMError(f"cannot write output {str(self.path)!r}: {e.strerror or type(e).__name__}") from None
+        hold_temporary(self.tmp)  # removed on a signal too (ppdm.data.atomic)
 
     def part_path(self, i: int) -> Path:
         return self.tmp / part_name(i)
@@ -404,10 +411,12 @@ class DatasetWriter:
         if self.path.exists():
             raise PPDMError(f"output {str(self.path)!r} appeared while the release was made; nothing was replaced")
         os.replace(self.tmp, self.path)
+        release_temporary(self.tmp)
         return self.path
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+        release_temporary(self.tmp)
 
     def __enter__(self) -> DatasetWriter:
         return self

@@ -159,7 +159,7 @@ def build_provenance(
     **extra: Any,
 ) -> dict[str, Any]:
     """The provenance record (keys as in the module docstring; ``extra`` keys appended)."""
-    from ppdm import __version__
+    from ppdm._version import __version__
 
     record = {
         "format": FORMAT,

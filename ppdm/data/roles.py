@@ -10,7 +10,9 @@ A column is a suspected identifier when (at least :data:`MIN_RECORDS` values, mi
 values left out):
 
 * its name, split into words (``customer_id``, ``FirstName``, ``e-mail``), holds one of
-  :data:`IDENTIFIER_WORDS` (id, name, email, phone, ...);
+  :data:`IDENTIFIER_WORDS` (id, name, email, phone, ...) and its values could be labels:
+  text or whole numbers. A name alone does not make a measurement an identifier: spambase's
+  ``word_freq_email`` holds frequencies such as 0.32;
 * it holds text and at least :data:`UNIQUE_SHARE` of its values are distinct;
 * it holds whole numbers, at least :data:`UNIQUE_SHARE` of them distinct, that look like
   record numbers: they fill at least half of the run between their minimum and maximum
@@ -65,18 +67,24 @@ def _whole(values: np.ndarray) -> bool:
     return bool(values.size) and bool(np.all(np.isfinite(values))) and bool(np.all(values == np.round(values)))
 
 
+def _could_be_labels(s: pd.Series, vals: pd.Series) -> bool:
+    """Whether values could label people: text or whole numbers (numbers with a fractional
+    part are measurements)."""
+    return not (pd.api.types.is_numeric_dtype(s) and len(vals) and not _whole(vals.to_numpy(dtype=float)))
+
+
 def identifier_reason(s: pd.Series) -> str | None:
     """Why column ``s`` looks like a direct identifier, or ``None`` if it does not."""
     words = set(name_words(str(s.name)))
     hit = sorted(words & IDENTIFIER_WORDS)
-    if hit:
-        return f"named like an identifier ({hit[0]!r})"
     vals = s.dropna()
     n = len(vals)
-    if n < MIN_RECORDS:
-        return None
     if pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
         return None  # booleans and dates are measurements, however many distinct dates there are
+    if hit and _could_be_labels(s, vals):
+        return f"named like an identifier ({hit[0]!r})"
+    if n < MIN_RECORDS:
+        return None
     if not pd.api.types.is_numeric_dtype(s):
         distinct = vals.astype(str).nunique()
         if distinct >= UNIQUE_SHARE * n:

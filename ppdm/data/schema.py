@@ -71,6 +71,14 @@ class Schema:
         Numeric attributes that are dates or datetimes, each with the strftime format its
         values are written in (``None``: ISO, ``%Y-%m-%d``). Techniques see them as days
         since 1970-01-01; a release writes them back in that format.
+    hierarchies:
+        Generalisation hierarchies of categorical attributes (ARX's hierarchies): for each
+        column, every original category with the list of its generalised labels from fine to
+        coarse (level 1, level 2, ...). Global recoding publishes the labels of one level;
+        :func:`ppdm.data.generalization.covers` matches an original category to any of its
+        labels. A schema file gives each hierarchy inline (a JSON object) or as the path of an
+        ARX-style CSV file (one row per category: the category, then its labels), relative to
+        the schema file.
     """
 
     numeric: list[str] = field(default_factory=list)
@@ -84,6 +92,7 @@ class Schema:
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     categories: dict[str, list] = field(default_factory=dict)
     dates: dict[str, str | None] = field(default_factory=dict)
+    hierarchies: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.dates, (list, tuple)):
@@ -122,6 +131,11 @@ class Schema:
         bad = [c for c in self.dates if c not in self.numeric]
         if bad:
             raise SchemaError(f"date column(s) {bad} are not numeric attributes (a date is a number on a time axis)")
+        self.hierarchies = {str(c): _check_hierarchy(c, h) for c, h in dict(self.hierarchies or {}).items()}
+        bad = [c for c in self.hierarchies if c not in self.categorical and c != self.class_column]
+        if bad:
+            raise SchemaError(f"hierarchies are declared for {bad}, which are neither categorical attributes nor the "
+                              "class (recode numbers into intervals with breaks instead)")
         for c, f in self.dates.items():
             if f is not None and "%" not in f:
                 raise SchemaError(f"the date format of {c!r} must be a strftime format such as '%Y-%m-%d', got {f!r}")
@@ -183,6 +197,23 @@ class Schema:
             dates={c: f for c, f in self.dates.items() if c != class_column},
         )
 
+    def hierarchy_level(self, column: str, value: object, level: int) -> object:
+        """The label of ``value`` at ``level`` (1 = the finest generalisation) of ``column``'s
+        hierarchy; level 0 is the value itself. Raises :class:`SchemaError` when the hierarchy
+        does not cover the value or has fewer levels."""
+        if level == 0:
+            return value
+        h = self.hierarchies.get(column)
+        if h is None:
+            raise SchemaError(f"column {column!r} has no hierarchy in the schema")
+        ups = _hierarchy_entry(h, value)
+        if ups is None:
+            raise SchemaError(f"the hierarchy of {column!r} does not cover category {value!r}; add it to the hierarchy")
+        if level > len(ups):
+            raise SchemaError(f"the hierarchy of {column!r} has {len(ups)} level(s) for {value!r}, "
+                              f"but level {level} was asked")
+        return ups[level - 1]
+
     # --------------------------------------------------------------- infer/io
     @classmethod
     def infer(
@@ -235,6 +266,7 @@ class Schema:
         d["bounds"] = {c: list(b) for c, b in self.bounds.items()}
         d["categories"] = {c: list(v) for c, v in self.categories.items()}
         d["dates"] = dict(self.dates)
+        d["hierarchies"] = {c: {str(k): list(v) for k, v in h.items()} for c, h in self.hierarchies.items()}
         return d
 
     @classmethod
@@ -266,6 +298,7 @@ class Schema:
                 bounds=dict(d.get("bounds") or {}),
                 categories=dict(d.get("categories") or {}),
                 dates=dates,
+                hierarchies=dict(d.get("hierarchies") or {}),
             )
         except (TypeError, ValueError) as e:  # malformed json
             raise SchemaError(f"malformed schema: {e}") from None
@@ -281,7 +314,7 @@ class Schema:
             raise SchemaError(f"schema file is not valid JSON: {e}") from None
 
     def save(self, path: str | Path) -> None:
-        from ppdm.data.io import atomic_write_text
+        from ppdm.data.atomic import atomic_write_text
 
         atomic_write_text(path, self.to_json())
 
@@ -290,7 +323,15 @@ class Schema:
         p = Path(path)
         if not p.exists():
             raise SchemaError(f"schema file {str(p)!r} does not exist")
-        return cls.from_json(p.read_text())
+        try:
+            d = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema file is not valid JSON: {e}") from None
+        if isinstance(d, dict) and isinstance(d.get("hierarchies"), dict):
+            # a hierarchy given as a file name: an ARX-style CSV beside the schema file
+            d["hierarchies"] = {c: read_hierarchy(p.parent / h) if isinstance(h, str) else h
+                                for c, h in d["hierarchies"].items()}
+        return cls.from_dict(d)
 
     # ------------------------------------------------------------- validation
     def validate(
@@ -411,6 +452,61 @@ def _check_bounds(column: str, b: object) -> tuple[float, float]:
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise SchemaError(f"bounds of {column!r} must be finite with low < high, got [{lo}, {hi}]")
     return (lo, hi)
+
+
+def read_hierarchy(path: str | Path) -> dict[str, list[str]]:
+    """An ARX-style hierarchy file: one row per original category, the category first and then
+    its generalised labels from fine to coarse, separated by ``;`` (ARX) or ``,``."""
+    import csv
+
+    p = Path(path)
+    if not p.is_file():
+        raise SchemaError(f"hierarchy file {str(p)!r} does not exist")
+    text = p.read_text(encoding="utf-8")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise SchemaError(f"hierarchy file {str(p)!r} is empty")
+    sep = ";" if lines[0].count(";") >= lines[0].count(",") and ";" in lines[0] else ","
+    out: dict[str, list[str]] = {}
+    for no, row in enumerate(csv.reader(lines, delimiter=sep), 1):
+        cells = [c.strip() for c in row]
+        if len(cells) < 2 or not cells[0]:
+            raise SchemaError(f"hierarchy file {str(p)!r}, line {no}: a category needs at least one generalised label")
+        if cells[0] in out:
+            raise SchemaError(f"hierarchy file {str(p)!r}, line {no}: category {cells[0]!r} is listed twice")
+        out[cells[0]] = cells[1:]
+    return out
+
+
+def _hierarchy_entry(h: dict, value: object) -> list | None:
+    """The labels of ``value`` in hierarchy ``h`` (a JSON round trip turns codes into text)."""
+    ups = h.get(value) if _hashable(value) else None
+    if ups is None:
+        ups = h.get(str(value))
+    if ups is None and isinstance(value, float) and value.is_integer():
+        ups = h.get(str(int(value)))
+    return ups
+
+
+def _hashable(v: object) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _check_hierarchy(column: str, h: object) -> dict:
+    if not isinstance(h, dict) or not h:
+        raise SchemaError(f"the hierarchy of {column!r} must map each category to its list of labels")
+    out = {}
+    for k, v in h.items():
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+            v = [v]
+        if not isinstance(v, (list, tuple)) or not v:
+            raise SchemaError(f"the hierarchy of {column!r} gives category {k!r} no list of labels")
+        out[k.item() if isinstance(k, np.generic) else k] = [x.item() if isinstance(x, np.generic) else x for x in v]
+    return out
 
 
 def _check_categories(column: str, values: object) -> list:

@@ -184,9 +184,11 @@ def resolution_of(fmt: str | None) -> str:
     return "D"
 
 
-def from_time_axis(days: np.ndarray, like: pd.Series, fmt: str | None, column: str) -> pd.Series:
+def from_time_axis(days: np.ndarray, like: pd.Series, fmt: str | None, column: str,
+                   index: pd.Index | None = None) -> pd.Series:
     """Datetimes with the dtype of ``like`` from days since 1970-01-01, rounded to the
-    resolution of ``fmt``. A value beyond the range pandas can hold raises naming the column."""
+    resolution of ``fmt``, on ``index`` (default: ``like``'s, when the rows are the same).
+    A value beyond the range pandas can hold raises naming the column."""
     v = np.asarray(days, dtype=float)
     finite = np.isfinite(v)
     lo, hi = (pd.Timestamp.min - EPOCH) / DAY, (pd.Timestamp.max - EPOCH) / DAY
@@ -194,7 +196,8 @@ def from_time_axis(days: np.ndarray, like: pd.Series, fmt: str | None, column: s
         raise PPDMError(f"date column {column!r} received a value outside the range of dates (years 1677 to 2262)")
     # whole microseconds first: the time axis' float carries no finer meaning
     us = np.where(finite, np.rint(np.where(finite, v, 0.0) * 86_400_000_000.0), 0).astype(np.int64)
-    out = pd.Series(EPOCH + pd.to_timedelta(us, unit="us"), index=like.index, name=like.name)
+    out = pd.Series(EPOCH + pd.to_timedelta(us, unit="us"), index=like.index if index is None else index,
+                    name=like.name)
     res = resolution_of(fmt)
     if res != "us":
         out = out.dt.round(res)
@@ -280,7 +283,8 @@ def restore_column(values: pd.Series, like: pd.Series, *, date_format: str | Non
         return values
     if is_date_dtype(want):
         days = values.to_numpy(dtype=float, na_value=np.nan) if not is_date_dtype(values) else to_time_axis(values)
-        return from_time_axis(days, like, date_format, str(name))
+        # a synthetic release (DPCube) has its own rows: keep its index
+        return from_time_axis(days, like, date_format, str(name), index=values.index)
     if pd.api.types.is_integer_dtype(want):
         vals = values.to_numpy(dtype=float, na_value=np.nan)
         nullable = isinstance(want, pd.api.extensions.ExtensionDtype)

@@ -43,8 +43,15 @@ import pandas as pd
 from ppdm.data.io import atomic_write_text, read_table, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.experiments.evaluation import load_all_measures, resolve_measures, run_measure
-from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureSpec
+from ppdm.experiments.evaluation import (
+    group_reasons,
+    load_all_measures,
+    measurement_context,
+    resolve_measures,
+    run_measure,
+    without_identifiers,
+)
+from ppdm.metrics.base import MEASURES, MeasureSpec
 from ppdm.utils import parse_value
 
 ORIGINAL = "original"
@@ -556,6 +563,47 @@ def dataset_summary(x: pd.DataFrame, schema: Schema, name: str | None = None) ->
     return info
 
 
+def skip_notes(skipped: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> list[str]:
+    """One note per reason measures were skipped, naming every measure and release it
+    concerns (``meta["skipped"]`` rows: ``label, measure, reason, tasks, of``).
+
+    A table that does not allow a measure usually does not allow it for any release, and
+    several measures often fail for one reason (no quasi-identifier to key on): the reason
+    is said once (:func:`ppdm.experiments.evaluation.group_reasons`), not once per release
+    and measure. ``labels`` (every label of the comparison) lets a reason that holds
+    everywhere say so.
+    """
+    where: dict[tuple[str, str], dict[str, set[tuple[int, int]]]] = {}
+    for row in skipped:
+        key = (str(row["measure"]), " ".join(str(row["reason"]).split()))
+        where.setdefault(key, {}).setdefault(str(row["label"]), set()).add((int(row["tasks"]), int(row["of"])))
+    keys = list(where)
+    notes = []
+    for idx, reason in group_reasons((str(i), r) for i, (_, r) in enumerate(keys)):
+        members = [keys[int(i)] for i in idx]
+        ms = list(dict.fromkeys(m for m, _ in members))
+        places: dict[str, set[tuple[int, int]]] = {}
+        for key in members:
+            for label, counts in where[key].items():
+                places.setdefault(label, set()).update(counts)
+        head = f"measure {ms[0]!r} was" if len(ms) == 1 else f"measures {', '.join(map(repr, ms))} were"
+        full = all(len(c) == 1 and next(iter(c))[0] == next(iter(c))[1] for c in places.values())
+        if labels is not None and len(labels) > 1 and full and set(places) == set(labels):
+            also = " and of the original" if ORIGINAL in places else ""
+            notes.append(f"{head} skipped in every run of every release{also}: {reason}")
+            continue
+        parts = []
+        for label, counts in places.items():
+            if len(counts) == 1:
+                t, of = next(iter(counts))
+                parts.append(f"{label} in {t} of {of} run(s)")
+            else:
+                parts.append(f"{label} in some runs")
+        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        notes.append(f"{head} skipped for {text}: {reason}")
+    return notes
+
+
 def _seed(ss: np.random.SeedSequence) -> int:
     return int(ss.generate_state(1, dtype=np.uint32)[0])
 
@@ -657,9 +705,10 @@ def _run_task(
         except Exception as e:
             e.add_note(f"while running {task.spec.describe()} on {where}")
             raise
-    # the held-out fold was not used to make z: it is the attacks' control set (Giomi et al. 2023)
-    ctx = EvaluationContext(x=train, z=z, schema=schema, test=test, control=test, rules=rules,
-                            random_state=task.measure_seed, options=dict(options))
+    # the held-out fold was not used to make z: it is the attacks' control set (Giomi et al. 2023).
+    # Measures see the tables in the working form evaluate gives them (dates on their time axis)
+    ctx = measurement_context(train, z, schema, test=test, control=test, rules=rules,
+                              random_state=task.measure_seed, options=options)
     values: list[float] = []
     skipped: dict[str, str] = {}
     for m in measures:
@@ -701,6 +750,7 @@ def compare(
     baseline: bool = True,
     measure_options: Mapping[str, Any] | None = None,
     dataset_name: str | None = None,
+    missing: str = "error",
 ) -> ComparisonResult:
     """Cross-validated comparison of techniques (and parameter sweeps) on every measure.
 
@@ -730,6 +780,18 @@ def compare(
         Add the ``original`` row (z = x) once per fold, repeat 0.
     measure_options:
         Passed to every measure as ``ctx.options``.
+    dataset_name:
+        The table's name in the result's dataset summary.
+    missing:
+        Incomplete records: ``"error"`` refuses them, ``"drop"`` leaves them out before the
+        folds are drawn, ``"keep"`` keeps the empty cells for the techniques and measures
+        to treat as ``docs/missing_values.md`` says (as ``ppdm evaluate --missing keep``).
+
+    The table is taken as read (:func:`ppdm.data.io.read_table`: dates as dates, codes as
+    text): techniques anonymize it so, and measures compute on its working form, exactly
+    as in ``ppdm evaluate`` (:func:`ppdm.experiments.evaluation.measurement_context`).
+    Identifier columns of the schema are left out before anything runs: no technique sees
+    them and no measure compares them.
 
     Raises
     ------
@@ -750,7 +812,10 @@ def compare(
         raise ParameterError(f"random_state must be a non-negative integer, got {random_state!r}")
     specs = _resolve_specs(techniques)
     mlist = _resolve_measure_list(measures, schema)
-    x, _ = schema.validate(x, missing="error", min_classes=2 if schema.class_column else 0)
+    if missing not in ("error", "drop", "keep"):
+        raise ParameterError(f"missing must be 'error', 'drop' or 'keep', got {missing!r}")
+    x, schema, identifiers = without_identifiers(x, schema)
+    x, _ = schema.validate(x, missing=missing, min_classes=2 if schema.class_column else 0)  # type: ignore[arg-type]
     x = x.reset_index(drop=True)
     validated = [_validate_spec(s, schema) for s in specs]
     classes = [c for c, _ in validated]
@@ -850,9 +915,7 @@ def compare(
     n_tasks = {i + offset: cv * (1 if i + offset == 0 else repeats) for i in range(len(all_specs))}
     skipped_rows = [{"label": label_of[i], "measure": m, "reason": reason, "tasks": n, "of": n_tasks[i]}
                     for (i, m, reason), n in sorted(skipped.items())]
-    for row in skipped_rows:
-        notes.append(f"measure {row['measure']!r} was skipped for {row['label']} in {row['tasks']} of "
-                     f"{row['of']} run(s): {row['reason']}")
+    notes.extend(skip_notes(skipped_rows, list(label_of.values())))
     meta = {
         "cv": int(cv),
         "repeats": int(repeats),
@@ -861,6 +924,8 @@ def compare(
         "fold_sizes": [int(len(te)) for _, te in splits],
         "dataset": dataset_summary(x, schema, dataset_name),
         "schema": schema.to_dict(),
+        "missing": missing,
+        "removed_identifiers": identifiers,
         "techniques": [
             {"technique": s.name, "label": s.display_label, "params": s.params_json, "effective_params": eff,
              "changes_data": bool(changed.get(i + offset, False))}

@@ -18,6 +18,9 @@ both, imports every module of each (:func:`load_all_measures`) and resolves name
   can fix it;
 * anything else is a defect of ppdm, not of the table: the evaluation stops with the
   measure's name attached (the command line exits with code 1).
+
+A measure that returns a result without a finite value (NaN, infinity) is skipped too, with
+that reason, rather than reported as computed with no value.
 """
 
 from __future__ import annotations
@@ -27,10 +30,16 @@ import math
 import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, MeasureSpec
+from ppdm.utils import unknown_name
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ppdm.data.schema import Schema
 
 #: packages whose modules register measures, in the order their measures are listed
 MEASURE_PACKAGES = ("ppdm.metrics", "ppdm.attacks")
@@ -60,7 +69,7 @@ def resolve_measures(spec: str | None) -> list[MeasureSpec]:
         if not name:
             continue
         if name not in MEASURES:
-            raise ParameterError(f"unknown measure {name!r}; known: {', '.join(sorted(MEASURES))}")
+            raise ParameterError(unknown_name("measure", name, sorted(MEASURES)))
         out.append(MEASURES[name])
     if not out:
         raise ParameterError("no measure named in --measures")
@@ -121,7 +130,19 @@ def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
                 e.add_note(f"while computing measure {spec.name!r}")
             raise
         return MeasureOutcome(spec, None, " ".join(reason.split()) or type(e).__name__)
+    value = getattr(res, "value", None)
+    if not _is_number(value):
+        # a result without a number is no measurement: say so instead of "computed, value null"
+        return MeasureOutcome(spec, None, f"{spec.name} gives no finite value on these tables "
+                                          f"(it came out as {value!r})")
     return MeasureOutcome(spec, res, None)
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def evaluate_measures(
@@ -139,3 +160,89 @@ def evaluate_measures(
             on_measure(spec)
         out[spec.name] = run_measure(spec, ctx)
     return out
+
+
+# ------------------------------------------------------------- the tables measured
+def without_identifiers(
+    x: pd.DataFrame, schema: Schema, removed: Iterable[str] = ()
+) -> tuple[pd.DataFrame, Schema, list[str]]:
+    """``x`` without its identifier columns, the schema without them, and their names.
+
+    The identifiers are the schema's and any column named in ``removed`` (the identifiers
+    a release's provenance says were removed from it). A release never carries them, a
+    technique never sees them (:func:`ppdm.experiments.release.release`), and no measure
+    compares them: ``ppdm evaluate`` and ``ppdm compare`` both measure the table without
+    them.
+    """
+    from dataclasses import replace
+
+    from ppdm.data.roles import Roles, apply_roles
+
+    named = set(schema.identifiers) | {str(c) for c in removed}
+    drop = [str(c) for c in x.columns if c in named]
+    if not drop:
+        return x, schema, []
+    sch = apply_roles(schema, Roles(identifiers=tuple(c for c in drop if c not in schema.identifiers)),
+                      list(x.columns))
+    return x.drop(columns=drop), replace(sch, identifiers=[]), drop
+
+
+def measurement_context(
+    x: pd.DataFrame,
+    z: pd.DataFrame,
+    schema: Schema,
+    *,
+    test: pd.DataFrame | None = None,
+    control: pd.DataFrame | None = None,
+    rules: Any = None,
+    random_state: int | None = 0,
+    options: dict[str, Any] | None = None,
+) -> EvaluationContext:
+    """The context every measure of ``ppdm evaluate`` and ``ppdm compare`` computes on.
+
+    Techniques take a table as it was read (dates as dates, codes as text, nullable whole
+    numbers); measures compute on numbers. Each table is put in that working form here
+    (:func:`ppdm.data.types.working_frame`: a date on its time axis, days since
+    1970-01-01; a missing cell as NaN), so a date column is measured as the number it
+    stands for by every measure, whichever command asked.
+    """
+    from ppdm.data.types import working_frame
+
+    def work(df: pd.DataFrame | None) -> pd.DataFrame | None:
+        return None if df is None else working_frame(df, schema.numeric)
+
+    return EvaluationContext(x=work(x), z=work(z), schema=schema, test=work(test), control=work(control),
+                             rules=rules, random_state=random_state, options=dict(options or {}))
+
+
+def group_reasons(items: Iterable[tuple[str, str]], *, min_shared: int = 30) -> list[tuple[list[str], str]]:
+    """``(name, reason)`` pairs grouped so that a reason is said once.
+
+    Equal reasons are grouped; so are reasons that differ only in how they begin (each
+    measure naming itself, then the same words: ``inference (income) needs a control set
+    ...``, ``linkability needs a control set ...``) when the shared ending is at least
+    ``min_shared`` characters long — then the shared ending is the reason given.
+    """
+    groups: list[tuple[list[str], str]] = []
+    for name, reason in items:
+        reason = " ".join(str(reason).split())
+        for i, (names, text) in enumerate(groups):
+            common = text if text == reason else _common_ending(text, reason)
+            if text == reason or len(common) >= min_shared:
+                groups[i] = ([*names, name], common)
+                break
+        else:
+            groups.append(([name], reason))
+    return groups
+
+
+def _common_ending(a: str, b: str) -> str:
+    """The longest ending of ``a`` and ``b`` that starts at a word."""
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    tail = a[len(a) - n:]
+    if n < len(a) and n < len(b) and not tail.startswith(" "):
+        cut = tail.find(" ")
+        tail = "" if cut < 0 else tail[cut:]
+    return tail.strip()

@@ -12,7 +12,9 @@ confidence 0.25, minimum gain ratio 0.01, Table 3 minimum leaf sizes). The paper
 combines the trees' predictions by "Credal Voting", which its cited source does not
 define; this experiment uses majority voting (``combiner="majority"``, the vote of
 SysFor's reference implementation; ties to the larger summed leaf confidence).
-Framework's tree is C4.5 with the same minimum leaf size and confidence.
+Framework's tree is C4.5 with the same minimum leaf size and confidence. GADP is the
+papers' unbounded GADP (``clip_to_range=False, round_integers=False``), as the paper
+compares against it; ppdm's default GADP keeps its draws in each attribute's domain.
 ``learner="cart"`` swaps in bagged CART forests and CART trees for a quick check.
 
 With ``structure=True`` every perturbed training fold is also scored as in paper 004 §7
@@ -179,7 +181,8 @@ def make_techniques(schema: Schema, names: Sequence[str], fitted_forest: Any, lr
             det = None if lrn.tree is None else lrn.tree(min_leaf)
             out[n] = Framework(class_column=cls, schema=schema, tree=tree, detective_tree=det, min_leaf=min_leaf)
         elif n == "GADP":
-            out[n] = GADP(class_column=cls, schema=schema)
+            # the paper's comparison technique as Muralidhar et al. define it: unbounded draws
+            out[n] = GADP(class_column=cls, schema=schema, clip_to_range=False, round_integers=False)
         elif n == "RT":
             out[n] = RandomTechnique(class_column=cls, schema=schema)
         else:

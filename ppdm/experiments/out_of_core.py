@@ -153,9 +153,18 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int]:
             z[c] = x[c].to_numpy()
         z = z[list(x.columns)]
     write_part(z.reset_index(drop=True), job.tmp / f"part.{i:05d}.parquet")
-    part = check_partition(working_frame(x, sch.numeric), working_frame(z, sch.numeric), sch, job.columns,
+    # recoding releases some numeric columns as labels: z is typed by the technique's output schema
+    zsch = _released_schema(job.tech, sch)
+    part = check_partition(working_frame(x, sch.numeric), working_frame(z, zsch.numeric), zsch, job.columns,
                            job.spreads)
     return part, dropped
+
+
+def _released_schema(tech: Any, sch: Schema) -> Schema:
+    """The schema of the release (the technique's output schema with the identifiers' roles)."""
+    if not hasattr(tech, "output_schema"):
+        return sch
+    return replace(tech.output_schema(), identifiers=list(sch.identifiers))
 
 
 def _unique_in_z(tmp: Path, qi: list[str], n_parts: int) -> int:
@@ -251,7 +260,8 @@ def release_dataset(
     # 3. release, partition by partition
     dec = {c: d for c, d in merge_decimals(s["decimals"] for s in scans).items()}
     dec = {**dec, **{c: int(d) for c, d in (decimals or {}).items()}}
-    dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
+    zsch = _released_schema(tech, sch)
+    dec = {c: d for c, d in dec.items() if c in zsch.numeric and c not in zsch.dates}
     moments = {c: merge_moments([s["moments"][c] for s in scans if c in s["moments"]])
                for c in scans[0]["moments"]}
     spreads = {c: column_spread(m) for c, m in moments.items()}
@@ -268,7 +278,7 @@ def release_dataset(
         unique = _unique_in_z(writer.tmp, qi, n_parts)
         if progress is not None:
             progress("check", 1, 1)
-        check = release_check_from_parts(checks, sch, columns, unique)
+        check = release_check_from_parts(checks, zsch, columns, unique)
         if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
             raise ReleaseRefused(
                 f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "
@@ -284,8 +294,9 @@ def release_dataset(
             removed_identifiers=[] if keep_identifiers else ids, release_check=check,
             privacy=getattr(tech, "privacy_report_", None), kept_identifiers=ids if keep_identifiers else [],
             warnings=lines,
-            output={"decimals": dec, "date_formats": {c: f for c, f in sch.dates.items() if c in columns},
-                    "format": "parquet dataset", "partitions": n_parts},
+            output={"decimals": dec, "date_formats": {c: f for c, f in zsch.dates.items() if c in columns},
+                    "format": "parquet dataset", "partitions": n_parts,
+                    **({"schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {})},
         )
         written = _commit(writer, prov_path, record, tech, out)
     return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm import progress
+from ppdm.data.codes import codes_read_as_numbers
 from ppdm.data.provenance import (
     build_provenance,
     jsonable,
@@ -142,6 +143,13 @@ def release(
         many as the column had in ``x`` (:func:`ppdm.data.types.decimals_of`: the fewest
         that reproduce every value); a column that needs full precision is not rounded.
 
+    Codes written with digits (zip codes, municipality codes) must reach this function as
+    text: read the file with :func:`ppdm.data.read_table`, which keeps ``01562`` as text, or
+    declare the column categorical. ``pandas.read_csv`` makes them integers, and a technique
+    then treats them as quantities (MDAV averages zip codes). A numeric attribute named like
+    a code gets a warning (:func:`ppdm.data.codes.codes_read_as_numbers`), recorded with the
+    release's other warnings.
+
     Raises
     ------
     SchemaError
@@ -151,6 +159,9 @@ def release(
     """
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"release expects a pandas DataFrame, got {type(x).__name__}")
+    from ppdm.anonymize.composition import as_technique
+
+    technique = as_technique(technique)  # a scikit-learn Pipeline of techniques: one composition
     given = schema if schema is not None else technique.schema
     if given is not None and not isinstance(given, Schema):
         given = Schema.from_dict(dict(given))
@@ -184,6 +195,8 @@ def release(
     with progress.steps(3, f"{name}: learning from {len(work)} records") as step:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            for code in codes_read_as_numbers(work, sch):  # e.g. zip codes read by pandas.read_csv
+                warnings.warn(code.message(), UserWarning, stacklevel=2)
             tech.fit(work)
             step(1, description=f"{name}: releasing z")
             z = tech.transform(work)
@@ -194,13 +207,16 @@ def release(
             if line not in lines:
                 lines.append(line)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        # recoding releases some numeric columns as labels: z is typed by the technique's output schema
+        out_sch = tech.output_schema() if hasattr(tech, "output_schema") else sch
+        out_sch = replace(out_sch, identifiers=list(sch.identifiers))
         # decimals seen in x are a property of the records: a technique whose output may only
         # depend on the declared domain is rounded to the decimals asked for, never to x's
         seen = {} if declared_only and not from_data else source_decimals(work, sch.numeric)
         dec = {**seen, **{c: int(d) for c, d in (decimals or {}).items()}}
-        dec = {c: d for c, d in dec.items() if c in sch.numeric and c not in sch.dates}
+        dec = {c: d for c, d in dec.items() if c in out_sch.numeric and c not in out_sch.dates}
         z = round_to_decimals(z, dec)
-        check = release_check(working_frame(work, sch.numeric), working_frame(z, sch.numeric), sch,
+        check = release_check(working_frame(work, sch.numeric), working_frame(z, out_sch.numeric), out_sch,
                               record_aligned=aligned)
         step(1)
     privacy = getattr(tech, "privacy_report_", None)
@@ -220,7 +236,7 @@ def release(
             z[c] = x[c].to_numpy()
         z = z[[c for c in x.columns]]
         check = release_check(working_frame(x, sch.numeric).reset_index(drop=True),
-                              working_frame(z, sch.numeric).reset_index(drop=True), sch, columns=list(z.columns))
+                              working_frame(z, out_sch.numeric).reset_index(drop=True), out_sch, columns=list(z.columns))
     seeded = technique.random_state is not None
     info = dict(input_info or {})
     info.setdefault("source", None)
@@ -248,7 +264,8 @@ def release(
         privacy=privacy,
         kept_identifiers=ids if keep_identifiers else [],
         warnings=lines,
-        output={"decimals": dec, "date_formats": {c: f for c, f in sch.dates.items() if c in z.columns}},
+        output={"decimals": dec, "date_formats": {c: f for c, f in out_sch.dates.items() if c in z.columns},
+                **({"schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {})},
     )
     return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
                    private)

@@ -1,5 +1,81 @@
-"""Utility and risk measures. Importing this package registers every measure."""
+"""Utility and risk measures: plain functions returning :class:`MeasureResult` dataclasses.
 
-from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, register_measure
+Every measure ``ppdm evaluate`` knows by name is a function of this package::
 
-__all__ = ["MEASURES", "EvaluationContext", "MeasureResult", "register_measure"]
+    from ppdm.metrics import k_anonymity, il1s, rule_accuracy
+
+:data:`MEASURE_FUNCTIONS` says which function computes each registered measure. The
+functions are loaded on first use (a module ``__getattr__``), so importing the package stays
+cheap; the modules register their measures for ``ppdm evaluate`` when they are loaded
+(:func:`ppdm.experiments.evaluation.load_all_measures` loads them all).
+
+No module shadows a function: ``ppdm.metrics.release_check`` is the function, and its module's
+other names are imported from it (``from ppdm.metrics.release_check import ReleaseCheck``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, judge, register_measure
+
+# a module named like the function it defines: importing the function here binds the package's
+# name to the function for good (the import system binds a submodule only when first loading it)
+from ppdm.metrics.release_check import release_check as release_check
+
+#: the function that computes each registered measure: measure name → (module, function)
+MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "il_metrics": ("info_loss", "il_metrics"),
+    "il1s": ("info_loss", "il1s"),
+    "il1s_mean": ("info_loss", "il1s_mean"),
+    "sse_sst": ("info_loss", "sse_sst"),
+    "entropy": ("info_loss", "entropy"),
+    "correlation_difference": ("info_loss", "correlation_difference"),
+    "k_anonymity": ("keyvar", "k_anonymity"),
+    "sample_uniques": ("keyvar", "sample_uniques"),
+    "reidentification_risk": ("keyvar", "reidentification_risk"),
+    "l_diversity": ("keyvar", "l_diversity"),
+    "ddr": ("risk", "ddr"),
+    "idr": ("risk", "idr"),
+    "il_dr_score": ("risk", "il_dr_score"),
+    "sers": ("risk", "sers"),
+    "record_linkage": ("linkage", "record_linkage"),
+    "prediction_accuracy": ("model", "prediction_accuracy"),
+    "auc": ("model", "auc"),
+    "f_measure": ("model", "f_measure"),
+    "release_check": ("release_check", "release_check"),
+    "rule_accuracy": ("retention", "rule_accuracy"),
+    "rule_support_distance": ("retention", "rule_support_distance"),
+    "rule_label_distance": ("retention", "rule_label_distance"),
+    "eduds": ("structure", "eduds"),
+    "edusc": ("structure", "edusc"),
+    "suda2": ("suda", "suda2"),
+}
+
+#: public building blocks besides the measures: function → module
+_BLOCKS: dict[str, str] = {
+    "key_frequencies": "keyvar",
+    "individual_risk": "keyvar",
+    "rule_retention": "retention",
+    "shannon_entropy": "info_loss",
+    "il_dr_combine": "risk",
+}
+
+_LAZY: dict[str, str] = {**{fn: mod for mod, fn in MEASURE_FUNCTIONS.values()}, **_BLOCKS}
+
+__all__ = ["MEASURES", "MEASURE_FUNCTIONS", "EvaluationContext", "MeasureResult", "judge", "register_measure",
+           *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ppdm.metrics' has no attribute {name!r}")
+    fn = getattr(importlib.import_module(f"ppdm.metrics.{module}"), name)
+    globals()[name] = fn  # later lookups find it directly
+    return fn
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -86,13 +86,20 @@ def numeric_matrix(obj: Any, names: list[str], *, label: str, measure: str,
 
 
 def numeric_pair(
-    x: Any, z: Any, columns: Iterable[str] | None = None, *, measure: str, allow_missing: bool = False
+    x: Any, z: Any, columns: Iterable[str] | None = None, *, measure: str, allow_missing: bool = False,
+    rescale: str | None = None,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Column names and the (n, m) float64 matrices of the original ``x`` and masked ``z``.
 
     ``x`` and ``z`` are DataFrames (``columns`` defaults to every column of ``x``) or
     2-D arrays (columns named ``x0, x1, ...`` unless ``columns`` names them). Missing cells
     are refused unless ``allow_missing`` (they are NaN then).
+
+    ``rescale`` brings columns of huge or tiny values (beyond 2^±256, where squares summed over
+    the records overflow) near 1 by a power of two, exactly: ``"column"`` each column by its own
+    factor, for measures that do not change when one attribute is rescaled (IL1s, IL metrics,
+    correlations, z-scored distances); ``"common"`` all by one factor, for those that only keep
+    ratios (raw distances). Ordinary data are returned as they are.
     """
     names = column_names(x, columns, measure=measure)
     X = numeric_matrix(x, names, label="original", measure=measure, allow_missing=allow_missing)
@@ -105,6 +112,10 @@ def numeric_pair(
         )
     if X.shape[0] < 2:
         raise SchemaError(f"{measure} needs at least 2 records (standard deviations), got {X.shape[0]}")
+    if rescale is not None:
+        S = power_of_two_scale(X, Z, per_column=rescale == "column")
+        if not np.all(S == 1.0):
+            X, Z = X * S, Z * S
     return names, X, Z
 
 
@@ -210,3 +221,60 @@ def mixed_attributes(
         if absent:
             raise SchemaError(f"{measure}: column(s) {', '.join(map(repr, absent))} not in the {label} table")
     return numeric, categorical
+
+
+# ------------------------------------------------------------------ column moments
+def column_moments(v: np.ndarray) -> tuple[int, float, float, float]:
+    """(count, mean, sum of squared deviations, largest |value|) of the finite values of ``v``:
+    the per-partition summary :func:`merge_moments` combines exactly (Chan et al.'s update)."""
+    f = v[np.isfinite(v)]
+    if f.size == 0:
+        return 0, 0.0, 0.0, 0.0
+    m = float(f.mean())
+    return int(f.size), m, float(((f - m) ** 2).sum()), float(np.abs(f).max())
+
+
+def merge_moments(parts: Sequence[tuple[int, float, float, float]]) -> tuple[int, float, float, float]:
+    n, mean, m2, top = 0, 0.0, 0.0, 0.0
+    for c, mu, q, t in parts:
+        if c == 0:
+            continue
+        tot = n + c
+        d = mu - mean
+        mean += d * c / tot
+        m2 += q + d * d * n * c / tot
+        n = tot
+        top = max(top, t)
+    return n, mean, m2, top
+
+
+# ------------------------------------------------------------------ values at the edge of floating point
+#: columns whose largest |value| lies outside [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] are compared in a
+#: space scaled by a power of two: squares of such values, summed over n records, still fit in a double
+SAFE_EXPONENT = 256
+
+
+def power_of_two_scale(*mats: np.ndarray, per_column: bool) -> np.ndarray:
+    """Factors (powers of two, one per column) that bring columns of huge or tiny values near 1
+    before squares are summed; all ones for ordinary data, so results keep their bits.
+
+    Multiplying by a power of two is exact, so a ratio of sums of squares (SSE/SST, an RMSE
+    ratio) is unchanged; ``per_column=False`` gives every column the factor of the largest one
+    (for sums over columns), ``per_column=True`` each its own (for per-column ratios).
+    """
+    p = mats[0].shape[1]
+    top = np.zeros(p)
+    for A in mats:
+        if A.size:
+            with np.errstate(invalid="ignore"):
+                t = np.nanmax(np.where(np.isfinite(A), np.abs(A), 0.0), axis=0)
+            top = np.maximum(top, np.where(np.isfinite(t), t, 0.0))
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    exp = np.frexp(top)[1]
+    if per_column:
+        odd = (top > hi) | ((top > 0) & (top < lo))
+        return np.where(odd, np.ldexp(1.0, -exp), 1.0)
+    big = float(top.max()) if p else 0.0
+    if big == 0.0 or lo <= big <= hi:
+        return np.ones(p)
+    return np.full(p, np.ldexp(1.0, -int(exp.max())))

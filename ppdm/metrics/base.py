@@ -100,6 +100,12 @@ class EvaluationContext:
     were not used to make ``z`` (attack-based risk, Giomi et al. 2023); ``rules`` is
     Ψx (built lazily from ``x`` by CART when absent); ``options`` carries measure
     parameters from the command line.
+
+    ``paired`` says whether row i of ``z`` is the release of row i of ``x`` (a technique
+    keeps rows in order; a shuffled release is re-paired through its private pairing before
+    measures run). Record-paired measures (record linkage, intruder matching, which
+    quasi-identifiers reach ``z`` unchanged) trust row positions only when it is true and the
+    tables have as many rows; otherwise they use their pairing-free forms.
     """
 
     x: pd.DataFrame
@@ -111,6 +117,16 @@ class EvaluationContext:
     random_state: int | None = 0
     options: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
+    paired: bool = True
+
+    @property
+    def is_paired(self) -> bool:
+        """Whether row positions pair ``x`` and ``z`` record for record (``paired`` and as many rows)."""
+        if not self.paired:
+            return False
+        if any(type(t).__module__.startswith("dask") for t in (self.x, self.z)):
+            return True  # partitioned tables: a record-paired measure checks the partitions' lengths
+        return len(self.x) == len(self.z)
 
     def get_rules(self):
         """Ψx: the given rules, or CART rules found in ``x`` (paper 000 §7); for a Dask ``x``,
@@ -134,6 +150,21 @@ MeasureFn = Callable[[EvaluationContext], MeasureResult]
 
 KINDS = ("utility", "risk", "combined")  # combined: a score mixing information loss and risk
 DIRECTIONS = ("higher", "lower")
+
+#: the intruder scenarios the risk measures model (docs/measures.md, "Intruder scenarios")
+SCENARIOS: dict[str, str] = {
+    "quasi-identifiers": "an intruder who knows some people's quasi-identifiers and looks for them in the release",
+    "originals": "an intruder who holds the original records and links the release to them by distance",
+    "control": "an attacker who attacks the release, measured against a control set of people left out of it",
+}
+#: the scenario of each registered risk measure that models one (a registration may also name it)
+SCENARIO_OF: dict[str, str] = {
+    **{m: "quasi-identifiers" for m in ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity",
+                                        "suda2", "qi_matching", "release_check")},
+    **{m: "originals" for m in ("record_linkage", "ddr", "idr", "sers")},
+    **{m: "control" for m in ("singling_out_univariate", "singling_out_multivariate", "linkability",
+                              "inference")},
+}
 
 
 @dataclass(frozen=True)
@@ -160,6 +191,7 @@ class MeasureSpec:
     meaning: str = ""
     threshold: float | None = None
     out_of_core: bool = False  # fn computes the measure exactly when x and z are Dask DataFrames
+    scenario: str | None = None  # the intruder scenario it models (a key of SCENARIOS), if any
 
     def within(self, value: float) -> bool | None:
         """Whether ``value`` meets ``threshold`` in this measure's direction (``None`` when
@@ -173,7 +205,29 @@ class MeasureSpec:
         return {"kind": self.kind, "direction": self.direction, "range": list(self.value_range),
                 "threshold": self.threshold, "default": self.default, "needs_class": self.needs_class,
                 "requires": list(self.requires), "description": self.description, "meaning": self.meaning,
-                "out_of_core": self.out_of_core}
+                "out_of_core": self.out_of_core, "scenario": self.scenario}
+
+
+def result_not_judged(result: Any) -> str | None:
+    """Why a verdict does not hold this result to its measure's threshold (the intruder scenario
+    the measure models does not apply to this release), or ``None`` when it does."""
+    why = getattr(result, "not_judged", None)
+    if why is None and getattr(result, "result", None) is not None:  # a sampled measure's own result
+        why = getattr(result.result, "not_judged", None)
+    return str(why) if why else None
+
+
+def result_interval(result: Any) -> tuple[float, float] | None:
+    """The confidence interval (low, high) a result carries for its ``value`` — an attack's,
+    a sampled measure's — or ``None`` when it has none (an exact value)."""
+    lo, hi = getattr(result, "ci_low", None), getattr(result, "ci_high", None)
+    try:
+        lo, hi = float(lo), float(hi)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return (min(lo, hi), max(lo, hi))
 
 
 #: outcomes of holding a measured value (and its interval) to a threshold
@@ -225,6 +279,7 @@ def register_measure(
     meaning: str = "",
     threshold: float | None = None,
     out_of_core: bool = False,
+    scenario: str | None = None,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
@@ -236,7 +291,9 @@ def register_measure(
     verdict holds the value to (see :class:`MeasureSpec`). ``out_of_core=True`` declares
     that ``fn`` computes the measure exactly, partition by partition, when the context's
     tables are Dask DataFrames; any other measure is computed on a random sample of the
-    records, with a confidence interval (:mod:`ppdm.metrics.out_of_core`).
+    records, with a confidence interval (:mod:`ppdm.metrics.out_of_core`). ``scenario`` names
+    the intruder scenario a risk measure models (a key of :data:`SCENARIOS`; default from
+    :data:`SCENARIO_OF`).
 
     A measure that cannot be computed on the table it is given (no numeric attribute, a
     single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
@@ -251,10 +308,13 @@ def register_measure(
         raise ValueError(f"value_range of {name!r} is empty: {value_range!r}")
     if threshold is not None and direction is None:
         raise ValueError(f"measure {name!r} has a threshold but no direction to hold it to")
+    scenario = scenario or SCENARIO_OF.get(name)
+    if scenario is not None and scenario not in SCENARIOS:
+        raise ValueError(f"scenario of {name!r} must be one of {sorted(SCENARIOS)}, got {scenario!r}")
 
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
-                                     direction, (lo, hi), meaning, threshold, bool(out_of_core))
+                                     direction, (lo, hi), meaning, threshold, bool(out_of_core), scenario)
         return fn
 
     return deco

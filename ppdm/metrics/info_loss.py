@@ -42,6 +42,7 @@ from ppdm.metrics._common import (
     require_nonconstant,
 )
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+from ppdm.utils import check_choice
 
 SQRT2 = math.sqrt(2.0)
 
@@ -115,7 +116,7 @@ def il1s(
         with np.errstate(invalid="ignore", divide="ignore"):
             sd = np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
         return _il1s_from_sums(names, int(n), sd, sa, form, cells)
-    names, X, Z = numeric_pair(x, z, columns, measure="IL1s", allow_missing=True)
+    names, X, Z = numeric_pair(x, z, columns, measure="IL1s", allow_missing=True, rescale="column")
     if np.isnan(X).any() or np.isnan(Z).any():
         both = ~np.isnan(X) & ~np.isnan(Z)
         return _il1s_from_sums(names, X.shape[0], observed_sd(X), np.where(both, np.abs(X - Z), 0.0).sum(axis=0),
@@ -151,6 +152,9 @@ def _sse_sst_from_sums(names: list[str], n: Any, ss: np.ndarray, se: np.ndarray,
         ss, se = ss / var, se / var
     sst = float(ss.sum())
     sse = float(se.sum())
+    if not (math.isfinite(sst) and math.isfinite(sse)):
+        raise MeasureNotApplicable("SSE/SST cannot be computed: the sums of squares of these values overflow "
+                                   "double precision")
     if not sst > 0:
         raise MeasureNotApplicable("SSE/SST is undefined: every original column is constant (SST = 0)")
     per = pd.DataFrame({"attribute": names, "sse": se, "sst": ss})
@@ -162,8 +166,7 @@ def sse_sst(
 ) -> SseSstResult:
     """100·SSE/SST (paper 003 §4, Fig. 3 "SSE ratio"); ``standardize="zscore"`` divides each
     column by the original sample sd first (sdcMicro fixture fields ``zSSE``/``zSST``)."""
-    if standardize not in ("none", "zscore"):
-        raise ParameterError(f"SSE/SST standardize must be 'none' or 'zscore', got {standardize!r}")
+    standardize = check_choice(standardize, ("none", "zscore"), "SSE/SST standardize")  # type: ignore[assignment]
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="SSE/SST")
 
@@ -180,7 +183,9 @@ def sse_sst(
 
         ss, se = _dask.add(_dask.reduce_pairs(x, z, names, part, measure="SSE/SST"))
         return _sse_sst_from_sums(names, cnt, ss, se, standardize)
-    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST", allow_missing=True)
+    # values near 1e200 square to infinity: compare them scaled by a power of two (exact, same ratio)
+    names, X, Z = numeric_pair(x, z, columns, measure="SSE/SST", allow_missing=True,
+                               rescale="column" if standardize == "zscore" else "common")
     if np.isnan(X).any() or np.isnan(Z).any():
         # the cells observed in both tables, SST about their own mean
         both = ~np.isnan(X) & ~np.isnan(Z)
@@ -201,8 +206,12 @@ class ILMetricsResult(MeasureResult):
     """IL metrics (Domingo-Ferrer & Torra 2001, as paper 003 §3.3.1 uses them).
 
     ``value`` = scale · mean of the five components IL_X, IL_m, IL_V, IL_S, IL_R
-    (percent with the default ``scale=100``). ``excluded`` counts the cells/entries left
-    out of a component because their denominator was zero.
+    (percent with the default ``scale=100``), in the ``form`` asked for: ``"paper"`` divides
+    each difference by the original value (``paper_value``; the components ``il_x`` …
+    ``il_r``), ``"robust"`` by the original value or the attribute's spread, whichever is
+    larger (``robust_value``; its components in ``robust_components``). Both values are
+    always given. ``excluded`` counts the cells/entries left out of a paper component
+    because their denominator was zero.
     """
 
     il_x: float = 0.0
@@ -213,14 +222,20 @@ class ILMetricsResult(MeasureResult):
     scale: float = 100.0
     excluded: dict[str, int] = field(default_factory=dict)
     per_attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
+    form: str = "paper"
+    paper_value: float = float("nan")
+    robust_value: float = float("nan")
+    robust_components: dict[str, float] = field(default_factory=dict)
 
 
-def _rel_mean(num: np.ndarray, den: np.ndarray) -> tuple[float, int]:
-    """mean(|num| / |den|) over entries with den ≠ 0, and how many entries were left out."""
-    ok = den != 0
+def _rel_mean(num: np.ndarray, den: np.ndarray, floor: np.ndarray | None = None) -> tuple[float, int]:
+    """mean(|num| / |den|) over entries with den ≠ 0, and how many entries were left out;
+    with ``floor``, the denominator is max(|den|, floor) (the robust form)."""
+    d = np.abs(den) if floor is None else np.maximum(np.abs(den), floor)
+    ok = d != 0
     if not ok.any():
-        return float("nan"), int(den.size)
-    return float(np.mean(np.abs(num[ok]) / np.abs(den[ok]))), int((~ok).sum())
+        return float("nan"), int(np.size(den))
+    return float(np.mean(np.abs(num[ok]) / d[ok])), int((~ok).sum())
 
 
 def _nanmean(A: np.ndarray) -> np.ndarray:
@@ -294,6 +309,7 @@ def il_metrics(
     scale: float = 100.0,
     r_divisor: Literal["offdiag", "with_diag"] = "offdiag",
     r_term_p1: Literal["drop", "zero"] = "drop",
+    form: Literal["paper", "robust"] = "paper",
 ) -> ILMetricsResult:
     """IL metrics = scale · (IL_X + IL_m + IL_V + IL_S + IL_R) / 5.
 
@@ -307,11 +323,21 @@ def il_metrics(
     With one attribute IL_R does not exist: ``r_term_p1="drop"`` averages the other four,
     ``"zero"`` keeps five terms with IL_R = 0. A constant original column makes the
     correlation term undefined (ParameterError naming it).
+
+    The paper's relative differences explode where a value, a mean or a covariance is near
+    zero (74 320 % on shuttle, whose attributes are centred near 0). ``form="robust"``
+    divides by the larger of that quantity and the attribute's spread: |x_ij| or s_j for
+    IL_X, |x̄_j| or s_j for IL_m, |v_ij| or s_i·s_j for IL_V (s the original's sample sd);
+    IL_S and IL_R are unchanged. Where the original quantity is at least the spread, both
+    forms agree; a covariance of two attributes never is (|v_ij| ≤ s_i·s_j), so the robust
+    IL_V measures covariance changes on the scale of correlations. ``value`` is the form
+    asked for; the result holds both.
     """
     if r_divisor not in ("offdiag", "with_diag"):
         raise ParameterError(f"r_divisor must be 'offdiag' or 'with_diag', got {r_divisor!r}")
     if r_term_p1 not in ("drop", "zero"):
         raise ParameterError(f"r_term_p1 must be 'drop' or 'zero', got {r_term_p1!r}")
+    form = check_choice(form, ("paper", "robust"), "IL metrics form")  # type: ignore[assignment]
     excluded: dict[str, int] = {}
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IL metrics")
@@ -322,9 +348,14 @@ def il_metrics(
         tot = float(acc["il_x_n"].sum())
         il_x = float(acc["il_x_sum"].sum() / tot) if tot else float("nan")
         excluded["il_x"] = int(acc["il_x_zero"].sum())
+        sd = np.sqrt(np.maximum(np.diag(acc["V"]), 0.0))
+        rx_sum, rx_n = _dask_robust_il_x(x, z, names, sd)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rx_col = np.where(rx_n > 0, rx_sum / np.maximum(rx_n, 1), np.nan)
+        rx = float(rx_sum.sum() / rx_n.sum()) if rx_n.sum() else float("nan")
         return _il_metrics_result(names, il_x, excluded, acc["mx"], acc["mz"], acc["V"], acc["Vz"], scale,
-                                  r_divisor, r_term_p1, il_x_col)
-    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics", allow_missing=True)
+                                  r_divisor, r_term_p1, il_x_col, rx, rx_col, form)
+    names, X, Z = numeric_pair(x, z, columns, measure="IL metrics", allow_missing=True, rescale="column")
     p = X.shape[1]
     gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
     if gaps:
@@ -342,18 +373,46 @@ def il_metrics(
     with np.errstate(invalid="ignore", divide="ignore"):
         ok = ~np.isnan(X) & ~np.isnan(Z)
         il_x_col = np.array([_rel_mean(X[ok[:, j], j] - Z[ok[:, j], j], X[ok[:, j], j])[0] for j in range(p)])
-    return _il_metrics_result(names, il_x, excluded, mx, mz, V, Vz, scale, r_divisor, r_term_p1, il_x_col)
+        sd = np.sqrt(np.maximum(np.diag(V), 0.0))
+        # robust IL_X: each cell's difference over max(|x_ij|, s_j), over the cells observed in both
+        dens = np.maximum(np.abs(X), sd)
+        use = ok & (dens != 0)
+        rel = np.where(use, np.abs(X - Z) / np.where(use, dens, 1.0), 0.0)
+        rx_n = use.sum(axis=0)
+        rx_col = np.where(rx_n > 0, rel.sum(axis=0) / np.maximum(rx_n, 1), np.nan)
+        rx = float(rel.sum() / rx_n.sum()) if rx_n.sum() else float("nan")
+    return _il_metrics_result(names, il_x, excluded, mx, mz, V, Vz, scale, r_divisor, r_term_p1, il_x_col,
+                              rx, rx_col, form)
+
+
+def _dask_robust_il_x(x: Any, z: Any, names: list[str], sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column: Σ |x_ij − z_ij| / max(|x_ij|, s_j) and the number of cells, over the cells
+    observed in both tables (a third pass: the spreads come from the second)."""
+    def part(X: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dens = np.maximum(np.abs(X), sd)
+        use = ~np.isnan(X) & ~np.isnan(Z) & (dens != 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.where(use, np.abs(X - Z) / np.where(use, dens, 1.0), 0.0)
+        return rel.sum(0), use.sum(0)
+
+    return _dask.add(_dask.reduce_pairs(x, z, names, part, measure="IL metrics"))
 
 
 def _il_metrics_result(names: list[str], il_x: float, excluded: dict[str, int], mx: np.ndarray, mz: np.ndarray,
                        V: np.ndarray, Vz: np.ndarray, scale: float, r_divisor: str, r_term_p1: str,
-                       il_x_col: np.ndarray) -> ILMetricsResult:
+                       il_x_col: np.ndarray, robust_il_x: float, robust_il_x_col: np.ndarray,
+                       form: str) -> ILMetricsResult:
     p = len(names)
+    sd = np.sqrt(np.maximum(np.diag(V), 0.0))
     il_m, excluded["il_m"] = _rel_mean(mx - mz, mx)
     iu = np.triu_indices(p)
     il_v, excluded["il_v"] = _rel_mean(V[iu] - Vz[iu], V[iu])
     il_s, excluded["il_s"] = _rel_mean(np.diag(V) - np.diag(Vz), np.diag(V))
+    # the robust form: denominators never below the attribute's spread (s_j; s_i·s_j for covariances)
+    r_m, _ = _rel_mean(mx - mz, mx, sd)
+    r_v, _ = _rel_mean(V[iu] - Vz[iu], V[iu], np.outer(sd, sd)[iu])
     terms = [il_x, il_m, il_v, il_s]
+    robust_terms = [robust_il_x, r_m, r_v, il_s]
     if p >= 2:
         require_nonconstant(names, np.sqrt(np.diag(V)), measure="IL metrics (correlation term)")
         R, Rz = _corr(V), _corr(Vz)
@@ -361,26 +420,34 @@ def _il_metrics_result(names: list[str], il_x: float, excluded: dict[str, int], 
         divisor = p * (p - 1) / 2 if r_divisor == "offdiag" else p * (p + 1) / 2
         il_r = float(np.abs(R[io] - Rz[io]).sum() / divisor)
         terms.append(il_r)
+        robust_terms.append(il_r)
     elif r_term_p1 == "zero":
         il_r = 0.0
         terms.append(il_r)
+        robust_terms.append(il_r)
     else:
         il_r = float("nan")
     finite = [t for t in terms if math.isfinite(t)]
     if not finite:
         raise MeasureNotApplicable("IL metrics is undefined: every component has a zero denominator")
-    value = scale * float(np.mean(finite))
+    paper = scale * float(np.mean(finite))
+    robust_finite = [t for t in robust_terms if math.isfinite(t)]
+    robust = scale * float(np.mean(robust_finite)) if robust_finite else float("nan")
     with np.errstate(invalid="ignore", divide="ignore"):
         per = pd.DataFrame({
             "attribute": names,
             "il_x": il_x_col,
+            "il_x_robust": robust_il_x_col,
             "mean_original": mx,
             "mean_masked": mz,
+            "sd_original": sd,
             "var_original": np.diag(V),
             "var_masked": np.diag(Vz),
         })
-    return ILMetricsResult(value=value, il_x=il_x, il_m=il_m, il_v=il_v, il_s=il_s, il_r=il_r, scale=scale,
-                           excluded=excluded, per_attribute=per)
+    components = {"il_x": robust_il_x, "il_m": r_m, "il_v": r_v, "il_s": il_s, "il_r": il_r}
+    return ILMetricsResult(value=paper if form == "paper" else robust, il_x=il_x, il_m=il_m, il_v=il_v, il_s=il_s,
+                           il_r=il_r, scale=scale, excluded=excluded, per_attribute=per, form=form,
+                           paper_value=paper, robust_value=robust, robust_components=components)
 
 
 # ------------------------------------------------------------------------- entropy
@@ -507,7 +574,8 @@ def correlation_difference(
         names = column_names(x, columns, measure="correlation difference")
         acc = _dask_moments(x, z, names, "correlation difference")
         return _correlation_result(names, acc["V"], acc["Vz"], acc["r_xz"], variant)
-    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference", allow_missing=True)
+    names, X, Z = numeric_pair(x, z, columns, measure="correlation difference", allow_missing=True,
+                               rescale="column")
     gaps = bool(np.isnan(X).any() or np.isnan(Z).any())
     require_nonconstant(names, observed_sd(X) if gaps else X.std(axis=0), measure="correlation difference")
     p = len(names)
@@ -553,13 +621,19 @@ def _num_ctx(ctx: EvaluationContext, name: str) -> tuple[pd.DataFrame, pd.DataFr
 
 
 @register_measure("il_metrics", kind="utility", needs_class=False, out_of_core=True,
-                  description="IL metrics of Domingo-Ferrer & Torra in percent (paper 003 §3.3.1); lower is better",
+                  description="IL metrics of Domingo-Ferrer & Torra in percent (paper 003 §3.3.1), robust form "
+                  "(relative to the attribute's spread where a value is near 0; the paper's form is in the details, "
+                  "or with option il_form=paper); lower is better",
                   direction="lower", value_range=(0.0, None),
-                  meaning="0 means the means, covariances and correlations of the numeric attributes are unchanged; "
-                  "the value is a sum of relative differences in percent, so compare releases of one table.")
+                  meaning="0 means the values, means, covariances and correlations of the numeric attributes are "
+                  "unchanged; the value is a mean of relative differences in percent, so compare releases of one "
+                  "table.")
 def _il_metrics_measure(ctx: EvaluationContext) -> ILMetricsResult:
     x, z, cols = _num_ctx(ctx, "il_metrics")
-    return il_metrics(x, z, cols, **pick_options(ctx.options, "il_metrics", ["scale", "r_divisor", "r_term_p1"]))
+    opts = pick_options(ctx.options, "il_metrics", ["scale", "r_divisor", "r_term_p1", "il_form"])
+    # evaluate reports the robust form (a mean near 0 made the paper's form read 74 320 %); the option
+    # is named il_form because il1s's "form" (sum/mean) is another parameter
+    return il_metrics(x, z, cols, form=opts.pop("il_form", "robust"), **opts)
 
 
 @register_measure("il1s", kind="utility", needs_class=False, out_of_core=True,

@@ -223,14 +223,19 @@ def _frequencies(codes: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, n
     return fk, Fk, n_groups
 
 
-def _wildcard_frequencies(codes: np.ndarray, miss: np.ndarray, wt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _wildcard_frequencies(codes: np.ndarray, miss: np.ndarray, wt: np.ndarray,
+                          mult: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Frequencies when some key values are missing (sdcMicro ``freqCalc``, alpha = 1).
 
     Records are grouped by their pattern of missing keys. For two patterns P and Q, a
     record with pattern P matches the records with pattern Q that agree with it on the
     keys missing in neither: one grouped count per pair of patterns, O(#patterns² · n).
+    ``mult`` gives each row a multiplicity (rows standing for that many records with the
+    same keys, ``wt`` then their summed weights): the frequencies of a table of distinct key
+    combinations are those of the records it counts.
     """
     n, m = codes.shape
+    one = np.ones(n) if mult is None else np.asarray(mult, dtype=float)
     fk = np.zeros(n)
     Fk = np.zeros(n)
     pat_id, patterns = pd.factorize(pd.Series([row.tobytes() for row in np.packbits(miss, axis=1)]))
@@ -243,19 +248,19 @@ def _wildcard_frequencies(codes: np.ndarray, miss: np.ndarray, wt: np.ndarray) -
                 continue  # with several keys, all-missing keys do not add to complete ones (sdcMicro)
             common = np.flatnonzero(~pats[p] & ~pats[q])
             if common.size == 0:
-                fk[mem_p] += len(mem_q)
+                fk[mem_p] += one[mem_q].sum()
                 Fk[mem_p] += wt[mem_q].sum()
                 continue
             both = np.concatenate([mem_q, mem_p])
             g = group_codes(codes[np.ix_(both, common)])
             gq, gp = g[: len(mem_q)], g[len(mem_q):]
-            cnt = np.bincount(gq, minlength=int(g.max()) + 1).astype(float)
+            cnt = np.bincount(gq, weights=one[mem_q], minlength=int(g.max()) + 1)
             ws = np.bincount(gq, weights=wt[mem_q], minlength=int(g.max()) + 1)
             fk[mem_p] += cnt[gp]
             Fk[mem_p] += ws[gp]
     full = miss.all(axis=1)
     if full.any():  # keys missing altogether: the record could be anyone
-        fk[full] = n
+        fk[full] = one.sum()
         Fk[full] = wt.sum()
     return fk, Fk
 
@@ -332,14 +337,20 @@ class KAnonymityResult(RecordDetailMixin):
     sample_uniques: int = 0
     achieved_k: int = 0  # smallest fk: the table is achieved_k-anonymous on these keys
     n_combinations: int = 0
+    weight: str | None = None  # sampling weights: violations counted on Fk (estimated population)
+    weighted: bool = False  # value counts Fk < k (True) or fk < k (False)
+    violations_weighted: int | None = None  # records with Fk < k, when weights are given
     original: float | None = None  # the same measure on the original x, for reference
     key_source: str = ""  # 'declared' or 'inferred' (see infer_quasi_identifiers)
+    perturbed_keys: list[str] = field(default_factory=list)  # declared keys left out: perturbed in z
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     fk: np.ndarray | None = record_field()
+    Fk: np.ndarray | None = record_field()
 
 
 def k_anonymity(
-    df: pd.DataFrame, keys: Any, k: int = 3, *, frequencies: KeyFrequencies | None = None, per_key: bool = True
+    df: pd.DataFrame, keys: Any, k: int = 3, *, weight: str | None = None, weighted: bool | None = None,
+    frequencies: KeyFrequencies | None = None, per_key: bool = True,
 ) -> KAnonymityResult:
     """k-anonymity on the key variables (Sweeney 2002; sdcMicro's fk < k counts).
 
@@ -347,21 +358,37 @@ def k_anonymity(
     ``violations`` their number, ``sample_uniques`` the records with fk = 1 and
     ``achieved_k`` = min fk, the largest k for which the table is k-anonymous.
     ``per_key`` lists, for each key variable, how many sample uniques would remain if
-    it were left out. Per-record fk stays in ``fk`` (never printed).
+    it were left out. Per-record fk (and Fk) stay in ``fk``/``Fk`` (never printed).
 
-    ``frequencies`` (the :func:`key_frequencies` of ``df`` on these keys) saves computing
-    them again; ``per_key=False`` leaves ``per_key`` empty (the headline alone).
+    ``weight`` names a sampling-weight column: then the estimated population frequency Fk
+    (the sum of the weights of the records sharing the key) is computed as well, and
+    ``violations_weighted`` counts the records with Fk < k — the records estimated to
+    violate k-anonymity in the population, sdcMicro's ``kAnon_violations(weighted=TRUE)``.
+    ``weighted`` chooses which count ``value`` is (default: the weighted one when weights
+    are given).
+
+    ``frequencies`` (the :func:`key_frequencies` of ``df`` on these keys, weighted as asked)
+    saves computing them again; ``per_key=False`` leaves ``per_key`` empty (the headline alone).
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ParameterError(f"k-anonymity k must be an integer ≥ 1, got {k!r}")
     keys = check_keys(df, keys, measure="k-anonymity")
-    kf = _given_or_computed(df, keys, None, frequencies)
+    kf = _given_or_computed(df, keys, weight, frequencies)
+    if kf.weighted:
+        _check_fraction(kf, weight, "k-anonymity")
+    use_weights = kf.weighted if weighted is None else bool(weighted)
+    if use_weights and not kf.weighted:
+        raise ParameterError("k-anonymity: weighted=True needs a weight column")
     viol = int((kf.fk < k).sum())
+    viol_w = int((kf.Fk < k).sum()) if kf.weighted else None
     uniq = int((kf.fk == 1).sum())
     n = kf.n
-    return KAnonymityResult(value=viol / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,
-                            achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups,
-                            per_key=_per_key(keys, kf.codes, uniq) if per_key else pd.DataFrame(), fk=kf.fk)
+    counted = viol_w if use_weights else viol
+    return KAnonymityResult(value=counted / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,
+                            achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups, weight=weight,
+                            weighted=use_weights, violations_weighted=viol_w,
+                            per_key=_per_key(keys, kf.codes, uniq) if per_key else pd.DataFrame(), fk=kf.fk,
+                            Fk=kf.Fk)
 
 
 @dataclass
@@ -373,6 +400,7 @@ class SampleUniquesResult(RecordDetailMixin):
     sample_uniques: int = 0
     original: float | None = None
     key_source: str = ""
+    perturbed_keys: list[str] = field(default_factory=list)
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     unique: np.ndarray | None = record_field()
 
@@ -409,6 +437,7 @@ class ReidentificationRiskResult(RecordDetailMixin):
     n_combinations: int = 0
     original: float | None = None
     key_source: str = ""
+    perturbed_keys: list[str] = field(default_factory=list)
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     fk: np.ndarray | None = record_field()
     Fk: np.ndarray | None = record_field()
@@ -455,6 +484,7 @@ class LDiversityResult(RecordDetailMixin):
     n: int = 0
     original: float | None = None
     key_source: str = ""
+    perturbed_keys: list[str] = field(default_factory=list)
     per_sensitive: pd.DataFrame = field(default_factory=pd.DataFrame)
     distinct_l: dict[str, np.ndarray] | None = record_field()
     entropy_l: dict[str, np.ndarray] | None = record_field()
@@ -525,6 +555,95 @@ def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) 
                             l_target=int(l_target), n=len(df), per_sensitive=per, distinct_l=dl, entropy_l=el)
 
 
+# ------------------------------------------- which keys reach the release as they were
+#: how a quasi-identifier reaches the release: every released value equal to its original,
+#: every one standing for a set holding it (interval, group, suppressed cell), or neither
+KEY_STATUSES = ("unchanged", "generalised", "perturbed")
+
+
+def _is_number(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def released_covers(released: pd.Series, original: pd.Series,
+                    ancestors: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Record by record: whether the released value equals its original (a missing value
+    equals a missing one), and whether it stands for it
+    (:func:`ppdm.data.generalization.covers`: equal, suppressed, an interval or a group
+    holding the original, or an original the intruder does not know)."""
+    zm = released.isna().to_numpy()
+    xm = original.isna().to_numpy()
+    if _is_number(released) and _is_number(original):
+        zv = released.to_numpy(dtype=float, na_value=np.nan)
+        xv = original.to_numpy(dtype=float, na_value=np.nan)
+        eq = (zv == xv) | (zm & xm)
+        return eq, eq | zm | xm
+    from ppdm.data.generalization import covers
+
+    zo = released.to_numpy(dtype=object)
+    xo = original.to_numpy(dtype=object)
+    both = ~zm & ~xm
+    eq = zm & xm
+    eq[both] = zo[both] == xo[both]
+    cov = eq | zm | xm
+    rest = ~cov
+    if rest.any():
+        cov[rest] = covers(released[rest], original[rest], ancestors=ancestors)
+    return eq, cov
+
+
+def _unpaired_status(released: pd.Series, original: pd.Series, ancestors: Any = None) -> str:
+    """A key's status without a record pairing, from the values alone: unchanged when the
+    released values are the originals' (the same multiset); generalised when every released
+    value that is not an interval, a group label or a suppressed cell occurs in x at least
+    as often as in z; perturbed otherwise."""
+    from ppdm.data.generalization import parse_interval
+
+    zc = released.value_counts(dropna=False)
+    xc = original.value_counts(dropna=False)
+    if len(zc) == len(xc) and zc.sort_index().equals(xc.reindex(zc.index).sort_index()):
+        return "unchanged"
+    labels = {lab for ups in (ancestors or {}).values() for lab in ups}
+    for v, c in zc.items():
+        if pd.isna(v) or v in labels or parse_interval(v) is not None:
+            continue
+        if c > int(xc.get(v, 0)):
+            return "perturbed"
+    return "generalised"
+
+
+def key_status(x: pd.DataFrame, z: pd.DataFrame, keys: Any, *, paired: bool = True,
+               hierarchies: dict[str, Any] | None = None) -> pd.DataFrame:
+    """How each quasi-identifier reaches the release, with the shares behind it.
+
+    With ``paired`` records (row i of z releases row i of x, as many rows): a key is
+    ``unchanged`` when every released value equals its original, ``generalised`` when every
+    one stands for it (:func:`released_covers`: an interval or a hierarchy group holding it,
+    a suppressed cell) and some differ, and ``perturbed`` otherwise — noise, swaps,
+    microaggregation and synthetic values give a released value that does not stand for the
+    original. ``changed`` and ``not_covered`` are the shares of records whose released value
+    differs from, and does not stand for, the original. Without a pairing the status is read
+    from the values (:func:`_unpaired_status`) and the shares are missing.
+    ``hierarchies`` maps a key to its ``{original: [generalised labels]}``.
+    """
+    keys = check_keys(z, keys, measure="key status")
+    absent = [k for k in keys if k not in x.columns]
+    if absent:
+        raise SchemaError(f"key status: quasi-identifier(s) {', '.join(map(repr, absent))} not in the original")
+    rows = []
+    for k in keys:
+        anc = (hierarchies or {}).get(k)
+        if paired and len(x) == len(z):
+            eq, cov = released_covers(z[k].reset_index(drop=True), x[k].reset_index(drop=True), anc)
+            status = "unchanged" if eq.all() else "generalised" if cov.all() else "perturbed"
+            rows.append({"key": k, "status": status, "changed": float(1.0 - eq.mean()),
+                         "not_covered": float(1.0 - cov.mean()), "basis": "record pairs"})
+        else:
+            rows.append({"key": k, "status": _unpaired_status(z[k], x[k], anc), "changed": np.nan,
+                         "not_covered": np.nan, "basis": "values"})
+    return pd.DataFrame(rows, columns=["key", "status", "changed", "not_covered", "basis"])
+
+
 # ------------------------------------------------------------ registrations
 def infer_quasi_identifiers(schema: Any, df: pd.DataFrame | None = None) -> list[str]:
     """Quasi-identifiers guessed from the roles when none are declared: the categorical
@@ -538,14 +657,23 @@ def infer_quasi_identifiers(schema: Any, df: pd.DataFrame | None = None) -> list
     ...); declare the quasi-identifiers for any other intruder.
     """
     skip = {schema.class_column, schema.weight, *schema.sensitive, *schema.identifiers}
-    out = []
-    for c in schema.categorical:
-        if c in skip:
-            continue
-        if df is not None and c in df.columns and df[c].nunique(dropna=True) * 2 > len(df):
-            continue
-        out.append(c)
-    return out[:12]
+    cand = [c for c in schema.categorical if c not in skip]
+    if df is None:
+        return cand[:12]
+    from ppdm.metrics._common import is_dask
+
+    present = [c for c in cand if c in df.columns]
+    if is_dask(df):  # counted partition by partition, in one pass
+        import dask
+
+        from ppdm.metrics._dask import partition_lengths
+
+        distinct = dict(zip(present, dask.compute(*[df[c].nunique(dropna=True) for c in present]), strict=True))
+        n = sum(partition_lengths(df))
+    else:
+        distinct = {c: df[c].nunique(dropna=True) for c in present}
+        n = len(df)
+    return [c for c in cand if not (c in distinct and distinct[c] * 2 > n)][:12]
 
 
 def context_keys(ctx: EvaluationContext, measure: str) -> list[str]:
@@ -608,70 +736,163 @@ def _opt(ctx: EvaluationContext, measure: str, name: str, default: Any) -> Any:
     return ctx.options.get(f"{measure}.{name}", default)
 
 
-@register_measure("k_anonymity", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-                  threshold=0.05,
-                  meaning="The share of released records that share their quasi-identifier values with fewer than "
-                  "k records (k = 3), so an intruder who knows them narrows the person down to under k; 0 is best.",
-                  description="share of released records whose quasi-identifier combination is shared by "
-                              "fewer than k records (k = 3; sdcMicro fk < k)")
-def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
-    keys = context_keys(ctx, "k_anonymity")
-    k = _opt(ctx, "k_anonymity", "k", 3)
-    res = k_anonymity(ctx.z, keys, k, frequencies=_context_frequencies(ctx, "z", ctx.z, keys))
-    res.original = k_anonymity(ctx.x, keys, k, frequencies=_context_frequencies(ctx, "x", ctx.x, keys),
-                               per_key=False).value
-    res.key_source = ctx.cache.get('key_source', '')
+def _truthy(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() in ("1", "true", "yes", "on")
+    return bool(v)
+
+
+def context_hierarchies(ctx: EvaluationContext) -> dict[str, Any]:
+    """The schema's category hierarchies (``{column: {original: [labels, fine to coarse]}}``), if any."""
+    return dict(getattr(ctx.schema, "hierarchies", None) or {})
+
+
+def context_key_status(ctx: EvaluationContext, keys: list[str]) -> pd.DataFrame:
+    """:func:`key_status` of the evaluation's quasi-identifiers, computed once per evaluation
+    (partition pair by partition pair for partitioned tables)."""
+    name = "key_status:" + "\x1f".join(keys)
+    if name not in ctx.cache:
+        from ppdm.metrics._common import is_dask
+
+        if is_dask(ctx.x) or is_dask(ctx.z):
+            from ppdm.metrics._dask import key_status_parts
+
+            ctx.cache[name] = key_status_parts(ctx.x, ctx.z, keys, context_hierarchies(ctx))
+        else:
+            ctx.cache[name] = key_status(ctx.x, ctx.z, keys, paired=ctx.is_paired,
+                                         hierarchies=context_hierarchies(ctx))
+    return ctx.cache[name]
+
+
+def judged_keys(ctx: EvaluationContext, measure: str) -> tuple[list[str], list[str]]:
+    """The quasi-identifiers a key-variable measure judges the release on, and those it leaves out.
+
+    Key frequencies speak of re-identification only for an intruder who can find a person's
+    known values in the release: on keys that reach z unchanged or generalised
+    (:func:`key_status`). A perturbed key is left out here — the intruder's chance on it is
+    what ``qi_matching`` measures. With every key perturbed the measure does not apply
+    (:class:`MeasureNotApplicable`, naming the keys). The option ``all_keys=true`` counts
+    every key as it is released (the release's own uniqueness, as sdcMicro would on z).
+    """
+    keys = context_keys(ctx, measure)
+    if _truthy(_opt(ctx, measure, "all_keys", False)):
+        return keys, []
+    st = context_key_status(ctx, keys)
+    perturbed = [k for k, v in zip(st["key"], st["status"], strict=True) if v == "perturbed"]
+    kept = [k for k in keys if k not in perturbed]
+    if not kept:
+        how = ", ".join(f"{k} ({c:.1%} of records changed)" if np.isfinite(c) else k
+                        for k, c in zip(st["key"], st["changed"], strict=True))
+        raise MeasureNotApplicable(
+            f"{measure} judges a release on quasi-identifiers that reach it unchanged or generalised, and every "
+            f"one is perturbed: {how}; frequencies of perturbed values say nothing about re-identification — "
+            f"qi_matching measures this intruder (-p {measure}.all_keys=true computes it anyway)")
+    return kept, perturbed
+
+
+def _finish(res: Any, ctx: EvaluationContext, perturbed: list[str]) -> Any:
+    res.key_source = ctx.cache.get("key_source", "")
+    res.perturbed_keys = list(perturbed)
     return res
 
 
+@register_measure("k_anonymity", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
+                  threshold=0.05, out_of_core=True,
+                  meaning="The share of released records that share their quasi-identifier values with fewer than "
+                  "k records (k = 3), so an intruder who knows them narrows the person down to under k; 0 is best. "
+                  "Judged on quasi-identifiers that reach the release unchanged or generalised.",
+                  description="share of released records whose quasi-identifier combination is shared by "
+                              "fewer than k records (k = 3; sdcMicro fk < k, or Fk < k with weighted=true)")
+def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
+    keys, perturbed = judged_keys(ctx, "k_anonymity")
+    k = _opt(ctx, "k_anonymity", "k", 3)
+    weighted = _truthy(_opt(ctx, "k_anonymity", "weighted", False))
+    from ppdm.metrics._common import is_dask
+
+    if is_dask(ctx.z):
+        from ppdm.metrics._dask import k_anonymity_parts
+
+        return _finish(k_anonymity_parts(ctx, keys, k, weighted), ctx, perturbed)
+    if weighted:
+        x, z, w = context_weight(ctx, "k_anonymity")
+        if w is None:
+            raise ParameterError("k_anonymity.weighted=true needs a weight column (--weight or weight in a schema)")
+        wx = w if w in x.columns else None
+    else:
+        x, z, w, wx = ctx.x, ctx.z, None, None
+    res = k_anonymity(z, keys, k, weight=w, weighted=weighted,
+                      frequencies=_context_frequencies(ctx, "z", z, keys, w))
+    res.original = k_anonymity(x, keys, k, weight=wx, weighted=weighted and wx is not None,
+                               frequencies=_context_frequencies(ctx, "x", x, keys, wx), per_key=False).value
+    return _finish(res, ctx, perturbed)
+
+
 @register_measure("sample_uniques", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
+                  out_of_core=True,
                   description="share of released records unique on the quasi-identifiers (fk = 1)",
                   meaning="The share of released records no other record matches on the quasi-identifiers; each "
                   "is a candidate for re-identification, 0 is best.")
 def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
-    keys = context_keys(ctx, "sample_uniques")
+    keys, perturbed = judged_keys(ctx, "sample_uniques")
+    from ppdm.metrics._common import is_dask
+
+    if is_dask(ctx.z):
+        from ppdm.metrics._dask import sample_uniques_parts
+
+        return _finish(sample_uniques_parts(ctx, keys), ctx, perturbed)
     res = sample_uniques(ctx.z, keys, frequencies=_context_frequencies(ctx, "z", ctx.z, keys))
     res.original = sample_uniques(ctx.x, keys, frequencies=_context_frequencies(ctx, "x", ctx.x, keys),
                                   per_key=False).value
-    res.key_source = ctx.cache.get('key_source', '')
-    return res
+    return _finish(res, ctx, perturbed)
 
 
 @register_measure("reidentification_risk", kind="risk", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.05,
+                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True,
                   meaning="The expected share of records an intruder who knows their quasi-identifiers (and, with "
-                  "weights, that they are in the population) re-identifies correctly; 0 is best.",
+                  "weights, that they are in the population) re-identifies correctly; 0 is best. Judged on "
+                  "quasi-identifiers that reach the release unchanged or generalised.",
                   description="global re-identification risk on the quasi-identifiers: mean individual risk "
                               "(sdcMicro measure_risk; sampling weights from the schema)")
 def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
-    keys = context_keys(ctx, "reidentification_risk")
+    keys, perturbed = judged_keys(ctx, "reidentification_risk")
+    from ppdm.metrics._common import is_dask
+
+    if is_dask(ctx.z):
+        from ppdm.metrics._dask import reidentification_risk_parts
+
+        return _finish(reidentification_risk_parts(ctx, keys), ctx, perturbed)
     x, z, w = context_weight(ctx, "reidentification_risk")
     wx = w if w in x.columns else None
     res = reidentification_risk(z, keys, w, frequencies=_context_frequencies(ctx, "z", z, keys, w))
     res.original = reidentification_risk(x, keys, wx, frequencies=_context_frequencies(ctx, "x", x, keys, wx),
                                          per_key=False).value
-    res.key_source = ctx.cache.get('key_source', '')
-    return res
+    return _finish(res, ctx, perturbed)
 
 
 @register_measure("l_diversity", kind="risk", needs_class=False, direction="higher", value_range=(1.0, None),
-                  threshold=2.0,
+                  threshold=2.0, out_of_core=True,
                   meaning="The fewest distinct sensitive values in a group of records sharing their quasi-identifiers; "
                   "1 means some group gives its sensitive value away, higher is better.",
                   description="distinct l-diversity: fewest distinct sensitive values in a quasi-identifier group "
                               "of the release")
 def _l_diversity_measure(ctx: EvaluationContext) -> LDiversityResult:
-    keys = context_keys(ctx, "l_diversity")
+    keys, perturbed = judged_keys(ctx, "l_diversity")
     sens = _opt(ctx, "l_diversity", "sensitive", None) or ctx.schema.sensitive
     l_target = _opt(ctx, "l_diversity", "l", 2)
+    from ppdm.metrics._common import is_dask
+
+    if is_dask(ctx.z):
+        from ppdm.metrics._dask import l_diversity_parts
+
+        return _finish(l_diversity_parts(ctx, keys, sens, l_target), ctx, perturbed)
     res = l_diversity(ctx.z, keys, sens, l_target)
     res.original = l_diversity(ctx.x, keys, sens, l_target).value
-    res.key_source = ctx.cache.get('key_source', '')
-    return res
+    return _finish(res, ctx, perturbed)
 
 
 __all__ = [
     "KAnonymityResult", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
-    "KEY_VARIABLE_MEASURES", "check_keys", "check_weights", "context_keys", "infer_quasi_identifiers", "individual_risk", "k_anonymity", "key_codes",
-    "key_frequencies", "l_diversity", "reidentification_risk", "sample_uniques",
+    "KEY_STATUSES", "KEY_VARIABLE_MEASURES", "check_keys", "check_weights", "context_key_status", "context_keys",
+    "infer_quasi_identifiers", "individual_risk", "judged_keys", "k_anonymity", "key_codes", "key_frequencies",
+    "key_status", "l_diversity", "reidentification_risk", "released_covers", "sample_uniques",
 ]

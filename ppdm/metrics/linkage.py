@@ -15,23 +15,27 @@ DDR, ties are credited 1/|T_i| (``"fractional"``, an intruder choosing among the
 records at random), only when i is the lowest index in T_i (``"first"``) or only when
 T_i = {i} (``"strict"``).
 
-The search is exact. It never finds the nearest original as such: for each z_i it scans
-the originals, abandoning a distance as soon as its partial sum exceeds d(z_i, x_i) and
-stopping altogether at the first original clearly nearer than x_i (the link then fails).
-Memory is one length-n candidate buffer per thread, O(block · n) with a block per thread.
+The search is exact. It never finds the nearest original as such: it asks whether any
+original is clearly nearer than x_i (then the link fails at once) and, when none is, counts
+the originals tied with it. A k-d tree over the originals (:func:`build_mixed_tree`) bounds
+the Gower distance from below per node, so the search explores only the ball of radius
+d(z_i, x_i); a point's distance is summed term by term in one fixed order and abandoned once
+it passes the radius, so every decision is that of a plain scan. The originals may be split
+in blocks (:func:`link_against_blocks`): a first pass over the blocks refutes links and finds
+each record's nearest distance, a second counts its ties — the same links, whatever the
+blocks, which is how partitioned tables are linked out of core.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
-from ppdm.metrics._ballsearch import tied_with_own
 from ppdm.metrics._common import mixed_attributes
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
@@ -53,6 +57,12 @@ class LinkageResult(RecordDetailMixin):
     numeric: list[str] = field(default_factory=list)
     categorical: list[str] = field(default_factory=list)
     ties: str = "fractional"
+    paired: bool = True  # own originals known from the pairing (False: verbatim copies only)
+    sample_size: int | None = None  # released records linked when sampled (each against all of x)
+    population: int | None = None
+    confidence: float = 0.95
+    ci_low: float = float("nan")  # Wilson interval when sampled, missing when exact
+    ci_high: float = float("nan")
     credit: np.ndarray | None = record_field()
     tie_count: np.ndarray | None = record_field()
 
@@ -80,84 +90,466 @@ def _gower(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray, i: in
     return d
 
 
-@njit(cache=True, parallel=True)
-def own_links(
-    xn: np.ndarray,  # (n, p) numeric originals divided by their range
-    xc: np.ndarray,  # (n, q) categorical codes of the originals
-    zn: np.ndarray,  # (n, p) released, same scaling
-    zc: np.ndarray,  # (n, q) released codes (same coding as xc)
-    rel_tol: float,
-    abs_tol: float,
-    n_chunks: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per released record i: whether x_i is in T_i, |T_i| and min T_i (the last two only when
-    it is), and d(z_i, x_i)."""
-    n = zn.shape[0]
-    nx = xn.shape[0]
-    own = np.zeros(n, dtype=np.bool_)
-    count = np.zeros(n, dtype=np.int64)
-    first = np.zeros(n, dtype=np.int64)
-    own_d = np.zeros(n)
-    chunk = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        cand_j = np.empty(nx, dtype=np.int64)
-        cand_d = np.empty(nx)
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            d_own = _gower(zn, zc, xn, xc, i, i, np.inf)
-            own_d[i] = d_own
-            reach = d_own * (1.0 + rel_tol) + abs_tol  # no tie of x_i lies farther
-            k = 0
-            refuted = False
-            for j in range(nx):
-                if j == i:
-                    continue
-                d = _gower(zn, zc, xn, xc, i, j, reach)
-                if d > reach:
-                    continue
-                if d_own > d * (1.0 + rel_tol) + abs_tol:
-                    refuted = True  # x_j is nearer than any tie of x_i could be
-                    break
-                cand_j[k] = j
-                cand_d[k] = d
-                k += 1
-            if refuted:
+# ------------------------------------------------------------------ mixed k-d tree
+#: points per leaf of the mixed k-d tree
+LEAF_SIZE = 32
+#: leaves one record may visit before its search is finished by a plain scan of the block
+LEAF_BUDGET_FRACTION = 0.25
+
+
+@njit(cache=True)
+def build_mixed_tree(xn: np.ndarray, xc: np.ndarray, gx: np.ndarray, leaf_size: int) -> tuple:
+    """k-d tree over originals with numeric (scaled, NaN for missing) and categorical attributes.
+
+    ``gx`` numbers the originals' groups: equal categorical values and the same missing
+    numeric attributes. Nodes holding several groups are split between groups first (at the
+    group boundary nearest their middle), so a record's own group is reached in a few steps
+    and every other group lies at distance 1 or more; a node of one group is split at the
+    median of its widest numeric attribute. Each node keeps its range of groups, of the codes
+    of every categorical attribute and of the present values of every numeric one, and
+    whether some or all of its points miss a numeric attribute, and which categorical codes it
+    holds (a bit per code below 63, one bit for the others): enough for a lower bound of the
+    Gower distance (:func:`_mixed_bound`).
+    Returns (perm, start, end, left, right, glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit).
+    """
+    n, p = xn.shape
+    q = xc.shape[1]
+    cap = 4 * (n // max(1, leaf_size) + 1) + 1
+    start = np.empty(cap, dtype=np.int64)
+    end = np.empty(cap, dtype=np.int64)
+    left = np.full(cap, -1, dtype=np.int64)
+    right = np.full(cap, -1, dtype=np.int64)
+    glo = np.empty(cap, dtype=np.int64)
+    ghi = np.empty(cap, dtype=np.int64)
+    nlo = np.empty((cap, p))
+    nhi = np.empty((cap, p))
+    nmiss = np.zeros((cap, p), dtype=np.bool_)
+    nall = np.zeros((cap, p), dtype=np.bool_)
+    clo = np.empty((cap, q), dtype=np.int64)
+    chi = np.empty((cap, q), dtype=np.int64)
+    cbit = np.zeros((cap, q), dtype=np.uint64)
+    # the originals sorted by group: a node's groups are then contiguous
+    perm = np.argsort(gx, kind="mergesort").astype(np.int64)
+    stack = np.empty(cap, dtype=np.int64)
+    n_nodes = 1
+    start[0] = 0
+    end[0] = n
+    stack[0] = 0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        k = stack[sp]
+        s, e = start[k], end[k]
+        glo[k] = gx[perm[s]] if e > s else 0
+        ghi[k] = gx[perm[e - 1]] if e > s else 0
+        for a in range(q):
+            mn = np.iinfo(np.int64).max
+            mx = np.iinfo(np.int64).min
+            bits = np.uint64(0)
+            for t in range(s, e):
+                v = xc[perm[t], a]
+                mn = min(mn, v)
+                mx = max(mx, v)
+                bits |= np.uint64(1) << np.uint64(min(v, 63))
+            clo[k, a] = mn
+            chi[k, a] = mx
+            cbit[k, a] = bits
+        best = -1
+        width = 0.0
+        for a in range(p):
+            mn = np.inf
+            mx = -np.inf
+            miss = 0
+            for t in range(s, e):
+                v = xn[perm[t], a]
+                if v != v:
+                    miss += 1
+                else:
+                    mn = min(mn, v)
+                    mx = max(mx, v)
+            nlo[k, a] = mn
+            nhi[k, a] = mx
+            nmiss[k, a] = miss > 0
+            nall[k, a] = miss == e - s
+            if miss < e - s and mx - mn > width:
+                width = mx - mn
+                best = a
+        if e - s <= leaf_size:
+            continue
+        if ghi[k] > glo[k]:
+            # split between groups, at the boundary nearest the middle
+            mid = s + (e - s) // 2
+            lo_b = mid
+            while lo_b > s and gx[perm[lo_b - 1]] == gx[perm[lo_b]]:
+                lo_b -= 1
+            hi_b = mid
+            while hi_b < e and gx[perm[hi_b - 1]] == gx[perm[hi_b]]:
+                hi_b += 1
+            mid = lo_b if (lo_b > s and (mid - lo_b <= hi_b - mid or hi_b >= e)) else hi_b
+        else:
+            if best < 0:
+                continue  # one group of identical points: a leaf
+            vals = np.empty(e - s)
+            for t in range(s, e):
+                vals[t - s] = xn[perm[t], best]
+            order = np.argsort(vals, kind="mergesort")
+            sub = perm[s:e].copy()
+            for t in range(e - s):
+                perm[s + t] = sub[order[t]]
+            mid = s + (e - s) // 2
+        left[k] = n_nodes
+        right[k] = n_nodes + 1
+        start[n_nodes], end[n_nodes] = s, mid
+        start[n_nodes + 1], end[n_nodes + 1] = mid, e
+        stack[sp] = n_nodes
+        stack[sp + 1] = n_nodes + 1
+        sp += 2
+        n_nodes += 2
+    m = n_nodes
+    return (perm, start[:m], end[:m], left[:m], right[:m], glo[:m], ghi[:m], nlo[:m], nhi[:m], nmiss[:m],
+            nall[:m], clo[:m], chi[:m], cbit[:m])
+
+
+@njit(cache=True, inline="always")
+def _mixed_bound(zn: np.ndarray, zc: np.ndarray, gz: np.ndarray, i: int, k: int, glo: np.ndarray,
+                 ghi: np.ndarray, nlo: np.ndarray, nhi: np.ndarray, nmiss: np.ndarray, nall: np.ndarray,
+                 clo: np.ndarray, chi: np.ndarray, cbit: np.ndarray) -> float:
+    """A lower bound of the Gower distance from z_i to any point of node k: the categorical
+    codes outside the node's ranges plus the numeric distances to the node's box, and at least
+    1 when the record's group is not among the node's."""
+    d = 0.0
+    for c in range(zc.shape[1]):
+        v = zc[i, c]
+        if v < clo[k, c] or v > chi[k, c] or (cbit[k, c] >> np.uint64(min(v, 63))) & np.uint64(1) == 0:
+            d += 1.0
+    for a in range(zn.shape[1]):
+        u = zn[i, a]
+        if u != u:
+            if not nmiss[k, a]:
+                d += 1.0  # every point has the value: each is at 1
+        elif nall[k, a]:
+            d += 1.0
+        else:
+            t = max(nlo[k, a] - u, 0.0) + max(u - nhi[k, a], 0.0)
+            d += min(t, 1.0) if nmiss[k, a] else t
+    g = gz[i]
+    if d < 1.0 and (g < glo[k] or g > ghi[k]):
+        d = 1.0  # another group: a categorical value or the missingness of a numeric one differs
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _mixed_search_one(
+    zn: np.ndarray, zc: np.ndarray, gz: np.ndarray, i: int, d_own: float, own_j: int, mode: int, lim: float,
+    xn: np.ndarray, xc: np.ndarray, tree: tuple, rel_tol: float, abs_tol: float, budget: int,
+    st_node: np.ndarray, st_lb: np.ndarray, offset: int,
+) -> tuple[int, float, int]:
+    """One released record against one block of originals (its own original is ``own_j`` of
+    the block, or −1 when it lies in another block).
+
+    ``mode`` 1: is any original clearly nearer than d_own? Returns (0, ., .) when one is,
+    (1, smallest candidate distance, .) when none is (candidates: originals other than the own
+    within d_own·(1 + rel_tol) + abs_tol), and (−1, ., .) when the search passed ``budget``
+    leaves. ``mode`` 2: how many originals other than the own lie within ``lim``, and the
+    smallest of their indices (+ ``offset``): (count, ., min index) — count −1 over budget.
+    """
+    perm, start, end, left, right, glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit = tree
+    reach = d_own * (1.0 + rel_tol) + abs_tol if mode == 1 else lim
+    prune = reach * (1.0 + 1e-9) + 1e-300  # bounds are lower bounds up to rounding
+    st_node[0] = 0
+    st_lb[0] = 0.0
+    sp = 1
+    leaves = 0
+    best = np.inf
+    count = 0
+    first = np.iinfo(np.int64).max
+    while sp > 0:
+        sp -= 1
+        k = st_node[sp]
+        if st_lb[sp] > prune:
+            continue
+        if left[k] >= 0:
+            dl = _mixed_bound(zn, zc, gz, i, left[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
+            dr = _mixed_bound(zn, zc, gz, i, right[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
+            if dl <= dr:  # the nearer child is pushed last, so it is visited first
+                if dr <= prune:
+                    st_node[sp] = right[k]
+                    st_lb[sp] = dr
+                    sp += 1
+                if dl <= prune:
+                    st_node[sp] = left[k]
+                    st_lb[sp] = dl
+                    sp += 1
+            else:
+                if dl <= prune:
+                    st_node[sp] = left[k]
+                    st_lb[sp] = dl
+                    sp += 1
+                if dr <= prune:
+                    st_node[sp] = right[k]
+                    st_lb[sp] = dr
+                    sp += 1
+            continue
+        leaves += 1
+        if leaves > budget:
+            return -1, best, 0
+        for t in range(start[k], end[k]):
+            j = perm[t]
+            if j == own_j:
                 continue
-            cnt, f = tied_with_own(d_own, i, cand_d, cand_j, k, rel_tol, abs_tol)
-            own[i] = True
-            count[i] = cnt
-            first[i] = f
-    return own, count, first, own_d
+            d = _gower(zn, zc, xn, xc, i, j, reach)
+            if d > reach:
+                continue
+            if mode == 1:
+                if d_own > d * (1.0 + rel_tol) + abs_tol:
+                    return 0, best, 0  # x_j is nearer than any tie of the own original could be
+                best = min(best, d)
+            else:
+                count += 1
+                first = min(first, j + offset)
+    if mode == 1:
+        return 1, best, 0
+    return count, best, first
+
+
+@njit(cache=True, nogil=True)
+def _mixed_scan_one(
+    zn: np.ndarray, zc: np.ndarray, i: int, d_own: float, own_j: int, mode: int, lim: float,
+    xn: np.ndarray, xc: np.ndarray, rel_tol: float, abs_tol: float, offset: int,
+) -> tuple[int, float, int]:
+    """:func:`_mixed_search_one` by a plain scan of the block (no budget)."""
+    reach = d_own * (1.0 + rel_tol) + abs_tol if mode == 1 else lim
+    best = np.inf
+    count = 0
+    first = np.iinfo(np.int64).max
+    for j in range(xn.shape[0]):
+        if j == own_j:
+            continue
+        d = _gower(zn, zc, xn, xc, i, j, reach)
+        if d > reach:
+            continue
+        if mode == 1:
+            if d_own > d * (1.0 + rel_tol) + abs_tol:
+                return 0, best, 0
+            best = min(best, d)
+        else:
+            count += 1
+            first = min(first, j + offset)
+    if mode == 1:
+        return 1, best, 0
+    return count, best, first
+
+
+@njit(cache=True, parallel=True)
+def mixed_block_search(
+    zn: np.ndarray, zc: np.ndarray, gz: np.ndarray, rows: np.ndarray, d_own: np.ndarray, own_j: np.ndarray,
+    mode: int,
+    lim: np.ndarray, xn: np.ndarray, xc: np.ndarray, tree: tuple, rel_tol: float, abs_tol: float,
+    budget: int, offset: int, n_chunks: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_mixed_search_one` for the released records ``rows`` against one block of originals
+    (a search over budget is finished by a scan). Returns per row (status or count, smallest
+    candidate distance, smallest index)."""
+    nq = rows.shape[0]
+    a = np.zeros(nq, dtype=np.int64)
+    b = np.full(nq, np.inf)
+    c = np.zeros(nq, dtype=np.int64)
+    n_nodes = tree[1].shape[0]
+    chunk = (nq + n_chunks - 1) // n_chunks
+    for ch in prange(n_chunks):
+        st_node = np.empty(n_nodes + 1, dtype=np.int64)
+        st_lb = np.empty(n_nodes + 1)
+        for r in range(ch * chunk, min(nq, (ch + 1) * chunk)):
+            i = rows[r]
+            s_, d_, f_ = _mixed_search_one(zn, zc, gz, i, d_own[r], own_j[r], mode, lim[r], xn, xc, tree,
+                                           rel_tol, abs_tol, budget, st_node, st_lb, offset)
+            if s_ < 0:
+                s_, d_, f_ = _mixed_scan_one(zn, zc, i, d_own[r], own_j[r], mode, lim[r], xn, xc, rel_tol,
+                                             abs_tol, offset)
+            a[r] = s_
+            b[r] = d_
+            c[r] = f_
+    return a, b, c
+
+
+def own_distances(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    """d(z_i, x_i) for paired rows, in the order of terms :func:`_gower` adds them."""
+    return _own_distances(zn, zc, xn, xc)
+
+
+@njit(cache=True, parallel=True)
+def _own_distances(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    n = zn.shape[0]
+    out = np.empty(n)
+    for i in prange(n):
+        out[i] = _gower(zn, zc, xn, xc, i, i, np.inf)
+    return out
+
+
+def _group_columns(xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    """Per record: its categorical codes and which numeric attributes it misses."""
+    return np.ascontiguousarray(np.concatenate([xc, np.isnan(xn).astype(np.int64)], axis=1))
+
+
+def _group_keys(xn: np.ndarray, xc: np.ndarray) -> pd.Series:
+    """One hashable key per record: its categorical codes and which numeric attributes it misses."""
+    return pd.Series([r.tobytes() for r in _group_columns(xn, xc)], dtype=object)
+
+
+class _Block:
+    """One block of originals with its k-d tree and the index of its groups."""
+
+    def __init__(self, xn: np.ndarray, xc: np.ndarray, offset: int) -> None:
+        self.xn, self.xc, self.offset = xn, xc, offset
+        cols = _group_columns(xn, xc)
+        if cols.shape[1] and len(cols):
+            # groups numbered in lexicographic order of their values, the attribute with the most
+            # values first: neighbouring groups share values, so a node's code sets stay small
+            card = [len(np.unique(cols[:, j])) for j in range(cols.shape[1])]
+            order = np.argsort(card, kind="stable")[::-1]
+            uniq, gx = np.unique(cols[:, order], axis=0, return_inverse=True)
+            inv = np.empty_like(order)
+            inv[order] = np.arange(len(order))
+            uniq = np.ascontiguousarray(uniq[:, inv])
+            self.groups = pd.Index([r.tobytes() for r in uniq], dtype=object)
+            gx = np.asarray(gx, dtype=np.int64).ravel()
+        else:
+            gx = np.zeros(len(xn), np.int64)
+            self.groups = pd.Index([np.zeros(0, np.int64).tobytes()], dtype=object)
+        self.tree = build_mixed_tree(xn, xc, gx, LEAF_SIZE)
+        self.budget = max(8, int(LEAF_BUDGET_FRACTION * len(xn) / LEAF_SIZE))
+
+    def group_of(self, keys: pd.Series) -> np.ndarray:
+        """The block's group number of released records (by their keys), −1 for a group it lacks."""
+        return np.asarray(self.groups.get_indexer(keys), dtype=np.int64)
+
+
+def link_against_blocks(
+    zn: np.ndarray, zc: np.ndarray, rows: np.ndarray, d_own: np.ndarray, own_block: np.ndarray,
+    own_j: np.ndarray, blocks: list[_Block] | Any, n_blocks: int, *, rel_tol: float = TIE_REL_TOL,
+    abs_tol: float = TIE_ABS_TOL,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Links of the released records ``rows`` (own distance ``d_own``; own original ``own_j`` of
+    block ``own_block``) against every block of originals. ``blocks`` is a list, or a function
+    of a block number returning it (so a block can be read when needed, twice).
+
+    Returns per row: whether the own original is among the nearest, |T| and min T (global
+    indices) — the same links as a search of all originals at once, whatever the blocks.
+    """
+    get = blocks.__getitem__ if isinstance(blocks, list) else blocks
+    n = len(rows)
+    chunks = max(1, min(n, 8 * _threads()))
+    keys = _group_keys(zn[rows], zc[rows])
+    alive = np.ones(n, dtype=bool)
+    best = d_own.copy()
+    for b in range(n_blocks):
+        sel = np.flatnonzero(alive)
+        if sel.size == 0:
+            break
+        blk = get(b)
+        if len(blk.xn) == 0:
+            continue
+        gz = np.full(len(zn), -1, dtype=np.int64)
+        gz[rows[sel]] = blk.group_of(keys.iloc[sel])
+        oj = np.where(own_block[sel] == b, own_j[sel], -1)
+        st, bd, _ = mixed_block_search(zn, zc, gz, rows[sel], d_own[sel], oj, 1, d_own[sel], blk.xn, blk.xc,
+                                       blk.tree, rel_tol, abs_tol, blk.budget, blk.offset, chunks)
+        alive[sel[st == 0]] = False
+        ok = st == 1
+        best[sel[ok]] = np.minimum(best[sel[ok]], bd[ok])
+    count = np.zeros(n, dtype=np.int64)
+    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    sel = np.flatnonzero(alive)
+    if sel.size:
+        lim = best[sel] * (1.0 + rel_tol) + abs_tol
+        for b in range(n_blocks):
+            blk = get(b)
+            if len(blk.xn) == 0:
+                continue
+            gz = np.full(len(zn), -1, dtype=np.int64)
+            gz[rows[sel]] = blk.group_of(keys.iloc[sel])
+            oj = np.where(own_block[sel] == b, own_j[sel], -1)
+            cnt, _, f = mixed_block_search(zn, zc, gz, rows[sel], d_own[sel], oj, 2, lim, blk.xn, blk.xc,
+                                           blk.tree, rel_tol, abs_tol, blk.budget, blk.offset, chunks)
+            count[sel] += cnt
+            first[sel] = np.minimum(first[sel], f)
+    return alive, count, first
+
+
+def numeric_scales(parts: list[tuple[pd.DataFrame, str]], numeric: list[str]) -> np.ndarray:
+    """1/range of every numeric attribute over the tables given (0 for a constant attribute, which
+    tells nothing apart); refuses a non-numeric or infinite column."""
+    out = np.zeros(len(numeric))
+    for a, c in enumerate(numeric):
+        lo, hi = np.inf, -np.inf
+        for df, label in parts:
+            s = df[c]
+            if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+                raise SchemaError(f"record linkage: numeric column {c!r} of the {label} table is not numeric "
+                                  f"(dtype {s.dtype})")
+            v = s.to_numpy(dtype=float, na_value=np.nan)
+            if np.isinf(v).any():
+                raise SchemaError(f"record linkage: numeric column {c!r} holds an infinite value")
+            v = v[~np.isnan(v)]
+            if v.size:
+                lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+        rng = hi - lo if hi >= lo else 0.0
+        out[a] = 1.0 / rng if rng > 0 else 0.0
+    return out
+
+
+def encode_part(df: pd.DataFrame, numeric: list[str], scales: np.ndarray, categorical: list[str],
+                categories: list[pd.Index]) -> tuple[np.ndarray, np.ndarray]:
+    """A table's linking attributes as the search reads them: numeric values times their scale
+    (NaN for missing) and categorical codes in ``categories`` (a missing value has the code after
+    the last, so it equals a missing value and differs from every value)."""
+    xn = np.empty((len(df), len(numeric)))
+    for a, c in enumerate(numeric):
+        xn[:, a] = df[c].to_numpy(dtype=float, na_value=np.nan) * scales[a]
+    xc = np.empty((len(df), len(categorical)), dtype=np.int64)
+    for a, c in enumerate(categorical):
+        v = df[c]
+        codes = np.asarray(categories[a].get_indexer(v.astype(object).where(v.notna(), None)), dtype=np.int64)
+        codes[v.isna().to_numpy()] = len(categories[a])
+        xc[:, a] = codes
+    return np.ascontiguousarray(xn), np.ascontiguousarray(xc)
 
 
 def _prepare(
     x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], categorical: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    xn = np.empty((len(x), len(numeric)))
-    zn = np.empty((len(z), len(numeric)))
-    for a, c in enumerate(numeric):
-        for label, df in (("original", x), ("released", z)):
-            s = df[c]
-            if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
-                raise SchemaError(f"record linkage: numeric column {c!r} of the {label} table is not numeric "
-                                  f"(dtype {s.dtype})")
-        xv = x[c].to_numpy(dtype=float, na_value=np.nan)
-        zv = z[c].to_numpy(dtype=float, na_value=np.nan)
-        if np.isinf(xv).any() or np.isinf(zv).any():
-            raise SchemaError(f"record linkage: numeric column {c!r} holds an infinite value")
-        both = np.concatenate([xv, zv])
-        both = both[~np.isnan(both)]
-        rng = float(both.max() - both.min()) if both.size else 0.0
-        scale = 1.0 / rng if rng > 0 else 0.0  # a constant attribute tells nothing apart
-        xn[:, a] = xv * scale
-        zn[:, a] = zv * scale
-    xc = np.empty((len(x), len(categorical)), dtype=np.int64)
-    zc = np.empty((len(z), len(categorical)), dtype=np.int64)
-    for a, c in enumerate(categorical):
-        codes, _ = pd.factorize(pd.concat([x[c], z[c]], ignore_index=True), use_na_sentinel=False)
-        xc[:, a] = codes[: len(x)]
-        zc[:, a] = codes[len(x):]
-    return (np.ascontiguousarray(xn), np.ascontiguousarray(xc), np.ascontiguousarray(zn),
-            np.ascontiguousarray(zc))
+    scales = numeric_scales([(x, "original"), (z, "released")], numeric)
+    cats = [pd.Index(pd.unique(pd.concat([x[c], z[c]], ignore_index=True).dropna().astype(object)), dtype=object)
+            for c in categorical]
+    xn, xc = encode_part(x, numeric, scales, categorical, cats)
+    zn, zc = encode_part(z, numeric, scales, categorical, cats)
+    return xn, xc, zn, zc
+
+
+def credits(own: np.ndarray, count: np.ndarray, first: np.ndarray, mine: np.ndarray, ties: str) -> np.ndarray:
+    """Credit of each released record by the tie rule (``count``/``first`` over T including the own)."""
+    if ties == "fractional":
+        return np.where(own, 1.0 / np.maximum(count, 1), 0.0)
+    if ties == "first":
+        return (own & (first == mine)).astype(float)
+    return (own & (count == 1)).astype(float)
+
+
+def wilson_interval(k: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a share k/n (k may be a sum of fractional credits in [0, 1])."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
+    z2 = z * z
+    p = k / n
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * np.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _check_ties(ties: str) -> None:
+    if ties not in ("fractional", "first", "strict"):
+        raise ParameterError(f"record linkage ties must be 'fractional', 'first' or 'strict', got {ties!r}")
 
 
 def record_linkage(
@@ -167,6 +559,10 @@ def record_linkage(
     categorical: list[str] | None = None,
     *,
     ties: Literal["fractional", "first", "strict"] = "fractional",
+    paired: bool = True,
+    sample: int | None = None,
+    random_state: int | None = 0,
+    confidence: float = 0.95,
 ) -> LinkageResult:
     """Distance-based record linkage of z to x over numeric and categorical attributes.
 
@@ -176,33 +572,75 @@ def record_linkage(
     name the linking attributes (default: numeric dtypes of x are numeric, the rest
     categorical). Assumes an intruder who holds the original records themselves — the
     strongest linkage scenario; per-record credit and tie counts stay on the result.
+
+    ``sample=s`` links s released records drawn at random (seed ``random_state``), each
+    against every original, and gives a Wilson ``confidence`` interval. ``paired=False``
+    (a release whose rows are not in x's order and whose pairing is not given) credits a
+    released record only when it is a verbatim copy of an original (equal on every column
+    both tables have), with 1/|T| for the originals it cannot be told from on the linking
+    attributes: the pairing-free form, which sees copies only.
     """
-    if ties not in ("fractional", "first", "strict"):
-        raise ParameterError(f"record linkage ties must be 'fractional', 'first' or 'strict', got {ties!r}")
+    _check_ties(ties)
     numeric, categorical = mixed_attributes(x, z, numeric, categorical, measure="record linkage", z_label="released")
+    if len(x) == 0 or len(z) == 0:
+        raise SchemaError("record linkage: the tables have no rows")
+    if not paired:
+        return _unpaired_linkage(x, z, numeric, categorical, ties)
     if len(x) != len(z):
         # a synthetic release with its own number of records has no record pairs to link
         raise MeasureNotApplicable(f"record linkage compares records one to one, but the original has {len(x)} rows "
-                          f"and the released table {len(z)}")
-    if len(x) == 0:
-        raise SchemaError("record linkage: the tables have no rows")
+                                   f"and the released table {len(z)}")
     xn, xc, zn, zc = _prepare(x, z, numeric, categorical)
     n = len(z)
-    own, count, first, own_d = own_links(xn, xc, zn, zc, TIE_REL_TOL, TIE_ABS_TOL, max(1, min(n, 8 * _threads())))
-    if ties == "fractional":
-        credit = np.where(own, 1.0 / np.maximum(count, 1), 0.0)
-    elif ties == "first":
-        credit = (own & (first == np.arange(n))).astype(float)
-    else:
-        credit = (own & (count == 1)).astype(float)
+    rows = np.arange(n)
+    if sample is not None and int(sample) < n:
+        rows = np.sort(np.random.default_rng([int(random_state or 0), 17]).choice(n, int(sample), replace=False))
+    own_d = own_distances(zn[rows], zc[rows], xn[rows], xc[rows])
+    own, count, first = link_against_blocks(zn, zc, rows, own_d, np.zeros(len(rows), np.int64), rows,
+                                            [_Block(xn, xc, 0)], 1)
+    count = np.where(own, count + 1, 0)  # the own original is one of the nearest
+    first = np.where(own, np.minimum(first, rows), 0)
+    credit = credits(own, count, first, rows, ties)
     linked = float(credit.sum())
-    return LinkageResult(value=linked / n, linked=linked, n=n, tied=int((own & (count > 1)).sum()),
-                         exact=int((own_d == 0).sum()), numeric=numeric, categorical=categorical, ties=ties,
-                         credit=credit, tie_count=np.where(own, count, 0))
+    res = LinkageResult(value=linked / len(rows), linked=linked, n=len(rows), tied=int((own & (count > 1)).sum()),
+                        exact=int((own_d == 0).sum()), numeric=numeric, categorical=categorical, ties=ties,
+                        credit=credit, tie_count=count)
+    if len(rows) < n:
+        res.sample_size, res.population, res.confidence = len(rows), n, confidence
+        res.ci_low, res.ci_high = wilson_interval(linked, len(rows), confidence)
+    return res
+
+
+def _unpaired_linkage(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], categorical: list[str],
+                      ties: str) -> LinkageResult:
+    """Record linkage without a pairing: verbatim copies, each tied with the originals equal to it
+    on the linking attributes (see :func:`record_linkage`)."""
+    cols = [c for c in x.columns if c in z.columns]
+    link = numeric + categorical
+
+    def hashes(df: pd.DataFrame, names: list[str]) -> np.ndarray:
+        return pd.util.hash_pandas_object(df[names].reset_index(drop=True).astype(object), index=False).to_numpy()
+
+    copy = np.isin(hashes(z, cols), hashes(x, cols))
+    hx, hz = hashes(x, link), hashes(z, link)
+    uniq, cnt = np.unique(hx, return_counts=True)
+    pos = np.searchsorted(uniq, hz)
+    pos = np.minimum(pos, len(uniq) - 1)
+    count = np.where(copy & (uniq[pos] == hz), cnt[pos], 0)
+    credit = np.where(count > 0, 1.0 / np.maximum(count, 1), 0.0) if ties != "strict" else \
+        (count == 1).astype(float)
+    linked = float(credit.sum())
+    return LinkageResult(value=linked / len(z), linked=linked, n=len(z), tied=int((count > 1).sum()),
+                         exact=int(copy.sum()), numeric=numeric, categorical=categorical, ties=ties, paired=False,
+                         credit=credit, tie_count=count)
+
+
+#: records above which a partitioned evaluation links a sample of released records (against all of x)
+EXACT_ROWS = 200_000
 
 
 @register_measure("record_linkage", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-                  threshold=0.05,
+                  threshold=0.05, out_of_core=True,
                   meaning="The share of released records an intruder who holds the originals links to the right person "
                   "by the nearest Gower distance on numeric and categorical attributes; 0 is best.",
                   description="distance-based record linkage over numeric and categorical attributes (Gower "
@@ -213,10 +651,29 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
     sch = ctx.schema
     cols = list(sch.quasi_identifiers) or [c for c in sch.attributes if c != sch.class_column]
     nested = ctx.options.get("record_linkage")
-    ties = (nested.get("ties") if isinstance(nested, dict) and "ties" in nested
-            else ctx.options.get("record_linkage.ties", ctx.options.get("ties", "fractional")))
-    return record_linkage(ctx.x, ctx.z, [c for c in cols if c in sch.numeric],
-                          [c for c in cols if c not in sch.numeric], ties=ties)
+
+    def opt(name: str, default: Any) -> Any:
+        if isinstance(nested, dict) and name in nested:
+            return nested[name]
+        return ctx.options.get(f"record_linkage.{name}", default)
+
+    ties = opt("ties", ctx.options.get("ties", "fractional"))
+    sample = opt("sample", None)
+    numeric = [c for c in cols if c in sch.numeric]
+    categorical = [c for c in cols if c not in sch.numeric]
+    from ppdm.metrics._common import is_dask
+
+    if is_dask(ctx.x) or is_dask(ctx.z):
+        from ppdm.metrics._dask import record_linkage_parts
+
+        _check_ties(ties)
+        return record_linkage_parts(ctx.x, ctx.z, numeric, categorical, ties=ties,
+                                    sample=None if sample is None else int(sample),
+                                    default_sample=int(ctx.cache.get("sample_rows", 20_000)),
+                                    exact_rows=int(opt("exact_rows", EXACT_ROWS)),
+                                    random_state=ctx.random_state)
+    return record_linkage(ctx.x, ctx.z, numeric, categorical, ties=ties, paired=ctx.is_paired,
+                          sample=None if sample is None else int(sample), random_state=ctx.random_state)
 
 
-__all__ = ["LinkageResult", "record_linkage"]
+__all__ = ["EXACT_ROWS", "LinkageResult", "encode_part", "link_against_blocks", "numeric_scales", "record_linkage"]

@@ -37,6 +37,7 @@ from sklearn.model_selection import train_test_split
 from ppdm.data.schema import Schema
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+from ppdm.trees._encoding import check_class_labels
 from ppdm.trees.cart import CARTClassifier
 
 AUC_AVERAGES = ("macro", "weighted", "micro")
@@ -116,6 +117,8 @@ def compare_models(
             raise SchemaError(f"table {name} lacks column(s) {missing}")
         if len(d) == 0:
             raise SchemaError(f"table {name} has no rows")
+    for d in (x, z):
+        check_class_labels(d[class_column])  # a continuous class is named, in the data owner's words
     for name, d in (("x", x), ("z", z)):
         if d[class_column].nunique() < 2:
             raise SchemaError(f"class column {class_column!r} has fewer than 2 values in {name}; no model can be trained")

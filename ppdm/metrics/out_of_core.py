@@ -7,7 +7,10 @@ partitioned alike, as ``ppdm anonymize`` writes a release of a partitioned input
 
 * calls a measure registered with ``out_of_core=True`` as it is: it computes the same value
   as in memory, exactly (column-wise sums, rule counts per partition, the blocked
-  nearest-neighbour search of record linkage, the release check);
+  nearest-neighbour searches of DDR and record linkage, key frequencies by Dask group-bys,
+  the release check). Record linkage and intruder matching past a size attack a sample of
+  records, each against *every* record of the other table, with an interval that covers the
+  exact value (never a sample of x, which would make every link easier);
 * computes any other measure on a uniform random sample of ``sample_rows`` records
   (default :data:`SAMPLE_ROWS`; the same records of x and z), and returns a
   :class:`SampledResult`: the value on the sample, the sample size, and a confidence interval
@@ -135,5 +138,8 @@ def evaluate_measure(spec: MeasureSpec, ctx: EvaluationContext, *, sample_rows: 
     if not is_out_of_core(ctx):
         return spec.fn(ctx)
     if spec.out_of_core:
+        # an exact form that must sample past some size (record linkage, intruder matching) takes
+        # the evaluation's sample size, and samples the attacked records only, never x
+        ctx.cache["sample_rows"] = int(sample_rows)
         return spec.fn(ctx)
     return sampled(spec, ctx, sample_rows=sample_rows, batches=batches)

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ppdm.data.schema import Schema
 from ppdm.errors import SchemaError
+from ppdm.metrics._common import column_moments, merge_moments  # noqa: F401  (also used from here)
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 
 #: numeric cells closer than this many standard deviations of the column count as unchanged
@@ -115,30 +116,6 @@ def unchanged_cells(x: pd.Series, z: pd.Series, numeric: bool, tolerance: float 
     xa = x.to_numpy(dtype=object, na_value=np.nan)
     za = z.to_numpy(dtype=object, na_value=np.nan)
     return (xa == za) | (pd.isna(x).to_numpy() & pd.isna(z).to_numpy())
-
-
-def column_moments(v: np.ndarray) -> tuple[int, float, float, float]:
-    """(count, mean, sum of squared deviations, largest |value|) of the finite values of ``v``:
-    the per-partition summary :func:`merge_moments` combines exactly (Chan et al.'s update)."""
-    f = v[np.isfinite(v)]
-    if f.size == 0:
-        return 0, 0.0, 0.0, 0.0
-    m = float(f.mean())
-    return int(f.size), m, float(((f - m) ** 2).sum()), float(np.abs(f).max())
-
-
-def merge_moments(parts: Sequence[tuple[int, float, float, float]]) -> tuple[int, float, float, float]:
-    n, mean, m2, top = 0, 0.0, 0.0, 0.0
-    for c, mu, q, t in parts:
-        if c == 0:
-            continue
-        tot = n + c
-        d = mu - mean
-        mean += d * c / tot
-        m2 += q + d * d * n * c / tot
-        n = tot
-        top = max(top, t)
-    return n, mean, m2, top
 
 
 def column_spread(moments: tuple[int, float, float, float]) -> tuple[float, float]:

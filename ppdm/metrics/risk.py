@@ -41,7 +41,7 @@ from ppdm.metrics._common import (
     pick_options,
 )
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
-from ppdm.utils import RandomState, check_random_state
+from ppdm.utils import RandomState, check_choice, check_random_state
 
 TIE_REL_TOL = 1e-12
 TIE_ABS_TOL = 1e-15
@@ -275,8 +275,7 @@ def ddr(
     (:func:`ppdm.metrics._dask.blocked_linkage`): the same links, exactly, with two
     partitions in memory per task (``method`` is then ``"blocked-kdtree"``).
     """
-    if standardize not in ("per_file", "original", "none"):
-        raise ParameterError(f"DDR standardize must be 'per_file', 'original' or 'none', got {standardize!r}")
+    standardize = check_choice(standardize, ("per_file", "original", "none"), "DDR standardize")  # type: ignore[assignment]
     if ties not in ("fractional", "first", "strict"):
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
     if method not in ("auto", "tree", "kdtree", "brute", "blas"):
@@ -290,7 +289,8 @@ def ddr(
         return DDRResult(value=100.0 * frac if percent else frac, linked=linked, n=n, tied=tied,
                          standardize=standardize, ties=ties, method="blocked-kdtree", percent=percent,
                          incomplete=left)
-    names, X, Z = numeric_pair(x, z, columns, measure="DDR", allow_missing=True)
+    names, X, Z = numeric_pair(x, z, columns, measure="DDR", allow_missing=True,
+                               rescale="common" if standardize == "none" else "column")
     keep = complete_rows(X, Z)
     incomplete = int((~keep).sum())
     if incomplete:
@@ -384,7 +384,7 @@ def idr(
             x, z, names, lambda X, Z: _idr_counts(X, Z, sd, k, rule), measure="IDR"))
         n = int(n)
     else:
-        names, X, Z = numeric_pair(x, z, columns, measure="IDR", allow_missing=True)
+        names, X, Z = numeric_pair(x, z, columns, measure="IDR", allow_missing=True, rescale="column")
         n = X.shape[0]
         sd = observed_sd(Z) if np.isnan(Z).any() else Z.std(axis=0, ddof=1)
         risky, inside = _idr_counts(X, Z, sd, k, rule)

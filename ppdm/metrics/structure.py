@@ -173,9 +173,9 @@ def _leaf_boxes(rules: list[Any], attrs: list[str], numeric: set[str], lo: np.nd
             T[r, j] = True
             if cond.attribute in numeric and cond.op in NUMERIC_OPS:
                 if cond.op in ("<=", "<"):
-                    H[r, j] = min(H[r, j], float(cond.value))
+                    H[r, j] = min(H[r, j], cond.number)
                 else:
-                    L[r, j] = max(L[r, j], float(cond.value))
+                    L[r, j] = max(L[r, j], cond.number)
     return L, H, T
 
 
@@ -512,7 +512,7 @@ class _CodedTable:
         if col not in self.data.columns:
             raise ParameterError(f"EDUSC: a tree tests {col!r}, which the table does not have")
         if col in self.numeric and cond.op in NUMERIC_OPS:
-            return compare_numeric(self.float_values(col)[rows], cond.op, cond.value)
+            return compare_numeric(self.float_values(col)[rows], cond.op, cond.number)
         # any other test is a function of the value: evaluate it once on one row per
         # distinct value (with the column's own dtype) and look the answer up by code
         ok = self._cond_cache.get(cond)

@@ -31,7 +31,7 @@ import pandas as pd
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
-from ppdm.metrics.keyvar import check_keys, context_keys, group_codes, key_codes
+from ppdm.metrics.keyvar import check_keys, group_codes, judged_keys, key_codes
 
 #: sdcMicro's SUDA2 needs three key variables and pads fewer with constant ones (which
 #: never form an MSU but raise M in the score weights); ppdm does the same for parity.
@@ -61,6 +61,7 @@ class SUDA2Result(RecordDetailMixin):
     per_key: pd.DataFrame = field(default_factory=pd.DataFrame)
     original: float | None = None
     key_source: str = ""
+    perturbed_keys: list[str] = field(default_factory=list)  # declared keys left out: perturbed in z
     score: np.ndarray | None = record_field()
     dis_score: np.ndarray | None = record_field()
 
@@ -178,13 +179,14 @@ def suda2(df: pd.DataFrame, keys: Any, dis_fraction: float = 0.01) -> SUDA2Resul
                   description="SUDA2 special uniques on the quasi-identifiers: mean DIS-SUDA score of the "
                               "released records (sdcMicro suda2)")
 def _suda2_measure(ctx: EvaluationContext) -> SUDA2Result:
-    keys = context_keys(ctx, "suda2")
+    keys, perturbed = judged_keys(ctx, "suda2")
     nested = ctx.options.get("suda2")
     frac = nested.get("dis_fraction") if isinstance(nested, dict) and "dis_fraction" in nested else \
         ctx.options.get("suda2.dis_fraction", ctx.options.get("dis_fraction", 0.01))
     res = suda2(ctx.z, keys, frac)
     res.original = suda2(ctx.x, keys, frac).value
     res.key_source = ctx.cache.get('key_source', '')
+    res.perturbed_keys = list(perturbed)
     return res
 
 

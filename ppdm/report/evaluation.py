@@ -7,11 +7,15 @@ Schema ``docs/ppdm.schema.json`` (format ``ppdm.evaluation``, version
 
 * ``ppdm_version``, ``provenance`` (the sidecar ``<release stem>.provenance.json``
   written next to the release, or ``null``), ``inputs`` (file names and sizes, options);
-* ``summary``: the ``risk`` and ``utility`` verdicts (:func:`verdicts`);
+* ``summary``: the ``risk`` and ``utility`` verdicts (:func:`verdicts`): low / high /
+  uncertain risk, utility kept / reduced / uncertain;
 * ``measures`` by name: ``value`` (``null`` when skipped, with ``reason``), ``status``,
   ``kind``, ``direction``, ``range``, ``threshold``, ``meaning``, ``description``,
   ``details`` (the result's single-valued fields) and ``tables`` (names of its detail
-  tables);
+  tables); ``scenario`` (the intruder scenario a risk measure models), ``interval`` (the
+  confidence interval of an attack or a sampled value, else ``null``: verdicts judge the
+  whole interval) and, for a measure whose scenario does not apply to this release,
+  ``not_judged`` (why the verdict leaves it out);
 * ``tables`` by name, each once even when several measures share it (the per-rule table
   of the three rule-retention measures).
 
@@ -29,15 +33,22 @@ from typing import Any
 import pandas as pd
 
 from ppdm.experiments.evaluation import MeasureOutcome, load_all_measures
-from ppdm.metrics.base import MEASURES, MeasureResult, MeasureSpec, _jsonable
+from ppdm.metrics.base import (
+    MEASURES,
+    MeasureResult,
+    MeasureSpec,
+    _jsonable,
+    result_interval,
+    result_not_judged,
+)
 
-JSON_FORMAT_VERSION = 1
+JSON_FORMAT_VERSION = 2
 _TABLE_SUFFIXES = (".csv.gz", ".csv", ".parquet", ".pq", ".txt")
 
 
 def json_header(kind: str) -> dict[str, Any]:
     """The fields every JSON document of ppdm starts with (``kind``: evaluation, methods, measures)."""
-    from ppdm import __version__
+    from ppdm._version import __version__
 
     return {"format": f"ppdm.{kind}", "format_version": JSON_FORMAT_VERSION, "ppdm_version": __version__}
 
@@ -58,12 +69,14 @@ class Verdict:
     """One sentence on risk or utility, with the numbers and thresholds behind it."""
 
     topic: str  # "risk" or "utility"
-    status: str  # risk: "low", "high", "not judged"; utility: "kept", "reduced", "not judged"
+    status: str  # risk: "low", "high", "uncertain", "not judged"; utility: "kept", "reduced", "uncertain", ...
     sentence: str
     judged: list[dict[str, Any]] = field(default_factory=list)
+    not_judged: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "sentence": self.sentence, "judged": self.judged}
+        return {"status": self.status, "sentence": self.sentence, "judged": self.judged,
+                "not_judged": self.not_judged}
 
 
 def fmt_number(v: Any, digits: int = 4) -> str:
@@ -87,55 +100,99 @@ def _join(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-_WORDS = {
-    "risk": ("Disclosure risk", "low", "high", "every judged risk measure meets its threshold",
-             "{n} of {k} judged risk measures miss their threshold"),
-    "utility": ("Utility", "kept", "reduced", "every judged utility measure meets its threshold",
-                "{n} of {k} judged utility measures miss their threshold"),
-}
+#: verdict words per topic: title, good status, bad status
+_WORDS = {"risk": ("Disclosure risk", "low", "high"), "utility": ("Utility", "kept", "reduced")}
+#: status of a verdict whose judged measures all meet or straddle their thresholds, some straddling
+UNCERTAIN = "uncertain"
+
+ATTACKS = ("singling_out_univariate", "singling_out_multivariate", "linkability", "inference")
+
+
+def _advice(uncertain: list[dict[str, Any]], measures: Mapping[str, Mapping[str, Any]]) -> str:
+    """How to settle measures whose interval straddles their threshold: measure more."""
+    ways = []
+    attacks = [j["measure"] for j in uncertain if j["measure"] in ATTACKS]
+    if attacks:
+        ways.append(f"more attacks (-p {attacks[0]}.n_attacks=N) or a bigger control set (--holdout, --control)")
+    sampled = [j["measure"] for j in uncertain if j["measure"] not in ATTACKS
+               and (measures[j["measure"]].get("details") or {}).get("sample_size") is not None]
+    if sampled:
+        ways.append("a bigger sample (--sample-rows, or -p NAME.sample=N)")
+    if not ways:
+        ways.append("more records or repeated measurement")
+    return "measure more to settle it: " + " or ".join(ways)
 
 
 def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]]) -> Verdict:
-    """The verdict on ``topic`` ("risk" or "utility") from the measures of an evaluation
-    document: a measure of that kind with a threshold and a value is judged; the verdict is
-    good ("low" risk, utility "kept") when every judged measure meets its threshold."""
-    title, good, bad, all_ok, some_bad = _WORDS[topic]
-    judged, skipped = [], []
+    """The verdict on ``topic`` ("risk" or "utility") from the measures of an evaluation document.
+
+    A measure of that kind with a threshold and a value is judged with
+    :func:`ppdm.metrics.base.judge`: with a confidence interval (an attack, a sampled
+    measure) it meets its threshold only when the whole interval does, misses it only when
+    the whole interval is past it, and is uncertain otherwise. A measure whose intruder
+    scenario does not apply to the release (``not_judged`` in the document) is named but not
+    judged. The verdict is bad ("high" risk, utility "reduced") when a judged measure misses,
+    "uncertain" when none misses but some straddle their threshold (with the advice to
+    measure more), and good ("low", "kept") when every judged measure meets it.
+    """
+    from ppdm.metrics.base import judge
+
+    title, good, bad = _WORDS[topic]
+    judged, skipped, unjudged = [], [], []
     for name, m in measures.items():
         if m.get("kind") != topic or m.get("threshold") is None or m.get("direction") not in ("higher", "lower"):
             continue
         if m.get("value") is None:
             skipped.append(name)
             continue
+        if m.get("not_judged"):
+            unjudged.append({"measure": name, "reason": m["not_judged"]})
+            continue
         value = float(m["value"])
         # a share printed in percent (option percent=true) is judged as the share it stands for
         scale = 100.0 if (m.get("details") or {}).get("percent") is True else 1.0
-        ok = value / scale <= m["threshold"] if m["direction"] == "lower" else value / scale >= m["threshold"]
+        iv = m.get("interval")
+        interval = (float(iv[0]) / scale, float(iv[1]) / scale) if iv else None
+        outcome = judge(value / scale, m["threshold"], m["direction"], interval)
         judged.append({"measure": name, "value": value, "threshold": m["threshold"] * scale,
-                       "direction": m["direction"], "meets": bool(ok)})
+                       "direction": m["direction"], "interval": list(iv) if iv else None,
+                       "judgement": outcome, "meets": outcome == "meets", "scenario": m.get("scenario")})
     if not judged:
         why = (f"{_join(skipped)} could not be computed (see below)" if skipped
                else f"no {topic} measure with a threshold was computed")
+        if unjudged and not skipped:
+            why = f"{_join([u['measure'] for u in unjudged])} do not apply to this release"
         hint = " (add e.g. --measures ddr,idr)" if topic == "risk" and not skipped else ""
-        return Verdict(topic, "not judged", f"{title} was not judged: {why}{hint}.", [])
-    misses = [j for j in judged if not j["meets"]]
-    meets = [j for j in judged if j["meets"]]
+        return Verdict(topic, "not judged", f"{title} was not judged: {why}{hint}.", [], unjudged)
+    misses = [j for j in judged if j["judgement"] == "misses"]
+    unsure = [j for j in judged if j["judgement"] == "uncertain"]
+    meets = [j for j in judged if j["judgement"] == "meets"]
 
     def show(j: dict[str, Any], should: bool) -> str:
         rule = f"{_op(j['direction'])} {fmt_number(j['threshold'])}"
-        return f"{j['measure']} = {fmt_number(j['value'])} ({'should be ' if should else ''}{rule})"
+        ci = (f" [{fmt_number(j['interval'][0], 3)}, {fmt_number(j['interval'][1], 3)}]"
+              if j.get("interval") else "")
+        return f"{j['measure']} = {fmt_number(j['value'])}{ci} ({'should be ' if should else ''}{rule})"
 
+    k = len(judged)
     if misses:
-        head = f"{title} is {bad.upper()}: " + some_bad.format(n=len(misses), k=len(judged))
+        head = f"{title} is {bad.upper()}: {len(misses)} of {k} judged {topic} measures miss their threshold"
         tail = " — " + _join([show(j, True) for j in misses])
-        if meets:
-            tail += "; within: " + _join([show(j, False) for j in meets])
+        if unsure:
+            tail += "; uncertain: " + _join([show(j, False) for j in unsure])
         status = bad
+    elif unsure:
+        head = (f"{title} is UNCERTAIN: no judged {topic} measure misses its threshold, but the interval of "
+                f"{len(unsure)} of {k} straddles it")
+        tail = " — " + _join([show(j, False) for j in unsure]) + "; " + _advice(unsure, measures)
+        status = UNCERTAIN
     else:
-        head = f"{title} is {good.upper()}: {all_ok}"
-        tail = " — " + _join([show(j, False) for j in meets])
+        head = f"{title} is {good.upper()}: every judged {topic} measure meets its threshold"
+        tail = ""
         status = good
-    return Verdict(topic, status, head + tail + ".", judged)
+    if meets:
+        tail += ("; within: " if misses or unsure else " — ") + _join([show(j, False) for j in meets])
+    return Verdict(topic, status, head + tail + ".", judged, unjudged)
 
 
 def verdicts(measures: Mapping[str, Mapping[str, Any]]) -> dict[str, Verdict]:
@@ -197,6 +254,11 @@ def evaluation_document(
         if out.skipped:
             entry["reason"] = out.reason
         res = out.result
+        interval = result_interval(res) if not out.skipped else None
+        entry["interval"] = list(interval) if interval is not None else None
+        why = result_not_judged(res) if not out.skipped else None
+        if why:
+            entry["not_judged"] = why
         entry["details"] = res.scalars() if isinstance(res, MeasureResult) else {}
         entry["tables"] = [keys[i] for i in used[name]]
         measures[name] = entry

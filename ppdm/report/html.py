@@ -32,13 +32,23 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from ppdm.data.io import atomic_write_text
 from ppdm.report.evaluation import evaluation_document, fmt_number
 from ppdm.report.plots import (
-    correlation_heatmap,
     direction_text,
-    measure_plot,
+    is_constant,
     png_base64,
     risk_utility_plot,
-    sweep_plot,
+    sweep_grid,
     sweep_series,
+)
+from ppdm.report.summary import (
+    TechniqueVerdict,
+    comparison_verdicts,
+    group_reasons,
+    measure_rows,
+    pareto_front,
+    plain_columns,
+    risk_drivers,
+    status_class,
+    status_slug,
 )
 
 #: at most this many risk measures get a risk–utility map each
@@ -76,12 +86,6 @@ def _range_text(rng: Sequence[Any] | None) -> str:
     if lo is None and hi is None:
         return "unbounded"
     return f"{'−∞' if lo is None else fmt(lo)} to {'∞' if hi is None else fmt(hi)}"
-
-
-def _threshold_text(direction: str | None, threshold: Any) -> str:
-    if threshold is None or direction not in ("higher", "lower"):
-        return "—"
-    return f"{'≤' if direction == 'lower' else '≥'} {fmt(threshold)}"
 
 
 def _plain_value(v: Any) -> str:
@@ -203,47 +207,89 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
     for name, m in measures_doc.items():
         for t in m.get("tables") or []:
             users.setdefault(t, []).append(name)
-    shared = [t for t, names in users.items() if len(names) > 1]
-    judged = {j["measure"]: j for v in (doc.get("summary") or {}).values() for j in v.get("judged", [])}
+    drivers = risk_drivers(doc)
+    # a table shown at the top (the drivers' per-key table) is not shown again below
+    on_top = {t for t in users if drivers is not None and drivers.table["columns"] == (tables.get(t) or {}).get(
+        "columns") and drivers.table["rows"] == (tables.get(t) or {}).get("rows")}
+    shared = [t for t, names in users.items() if len(names) > 1 and t not in on_top]
+    rows = {r["name"]: r for r in measure_rows(doc)}
     measures = []
     for name, m in measures_doc.items():
-        status = "skipped" if m.get("status") == "skipped" else (
-            ("meets" if judged[name]["meets"] else "misses") if name in judged else "shown")
+        row = rows[name]
         measures.append({
             "name": name,
-            "anchor": re.sub(r"[^A-Za-z0-9_-]", "-", name),
+            "anchor": _anchor(name),
             "kind": m.get("kind") or "—",
             "value": fmt(m.get("value"), 6),
+            "short": fmt(m.get("value"), 4),
             "skipped": m.get("status") == "skipped",
             "reason": m.get("reason"),
+            "not_judged": m.get("not_judged") or "",
             "direction": direction_text(m.get("direction")),
             "range": _range_text(m.get("range")),
-            "threshold": _threshold_text(m.get("direction"), m.get("threshold")),
-            "status": status,
+            "threshold": row["threshold"],
+            "status": row["status"],
+            "status_text": _STATUS_TEXT.get(row["status"], row["status"]),
+            "status_slug": status_slug(row["status"]),
             "meaning": m.get("meaning") or "",
             "description": m.get("description") or "",
             "scalars": [(k, fmt(v, 6) if not isinstance(v, str) else v) for k, v in (m.get("details") or {}).items()],
             "tables": [{"name": t, **_html_table(tables[t], max_detail_rows)} for t in m.get("tables") or []
-                       if t not in shared and t in tables],
-            "shared": [{"name": t, "anchor": "t-" + re.sub(r"[^A-Za-z0-9_-]", "-", t)}
-                       for t in m.get("tables") or [] if t in shared],
+                       if t not in shared and t not in on_top and t in tables],
+            "shared": [{"name": t, "anchor": "t-" + _anchor(t)} for t in m.get("tables") or [] if t in shared],
+            "on_top": [t for t in m.get("tables") or [] if t in on_top],
         })
-    shared_tables = [{"name": t, "anchor": "t-" + re.sub(r"[^A-Za-z0-9_-]", "-", t), "users": users[t],
+    shared_tables = [{"name": t, "anchor": "t-" + _anchor(t), "users": users[t],
                       **_html_table(tables[t], max_detail_rows)} for t in shared if t in tables]
+    groups: dict[str, list[dict[str, Any]]] = {"risk": [], "utility": [], "other": []}
+    for m in sorted(measures, key=lambda m: {"risk": 0, "utility": 1}.get(m["kind"], 2)):
+        groups[m["kind"] if m["kind"] in ("risk", "utility") else "other"].append(m)
+    skipped = [{"names": names, "anchors": [_anchor(n) for n in names], "reason": reason}
+               for names, reason in group_reasons((m["name"], m["reason"] or "") for m in measures if m["skipped"])]
     summary = doc.get("summary") or {}
     inputs = doc.get("inputs") or {}
+    verdicts = []
+    for k in ("risk", "utility"):
+        if k in summary:
+            v = summary[k]
+            verdicts.append({"topic": k, "status": v.get("status"), "sentence": v.get("sentence", ""),
+                             "cls": status_class(v.get("status")), "slug": status_slug(v.get("status"))})
+    drivers_ctx = None
+    if drivers is not None:
+        cols = list(drivers.table["columns"])
+        body = []
+        for r in drivers.table["rows"][:max_detail_rows]:
+            body.append({"worst": drivers.worst is not None and str(r[0]) == drivers.worst,
+                         "cells": [{"text": fmt(v, 6) if isinstance(v, (int, float)) and not isinstance(v, bool)
+                                    else _plain_value(v), "num": isinstance(v, (int, float)) and not isinstance(v, bool)}
+                                   for v in r]})
+        drivers_ctx = {"sentence": drivers.sentence, "header": plain_columns(cols), "rows": body,
+                       "measures": drivers.measures, "key_source": drivers.key_source,
+                       "n_rows": len(drivers.table["rows"]), "collapsed": len(drivers.table["rows"]) > 12}
     return {
         "title": title,
         "version": doc.get("ppdm_version") or _version(),
         "subtitle": subtitle,
         "released": _released(doc.get("provenance"), inputs),
         "provenance": doc.get("provenance"),
-        "verdicts": [{"topic": k, **summary[k]} for k in ("risk", "utility") if k in summary],
+        "verdicts": verdicts,
+        "drivers": drivers_ctx,
+        "groups": groups,
+        "skipped": skipped,
         "dataset": _dataset(dataset_info if dataset_info is not None else doc.get("dataset")),
         "measures": measures,
         "shared_tables": shared_tables,
         "options": inputs.get("options") or {},
     }
+
+
+#: how the status of a measure reads in the tables (any other status is shown as it is named)
+_STATUS_TEXT = {"meets": "meets its threshold", "misses": "misses its threshold",
+                "uncertain": "uncertain: its interval straddles the threshold"}
+
+
+def _anchor(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", name)
 
 
 def render_evaluation_html(
@@ -285,6 +331,7 @@ def _measure_rows(result: Any) -> list[dict[str, Any]]:
         info = measure_info(result, name)
         rows.append({"name": name, "kind": info["kind"], "direction": direction_text(info["direction"]),
                      "direction_key": info["direction"], "range": _range_text(info["range"]),
+                     "threshold": info["threshold"],
                      "meaning": info["meaning"] or info["description"], "description": info["description"]})
     return rows
 
@@ -293,40 +340,118 @@ def _params_text(params: Mapping[str, Any], given: Mapping[str, Any]) -> list[di
     return [{"text": f"{k}={json.dumps(v, default=str)}", "given": k in given} for k, v in params.items()]
 
 
+def _oriented(value: float, direction: str | None) -> float:
+    """A value turned so that lower is better (risk, or utility lost)."""
+    return -value if direction == "higher" else value
+
+
 def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], plots: bool) -> dict[str, Any]:
-    """The risk–utility maps: each risk measure with a direction against the first utility
-    measure with one (the order of ``--measures``)."""
-    finite = set(summary.loc[np.isfinite(summary["mean"].to_numpy(dtype=float)), "measure"])
-    # risk measures that were computed somewhere (a table without categorical keys skips the
-    # key-variable ones), in --measures order
-    risk = [m for m in measures if m["kind"] == "risk" and m["direction_key"] in ("higher", "lower")
-            and m["name"] in finite][:MAX_MAPS]
-    utility = next((m for m in measures if m["kind"] == "utility" and m["direction_key"] in ("higher", "lower")),
-                   None)
-    if not risk or utility is None:
-        missing = "risk measure (e.g. ddr, idr)" if not risk else "utility measure with a direction"
-        return {"maps": [], "note": f"No risk–utility map: the comparison has no {missing}; "
-                                    "name one with --measures."}
-    techniques = {t["label"]: t for t in result.meta["techniques"]}
+    """The risk–utility maps: each risk measure with a direction that differs between the
+    releases, against the first utility measure with one that does (``--measures`` order).
+    A measure that is the same for every release is named, not drawn."""
     cell = summary.set_index(["label", "measure"])
+    techniques = {t["label"]: t for t in result.meta["techniques"]}
+
+    def means(name: str) -> dict[str, float]:
+        out = {}
+        for label in result.labels:
+            v = float(cell.loc[(label, name), "mean"])
+            if math.isfinite(v):
+                out[label] = v
+        return out
+
+    # the measures the verdicts judge (with a threshold) first, each kind in --measures order
+    directed = sorted((m for m in measures if m["direction_key"] in ("higher", "lower")),
+                      key=lambda m: m["threshold"] is None)
+    constant: list[dict[str, str]] = []
+
+    def usable(kind: str) -> list[dict[str, Any]]:
+        out = []
+        for m in directed:
+            if m["kind"] != kind:
+                continue
+            vals = means(m["name"])
+            if not vals:
+                continue
+            if is_constant(list(vals.values())):
+                constant.append({"name": m["name"], "value": fmt(next(iter(vals.values())))})
+                continue
+            out.append(m)
+        return out
+
+    risk = usable("risk")
+    utility = usable("utility")
+
+    def spread(m: dict[str, Any]) -> float:
+        # how far apart the settings are, on the measure's own scale: the map that tells them apart first
+        vals = [v for lab, v in means(m["name"]).items() if techniques[lab]["technique"] != "original"]
+        if len(vals) < 2:
+            return 0.0
+        return float(np.ptp(vals)) / max(float(np.max(np.abs(vals))), 1e-300)
+
+    risk.sort(key=lambda m: (m["threshold"] is None, -spread(m)))
+    if not risk or not utility:
+        kind = "risk" if not risk else "utility"
+        if any(m["kind"] == kind for m in directed):
+            what = f"every {kind} measure is the same for every release; name others with --measures"
+        elif kind == "risk":
+            what = "the comparison has no risk measure (e.g. ddr, idr); name one with --measures"
+        else:
+            what = "the comparison has no utility measure with a direction; name one with --measures"
+        return {"maps": [], "front": [], "constant": constant, "note": f"No risk–utility map: {what}."}
+    u = utility[0]
+    from ppdm.metrics.base import SCENARIO_OF, SCENARIOS
+
+    # each risk measure judges the intruder scenario it models: its map names that intruder and
+    # the releases it does not apply to (key frequencies of perturbed quasi-identifiers), which
+    # are left off rather than drawn at a meaningless value
+    skipped: dict[str, dict[str, str]] = {}
+    for row in result.meta.get("skipped") or []:
+        skipped.setdefault(row["measure"], {})[row["label"]] = row["reason"]
     out = []
-    for r in risk:
+    for r in risk[:MAX_MAPS]:
         points = []
         for label in result.labels:
-            a, b = cell.loc[(label, r["name"])], cell.loc[(label, utility["name"])]
+            a, b = cell.loc[(label, r["name"])], cell.loc[(label, u["name"])]
             if not (math.isfinite(float(a["mean"])) and math.isfinite(float(b["mean"]))):
                 continue
             points.append({"label": label, "risk": float(a["mean"]), "utility": float(b["mean"]),
                            "risk_ci": float(a["ci_high"] - a["mean"]), "utility_ci": float(b["ci_high"] - b["mean"]),
                            "baseline": techniques[label]["technique"] == "original"})
+        # the front among the releases that change the data: the baseline protects nobody
+        cands = [(p["label"], _oriented(p["risk"], r["direction_key"]), _oriented(p["utility"], u["direction_key"]))
+                 for p in points if not p["baseline"] and techniques[p["label"]].get("changes_data", True)]
+        front = pareto_front(cands)
         png = None
         if plots and points:
             png = png_base64(risk_utility_plot(points, risk=r["name"], risk_direction=r["direction_key"],
-                                               utility=utility["name"], utility_direction=utility["direction_key"]))
-        out.append({"risk": r["name"], "utility": utility["name"], "png": png, "n_points": len(points),
+                                               utility=u["name"], utility_direction=u["direction_key"], front=front))
+        drawn = {p["label"] for p in points}
+        left_off = [{"label": lab, "reason": why} for lab, why in skipped.get(r["name"], {}).items()
+                    if lab not in drawn]
+        out.append({"risk": r["name"], "utility": u["name"], "png": png, "n_points": len(points), "front": front,
+                    "scenario": SCENARIOS.get(SCENARIO_OF.get(r["name"]) or "", ""), "left_off": left_off,
                     "rows": [{"label": p["label"], "risk": fmt(p["risk"]), "utility": fmt(p["utility"])}
                              for p in points]})
-    return {"maps": out, "note": None}
+    return {"maps": out, "front": out[0]["front"] if out else [], "constant": constant, "note": None}
+
+
+def _notes(meta: Mapping[str, Any], labels: list[str]) -> list[str]:
+    """The comparison's notes, each once: skipped measures grouped by reason (results saved
+    before grouping noted each release apart)."""
+    from ppdm.experiments.compare import skip_notes
+
+    general = [n for n in meta.get("notes") or [] if not str(n).startswith(("measure '", "measures '"))]
+    return list(dict.fromkeys([*general, *skip_notes(meta.get("skipped") or [], labels)]))
+
+
+def _corr_colour(v: float) -> str:
+    """A correlation's cell colour: blue for negative, red for positive, white at 0."""
+    if not math.isfinite(v):
+        return ""
+    a = min(1.0, abs(v))
+    r, g, b = (198, 40, 40) if v > 0 else (31, 95, 153)
+    return f"background: rgba({r}, {g}, {b}, {0.75 * a:.2f}); color: {'#fff' if a > 0.6 else '#222'}"
 
 
 def render_html(
@@ -339,6 +464,11 @@ def render_html(
     confidence: float = 0.95,
 ) -> str:
     """The comparison as one self-contained HTML page.
+
+    It opens with one row per technique and parameter setting: its risk verdict and utility
+    verdict (judged on the means as ``ppdm evaluate`` judges one release) and whether it is
+    on the front of the risk–utility map; then the map, the notes (each once), and the
+    mean ± sd table. Details (sweeps, correlations, parameters, measures, dataset) are folded.
 
     ``dataset_info`` (rows, columns, roles; see
     :func:`ppdm.experiments.compare.dataset_summary`) defaults to the summary stored in
@@ -355,6 +485,16 @@ def render_html(
     techniques = meta["techniques"]
     tech_of = {t["label"]: t["technique"] for t in techniques}
     best = best_releases(result, confidence)
+    maps = _maps(result, summary, measures, plots)
+
+    verdict_rows = []
+    for v in comparison_verdicts(result, summary):
+        verdict_rows.append({
+            "label": v.label, "baseline": v.baseline, "changes": v.changes_data,
+            "front": v.label in maps["front"],
+            "cells": [{"status": d["status"], "cls": status_class(d["status"]), "slug": status_slug(d["status"]),
+                       "short": TechniqueVerdict.short(d), "sentence": d["sentence"]} for d in (v.risk, v.utility)],
+        })
 
     means = summary.pivot(index="label", columns="measure", values="mean")
     stds = summary.pivot(index="label", columns="measure", values="std")
@@ -379,30 +519,32 @@ def render_html(
                           "params": _params_text(effective, given), "baseline": t["technique"] == "original",
                           "changes": t.get("changes_data")})
 
-    measure_plots, sweep_plots = [], []
-    if plots:
+    # every swept numeric parameter: one figure of small multiples, the measures that change
+    sweeps = []
+    for param, series in sweep_series(techniques).items():
+        used = [lab for ser in series for lab in ser["labels"]] + (["original"] if "original" in labels else [])
+        drawn, flat = [], []
         for m in measures:
-            measure_plots.append({"measure": m["name"], "direction": m["direction"],
-                                  "png": png_base64(measure_plot(summary, m["name"], order=labels,
-                                                                 direction=m["direction_key"]))})
-        for param, series in sweep_series(techniques).items():
-            for m in measures:
-                sweep_plots.append({"measure": m["name"], "param": param,
-                                    "png": png_base64(sweep_plot(summary, m["name"], param, series,
-                                                                 direction=m["direction_key"]))})
+            vals = [float(means.loc[lab, m["name"]]) for lab in used]
+            if not any(math.isfinite(v) for v in vals):
+                continue
+            if is_constant(vals):
+                flat.append({"name": m["name"], "value": fmt(next(v for v in vals if math.isfinite(v)))})
+            else:
+                drawn.append((m["name"], m["direction_key"]))
+        png = png_base64(sweep_grid(summary, drawn, param, series)) if plots and drawn else None
+        sweeps.append({"param": param, "techniques": sorted({ser["technique"] for ser in series}),
+                       "measures": [d[0] for d in drawn], "constant": flat, "png": png})
 
     corr = correlation_matrix(result, correlation_method)
     n_rows = int(((result.data["technique"] != "original")).sum() // max(1, len(result.measures)))
-    corr_ctx: dict[str, Any] = {"method": correlation_method, "n_rows": n_rows, "table": [], "columns": [],
-                                "png": None}
+    corr_ctx: dict[str, Any] = {"method": correlation_method, "n_rows": n_rows, "table": [], "columns": []}
     if len(corr) >= 2 and n_rows >= 3:
         corr_ctx["columns"] = list(corr.columns)
-        corr_ctx["table"] = [{"name": r, "cells": [fmt(v, 3) for v in corr.loc[r]]} for r in corr.index]
-        if plots:
-            corr_ctx["png"] = png_base64(correlation_heatmap(corr))
+        corr_ctx["table"] = [{"name": r, "cells": [{"text": fmt(v, 2), "style": _corr_colour(float(v))}
+                                                   for v in corr.loc[r]]} for r in corr.index]
 
     protocol = {k: meta.get(k) for k in ("cv", "repeats", "random_state", "splitter")}
-    protocol["notes"] = list(meta.get("notes") or [])
     dataset = _dataset(dataset_info if dataset_info is not None else meta.get("dataset")) or _dataset({})
     n_releases = sum(1 for t in techniques if t["technique"] != "original")
     unchanged = [t["label"] for t in techniques if t["technique"] != "original" and t.get("changes_data") is False]
@@ -410,16 +552,18 @@ def render_html(
         "title": title,
         "version": _version(),
         "protocol": protocol,
+        "notes": _notes(meta, labels),
         "confidence": confidence,
-        "overview": {"n_releases": n_releases, "unchanged": unchanged},
+        "overview": {"n_releases": n_releases, "unchanged": unchanged,
+                     "removed": list(meta.get("removed_identifiers") or []), "missing": meta.get("missing")},
         "dataset": dataset,
         "techniques": tech_rows,
         "measures": measures,
+        "verdict_rows": verdict_rows,
         "summary_rows": summary_rows,
         "best_rows": best_rows,
-        "maps": _maps(result, summary, measures, plots),
-        "measure_plots": measure_plots,
-        "sweep_plots": sweep_plots,
+        "maps": maps,
+        "sweeps": sweeps,
         "correlation": corr_ctx,
         "provenance": meta.get("provenance"),
     }

@@ -23,8 +23,28 @@ from ppdm.data.io import save_figure
 
 _DPI = 96
 
-__all__ = ["save_figure", "figure_png", "png_base64", "measure_plot", "sweep_series", "sweep_plot",
-           "correlation_heatmap", "risk_utility_plot", "direction_text"]
+__all__ = ["save_figure", "figure_png", "png_base64", "measure_plot", "sweep_series", "sweep_plot", "sweep_grid",
+           "sweep_figure", "risk_utility_figure",
+           "correlation_heatmap", "risk_utility_plot", "direction_text", "is_constant", "plain_axes"]
+
+
+def is_constant(values: Sequence[float] | np.ndarray, rtol: float = 1e-9) -> bool:
+    """Whether the finite ``values`` are all the same (or fewer than two): a measure that does
+    not change across the points of a plot is said in words, not drawn."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return True
+    return bool(np.ptp(v) <= rtol * max(1.0, float(np.max(np.abs(v)))))
+
+
+def plain_axes(ax: Any) -> None:
+    """Tick labels as the values themselves: no offset ("+1" beside the axis, values printed
+    as their difference from it), which a reader cannot be expected to add back."""
+    for axis in (ax.xaxis, ax.yaxis):
+        fmt = axis.get_major_formatter()
+        if hasattr(fmt, "set_useOffset"):
+            fmt.set_useOffset(False)
 
 
 def direction_text(direction: str | None) -> str:
@@ -67,6 +87,7 @@ def measure_plot(summary: pd.DataFrame, measure: str, *, order: Sequence[str] | 
     ax.set_yticks(ypos, labels=list(s.index))
     ax.set_xlabel(f"{measure} (mean ± sd; {direction_text(direction)})")
     ax.grid(axis="x", alpha=0.3)
+    plain_axes(ax)
     return figure_png(fig)
 
 
@@ -128,7 +149,49 @@ def sweep_plot(summary: pd.DataFrame, measure: str, param: str, series: Sequence
     ax.set_title(f"{measure} vs {param} ({direction_text(direction)})", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
+    plain_axes(ax)
     return figure_png(fig)
+
+
+def sweep_grid(summary: pd.DataFrame, measures: Sequence[tuple[str, str | None]], param: str,
+               series: Sequence[dict[str, Any]], *, columns: int = 4) -> bytes:
+    """:func:`sweep_figure` as PNG bytes."""
+    return figure_png(sweep_figure(summary, measures, param, series, columns=columns))
+
+
+def sweep_figure(summary: pd.DataFrame, measures: Sequence[tuple[str, str | None]], param: str,
+                 series: Sequence[dict[str, Any]], *, columns: int = 4) -> Figure:
+    """Every measure against the swept ``param`` as small multiples in one figure (the layout
+    of paper 000 Figure 4): one panel per ``(measure, direction)``, mean ± sd of each series,
+    the original table's value dashed. The caller leaves out measures that are constant."""
+    n = len(measures)
+    cols = max(1, min(columns, n))
+    rows = math.ceil(n / cols)
+    fig = Figure(figsize=(3.0 * cols + 0.4, 2.3 * rows + 0.6))
+    s = summary.set_index(["label", "measure"])
+    handles: dict[str, Any] = {}
+    for k, (measure, direction) in enumerate(measures):
+        ax = fig.add_subplot(rows, cols, k + 1)
+        for j, ser in enumerate(series):
+            means = np.array([float(s.loc[(lab, measure), "mean"]) for lab in ser["labels"]])
+            stds = np.nan_to_num(np.array([float(s.loc[(lab, measure), "std"]) for lab in ser["labels"]]))
+            name = ser["technique"] + (" (" + ", ".join(f"{a}={b}" for a, b in ser["fixed"].items()) + ")"
+                                       if ser["fixed"] else "")
+            h = ax.errorbar(ser["values"], means, yerr=stds, marker="o", ms=3, capsize=2, lw=1.1, color=f"C{j % 10}")
+            handles.setdefault(name, h)
+        if ("original", measure) in s.index and math.isfinite(float(s.loc[("original", measure), "mean"])):
+            handles.setdefault("original", ax.axhline(float(s.loc[("original", measure), "mean"]), color="#888888",
+                                                      ls="--", lw=1))
+        better = {"higher": " (higher better)", "lower": " (lower better)"}.get(direction or "", "")
+        ax.set_title(measure + better, fontsize=8.5)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.set_xlabel(param, fontsize=7.5)
+        plain_axes(ax)
+    fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(4, len(handles)), fontsize=8,
+               frameon=False, bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 0.93 if rows > 1 else 0.86))
+    return fig
 
 
 def correlation_heatmap(corr: pd.DataFrame, *, title: str = "") -> bytes:
@@ -153,14 +216,22 @@ def correlation_heatmap(corr: pd.DataFrame, *, title: str = "") -> bytes:
 
 
 def risk_utility_plot(points: Sequence[dict[str, Any]], *, risk: str, risk_direction: str, utility: str,
-                      utility_direction: str) -> bytes:
+                      utility_direction: str, front: Sequence[str] = ()) -> bytes:
+    """:func:`risk_utility_figure` as PNG bytes."""
+    return figure_png(risk_utility_figure(points, risk=risk, risk_direction=risk_direction, utility=utility,
+                                          utility_direction=utility_direction, front=front))
+
+
+def risk_utility_figure(points: Sequence[dict[str, Any]], *, risk: str, risk_direction: str, utility: str,
+                        utility_direction: str, front: Sequence[str] = ()) -> Figure:
     """The risk–utility map: one point per release, disclosure risk across, utility loss up.
 
     ``points`` hold ``label``, ``risk`` and ``utility`` (means) with ``risk_ci`` and
     ``utility_ci`` (half-widths of their confidence intervals, drawn as error bars) and
     ``baseline`` (drawn in grey). An axis whose measure is better when higher is reversed,
     so that right always means more risk and up always means more utility lost: the lower
-    left corner is the place to be.
+    left corner is the place to be. The releases named in ``front`` (those no other beats on
+    both axes) are joined by a dashed line, in that order. Tick labels carry no offset.
     """
     fig = Figure(figsize=(9.6, 5.2))
     ax = fig.add_subplot()
@@ -173,6 +244,11 @@ def risk_utility_plot(points: Sequence[dict[str, Any]], *, risk: str, risk_direc
                     yerr=None if yerr is None or not math.isfinite(yerr) else [[yerr], [yerr]],
                     fmt="o", ms=6, color=color, ecolor=color, elinewidth=1, capsize=3,
                     label=pt["label"], zorder=3)
+    at = {pt["label"]: (pt["risk"], pt["utility"]) for pt in points}
+    line = [at[lab] for lab in front if lab in at]
+    if len(line) >= 2:
+        ax.plot([p[0] for p in line], [p[1] for p in line], ls="--", lw=1, color="#444444", zorder=2,
+                label="front (no release beats these on both)")
     if risk_direction == "higher":
         ax.invert_xaxis()
     if utility_direction == "higher":
@@ -181,4 +257,5 @@ def risk_utility_plot(points: Sequence[dict[str, Any]], *, risk: str, risk_direc
     ax.set_ylabel(f"{utility} — utility lost, more upwards\n({direction_text(utility_direction)})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return figure_png(fig)
+    plain_axes(ax)
+    return fig

@@ -121,6 +121,7 @@ class Node:
     leaf_id: int = -1
     nid: int = -1
     empty_class: int = -1
+    forced: bool = False  # a SysFor test at a forced level: its split point is printed in full
 
     @property
     def is_leaf(self) -> bool:

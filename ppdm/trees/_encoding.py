@@ -205,5 +205,12 @@ def check_class_labels(y: Any) -> Any:
             raise PPDMError(f"the class must be one column, got an array of shape {arr.shape}")
     vals = np.asarray(y)
     if vals.dtype.kind == "f" and not np.all(np.mod(vals[np.isfinite(vals)], 1) == 0):
+        name = getattr(y, "name", None)
+        if name is not None:
+            # a table's column: say which, and what to do (the words of a data owner, not of the library)
+            n = int(pd.Series(vals).nunique())
+            raise PPDMError(f"the class column {str(name)!r} holds continuous numbers ({n} distinct values); a class "
+                            "needs labels: cut it into categories first, or name another class column")
+        # an unnamed array: scikit-learn's wording, which its estimator checks expect
         raise PPDMError("Unknown label type: continuous; a tree needs class labels, not a continuous target")
     return y

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -412,6 +413,25 @@ def weka_number(value: float, digits: int = 6) -> str:
     return ("-" if scaled < 0 else "") + text
 
 
+def java_double(value: float) -> str:
+    """A number as Java's ``Double.toString`` prints it, which is how the SysFor package of its
+    authors prints its own split points (in full, where J48 rounds to six decimals): the
+    shortest digits that read back as the same double, ``3.5``, ``2.0``, ``1.7438500000000001``,
+    and scientific notation outside [10⁻³, 10⁷) (``1.0E7``, ``2.5E-4``)."""
+    v = float(value)
+    if not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if v == 0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    if 1e-3 <= abs(v) < 1e7:
+        text = repr(v)
+        return text if "." in text else text + ".0"
+    # the shortest round-trip digits (Python's repr), laid out as Java does: d.dddE±n
+    sign, digits, exp = Decimal(repr(v)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{int(exp) + len(text) - 1}"
+
+
 def _weight_text(v: float) -> str:
     # J48 rounds leaf weights to 2 decimals (Math.rint) and prints them as Java doubles
     r = round(v * 100.0) / 100.0
@@ -441,7 +461,9 @@ def _dump(tree: C45Classifier) -> str:
             if node.nominal:
                 test = f"{name} = {_py(tree.encoding_.categories[name][j])}"
             else:
-                test = f"{name} {'<=' if j == 0 else '>'} {weka_number(node.threshold)}"
+                # SysFor's forced split points in full, as its authors' program prints them; J48's at 6 decimals
+                point = java_double(node.threshold) if node.forced else weka_number(node.threshold)
+                test = f"{name} {'<=' if j == 0 else '>'} {point}"
             line = "|   " * depth + test
             if child.is_leaf:
                 lines.append(line + ": " + _label(tree, child, node))
@@ -467,6 +489,6 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-__all__ = ["C45Classifier", "j48_summary", "weka_number"]
+__all__ = ["C45Classifier", "j48_summary", "java_double", "weka_number"]
 
 

@@ -18,8 +18,9 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import check_is_fitted
 
 from ppdm.data.schema import Schema
+from ppdm.data.types import is_date_dtype, numeric_values
 from ppdm.errors import ParameterError, SchemaError
-from ppdm.rules.core import Condition, Rule, RuleSet
+from ppdm.rules.core import Condition, Rule, RuleSet, date_of, days_of, split_point, split_time
 from ppdm.trees._encoding import check_class_labels
 from ppdm.utils import check_n_features, check_table_input
 
@@ -54,7 +55,7 @@ class _Encoder:
             else:
                 self.features.append((c, None))
                 try:
-                    v = np.abs(X[c].to_numpy(dtype=np.float64))
+                    v = np.abs(numeric_values(X[c]))
                 except (TypeError, ValueError):
                     v = np.zeros(0)
                 v = v[np.isfinite(v)]
@@ -77,7 +78,8 @@ class _Encoder:
                               if self.levels[c] else np.zeros((len(X), 0), np.float32))
             else:
                 try:
-                    blocks.append(X[c].to_numpy(dtype=np.float64).reshape(-1, 1))
+                    # a date column on its time axis (days since 1970-01-01)
+                    blocks.append(numeric_values(X[c]).astype(np.float64).reshape(-1, 1))
                 except (TypeError, ValueError):
                     raise SchemaError(f"numeric attribute {c!r} holds non-numeric values") from None
                 f = self.scale.get(c, 1.0)
@@ -108,7 +110,21 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
     max_depth:
         Maximum depth (paper 000 §7: 12).
     categorical:
-        Attributes to treat as categorical; by default every non-numeric column.
+        Attributes to treat as categorical; by default every non-numeric column but dates.
+    data_units:
+        State the split points of the leaf rules in the data's units, for people to read
+        (Ψx, :func:`rules_from_cart`): the roundest number (or date) between the training
+        values on either side (:func:`ppdm.rules.core.split_point`), so ``age <= 40`` rather
+        than ``age <= 40.5`` and ``income <= 18404.46`` rather than
+        ``income <= 18404.464999999997``; every training record lies on the same side as on
+        the tree's own threshold. By default a split point is the midpoint between those
+        values, where the tree itself sends an unseen value: the Forest Framework keeps
+        perturbed values inside the leaves the rules state, and the structure measures
+        compare split points, so they need the tree's own.
+    dates:
+        With ``data_units``, numeric attributes that are dates on their time axis (days
+        since 1970-01-01, the working form of :func:`ppdm.data.types.working_frame`; a column
+        with a datetime dtype is one anyway): their split points are stated as dates.
     """
 
     def __init__(
@@ -119,6 +135,8 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         categorical: Sequence[str] | None = None,
         criterion: str = "gini",
         random_state: int | None = 0,
+        data_units: bool = False,
+        dates: Sequence[str] | None = None,
     ) -> None:
         self.min_leaf_frac = min_leaf_frac
         self.min_samples_leaf = min_samples_leaf
@@ -126,6 +144,8 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         self.categorical = categorical
         self.criterion = criterion
         self.random_state = random_state
+        self.data_units = data_units
+        self.dates = dates
 
     def fit(self, X: pd.DataFrame, y) -> CARTClassifier:
         X = _frame(X)
@@ -139,14 +159,19 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
         leaf = self.min_samples_leaf or max(1, math.ceil(self.min_leaf_frac * len(X)))
         cat = self.categorical
         if cat is None:
-            cat = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])]
+            cat = [c for c in X.columns if (not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c]))
+                   and not is_date_dtype(X[c])]
         self.encoder_ = _Encoder(X, cat)
+        self.dates_ = sorted({str(c) for c in X.columns if c not in cat and (is_date_dtype(X[c])
+                                                                             or c in set(self.dates or ()))}
+                             if self.data_units else ())
         Xe = self.encoder_.transform(X)
         self.tree_model_ = DecisionTreeClassifier(
             criterion=self.criterion, min_samples_leaf=leaf, max_depth=self.max_depth, random_state=self.random_state
         ).fit(Xe, y)
         self.rule_thresholds_ = _data_thresholds(self.tree_model_, Xe, self.encoder_.features,
-                                                 self.encoder_.feature_scale())
+                                                 self.encoder_.feature_scale(), set(self.dates_),
+                                                 data_units=bool(self.data_units))
         self.classes_ = self.tree_model_.classes_
         self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.n_features_in_ = X.shape[1]
@@ -168,7 +193,8 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
     def leaf_rules(self) -> dict[int, Rule]:
         """Every leaf as a rule in the original attributes, with training class counts."""
         check_is_fitted(self, "tree_model_")
-        return tree_leaf_rules(self.tree_model_, self.encoder_.features, getattr(self, "rule_thresholds_", None))
+        return tree_leaf_rules(self.tree_model_, self.encoder_.features, getattr(self, "rule_thresholds_", None),
+                               dates=getattr(self, "dates_", ()))
 
 
 def _frame(X, owner: CARTClassifier | None = None) -> pd.DataFrame:
@@ -181,14 +207,18 @@ def _frame(X, owner: CARTClassifier | None = None) -> pd.DataFrame:
 
 
 def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequence[tuple[str, object]],
-                     scale: np.ndarray | None = None) -> np.ndarray:
+                     scale: np.ndarray | None = None, dates: set[str] | frozenset[str] = frozenset(),
+                     *, data_units: bool = False) -> np.ndarray:
     """Split points of the numeric tests restated in the training values they separate.
 
     scikit-learn compares float32 copies of the inputs, so its thresholds are midpoints of
     float32 values (``hue <= 0.9350000023841858``). For a rule in the original values each
     threshold is moved to the midpoint of the two float64 values of the node's training
-    records on either side of it (``hue <= 0.935``), so every training record falls on the
-    same side as in the tree.
+    records on either side of it (``hue <= 0.935``), or with ``data_units`` to the number
+    with the fewest digits between them (:func:`ppdm.rules.core.split_point`:
+    ``hue <= 0.93``, ``age <= 40``) and for an attribute in ``dates`` to the roundest date
+    (:func:`ppdm.rules.core.split_time`), so every training record falls on the same side
+    as in the tree.
     """
     t = tree.tree_
     out = t.threshold.astype(float).copy()
@@ -201,18 +231,28 @@ def _data_thresholds(tree: DecisionTreeClassifier, X: np.ndarray, features: Sequ
         v = X[rows, f]
         v = v[np.isfinite(v)]
         left = v.astype(np.float32) <= out[node]
+        # a power of two: back to the attribute's own values, exactly
+        unit = 1.0 if scale is None else float(scale[f])
         if left.any() and not left.all():
-            lo, hi = v[left].max(), v[~left].min()
-            out[node] = lo + (hi - lo) / 2
-        if scale is not None and scale[f] != 1.0:
-            out[node] /= scale[f]  # a power of two: back to the attribute's own values, exactly
+            lo, hi = float(v[left].max()) / unit, float(v[~left].min()) / unit
+            if not data_units:
+                out[node] = lo + (hi - lo) / 2
+            elif features[f][0] in dates:
+                out[node] = days_of(split_time(lo, hi))
+            else:
+                out[node] = split_point(lo, hi)
+        else:
+            out[node] /= unit
     return out
+
 
 
 def tree_leaf_rules(
     tree: DecisionTreeClassifier,
     features: Sequence[tuple[str, object]] | Sequence[str],
     thresholds: np.ndarray | None = None,
+    *,
+    dates: Sequence[str] = (),
 ) -> dict[int, Rule]:
     """Rules of the leaves of a fitted scikit-learn tree.
 
@@ -221,6 +261,8 @@ def tree_leaf_rules(
     (``value`` None for a numeric input). ``thresholds`` replaces the tree's split points
     (see :func:`_data_thresholds`). Bounds on one attribute are merged into the
     tightest ``>``/``<=`` pair, and ``!=`` tests implied by an ``=`` test are dropped.
+    Bounds on the attributes named in ``dates`` (numbers on the time axis, days since
+    1970-01-01) are stated as dates.
     """
     feats = [f if isinstance(f, tuple) else (f, None) for f in features]
     t = tree.tree_
@@ -238,7 +280,7 @@ def tree_leaf_rules(
             cc = {c: float(np.round(n, 9)) for c, n in zip(classes, counts[node], strict=True)}
             cc = {k: (int(v) if float(v).is_integer() else v) for k, v in cc.items()}
             pred = classes[int(np.argmax(counts[node]))]
-            out[int(node)] = Rule(_simplify(path), pred, cc)
+            out[int(node)] = Rule(_simplify(path, set(dates)), pred, cc)
             continue
         attr, value = feats[t.feature[node]]
         thr = float(t.threshold[node] if thresholds is None else thresholds[node])
@@ -247,7 +289,7 @@ def tree_leaf_rules(
     return out
 
 
-def _simplify(path: list[tuple[str, object, str, float]]) -> tuple[Condition, ...]:
+def _simplify(path: list[tuple[str, object, str, float]], dates: set[str] | None = None) -> tuple[Condition, ...]:
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     eq: dict[str, object] = {}
@@ -266,11 +308,17 @@ def _simplify(path: list[tuple[str, object, str, float]]) -> tuple[Condition, ..
         else:
             ne.setdefault(attr, []).append(value)
     conds: list[Condition] = []
+
+    def bound(a: str, v: float) -> object:
+        if a in (dates or ()):
+            return date_of(v)
+        return int(v) if float(v).is_integer() and abs(v) < 2**53 else v
+
     for a in order:
         if a in lo:
-            conds.append(Condition(a, ">", lo[a]))
+            conds.append(Condition(a, ">", bound(a, lo[a])))
         if a in hi:
-            conds.append(Condition(a, "<=", hi[a]))
+            conds.append(Condition(a, "<=", bound(a, hi[a])))
         if a in eq:
             conds.append(Condition(a, "=", eq[a]))
         elif a in ne:
@@ -291,7 +339,9 @@ def rules_from_cart(
 
     Records with a missing attribute value are left out of the tree: a CART rule cannot
     say where a missing value goes. (Counted against the rules later, a missing value
-    satisfies no condition.)"""
+    satisfies no condition.) The rules are stated in the data's units (``data_units`` of
+    :class:`CARTClassifier`): split points with no more digits than the data, dates (the
+    schema's ``dates``, or datetime columns) as dates."""
     cls = schema.require_class()
     if isinstance(min_leaf_frac, bool) or not isinstance(min_leaf_frac, (int, float)) or not 0 < min_leaf_frac < 0.5:
         raise ParameterError(f"min_leaf_frac must be a number in (0, 0.5), got {min_leaf_frac!r}")
@@ -299,7 +349,8 @@ def rules_from_cart(
         raise ParameterError(f"max_depth must be a whole number ≥ 1 or None, got {max_depth!r}")
     x, _ = schema.validate(x, missing="drop", min_classes=2)
     tree = CARTClassifier(
-        min_leaf_frac=min_leaf_frac, max_depth=max_depth, categorical=schema.categorical, random_state=random_state
+        min_leaf_frac=min_leaf_frac, max_depth=max_depth, categorical=schema.categorical, random_state=random_state,
+        data_units=True, dates=[c for c in schema.dates if c in schema.attributes],
     ).fit(x[schema.attributes], x[cls])
     rules = tree.leaf_rules()
     return RuleSet([rules[k] for k in sorted(rules)], cls)

@@ -152,7 +152,7 @@ def leaf_bounds(tree: TreeModel, domain: AttributeDomain) -> LeafBounds:
 
 def _numeric_bounds(cond: Condition) -> tuple[float, bool, float, bool]:
     """(lower, lower closed, upper, upper closed) that ``cond`` puts on a numeric attribute."""
-    v = cond.value
+    v = cond.number if cond.op in ("<=", "<", ">", ">=") else cond.value  # a date on its time axis
     if cond.op == "<=":
         return -np.inf, True, float(v), True
     if cond.op == "<":

@@ -376,7 +376,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
 
     def _split_node(self, g: GoodSplit, rows: np.ndarray, w: np.ndarray) -> Node:
         data = self._data
-        node = Node(data.class_dist(rows, w), attr=g.attr, nominal=bool(data.is_nom[g.attr]))
+        node = Node(data.class_dist(rows, w), attr=g.attr, nominal=bool(data.is_nom[g.attr]), forced=True)
         if g.threshold is not None:
             node.threshold = g.threshold  # the midpoint: forced tests are not relocated
         node.bag_dist = split_distribution(data, node, rows, w, branch_of(data, node, rows))

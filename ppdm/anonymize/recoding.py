@@ -1,0 +1,726 @@
+"""Global recoding and top/bottom coding: the statistics office's coarsening of key variables.
+
+**Global recoding** (sdcMicro's ``globalRecode`` and ``groupAndRename``, Templ, Kowarik & Meindl
+2015 §3.2; ARX's generalisation hierarchies) replaces every value of an attribute by a coarser
+one, the same way in every record:
+
+* a number becomes the interval that holds it, labelled as R's ``cut`` labels it and sdcMicro
+  publishes it (``(20,30]``, ``[16,31]``, ``(12096299,2.7182818e+08]``), from explicit break
+  points or from a number of intervals of equal width (sdcMicro's ``equidistant``, with its ±1
+  padding and rounding), of equal width on the log scale (``logEqui``) or of equal frequency
+  (``equalAmount``);
+* a category becomes its label at a level of a hierarchy declared in the schema
+  (``Schema.hierarchies``), or, with ``min_count``, joins the other rare categories under one label;
+* a date becomes its month (``2021-03``) or year (``2021``), by the period arithmetic rounding
+  uses (:func:`ppdm.data.types.generalize_dates`).
+
+Recoded values are written as text labels in an ordered categorical column (the order of the
+intervals, of the hierarchy, of the periods), and the release's schema (:meth:`output_schema`)
+declares each recoded column categorical with its labels in order and, for categories, the
+hierarchy that maps originals to labels, so :func:`ppdm.data.generalization.covers` knows what
+each released value stands for. Recoding is monotone: a larger number never gets an earlier
+interval.
+
+**Top and bottom coding** (sdcMicro's ``topBotCoding``): values above (below) a bound, given as
+a value or as a quantile of the data, are replaced by a number (by default the bound itself) or
+by an interval label such as ``(60,Inf)``. As in sdcMicro the tests are strict: a value equal to
+the bound is kept.
+
+Both are fitted once (break points, quantiles, merged categories) and then applied value by
+value, so a Dask table is recoded partition by partition with what was learnt on the sample.
+Missing values stay missing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppdm.anonymize.base import Technique, check_column_names
+from ppdm.anonymize.registry import register
+from ppdm.data.generalization import format_interval, parse_interval
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError, SchemaError
+
+NUMERIC_METHODS = ("equal-width", "log-equal-width", "equal-frequency")
+try:  # pandas' text dtype with NaN for a missing value (what a text column reads back as)
+    _TEXT: Any = pd.StringDtype(na_value=np.nan)
+except TypeError:  # pragma: no cover - pandas < 2.3
+    _TEXT = np.dtype(object)
+OUTSIDE = ("error", "missing")
+TIES = ("merge", "jitter")
+DATE_PERIODS = ("month", "year")
+#: significant digits of interval labels (R's cut: dig.lab = 8 in globalRecode), raised while two
+#: neighbouring break points would get the same label or a label would misstate its values
+LABEL_DIGITS = 8
+MAX_LABEL_DIGITS = 17
+
+
+# ------------------------------------------------------------------------ break points
+def r_round(v: np.ndarray) -> np.ndarray:
+    """R's ``round``: halves to even (``round(8.5) == 8``), as NumPy does."""
+    return np.round(np.asarray(v, dtype=float))
+
+
+def sdc_breaks(x: np.ndarray, n: int, method: str, *, rng: np.random.Generator | None = None,
+               ties: str = "merge") -> tuple[np.ndarray, bool, bool]:
+    """sdcMicro's break points for ``n`` intervals: ``(breaks, include_lowest, jittered)``.
+
+    * ``equal-width``: ``seq(min − 1, max + 1, length.out = n + 1)`` (the ±1 is in the
+      column's units);
+    * ``log-equal-width``: ``exp(seq(log(min) − 1, log(max) + 1, length.out = n + 1))``; needs
+      positive values (sdcMicro fails on a zero);
+    * ``equal-frequency``: R's type-7 quantiles at ``(0:n)/n``.
+
+    Equal-width and log-equal-width breaks are rounded to whole numbers when the rounded
+    values stay distinct. The lowest interval is closed on the left (``include.lowest``),
+    except with one interval. Tied quantiles are merged (``ties="merge"``: fewer intervals,
+    no value lost) or, as sdcMicro does, jittered (``ties="jitter"``: R's ``jitter`` with
+    ``rng``; values may then fall outside every interval).
+    """
+    v = np.asarray(x, dtype=float)
+    lo, hi = float(v.min()), float(v.max())
+    jittered = False
+    if n == 1:  # one interval, for every method: (min − 1, max + 1]
+        return np.array([lo - 1.0, hi + 1.0]), False, False
+    if method == "equal-width":
+        b = np.linspace(lo - 1.0, hi + 1.0, n + 1)
+    elif method == "log-equal-width":
+        if lo <= 0:
+            raise ParameterError("log-equal-width intervals need positive values, and the column holds "
+                                 f"{'zero' if lo == 0 else 'negative values'} (sdcMicro's logEqui fails there too)")
+        b = np.exp(np.linspace(math.log(lo) - 1.0, math.log(hi) + 1.0, n + 1))
+    elif method == "equal-frequency":
+        b = np.quantile(v, np.arange(n + 1) / n)
+        if np.unique(b).size < b.size:
+            if ties == "jitter":
+                b = np.sort(r_jitter(b, rng if rng is not None else np.random.default_rng()))
+                jittered = True
+            else:
+                b = np.unique(b)
+        if b.size < 2:  # a constant column: one interval around it
+            b = np.array([lo - 1.0, hi + 1.0])
+        return b, True, jittered
+    else:  # pragma: no cover - checked by the technique
+        raise ParameterError(f"unknown method {method!r}")
+    rb = r_round(b)
+    if np.unique(rb).size == rb.size:
+        b = rb
+    return b, True, jittered
+
+
+def r_jitter(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """R's ``jitter(x)`` (factor 1, no amount): uniform noise of ±d/5, d the smallest gap between
+    distinct values of x rounded to 3 significant digits of its range (R's documentation)."""
+    v = np.asarray(x, dtype=float)
+    z = float(v.max() - v.min())
+    if z == 0:
+        z = abs(float(v[0]))
+    if z == 0:
+        z = 1.0
+    xx = np.unique(np.round(v, int(3 - math.floor(math.log10(z)))))
+    d = float(np.diff(xx).min()) if xx.size > 1 else (float(xx[0]) / 10 if xx[0] != 0 else z / 10)
+    amount = abs(d) / 5.0
+    return v + rng.uniform(-amount, amount, size=v.size)
+
+
+def interval_labels(breaks: np.ndarray, include_lowest: bool, values: np.ndarray | None = None) -> list[str]:
+    """The labels R's ``cut(..., right = TRUE)`` gives the intervals between ``breaks``,
+    with ``formatC(digits = 8, format = "g")`` numbers, and more digits (up to 17) while two
+    neighbouring break points would read the same, or while a label read back as an interval
+    would not hold one of ``values`` its break points put in it (e.g. a top break 100000.625
+    that 8 digits write as 100000.62): a published label must stand for what it holds."""
+    b = np.asarray(breaks, dtype=float)
+    want = None if values is None else cut(values, b, include_lowest)
+    for digits in range(LABEL_DIGITS, MAX_LABEL_DIGITS + 1):
+        labels = [format_interval(b[i], b[i + 1], closed_left=include_lowest and i == 0, digits=digits)
+                  for i in range(b.size - 1)]
+        ends = [lab.split(",") for lab in labels]
+        if any(ends[i][1][:-1] == ends[i][0][1:] for i in range(len(ends))):
+            continue
+        if want is not None:
+            got = np.full(want.shape, -1, dtype=np.int64)
+            for i, lab in enumerate(labels):
+                iv = parse_interval(lab)
+                got[(got < 0) & iv.contains(values)] = i
+            if not np.array_equal(got, want):
+                continue
+        break
+    return labels
+
+
+def cut(x: np.ndarray, breaks: np.ndarray, include_lowest: bool) -> np.ndarray:
+    """The interval of each value (−1 outside every interval or missing), intervals (a, b]."""
+    v = np.asarray(x, dtype=float)
+    b = np.asarray(breaks, dtype=float)
+    idx = np.searchsorted(b, v, side="left") - 1
+    if include_lowest:
+        idx = np.where(v == b[0], 0, idx)
+    bad = (idx < 0) | (idx >= b.size - 1) | np.isnan(v)
+    return np.where(bad, -1, idx).astype(np.int64)
+
+
+# ------------------------------------------------------------------------ parameters
+def _per_column(value: Any, column: str, default: Any = None) -> Any:
+    if isinstance(value, Mapping):
+        if column in value:
+            return value[column]
+        return value.get("*", default)
+    return default if value is None else value
+
+
+def _names(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        return [v.strip() for v in value.replace(";", ",").split(",") if v.strip()]
+    return value
+
+
+def _check_breaks(column: str, value: Any) -> int | np.ndarray:
+    if isinstance(value, bool):
+        raise ParameterError(f"breaks for {column!r} must be a number of intervals or a list of break points")
+    if isinstance(value, (int, np.integer)):
+        if value < 1:
+            raise ParameterError(f"breaks for {column!r} must be at least 1 interval, got {value}")
+        return int(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        try:
+            b = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ParameterError(f"breaks for {column!r} must be numbers, got {value!r}") from None
+        if b.ndim != 1 or b.size < 2 or np.isnan(b).any():
+            raise ParameterError(f"breaks for {column!r} must list at least two break points, got {value!r}")
+        if np.any(np.diff(b) <= 0):
+            raise ParameterError(f"breaks for {column!r} must increase strictly, got {value!r}")
+        return b
+    raise ParameterError(f"breaks for {column!r} must be a number of intervals or a list of break points, "
+                         f"got {value!r}")
+
+
+@register("recode")
+class Recode(Technique):
+    """Global recoding of numbers into intervals, categories along a hierarchy, dates to periods.
+
+    Parameters
+    ----------
+    columns:
+        Attributes to recode (default: the schema's quasi-identifiers, else every attribute).
+        The class is recoded only when named.
+    breaks:
+        Numeric attributes: a number of intervals, or a list of break points (intervals
+        ``(a,b]``); a dict column → either (``"*"`` for the others). Default 5.
+    method:
+        With a number of intervals: ``"equal-width"`` (sdcMicro's equidistant, default),
+        ``"log-equal-width"`` (logEqui) or ``"equal-frequency"`` (equalAmount); or a dict.
+    outside:
+        A value outside every interval of explicit breaks is an error (``"error"``, default) or
+        becomes missing (``"missing"``, what sdcMicro does).
+    ties:
+        Equal-frequency intervals whose quantiles tie: ``"merge"`` them (default, fewer
+        intervals) or ``"jitter"`` the break points as sdcMicro does (random, so a value may
+        fall outside and needs ``outside="missing"``).
+    level:
+        Categorical attributes with a hierarchy in the schema: the level to publish (1 = the
+        finest generalisation; 0 leaves the column as it is); a number or a dict. Default 1.
+    min_count:
+        Categorical attributes: categories with fewer records than this are merged under the
+        label ``other`` (with the next rarest until the merged group has ``min_count``
+        records); a number or a dict. Applied after the hierarchy level.
+    other:
+        Label of the merged rare categories (default ``"Other"``).
+    date_period:
+        Date attributes: ``"month"`` (default) or ``"year"``, or a dict.
+
+    With a number of intervals, an end interval that sdcMicro's padding would stretch past a
+    bound declared in the schema stops at the bound. A constant numeric attribute is left as
+    it is (it tells nothing about anyone). After
+    ``fit``: ``breaks_`` (column → break points), ``labels_`` (column → labels in order),
+    ``mapping_`` (categorical column → {original: label}).
+    """
+
+    handles_missing = True
+    missing_policy = "kept"
+
+    def __init__(
+        self,
+        class_column: str | None = None,
+        schema: Schema | dict | None = None,
+        random_state: Any = None,
+        columns: list[str] | str | None = None,
+        breaks: int | list[float] | dict[str, Any] = 5,
+        method: str | dict[str, str] = "equal-width",
+        outside: str = "error",
+        ties: str = "merge",
+        level: int | dict[str, int] = 1,
+        min_count: int | dict[str, int] | None = None,
+        other: str = "Other",
+        date_period: str | dict[str, str] = "month",
+    ) -> None:
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
+        self.columns = columns
+        self.breaks = breaks
+        self.method = method
+        self.outside = outside
+        self.ties = ties
+        self.level = level
+        self.min_count = min_count
+        self.other = other
+        self.date_period = date_period
+
+    # ------------------------------------------------------------------ checks
+    def _validate_params(self) -> None:
+        check_column_names("columns", _names(self.columns))
+        for v in (self.method.values() if isinstance(self.method, Mapping) else [self.method]):
+            if v not in NUMERIC_METHODS:
+                raise ParameterError(f"method must be one of {', '.join(NUMERIC_METHODS)}, got {v!r}")
+        if self.outside not in OUTSIDE:
+            raise ParameterError(f"outside must be one of {', '.join(OUTSIDE)}, got {self.outside!r}")
+        if self.ties not in TIES:
+            raise ParameterError(f"ties must be one of {', '.join(TIES)}, got {self.ties!r}")
+        for v in (self.breaks.values() if isinstance(self.breaks, Mapping) else [self.breaks]):
+            _check_breaks("a column", v)
+        for v in (self.level.values() if isinstance(self.level, Mapping) else [self.level]):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ParameterError(f"level must be a whole number ≥ 0 (a hierarchy level), got {v!r}")
+        if self.min_count is not None:
+            for v in (self.min_count.values() if isinstance(self.min_count, Mapping) else [self.min_count]):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                    raise ParameterError(f"min_count must be a whole number ≥ 1, got {v!r}")
+        if not isinstance(self.other, str) or not self.other:
+            raise ParameterError(f"other must be a non-empty label, got {self.other!r}")
+        for v in (self.date_period.values() if isinstance(self.date_period, Mapping) else [self.date_period]):
+            if v not in DATE_PERIODS:
+                raise ParameterError(f"date_period must be 'month' or 'year', got {v!r}")
+
+    def _targets(self, schema: Schema) -> list[str]:
+        named = _names(self.columns)
+        if named is None:
+            return list(schema.quasi_identifiers) or list(schema.attributes)
+        known = set(schema.columns)
+        for c in named:
+            if c not in known:
+                raise ParameterError(f"columns names {c!r}, which is not an attribute of the table")
+        for name, val in (("breaks", self.breaks), ("method", self.method), ("level", self.level),
+                          ("min_count", self.min_count), ("date_period", self.date_period)):
+            if isinstance(val, Mapping):
+                extra = sorted(set(val) - set(named) - {"*"})
+                if extra:
+                    raise ParameterError(f"{name} names column {extra[0]!r}, which is not recoded")
+        return list(named)
+
+    # --------------------------------------------------------------------- fit
+    def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        self.breaks_: dict[str, np.ndarray] = {}
+        self.include_lowest_: dict[str, bool] = {}
+        self.jittered_: dict[str, bool] = {}
+        self.labels_: dict[str, list[Any]] = {}
+        self.mapping_: dict[str, dict[Any, Any]] = {}
+        self.periods_: dict[str, str] = {}
+        self.levels_: dict[str, int] = {}
+        for c in self._targets(schema):
+            s = df[c]
+            obs = s.dropna()
+            if len(obs) == 0:
+                raise SchemaError(f"column {c!r} has no observed value to recode")
+            if c in schema.dates:
+                period = str(_per_column(self.date_period, c, "month"))
+                self.periods_[c] = period
+                self.labels_[c] = sorted(set(_period_labels(obs.to_numpy(dtype=float), period)))
+            elif c in schema.numeric:
+                x = obs.to_numpy(dtype=float)
+                if np.unique(x).size == 1:
+                    continue  # a constant attribute tells nothing about anyone: left as it is
+                self._fit_numeric(c, x, rng, schema.bounds.get(c))
+            else:
+                self._fit_categorical(c, obs, schema)
+
+    def _fit_numeric(self, c: str, x: np.ndarray, rng: np.random.Generator,
+                     bounds: tuple[float, float] | None = None) -> None:
+        spec = _check_breaks(c, _per_column(self.breaks, c, 5))
+        method = str(_per_column(self.method, c, "equal-width"))
+        if isinstance(spec, int):
+            b, lowest, jit = sdc_breaks(x, spec, method, rng=rng, ties=self.ties)
+            if bounds is not None:
+                # sdcMicro's ±1 padding may reach past a declared bound: intervals stop there (the
+                # lowest is closed, so the bound itself stays in it; an interval wholly beyond goes)
+                clipped = np.unique(np.clip(b, float(bounds[0]), float(bounds[1])))
+                if clipped.size >= 2:
+                    b, lowest = clipped, True
+        else:
+            b, lowest, jit = spec, False, False
+        idx = cut(x, b, lowest)
+        outside = int((idx < 0).sum())
+        if outside and self.outside == "error":
+            what = "the jittered break points" if jit else "the breaks"
+            raise ParameterError(
+                f"{what} of {c!r} leave {outside} value(s) outside every interval; widen the breaks, or let such "
+                "values become missing with outside='missing' (what sdcMicro does)")
+        self.breaks_[c] = np.asarray(b, dtype=float)
+        self.include_lowest_[c] = bool(lowest)
+        self.jittered_[c] = bool(jit)
+        self.labels_[c] = interval_labels(b, lowest, x)
+
+    def _fit_categorical(self, c: str, obs: pd.Series, schema: Schema) -> None:
+        values = pd.unique(obs).tolist()
+        level = int(_per_column(self.level, c, 1))
+        mapping: dict[Any, Any] = {}
+        if c in schema.hierarchies and level > 0:
+            self.levels_[c] = level
+            for v in values:
+                mapping[v] = schema.hierarchy_level(c, v, level)
+        else:
+            mapping = {v: v for v in values}
+        min_count = _per_column(self.min_count, c, None)
+        if min_count is not None:
+            mapping = self._merge_rare(c, obs.map(mapping), mapping, int(min_count))
+        if all(k == v for k, v in mapping.items()):
+            return  # nothing changes in this column
+        self.mapping_[c] = mapping
+        self.labels_[c] = _label_order(c, mapping, schema)
+
+    def _merge_rare(self, c: str, labels: pd.Series, mapping: dict[Any, Any], min_count: int) -> dict[Any, Any]:
+        counts = labels.value_counts()
+        rare = counts[counts < min_count]
+        if rare.empty:
+            return mapping
+        # the rarest first; the merged group grows until it has min_count records
+        order = counts.sort_values(kind="stable")
+        merged = list(rare.index)
+        total = int(rare.sum())
+        for lab in order.index:
+            if total >= min_count:
+                break
+            if lab not in merged:
+                merged.append(lab)
+                total += int(order[lab])
+        if self.other in set(counts.index) - set(merged):
+            raise ParameterError(f"the label {self.other!r} for merged rare categories of {c!r} is already one of its "
+                                 "categories; choose another with other=...")
+        return {k: (self.other if v in merged else v) for k, v in mapping.items()}
+
+    # ---------------------------------------------------------------- output
+    def _output_dtypes(self, like: pd.DataFrame) -> dict[str, Any]:
+        # periods are text (their order is the text's); a later month is no fitted category
+        return {c: (_TEXT if c in self.periods_ else pd.CategoricalDtype(labels, ordered=True))
+                for c, labels in getattr(self, "labels_", {}).items() if c in like.columns}
+
+    def _output_schema(self, schema: Schema) -> Schema:
+        # a date's periods are declared as fitted; a partition may hold later ones (text, in order)
+        return recoded_schema(schema, self.labels_, {c: _ancestors(m) for c, m in self.mapping_.items()})
+
+    # --------------------------------------------------------------- transform
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        out = df.copy()
+        for c, labels in self.labels_.items():
+            s = df[c]
+            if c in self.breaks_:
+                x = s.to_numpy(dtype=float)
+                idx = cut(x, self.breaks_[c], self.include_lowest_[c])
+                lost = (idx < 0) & ~np.isnan(x)
+                if lost.any() and self.outside == "error":
+                    row = s.index[np.flatnonzero(lost)[0]]
+                    raise SchemaError(f"column {c!r} has {int(lost.sum())} value(s) outside every interval fitted "
+                                      f"(first at row {row!r}); refit on these records, or use outside='missing'")
+                vals = np.asarray(labels, dtype=object)[np.maximum(idx, 0)]
+                vals[idx < 0] = None
+            elif c in self.periods_:
+                vals = np.asarray(_period_labels(s.to_numpy(dtype=float), self.periods_[c]), dtype=object)
+            else:
+                vals = self._map_categories(c, s, schema)
+            out[c] = pd.Series(vals, index=df.index, dtype=object)
+        return out
+
+    def _map_categories(self, c: str, s: pd.Series, schema: Schema) -> np.ndarray:
+        mapping = self.mapping_[c]
+        vals = s.map(mapping).to_numpy(dtype=object)
+        unseen = s.notna().to_numpy() & pd.isna(vals)
+        if unseen.any():
+            # a value fit did not see: its hierarchy label, or the merged label for a rare one
+            for i in np.flatnonzero(unseen):
+                v = s.iloc[i]
+                lab = schema.hierarchy_level(c, v, self.levels_[c]) if c in self.levels_ else v
+                if self.other in set(mapping.values()) and lab not in set(mapping.values()):
+                    lab = self.other
+                if lab not in set(self.labels_[c]):
+                    raise SchemaError(f"column {c!r} holds a category fit did not see at row {s.index[i]!r}, whose "
+                                      "label is not among the fitted ones; fit on these records")
+                vals[i] = lab
+        return vals
+
+
+def _label_order(c: str, mapping: dict[Any, Any], schema: Schema) -> list[Any]:
+    """Labels in the order of their first original in the declared categories (or the
+    hierarchy, or the sorted originals)."""
+    declared = schema.categories.get(c) or list(schema.hierarchies.get(c, {}))
+    first: dict[Any, int] = {}
+    pos = {str(v): i for i, v in enumerate(declared)}
+    for i, orig in enumerate(sorted(mapping, key=lambda v: (pos.get(str(v), len(pos)), str(v)))):
+        first.setdefault(mapping[orig], i)
+    return sorted(first, key=lambda lab: first[lab])
+
+
+def _ancestors(mapping: dict[Any, Any]) -> dict[Any, list[Any]]:
+    return {k: [v] for k, v in mapping.items() if k != v}
+
+
+def _period_labels(days: np.ndarray, period: str) -> list[Any]:
+    from ppdm.data.types import generalize_dates
+
+    start = generalize_dates(days, period)
+    ok = np.isfinite(start)
+    d = (np.datetime64("1970-01-01", "D") + np.where(ok, start, 0).astype("timedelta64[D]")).astype(str)
+    keep = 7 if period == "month" else 4
+    return [s[:keep] if o else None for s, o in zip(d.tolist(), ok.tolist(), strict=True)]
+
+
+def recoded_schema(schema: Schema, labels: Mapping[str, list[Any]],
+                   ancestors: Mapping[str, dict[Any, list[Any]]]) -> Schema:
+    """``schema`` with every column of ``labels`` categorical, its labels declared in order, and
+    the originals' labels as a hierarchy where categories were grouped (the release's schema)."""
+    from dataclasses import replace
+
+    recoded = set(labels)
+    numeric = [c for c in schema.numeric if c not in recoded]
+    categorical = list(schema.categorical) + [c for c in schema.numeric if c in recoded]
+    cats = {**{c: v for c, v in schema.categories.items() if c not in recoded},
+            **{c: list(v) for c, v in labels.items()}}
+    hier = {c: h for c, h in schema.hierarchies.items() if c not in recoded}
+    for c, anc in ancestors.items():
+        base = schema.hierarchies.get(c, {})
+        merged = {k: list(dict.fromkeys([*v, *(base.get(k, []) or [])])) for k, v in anc.items()}
+        if merged:
+            hier[c] = merged
+    return replace(schema, numeric=numeric, categorical=categorical,
+                   integer=[c for c in schema.integer if c not in recoded],
+                   bounds={c: b for c, b in schema.bounds.items() if c not in recoded},
+                   dates={c: f for c, f in schema.dates.items() if c not in recoded},
+                   categories=cats, hierarchies=hier)
+
+
+# ============================================================== top and bottom coding
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
+_QUANT = re.compile(r"^\s*q\s*(\d*\.?\d+)\s*$", re.IGNORECASE)
+
+
+def parse_bound(column: str, value: Any) -> tuple[str, float]:
+    """``("value", v)`` for a number, ``("quantile", q)`` for ``"99%"`` or ``"q0.99"``."""
+    if isinstance(value, bool):
+        raise ParameterError(f"the bound of {column!r} must be a number or a quantile such as '99%', got {value!r}")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        if not np.isfinite(value):
+            raise ParameterError(f"the bound of {column!r} must be finite, got {value!r}")
+        return "value", float(value)
+    if isinstance(value, str):
+        m = _PERCENT.match(value)
+        q = float(m.group(1)) / 100 if m else None
+        if q is None:
+            mq = _QUANT.match(value)
+            q = float(mq.group(1)) if mq else None
+        if q is not None and 0.0 <= q <= 1.0:
+            return "quantile", q
+    raise ParameterError(f"the bound of {column!r} must be a number or a quantile such as '99%' or 'q0.99', "
+                         f"got {value!r}")
+
+
+@register("top-bottom-coding")
+class TopBottomCoding(Technique):
+    """Top and bottom coding of numeric attributes (sdcMicro's ``topBotCoding``).
+
+    Parameters
+    ----------
+    columns:
+        Numeric attributes to code (default: the numeric quasi-identifiers, else every numeric
+        attribute). A categorical column is refused.
+    top, bottom:
+        The bound above (below) which values are coded: a number, or a quantile of the data
+        (``"99%"``, ``"q0.99"``); one for every column or a dict column → bound. ``None``: no
+        top (bottom) coding. Default: top coding at the 99th percentile.
+    top_replacement, bottom_replacement:
+        What a coded value becomes: ``None`` (default: the bound itself), a number, or
+        ``"label"``: the interval label of the coded range (``(60,Inf)``, ``(-Inf,20)``); the
+        column is then released as ordered categorical labels (numbers as text beside them).
+
+    Tests are strict: x > top (x < bottom) is coded, a value equal to the bound is kept. An
+    integer column needs a whole-number replacement. After ``fit``: ``bounds_`` (column →
+    (bottom, top), ``None`` where not coded).
+    """
+
+    handles_missing = True
+    missing_policy = "kept"
+
+    def __init__(
+        self,
+        class_column: str | None = None,
+        schema: Schema | dict | None = None,
+        random_state: Any = None,
+        columns: list[str] | str | None = None,
+        top: float | str | dict[str, Any] | None = "99%",
+        bottom: float | str | dict[str, Any] | None = None,
+        top_replacement: float | str | dict[str, Any] | None = None,
+        bottom_replacement: float | str | dict[str, Any] | None = None,
+    ) -> None:
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
+        self.columns = columns
+        self.top = top
+        self.bottom = bottom
+        self.top_replacement = top_replacement
+        self.bottom_replacement = bottom_replacement
+
+    def _validate_params(self) -> None:
+        check_column_names("columns", _names(self.columns))
+        for name in ("top", "bottom"):
+            v = getattr(self, name)
+            for x in (v.values() if isinstance(v, Mapping) else [v]):
+                if x is not None:
+                    parse_bound(name, x)
+        for name in ("top_replacement", "bottom_replacement"):
+            v = getattr(self, name)
+            for x in (v.values() if isinstance(v, Mapping) else [v]):
+                if x is None or x == "label":
+                    continue
+                if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not np.isfinite(x):
+                    raise ParameterError(f"{name} must be a number, 'label' or None (the bound), got {x!r}")
+        if self.top is None and self.bottom is None:
+            raise ParameterError("top and bottom are both None: there is nothing to code")
+
+    def _targets(self, schema: Schema) -> list[str]:
+        named = _names(self.columns)
+        if named is None:
+            qi = [c for c in schema.quasi_identifiers if c in schema.numeric]
+            return qi or [c for c in schema.numeric if c not in schema.dates]
+        known = set(schema.columns)
+        for c in named:
+            if c not in known:
+                raise ParameterError(f"columns names {c!r}, which is not an attribute of the table")
+        cat = [c for c in named if c not in schema.numeric]
+        if cat:
+            raise ParameterError(f"top and bottom coding applies to numbers, and column {cat[0]!r} is categorical; "
+                                 "recode its categories instead")
+        return list(named)
+
+    def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
+        self.bounds_: dict[str, tuple[float | None, float | None]] = {}
+        self.replacements_: dict[str, tuple[Any, Any]] = {}
+        targets = self._targets(schema)
+        if not targets:
+            raise ParameterError("top-bottom-coding needs a numeric attribute, and the table has none")
+        for name, val in (("top", self.top), ("bottom", self.bottom), ("top_replacement", self.top_replacement),
+                          ("bottom_replacement", self.bottom_replacement)):
+            if isinstance(val, Mapping):
+                extra = sorted(set(val) - set(targets) - {"*"})
+                if extra:
+                    raise ParameterError(f"{name} names column {extra[0]!r}, which is not coded")
+        for c in targets:
+            x = df[c].dropna().to_numpy(dtype=float)
+            if x.size == 0:
+                raise SchemaError(f"column {c!r} has no observed value to code")
+            whole = c in schema.integer or c in schema.dates
+            bounds = []
+            reps = []
+            for side, spec, rep in (("bottom", self.bottom, self.bottom_replacement),
+                                    ("top", self.top, self.top_replacement)):
+                v = _per_column(spec, c, None) if isinstance(spec, Mapping) else spec
+                if v is None:
+                    bounds.append(None)
+                    reps.append(None)
+                    continue
+                kind, b = parse_bound(c, v)
+                bound = float(np.quantile(x, b)) if kind == "quantile" else b
+                r = _per_column(rep, c, None) if isinstance(rep, Mapping) else rep
+                if whole and abs(bound - round(bound)) <= 1e-9 * max(1.0, abs(bound)):
+                    bound = float(round(bound))  # a quantile's float noise: 24.000000000000004
+                if r is None:
+                    r = bound
+                    if whole and bound != math.floor(bound):
+                        # a quantile between two whole numbers: the bound moves to a whole number
+                        r = bound = float(math.floor(bound) if side == "top" else math.ceil(bound))
+                if r != "label" and whole and float(r) != math.floor(float(r)):
+                    raise ParameterError(f"{side}_replacement {r!r} for the whole-number column {c!r} is not a "
+                                         "whole number")
+                bounds.append(bound)
+                reps.append(r if r == "label" else float(r))
+            if bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
+                raise ParameterError(f"the bottom bound of {c!r} ({bounds[0]:g}) is above its top bound ({bounds[1]:g})")
+            self.bounds_[c] = (bounds[0], bounds[1])
+            self.replacements_[c] = (reps[0], reps[1])
+        self.labelled_ = {c: _coding_labels(self.bounds_[c], self.replacements_[c], df[c].dropna().to_numpy(dtype=float))
+                          for c in targets if "label" in self.replacements_[c]}
+
+    def _output_dtypes(self, like: pd.DataFrame) -> dict[str, Any]:
+        return {c: pd.CategoricalDtype(labels, ordered=True) for c, labels in getattr(self, "labelled_", {}).items()
+                if c in like.columns}
+
+    def _output_schema(self, schema: Schema) -> Schema:
+        if not self.labelled_:
+            return schema
+        return recoded_schema(schema, self.labelled_, {})
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        out = df.copy()
+        for c, (lo, hi) in self.bounds_.items():
+            x = df[c].to_numpy(dtype=float)
+            rlo, rhi = self.replacements_[c]
+            below = (x < lo) if lo is not None else np.zeros(x.shape, dtype=bool)
+            above = (x > hi) if hi is not None else np.zeros(x.shape, dtype=bool)
+            if c in self.labelled_:
+                kept = np.isfinite(x) & ~below & ~above
+                unseen = kept & ~pd.Series([_num_label(v) for v in x]).isin(self.labelled_[c]).to_numpy()
+                if unseen.any():
+                    row = df.index[np.flatnonzero(unseen)[0]]
+                    raise SchemaError(f"column {c!r} holds a value fit did not see (first at row {row!r}), which has no "
+                                      "label among the fitted ones; fit on these records")
+                vals = np.array([_num_label(v) if np.isfinite(v) else None for v in x], dtype=object)
+                if lo is not None:
+                    vals[below] = rlo if rlo != "label" else format_interval(-np.inf, lo, closed_right=False)
+                if hi is not None:
+                    vals[above] = rhi if rhi != "label" else format_interval(hi, np.inf, closed_right=False)
+                vals = np.array([_num_label(v) if isinstance(v, float) else v for v in vals], dtype=object)
+                out[c] = pd.Series(vals, index=df.index, dtype=object)
+                continue
+            y = x.copy()
+            if lo is not None:
+                y[below] = rlo
+            if hi is not None:
+                y[above] = rhi
+            out[c] = y
+        return out
+
+
+def _num_label(v: float) -> str:
+    return f"{v:.15g}"
+
+
+def _coding_labels(bounds: tuple[float | None, float | None], reps: tuple[Any, Any], x: np.ndarray) -> list[str]:
+    """The labels of a labelled coding in order: the bottom label, the kept numbers, the top label."""
+    lo, hi = bounds
+    rlo, rhi = reps
+    keep = np.ones(x.shape, dtype=bool)
+    if lo is not None:
+        keep &= x >= lo
+    if hi is not None:
+        keep &= x <= hi
+    vals = sorted(set(np.unique(x[keep]).tolist()))
+    labels: list[Any] = []
+    if lo is not None:
+        labels.append(format_interval(-np.inf, lo, closed_right=False) if rlo == "label" else float(rlo))
+    labels += vals
+    if hi is not None:
+        labels.append(format_interval(hi, np.inf, closed_right=False) if rhi == "label" else float(rhi))
+    out: list[str] = []
+    for lab in labels:
+        t = _num_label(lab) if isinstance(lab, float) else lab
+        if t not in out:
+            out.append(t)
+    return out
+
+
+__all__ = ["Recode", "TopBottomCoding", "cut", "interval_labels", "parse_bound", "r_jitter", "recoded_schema",
+           "sdc_breaks"]
