@@ -129,6 +129,23 @@ def test_public_provenance_holds_no_count_hash_or_check_of_x(tmp_path):
     assert 90 in _numbers(secret).values()
 
 
+def test_warnings_counted_on_x_stay_out_of_the_public_record(tmp_path):
+    """A warning about x's records (how many of a code column's values look truncated: a count
+    of x) is shown to the owner and kept in the private log, not written beside the release."""
+    df = _table(90)
+    df.insert(2, "zip", np.where(np.arange(90) % 3 == 0, 1234, 54321))  # "of its 90 values"
+    sch = Schema(["a", "k", "zip"], ["job"], "y", integer=["k", "zip"],
+                 bounds={"a": (-5.0, 7.0), "k": (0, 20), "zip": (0, 99_999)},
+                 categories={"job": ["clerk", "nurse", "pilot", "vet"], "y": ["no", "yes"]})
+    code, out, output = _anonymize(tmp_path, df, "--seed", "3", schema=sch)
+    assert code == 0, output
+    assert "of its 90 values" in " ".join(output.split()), "the owner is told"
+    prov = json.loads((tmp_path / "z.provenance.json").read_text())
+    assert "90" not in json.dumps(prov["warnings"]) and "'zip'" not in json.dumps(prov["warnings"])
+    secret = json.loads((tmp_path / "z.private.json").read_text())
+    assert any("of its 90 values" in line for line in secret["warnings"])
+
+
 def test_pandas_categories_are_not_a_declaration():
     df = _table().astype({"job": pd.CategoricalDtype(["clerk", "nurse", "pilot"])})
     declared = {"bounds": {"a": (-5.0, 7.0), "k": (0, 20)}, "domains": {"y": ["no", "yes"]}}

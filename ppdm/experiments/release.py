@@ -195,7 +195,8 @@ def release(
     with progress.steps(3, f"{name}: learning from {len(work)} records") as step:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            for code in codes_read_as_numbers(work, sch):  # e.g. zip codes read by pandas.read_csv
+            codes = codes_read_as_numbers(work, sch)  # e.g. zip codes read by pandas.read_csv
+            for code in codes:
                 warnings.warn(code.message(), UserWarning, stacklevel=2)
             tech.fit(work)
             step(1, description=f"{name}: releasing z")
@@ -246,7 +247,7 @@ def release(
     info.setdefault("rows_used", len(x))
     removed = [] if keep_identifiers else ids
     private: dict[str, Any] = {}
-    public_info, public_check = info, check
+    public_info, public_check, public_lines = info, check, lines
     if declared_only:
         # any count, hash or check of x would undo the noisy count and more: they go to the
         # owner's private log, the public record keeps what made the release
@@ -254,6 +255,11 @@ def release(
                    "technique": getattr(tech, "private_report_", None)}
         public_info = {k: v for k, v in info.items() if k not in ("sha256", "rows", "rows_used", "fit_rows")}
         public_check = None
+        # warnings read from x's records (how many values of a code look truncated) are counts of x too
+        of_x = {f"UserWarning: {' '.join(code.message().split())}" for code in codes}
+        public_lines = [line for line in lines if line not in of_x]
+        if len(public_lines) < len(lines):
+            private["warnings"] = [line for line in lines if line in of_x]
     record = build_provenance(
         technique=technique_record(tech),
         seeded=seeded,
@@ -263,7 +269,7 @@ def release(
         release_check=public_check,
         privacy=privacy,
         kept_identifiers=ids if keep_identifiers else [],
-        warnings=lines,
+        warnings=public_lines,
         output={"decimals": dec, "date_formats": {c: f for c, f in out_sch.dates.items() if c in z.columns},
                 **({"schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {})},
     )
