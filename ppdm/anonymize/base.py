@@ -314,7 +314,8 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None =
         if out[c].dtype == like[c].dtype:
             continue
         # a release with its own records takes the input column's type, not its rows
-        ref = like[c] if same_rows else pd.Series(index=out.index, dtype=like[c].dtype, name=like[c].name)
+        # (an empty slice keeps the dtype, name and time zone, none of the values)
+        ref = like[c] if same_rows else like[c].iloc[:0]
         out[c] = restore_column(out[c], ref, date_format=formats.get(c))
     return out
 
