@@ -118,6 +118,10 @@ def test_public_provenance_holds_no_count_hash_or_check_of_x(tmp_path):
     assert not prov.get("release_check"), "the release check compares z with x: it is the owner's, not public"
     # no number of the public record is the exact size of x (90) or derived from the check
     assert "records_unchanged" not in text and "share_verbatim" not in text
+    from ppdm.data.provenance import describe
+
+    line = describe(prov)  # what evaluate prints: says where the counts went, no "? rows"
+    assert "private log" in line and "?" not in line and "sha256" not in line
     privacy = prov["privacy"]
     assert privacy["differentially_private"] is True and privacy["domain_declared"] is True
     assert privacy["neighbouring"]["relation"] == "add-remove" and privacy["seeded"] is True

@@ -209,8 +209,12 @@ def describe(record: dict[str, Any]) -> str:
              f"with {tech.get('name', '?')}"]
     parts.append("seeded: " + ("yes (the seed is not stored)" if record.get("seeded") else "no (OS entropy)"))
     sha = str(inp.get("sha256") or "")
-    parts.append(f"input {inp.get('source', '?')} sha256 {sha[:12]}… ({inp.get('rows', '?')} rows × "
-                 f"{inp.get('columns', '?')} columns)")
+    if sha or "rows" in inp:
+        parts.append(f"input {inp.get('source', '?')} sha256 {sha[:12]}… ({inp.get('rows', '?')} rows × "
+                     f"{inp.get('columns', '?')} columns)")
+    else:  # a differentially private release keeps the input's hash and counts in the private log
+        parts.append(f"input {inp.get('source', '?')} ({inp.get('columns', '?')} columns; its hash and counts are "
+                     "in the owner's private log)")
     removed = record.get("removed_identifiers") or []
     if removed:
         parts.append(f"identifiers removed: {', '.join(map(str, removed))}")
