@@ -15,8 +15,9 @@ up) lives in :mod:`ppdm.anonymize.differential_privacy`.
   bounds, zooming into the pieces that hold most records (a hierarchical histogram in
   the spirit of Hay et al. 2010, restricted to occupied pieces).
 * :func:`split_purity_scores` — how well each attribute alone separates the classes
-  (the Gini purity of its best split), a score of sensitivity 2 (Friedman & Schuster
-  2010, §4.2) that the exponential mechanism ranks.
+  (the Gini purity of its best split, after Friedman & Schuster 2010, §4.2, without their
+  record count: sensitivity 1 per added or removed record), a score the exponential
+  mechanism ranks.
 """
 
 from __future__ import annotations
