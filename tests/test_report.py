@@ -321,7 +321,7 @@ def _keyvar_doc(status: str = "high", judged_status: str | None = None) -> dict:
     doc["summary"]["risk"]["status"] = status
     if judged_status is not None:
         for j in doc["summary"]["risk"]["judged"]:
-            j["status"] = judged_status
+            j["status"] = j["judgement"] = judged_status
     return doc
 
 

@@ -41,6 +41,7 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "il_dr_score": ("risk", "il_dr_score"),
     "sers": ("risk", "sers"),
     "record_linkage": ("linkage", "record_linkage"),
+    "qi_matching": ("matching", "qi_matching"),
     "prediction_accuracy": ("model", "prediction_accuracy"),
     "auc": ("model", "auc"),
     "f_measure": ("model", "f_measure"),

@@ -664,8 +664,6 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.x) or is_dask(ctx.z):
-        from ppdm.metrics._dask import record_linkage_parts
-
         _check_ties(ties)
         return record_linkage_parts(ctx.x, ctx.z, numeric, categorical, ties=ties,
                                     sample=None if sample is None else int(sample),
@@ -677,3 +675,169 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
 
 
 __all__ = ["EXACT_ROWS", "LinkageResult", "encode_part", "link_against_blocks", "numeric_scales", "record_linkage"]
+
+
+# ------------------------------------------------------------------ record linkage (mixed)
+def record_linkage_parts(x: Any, z: Any, numeric: list[str], categorical: list[str], *, ties: str,
+                         sample: int | None, default_sample: int, exact_rows: int,
+                         random_state: int | None) -> Any:
+    """:func:`ppdm.metrics.linkage.record_linkage` of partitioned tables, block by block.
+
+    Every released record is linked against every block of originals (a k-d tree per block,
+    :func:`ppdm.metrics.linkage.link_against_blocks`): the same links as in memory, whatever
+    the partitions. Up to ``exact_rows`` records (or with ``sample=0``) every released record
+    is linked — exact; above it (or with ``sample=s``) a uniform sample of released records
+    is linked, each against ALL originals, and a Wilson interval is given. A task holds one
+    block of z and one block of x at a time, reading each block of x twice.
+    """
+    from ppdm.data.partitions import read_partition, run_partitions, sample_counts
+    from ppdm.metrics._common import mixed_attributes
+    from ppdm.metrics._dask import check_aligned, pair_partitions
+
+    mixed_attributes(x._meta, z._meta, numeric, categorical, measure="record linkage", z_label="released")
+    lengths = check_aligned(x, z, "record linkage")
+    n = int(sum(lengths))
+    if n == 0:
+        raise SchemaError("record linkage: the tables have no rows")
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    nparts = x.npartitions
+    cols = list(numeric) + list(categorical)
+
+    def scan(xi: pd.DataFrame, zi: pd.DataFrame) -> tuple[list[tuple[float, float]], list[set]]:
+
+        ranges = []
+        for c in numeric:
+            numeric_scales([(xi, "original"), (zi, "released")], [c])  # refuses non-numeric or infinite values
+            v = np.concatenate([xi[c].to_numpy(dtype=float, na_value=np.nan), zi[c].to_numpy(dtype=float,
+                                                                                        na_value=np.nan)])
+            v = v[~np.isnan(v)]
+            ranges.append((float(v.min()), float(v.max())) if v.size else (np.inf, -np.inf))
+        values = [set(pd.unique(pd.concat([xi[c], zi[c]], ignore_index=True).dropna().astype(object)))
+                  for c in categorical]
+        return ranges, values
+
+    parts = pair_partitions(x[cols], z[cols], scan, what="record linkage")
+    scales = np.zeros(len(numeric))
+    for a in range(len(numeric)):
+        lo = min(p[0][a][0] for p in parts)
+        hi = max(p[0][a][1] for p in parts)
+        rng = hi - lo if hi >= lo else 0.0
+        scales[a] = 1.0 / rng if rng > 0 else 0.0
+    categories = [pd.Index(sorted(set().union(*[p[1][a] for p in parts]), key=repr), dtype=object)
+                  for a in range(len(categorical))]
+
+    if sample is not None and sample <= 0:
+        k = n
+    elif sample is not None:
+        k = min(int(sample), n)
+    else:
+        k = n if n <= exact_rows else min(int(default_sample), n)
+    rng = np.random.default_rng([int(random_state or 0), 19])
+    counts = np.asarray(lengths) if k >= n else sample_counts(lengths, k, rng)
+    picks = [np.arange(lengths[i]) if k >= n else
+             np.sort(np.random.default_rng([int(random_state or 0), 19, i]).choice(lengths[i], int(counts[i]),
+                                                                                   replace=False))
+             for i in range(nparts)]
+
+    def block(b: int) -> Any:
+        xn, xc = encode_part(read_partition(x, b)[cols], numeric, scales, categorical, categories)
+        return _Block(xn, xc, int(offsets[b]))
+
+    if k < n:
+        return _sampled_linkage(x, z, cols, picks, offsets, block, numeric, scales, categorical, categories, ties, n)
+
+    def task(j: int) -> tuple[float, int, int, int]:
+        """(credit summed, records tied, records equal to their own original, records linked) of block j."""
+        rows = picks[j]
+        if rows.size == 0:
+            return 0.0, 0, 0, 0
+        xj = read_partition(x, j)[cols].iloc[rows]
+        zj = read_partition(z, j)[cols].iloc[rows]
+        xn, xc = encode_part(xj, numeric, scales, categorical, categories)
+        zn, zc = encode_part(zj, numeric, scales, categorical, categories)
+        d_own = own_distances(zn, zc, xn, xc)
+        at = np.arange(len(rows))
+        own, cnt, first = link_against_blocks(zn, zc, at, d_own, np.full(len(rows), j, np.int64), rows,
+                                              block, nparts)
+        mine = offsets[j] + rows
+        cnt = np.where(own, cnt + 1, 0)
+        first = np.where(own, np.minimum(first, mine), 0)
+        credit = credits(own, cnt, first, mine, ties)
+        return float(credit.sum()), int((cnt > 1).sum()), int((d_own == 0).sum()), len(rows)
+
+    out = run_partitions(task, nparts, name="ppdm-record-linkage")
+    linked = float(sum(o[0] for o in out))
+    m = int(sum(o[3] for o in out))
+    return LinkageResult(value=linked / m, linked=linked, n=m, tied=int(sum(o[1] for o in out)),
+                         exact=int(sum(o[2] for o in out)), numeric=list(numeric), categorical=list(categorical),
+                         ties=ties)
+
+
+def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], offsets: np.ndarray, block: Any,
+                     numeric: list[str], scales: np.ndarray, categorical: list[str], categories: list[Any],
+                     ties: str, n: int) -> Any:
+    """Record linkage of a sample of released records, each against every block of originals: the
+    sample and its own originals are gathered (small), then each block of x is read and searched
+    once per pass — 2 × partitions block reads in all."""
+    from ppdm.data.partitions import read_partition, run_partitions
+    from ppdm.metrics.risk import _threads
+
+    nparts = len(picks)
+
+    def gather(i: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        rows = picks[i]
+        return read_partition(x, i)[cols].iloc[rows], read_partition(z, i)[cols].iloc[rows]
+
+    got = run_partitions(gather, nparts, name="ppdm-linkage-sample")
+    xs = pd.concat([g[0] for g in got], ignore_index=True)
+    zs = pd.concat([g[1] for g in got], ignore_index=True)
+    own_block = np.concatenate([np.full(len(picks[i]), i, np.int64) for i in range(nparts)])
+    own_local = np.concatenate(picks).astype(np.int64)
+    mine = offsets[own_block] + own_local
+    xn, xc = encode_part(xs, numeric, scales, categorical, categories)
+    zn, zc = encode_part(zs, numeric, scales, categorical, categories)
+    d_own = own_distances(zn, zc, xn, xc)
+    keys = _group_keys(zn, zc)
+    m = len(zs)
+    at = np.arange(m)
+    chunks = max(1, min(m, 8 * _threads()))
+
+    def refute(b: int) -> tuple[np.ndarray, np.ndarray]:
+        blk = block(b)
+        if len(blk.xn) == 0:
+            return np.ones(m, np.int64), np.full(m, np.inf)
+        oj = np.where(own_block == b, own_local, -1)
+        st, bd, _ = mixed_block_search(zn, zc, blk.group_of(keys), at, d_own, oj, 1, d_own, blk.xn, blk.xc,
+                                       blk.tree, TIE_REL_TOL, TIE_ABS_TOL, blk.budget, blk.offset, chunks)
+        return st, bd
+
+    p1 = run_partitions(refute, nparts, name="ppdm-linkage-refute")
+    own = np.all([st != 0 for st, _ in p1], axis=0)
+    best = np.minimum(d_own, np.min([np.where(st == 1, bd, np.inf) for st, bd in p1], axis=0))
+    lim = best * (1.0 + TIE_REL_TOL) + TIE_ABS_TOL
+    sel = np.flatnonzero(own)
+
+    def count(b: int) -> tuple[np.ndarray, np.ndarray]:
+        blk = block(b)
+        if len(blk.xn) == 0 or sel.size == 0:
+            return np.zeros(sel.size, np.int64), np.full(sel.size, np.iinfo(np.int64).max)
+        gz = np.full(m, -1, np.int64)
+        gz[sel] = blk.group_of(keys.iloc[sel])
+        oj = np.where(own_block[sel] == b, own_local[sel], -1)
+        cnt, _, f = mixed_block_search(zn, zc, gz, sel, d_own[sel], oj, 2, lim[sel], blk.xn, blk.xc, blk.tree,
+                                       TIE_REL_TOL, TIE_ABS_TOL, blk.budget, blk.offset, chunks)
+        return cnt, f
+
+    p2 = run_partitions(count, nparts, name="ppdm-linkage-ties")
+    cnt = np.zeros(m, np.int64)
+    first = np.zeros(m, np.int64)
+    if sel.size:
+        cnt[sel] = 1 + np.sum([c for c, _ in p2], axis=0)
+        first[sel] = np.minimum(mine[sel], np.min([f for _, f in p2], axis=0))
+    credit = credits(own, cnt, first, mine, ties)
+    linked = float(credit.sum())
+    res = LinkageResult(value=linked / m, linked=linked, n=m, tied=int((cnt > 1).sum()), exact=int((d_own == 0).sum()),
+                        numeric=list(numeric), categorical=list(categorical), ties=ties, credit=credit, tie_count=cnt)
+    res.sample_size, res.population = m, n
+    res.ci_low, res.ci_high = wilson_interval(linked, m, res.confidence)
+    return res

@@ -551,10 +551,9 @@ def _qi_matching_measure(ctx: EvaluationContext) -> MatchingResult:
     tolerance = _opt(ctx, "tolerance", None)
     sample = _opt(ctx, "sample", None)
     if is_dask(ctx.x) or is_dask(ctx.z):
-        from ppdm.metrics._dask import qi_matching_parts
-
         res = qi_matching_parts(ctx, keys, status, tolerance,
-                                int(sample) if sample is not None else int(ctx.cache.get("sample_rows", SAMPLE_ROWS)))
+                                int(sample) if sample is not None else int(ctx.cache.get("sample_rows", SAMPLE_ROWS)),
+                                context_hierarchies(ctx))
     else:
         res = qi_matching(ctx.x, ctx.z, keys, status=status, tolerance=tolerance, paired=ctx.is_paired,
                           hierarchies=context_hierarchies(ctx), sample=int(sample) if sample is not None else None,
@@ -568,3 +567,40 @@ def _qi_matching_measure(ctx: EvaluationContext) -> MatchingResult:
 
 __all__ = ["MatchingResult", "RULES", "TOLERANCES", "key_rules", "match_counts", "own_matches", "qi_matching",
            "summarise_matching", "verbatim_copies"]
+
+
+# --------------------------------------------------------------------- intruder matching
+def qi_matching_parts(ctx: Any, keys: list[str], status: dict[str, str], tolerance: Any, sample_rows: int,
+                      hier: dict[str, Any] | None) -> Any:
+    """:func:`ppdm.metrics.matching.qi_matching` of partitioned tables: a uniform sample of
+    ``sample_rows`` original records (all of them when the table is smaller: then exact), each
+    matched against EVERY released record, partition by partition — match counts add up over
+    the partitions of z — with a Wilson interval when sampled."""
+    import dask
+
+    from ppdm.data.partitions import read_partition, run_partitions
+    from ppdm.metrics._dask import sample_pairs
+
+    x, z = ctx.x, ctx.z
+    xs, zs, n = sample_pairs(x, z, int(sample_rows), int(ctx.random_state or 0))
+    rules = key_rules(xs, zs, keys, status, hier)
+    tol_keys = [k for k in keys if rules[k] == "tolerance"]
+    sds = dict(zip(tol_keys, (float(v) for v in dask.compute(*[x[k].std() for k in tol_keys])), strict=True))
+    for k in list(sds):
+        if not sds[k] > 0:
+            rules[k] = "exact"
+            del sds[k]
+    tol_keys = [k for k in keys if rules[k] == "tolerance"]
+    tols = _check_tolerances(tolerance) if tol_keys else (0.0,)
+    xk = xs[keys].reset_index(drop=True)
+
+    def task(i: int) -> np.ndarray:
+        zi = read_partition(z, i)[keys].reset_index(drop=True)
+        enc = _encode(xk, zi, rules, hier)
+        return np.stack([match_counts(enc, len(xk), np.array([t * sds[k] for k in tol_keys])) for t in tols])
+
+    counts = np.sum(run_partitions(task, z.npartitions, name="ppdm-qi-matching"), axis=0)
+    res = summarise_matching(xk, zs[keys].reset_index(drop=True), keys, rules, sds, status, tols, counts,
+                             paired=True, hierarchies=hier, population=n)
+    res.n_released = n
+    return res

@@ -139,6 +139,15 @@ class Drivers:
         keys = self.keys
         named = ", ".join(keys) if len(keys) <= 4 else f"{len(keys)} variables"
         on = f"on the key variable{'s' if len(keys) != 1 else ''} ({named})" if keys else "on the key variables"
+        cols = list(self.table.get("columns") or [])
+        if "own_matches" in cols:  # intruder matching: perturbed keys, no key frequencies to speak of
+            j, rows = cols.index("own_matches"), self.table.get("rows") or []
+            vals = [(float(r[j]) if isinstance(r[j], (int, float)) else -1.0) for r in rows]
+            if not rows or max(vals) < 0:
+                return f"An intruder matching {on} is judged by {self.measure}."
+            best = max(range(len(rows)), key=lambda i: vals[i])
+            return (f"An intruder matching {on} finds a record's own released value of {rows[best][0]} "
+                    f"for {vals[best]:.0%} of the records, the most of any key variable.")
         if self.uniques == 0:
             return f"No record is unique {on}."
         if self.worst is None or self.removed is None:
