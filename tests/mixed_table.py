@@ -13,7 +13,8 @@ MISSING_SHARE = {"age": 0.2, "income": 0.1, "ratio": 0.3, "zip": 0.15, "visit": 
 CODES = ["0150", "0001", "1200", "0420", "7000"]
 #: parameters that make every technique run on the table (DPCube: a small grid, little noise, one
 #: partition per cell so that its synthetic records keep the shares of missing cells)
-PARAMS: dict[str, dict] = {"random-substitution": {"gamma": 5.0}, "dpcube": {"bins": 3, "epsilon": 50.0, "partitioning": "cell"},
+PARAMS: dict[str, dict] = {"random-substitution": {"gamma": 5.0},
+                           "dpcube": {"bins": 3, "epsilon": 50.0, "partitioning": "cell", "domain_from_data": True},
                            "local-suppression": {"keys": ["age", "zip", "member", "grade"]}}
 
 

@@ -193,7 +193,7 @@ def test_dpcube_domain_is_the_declared_one_never_the_records(stand_in_measures, 
         res = run_dp_retention(x, s, epsilons=[1.0], noise_levels=[], repeats=1, folds=2,
                                measures=stand_in_measures, dataset="banknote")
     md = res.to_markdown()
-    assert "variance [-8, 8]" in md and "class {0, 1}" in md
+    assert "variance [-20, 20]" in md and "class {0, 1}" in md
     assert "'class-first'" in md and "ppdm's extension beyond the paper" in md and "not used here" in md
     used = run_dp_retention(x, s, epsilons=[1.0], noise_levels=[], repeats=1, folds=2, measures=stand_in_measures,
                             dpcube_params={"split_dimension": "class-first"}).to_markdown()

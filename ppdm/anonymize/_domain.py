@@ -164,9 +164,10 @@ def value_domains(df: pd.DataFrame, schema: Schema) -> dict[str, ValueDomain]:
     return out
 
 
-def check_declared_domain(df: pd.DataFrame, schema: Schema, *, bounds: bool = True) -> None:
+def check_declared_domain(df: pd.DataFrame, schema: Schema, *, bounds: bool = True, categories: bool = True) -> None:
     """Refuse a table holding a value outside its column's declared bounds (``bounds=True``)
-    or declared categories, naming the column and the first row but never the value."""
+    or declared categories (``categories=True``), naming the column and the first row but
+    never the value."""
     if bounds:
         for c, (lo, hi) in schema.bounds.items():
             if c not in df.columns:
@@ -179,7 +180,7 @@ def check_declared_domain(df: pd.DataFrame, schema: Schema, *, bounds: bool = Tr
                     f"{df.index[bad.argmax()]!r} ({_count(int(bad.sum()))}); correct the data or the "
                     "schema's bounds (to cap outlying values, top/bottom-code them first)"
                 )
-    for c, values in schema.categories.items():
+    for c, values in (schema.categories if categories else {}).items():
         if c not in df.columns:
             continue
         s = df[c]

@@ -51,9 +51,11 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     missing_policy:
         ``"kept"``, ``"modelled"`` or ``"refused"`` (see below).
     clips_to_declared_bounds:
-        The technique itself clips values of x outside the schema's declared bounds, as
-        differential privacy treats a public range (DPCube). Every other technique refuses
-        such a value as bad input, naming the column and row.
+        The technique itself clips values of x outside the schema's declared bounds and maps
+        values outside the declared categories (an "other" cell, or the record dropped), as
+        differential privacy treats a public domain (DPCube): whether a run fails must not
+        depend on the records. Every other technique refuses such a value as bad input,
+        naming the column and row.
 
     Released values stay possible: ``fit`` stores the domain of every numeric attribute in
     ``value_domains_`` (declared bounds, else the range observed in x; whole numbers; dates
@@ -68,6 +70,9 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: ``"modelled"`` (missingness is part of what the technique learns and releases) or
     #: ``"refused"``; listed by ``ppdm methods`` and in docs/missing_values.md
     missing_policy: ClassVar[str] = "refused"
+    #: the technique decides itself what a record with a missing class becomes (DPCube drops it
+    #: as part of its mechanism); otherwise such a record is refused
+    handles_missing_class: ClassVar[bool] = False
     clips_to_declared_bounds: ClassVar[bool] = False
     #: the technique blanks observed cells (local suppression): they are missing in the release
     makes_missing: ClassVar[bool] = False
@@ -164,14 +169,16 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
         missing = "keep" if self.handles_missing else "error"
         df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
-        _refuse_missing_class(df, schema)
+        if not self.handles_missing_class:
+            _refuse_missing_class(df, schema)
         if not schema.attributes:
             # nothing to anonymize: a "release" equal to the input must not pass for one
             only = f" besides the class column {schema.class_column!r}" if schema.class_column else ""
             raise SchemaError(f"the table has no attribute columns{only}; there is nothing to anonymize")
         work = working_frame(df, schema.numeric)
         # a value of x outside its declared domain is bad input, refused before anything is learnt
-        check_declared_domain(work, schema, bounds=not self.clips_to_declared_bounds)
+        check_declared_domain(work, schema, bounds=not self.clips_to_declared_bounds,
+                              categories=not self.clips_to_declared_bounds)
         self.schema_ = schema
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
         self.n_features_in_ = df.shape[1]
@@ -240,7 +247,8 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         df, _ = self.schema_.validate(df, missing=missing)
         _refuse_missing_class(df, self.schema_)
         work = working_frame(df, self.schema_.numeric).copy()
-        check_declared_domain(work, self.schema_, bounds=not self.clips_to_declared_bounds)
+        check_declared_domain(work, self.schema_, bounds=not self.clips_to_declared_bounds,
+                              categories=not self.clips_to_declared_bounds)
         # transform draws from a fresh generator, so repeated calls with an int seed agree
         out = self._transform(work, self.schema_, rng)
         out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows(), dtypes=self._output_dtypes(df))
@@ -305,7 +313,10 @@ def restore_table(out: pd.DataFrame, like: pd.DataFrame, schema: Schema | None =
             continue
         if out[c].dtype == like[c].dtype:
             continue
-        out[c] = restore_column(out[c], like[c], date_format=formats.get(c))
+        # a release with its own records takes the input column's type, not its rows
+        # (an empty slice keeps the dtype, name and time zone, none of the values)
+        ref = like[c] if same_rows else like[c].iloc[:0]
+        out[c] = restore_column(out[c], ref, date_format=formats.get(c))
     return out
 
 

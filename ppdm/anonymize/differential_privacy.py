@@ -5,58 +5,48 @@ Paper 000 §7.2/§8.4 anonymizes the Banknotes dataset with the technique of Xia
 partitioning", LNCS 6358, reference [4] of paper 000; journal version: Xiao, Xiong, Fan,
 Goryczka & Li, "DPCube", Transactions on Data Privacy 7, 2014): the domain is
 partitioned into disjoint sub-domains, the number of records in each is released
-through a noisy count query (Laplace noise whose size depends on the privacy budget
-ε), and new records are generated inside each sub-domain.
+through a noisy count query, and new records are generated inside each sub-domain.
 
-:class:`DPCube` follows the two-phase kd-tree form of that technique. For a table of
-n records and a budget ε, under add/remove-one neighbours (the default):
+:class:`DPCube` follows the two-phase kd-tree form of that technique, over a grid whose
+attributes, bins and bin edges are themselves chosen under differential privacy. For a
+table of n records and a budget ε, under add/remove-one neighbours (the default):
 
-0. **Table size (phase 0).** ``n0 = n + Laplace(1/ε0)`` with ``ε0 = size_share·ε``. It
-   sizes the grid (``bins="auto"``) and, combined with the partition counts, gives the
-   number of released records. Under replace-one neighbours n is public: no phase 0.
-1. **Cell histogram (phase 1).** The (attributes × class) domain is cut into a grid:
-   equal-width bins on the declared bounds of every numeric attribute, one cell per
-   declared value of every categorical attribute and of the class. Every cell count,
-   empty cells included, gets ``Laplace(Δ/ε1)`` noise. The cells are disjoint, so by
-   parallel composition this step costs ``ε1``.
-2. **kd-tree on the noisy grid (phase 2a).** :func:`kd_partition` splits the grid
-   recursively reading the noisy histogram only, so it is post-processing and costs
-   nothing.
-3. **Noisy partition counts (phase 2b).** Each final partition's true count gets
-   ``Laplace(Δ/ε2)`` noise; the partitions are disjoint, so this costs ``ε2``. The
-   phases are chosen one after the other from earlier noisy outputs (adaptive
-   sequential composition), so the release is (ε0 + ε1 + ε2) = ε-differentially private.
-4. **Synthetic records.** The number of records m is the inverse-variance combination
-   of n0 and the sum of the noisy partition counts (add/remove-one) or n (replace-one).
-   :func:`allocate_counts` turns the noisy counts into whole counts summing to m, and
-   each record is drawn inside its partition: in a cell chosen in proportion to the
-   partition's phase-1 noisy cells clipped at zero (``placement="cells"``) or
-   uniformly over the partition (``placement="uniform"``, the paper's assumption of
-   uniformity inside a partition), then uniformly inside that cell. The rows are shuffled.
+0. **Table size.** ``n0 = n + DLap(1/ε0)`` (discrete Laplace, i.e. two-sided geometric
+   noise). It sizes the grid and, with the partition counts, gives the number of
+   released records. Under replace-one neighbours n is public: no phase 0.
+S. **Attribute selection** (only when the grid cannot hold every attribute). Each
+   attribute's best split of the records by class is scored (Gini purity, sensitivity 1)
+   and the exponential mechanism picks, one after the other, the attributes that get
+   bins; the others are released uniformly over their declared domain.
+Q. **Bin edges.** The bins of a numeric attribute are cut at quantiles of a noisy
+   histogram of its values inside the declared bounds, which zooms into pieces that hold
+   most records; values are drawn inside the noisy hull of the records.
+1. **Cell histogram.** Every cell of the grid (selected attributes × class), empty cells
+   included, gets discrete Laplace noise ``DLap(Δ/ε1)``.
+2. **kd-tree on the noisy grid** (reads the noisy histogram only: post-processing), then
+   **noisy partition counts**: each final box's true count gets ``DLap(Δ/ε2)``.
+3. **Synthetic records** drawn inside the partitions, in cells chosen in proportion to
+   their phase-1 noisy counts (post-processing). The rows are shuffled.
 
-Both placements and the allocation only read noisy outputs: post-processing, free.
-``partitioning="cell"`` is the paper's cell-based baseline: phase 1 alone (at the whole
-budget left after phase 0), every cell its own partition.
+The phases are chosen one after the other from earlier noisy outputs (adaptive
+sequential composition), each phase over disjoint cells, boxes or records (parallel
+composition), so the release is (ε0 + εS + εQ + ε1 + ε2) = ε-differentially private.
 
-Choices the sources leave open are named parameters with proposed defaults
-(``docs/differential_privacy.md`` lists them with the reasons):
+**Everything released comes from the declared domain or from noise.** Types (numeric,
+whole, categorical), bounds and category sets are read from the declaration — the
+schema given to the technique, or ``bounds=``/``domains=`` — never from the column
+dtypes or the records. A table whose domain is not declared is refused, naming the
+columns, unless ``domain_from_data=True`` (then the report says, in words, that the
+release is not differentially private). A value outside the declared domain never
+aborts the run: numbers are clamped to the bounds (whole numbers rounded), a category
+outside the declared set goes to the "other" cell (``unknown="other"``) or its record is
+dropped (``unknown="drop"``, the default), and a missing cell in a column not declared
+``nullable`` drops its record. Dropping records one by one is part of the mechanism: one
+record more or less in x changes the kept table by at most that record, so the guarantee
+holds for x. How many records were dropped is the owner's secret (``private_report_``).
 
-* ``bins="auto"`` sizes the grid from n0, the number of attributes and ε so it holds
-  about ``n0·ε/(Δ·grid_density)`` cells (after the grid-size rule of Qardaji, Yang & Li,
-  "Differentially private grids for geospatial data", ICDE 2013, which takes N·ε/c
-  cells); numeric attributes get equal numbers of bins, differing by at most one.
-* the kd-tree's uniformity test (Xiao et al. stop splitting a partition whose noisy
-  cells look uniform): a box is split only when some single cut would reduce the
-  squared error of its noisy cells by more than ``(split_threshold + 2·ln m)·σ²``, σ²
-  the variance of one cell's noise and m the number of possible cuts, i.e. more than
-  noise alone would explain.
-
-Missing values are part of the domain: a categorical attribute with missing cells gets
-one more value, "missing"; a numeric one gets a second dimension, whether the value is
-missing (its missing cells are binned at the lower end of its domain). Their cells are
-counted and noised like all others, so the synthetic records have missing cells at the
-noisy rates. Which attributes have missing cells is read from the data, so it is reported
-like a domain read from the data (the release is then not strictly differentially private).
+``docs/differential_privacy.md`` gives the accounting, the assumptions, what is public
+and private, and the audits.
 """
 
 from __future__ import annotations
@@ -65,12 +55,20 @@ import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from ppdm.anonymize._dp_mechanisms import (
+    discrete_laplace,
+    discrete_laplace_variance,
+    dp_bin_edges,
+    gumbel_top_k,
+    split_purity_scores,
+)
 from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Real, SearchSpace
@@ -89,23 +87,34 @@ __all__ = [
     "box_sums",
     "box_volumes",
     "count_cells",
+    "discrete_laplace",
     "kd_partition",
-    "laplace_mechanism",
+    "measurements_path",
+    "noisy_histogram",
+    "noisy_partition_counts",
+    "noisy_table_size",
+    "select_attributes",
 ]
 
 
-#: the value a missing categorical cell takes in the grid
+#: the grid value of a missing cell of a categorical attribute declared ``nullable``
 MISSING = "\x00missing"
-#: suffix of the dimension that says whether a numeric attribute is missing
+#: the grid value of a category outside the declared set (``unknown="other"``)
+OTHER = "\x00other"
+#: suffix of the dimension that says whether a numeric attribute declared ``nullable`` is missing
 _GAP = "\x00is_missing"
+#: the public sidecar with the noisy measurements of a release: ``<stem>.dpcube.json``
+MEASUREMENTS_SUFFIX = ".dpcube.json"
+#: the noisy histogram is written to the sidecar up to this many cells
+MAX_WRITTEN_CELLS = 1_000_000
 
 
 class DomainFromDataWarning(UserWarning):
-    """Bounds or value sets were read from the private table, so the release is not ε-DP."""
+    """Bounds, types or value sets were read from the private table, so the release is not ε-DP."""
 
 
 class CoarseGridWarning(UserWarning):
-    """The automatic grid gives some numeric attributes a single bin (released uniformly)."""
+    """Some attributes get a single cell of the grid (released uniformly over their domain)."""
 
 
 # ---------------------------------------------------------------- privacy accounting
@@ -114,7 +123,7 @@ class PrivacyStep:
     """One use of the privacy budget.
 
     ``composition`` says why the step costs ``epsilon`` once although it answers many
-    count queries (the queries are over disjoint cells: parallel composition).
+    queries (disjoint cells, boxes or records: parallel composition; k picks: sequential).
     """
 
     name: str
@@ -125,19 +134,30 @@ class PrivacyStep:
     composition: str
 
 
-def laplace_mechanism(
-    values: np.ndarray, sensitivity: float, epsilon: float, rng: np.random.Generator
-) -> np.ndarray:
-    """Add ``Laplace(0, sensitivity/epsilon)`` noise to every value (Dwork & Roth 2013, §3.3).
+# The phases as module functions, so each one's noise is visible in one place (the
+# audits in tests/test_dpcube_audit.py replace them one at a time to check that a
+# weakened phase is caught).
+def noisy_table_size(n: int, epsilon: float, rng: np.random.Generator) -> float:
+    """Phase 0: ``n + DLap(1/ε0)`` (a count of sensitivity 1 under add/remove-one neighbours)."""
+    return float(discrete_laplace(np.array([float(n)]), 1.0, epsilon, rng)[0])
 
-    ``epsilon = inf`` adds nothing (noise switched off, for tests and the no-privacy end
-    of a sweep). The variance of the noise is ``2·(sensitivity/epsilon)²``.
-    """
-    vals = np.asarray(values, dtype=float)
-    if math.isinf(epsilon):
-        return vals.copy()
-    scale = sensitivity / epsilon
-    return vals + rng.laplace(0.0, scale, size=vals.shape)
+
+def select_attributes(scores: np.ndarray, k: int, epsilon_each: float, sensitivity: float,
+                      rng: np.random.Generator) -> np.ndarray:
+    """Phase S: the k attributes picked one after the other by the exponential mechanism,
+    each pick ``epsilon_each``-DP for scores of the given sensitivity."""
+    return gumbel_top_k(scores, k, epsilon_each, sensitivity, rng)
+
+
+def noisy_histogram(hist: np.ndarray, sensitivity: float, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Phase 1: every cell count plus ``DLap(Δ/ε1)`` (disjoint cells: parallel composition)."""
+    return discrete_laplace(hist, sensitivity, epsilon, rng)
+
+
+def noisy_partition_counts(counts: np.ndarray, sensitivity: float, epsilon: float,
+                           rng: np.random.Generator) -> np.ndarray:
+    """Phase 2b: every partition's count plus ``DLap(Δ/ε2)`` (disjoint boxes: parallel composition)."""
+    return discrete_laplace(counts, sensitivity, epsilon, rng)
 
 
 # ------------------------------------------------------------------------------ grid
@@ -145,9 +165,11 @@ def laplace_mechanism(
 class GridDim:
     """One dimension of the cell grid.
 
-    ``kind`` is ``numeric`` (equal-width bins with ``edges``), ``integer`` (bins are runs
-    of whole numbers ``int_lo[k]..int_hi[k]``) or ``categorical`` (one cell per value of
-    ``values``, in declared order).
+    ``kind`` is ``numeric`` (bins ``[edges[k], edges[k+1])``, the last closed),
+    ``integer`` (bins are runs of whole numbers ``int_lo[k]..int_hi[k]``) or
+    ``categorical`` (one cell per value of ``values``, in declared order, or, when
+    ``merged``, one cell for all of them: the attribute is released uniformly).
+    Categorical columns reach the grid as integer codes into ``values``.
     """
 
     name: str
@@ -157,16 +179,16 @@ class GridDim:
     int_lo: np.ndarray | None = None
     int_hi: np.ndarray | None = None
     values: list | None = None
+    merged: bool = False
+    #: where values are drawn (numeric: the DP hull of the records inside the bounds); the
+    #: first and last bins count everything down to / up to the bounds but draw inside it
+    support: tuple[float, float] | None = None
 
     def index(self, col: pd.Series) -> np.ndarray:
-        """Cell index of every value; numeric values outside the bounds go to the edge bins."""
+        """Cell index of every (encoded, in-domain) value."""
         if self.kind == "categorical":
-            assert self.values is not None
-            lookup = {v: i for i, v in enumerate(self.values)}
-            out = np.fromiter((lookup.get(v, -1) for v in col.to_numpy(dtype=object)), dtype=np.int64, count=len(col))
-            if (out < 0).any():
-                raise SchemaError(f"column {self.name!r} holds a value that is not in its declared categories")
-            return out
+            codes = col.to_numpy(dtype=np.int64)
+            return np.zeros(len(codes), np.int64) if self.merged else codes
         v = col.to_numpy(dtype=float)
         ref = self.edges if self.kind == "numeric" else self.int_lo
         assert ref is not None
@@ -174,11 +196,14 @@ class GridDim:
         return np.clip(idx, 0, self.n_bins - 1).astype(np.int64)
 
     def sample(self, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One value per record, uniform over the cells ``lo..hi`` (inclusive) of this dimension."""
+        """One value per record, uniform over the cells ``lo..hi`` (inclusive) of this
+        dimension (categorical: codes into ``values``)."""
         u = rng.random(len(lo))
         if self.kind == "numeric":
             assert self.edges is not None
             a, b = self.edges[lo], self.edges[hi + 1]
+            if self.support is not None:
+                a, b = _within(a, b, self.support)
             v = a + (b - a) * u
             # bins are half-open except the last: keep a draw off the upper edge of an inner bin
             inner = hi + 1 < self.n_bins
@@ -187,12 +212,34 @@ class GridDim:
         if self.kind == "integer":
             assert self.int_lo is not None and self.int_hi is not None
             a, b = self.int_lo[lo], self.int_hi[hi]
+            if self.support is not None:
+                a, b = _within(a, b, self.support)
             return np.minimum(a + np.floor(u * (b - a + 1)).astype(np.int64), b)
         assert self.values is not None
-        i = np.minimum(lo + np.floor(u * (hi - lo + 1)).astype(np.int64), hi)
-        vals = np.empty(len(self.values), dtype=object)
-        vals[:] = self.values
-        return vals[i]
+        if self.merged:
+            # uniform over the declared values (the "missing"/"other" cells carry no declared value)
+            real = np.array([i for i, v in enumerate(self.values) if v not in (MISSING, OTHER)], dtype=np.int64)
+            return real[np.minimum((u * len(real)).astype(np.int64), len(real) - 1)]
+        return np.minimum(lo + np.floor(u * (hi - lo + 1)).astype(np.int64), hi)
+
+    def describe(self) -> dict[str, Any]:
+        """The dimension as JSON-able data (for the measurements sidecar)."""
+        out: dict[str, Any] = {"column": self.name, "kind": self.kind, "cells": self.n_bins}
+        if self.kind == "numeric":
+            out["edges"] = [float(e) for e in np.asarray(self.edges)]
+        elif self.kind == "integer":
+            out["runs"] = [[int(a), int(b)] for a, b in zip(self.int_lo, self.int_hi, strict=True)]  # type: ignore[arg-type]
+        else:
+            out["values"] = [_value_label(v) for v in self.values or []]
+            out["merged"] = self.merged
+        return out
+
+
+def _within(a: np.ndarray, b: np.ndarray, support: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals ``[a, b]`` narrowed to ``support`` where they overlap it (else kept)."""
+    na, nb = np.maximum(a, support[0]), np.minimum(b, support[1])
+    ok = na <= nb
+    return np.where(ok, na, a).astype(a.dtype), np.where(ok, nb, b).astype(b.dtype)
 
 
 def count_cells(shape: Sequence[int]) -> int:
@@ -214,7 +261,7 @@ class Grid:
     """The cell grid over (attributes × class): one :class:`GridDim` per column.
 
     Arrays over the grid (histograms, partition maps) leave out the dimensions with a
-    single cell, which add nothing: a table of many attributes with one bin each keeps
+    single cell, which add nothing: a table of many attributes with one cell each keeps
     small arrays (NumPy allows at most 64 dimensions).
     """
 
@@ -242,24 +289,19 @@ class Grid:
     def columns(self) -> list[str]:
         return [d.name for d in self.dims]
 
-    def cell_indices(self, df: pd.DataFrame, *, active_only: bool = False) -> np.ndarray:
-        """``(n, d)`` cell index of every record (``active_only``: of the dimensions with more than one cell)."""
+    def cell_indices(self, enc: pd.DataFrame, *, active_only: bool = False) -> np.ndarray:
+        """``(n, d)`` cell index of every encoded record (``active_only``: of the dimensions
+        with more than one cell)."""
         dims = [self.dims[j] for j in self.active] if active_only else self.dims
         if not dims:
-            for d in self.dims:  # one-cell dimensions still check declared categories
-                d.index(df[d.name])
-            return np.zeros((len(df), 0), dtype=np.int64)
-        if active_only:
-            for j, d in enumerate(self.dims):
-                if j not in self.active:
-                    d.index(df[d.name])
-        return np.stack([d.index(df[d.name]) for d in dims], axis=1)
+            return np.zeros((len(enc), 0), dtype=np.int64)
+        return np.stack([d.index(enc[d.name]) for d in dims], axis=1)
 
-    def histogram(self, df: pd.DataFrame) -> np.ndarray:
-        """True cell counts, shape :attr:`array_shape`."""
-        idx = self.cell_indices(df, active_only=True)
+    def histogram(self, enc: pd.DataFrame) -> np.ndarray:
+        """True cell counts of the encoded records, shape :attr:`array_shape`."""
+        idx = self.cell_indices(enc, active_only=True)
         shape = self.array_shape
-        flat = np.ravel_multi_index(tuple(idx.T), shape) if shape else np.zeros(len(df), np.int64)
+        flat = np.ravel_multi_index(tuple(idx.T), shape) if shape else np.zeros(len(enc), np.int64)
         return np.bincount(flat, minlength=self.n_cells).reshape(shape).astype(float)
 
     def expand(self, boxes: np.ndarray) -> np.ndarray:
@@ -269,101 +311,80 @@ class Grid:
         return full
 
 
+# ---------------------------------------------------------------------------- domain
 @dataclass
 class _Domain:
-    """Declared (or data-derived) domain of every column the grid covers."""
+    """The domain of every column the grid covers, and where each part came from."""
 
     bounds: dict[str, tuple[float, float]]
     values: dict[str, list]
     integer: set[str]
-    from_data: list[str]
+    nullable: set[str]
+    from_data: list[str] = field(default_factory=list)
 
     def capacity(self, col: str) -> int | None:
         """Most bins a numeric attribute can take (whole numbers in its bounds; 1 if its
         bounds are a single point); ``None`` when unlimited."""
         lo, hi = self.bounds[col]
         if col in self.integer:
-            return max(0, math.floor(hi) - math.ceil(lo) + 1)
+            return max(1, math.floor(hi) - math.ceil(lo) + 1)
         return None if hi > lo else 1
 
 
-def _resolve_domain(
-    df: pd.DataFrame,
-    schema: Schema,
-    bounds: Mapping[str, Sequence[float]] | None,
-    domains: Mapping[str, Sequence[Any]] | None,
-) -> _Domain:
-    """Every column's domain: the parameter, else the schema's declaration, else (numeric)
-    the data's range or (categorical) pandas categories or the values seen — the last and
-    the first-but-last being read from the data."""
-    bounds = dict(bounds or {})
-    domains = dict(domains or {})
-    cols = schema.columns
-    for c in bounds:
-        if c not in schema.numeric:
-            raise ParameterError(f"bounds names {c!r}, which is not a numeric attribute of the table")
-    for c in domains:
-        if c not in cols or c in schema.numeric:
-            raise ParameterError(f"domains names {c!r}, which is not a categorical attribute or the class")
-    out = _Domain({}, {}, set(), [])
-    for c in cols:
-        if c in schema.numeric:
-            if c in bounds:
-                lo, hi = (float(v) for v in bounds[c])
-            elif c in schema.bounds:
-                lo, hi = schema.bounds[c]
-            else:
-                vals = df[c].to_numpy(dtype=float)
-                lo, hi = float(np.min(vals)), float(np.max(vals))
-                out.from_data.append(c)
-            if c in schema.integer or pd.api.types.is_integer_dtype(df[c]):
-                out.integer.add(c)
-                if math.floor(hi) < math.ceil(lo):
-                    raise ParameterError(f"bounds of integer column {c!r} contain no whole number")
-            out.bounds[c] = (lo, hi)
-            continue
-        s = df[c]
-        if c in domains:
-            values = list(domains[c])
-        elif c in schema.categories:
-            values = list(schema.categories[c])
-        elif isinstance(s.dtype, pd.CategoricalDtype):
-            values = list(s.cat.categories)  # declared with the dtype
-        else:
-            values = sorted(pd.unique(s.dropna()), key=lambda v: (type(v).__name__, v))
-            out.from_data.append(c)
-        if not values:
-            raise ParameterError(f"the declared domain of {c!r} is empty")
-        if len(set(values)) != len(values):
-            raise ParameterError(f"the declared domain of {c!r} lists a value twice")
-        if isinstance(s.dtype, pd.CategoricalDtype) and not set(values) <= set(s.cat.categories):
-            raise SchemaError(f"the declared categories of {c!r} include values its pandas categories lack")
-        out.values[c] = values
-    return out
+def _value_label(v: Any) -> Any:
+    """A grid value for JSON and messages: the sentinels by name, NumPy scalars as Python ones."""
+    if v is MISSING or v == MISSING:
+        return "(missing)"
+    if v is OTHER or v == OTHER:
+        return "(other)"
+    return v.item() if isinstance(v, np.generic) else v
 
 
+def _kind_key(v: Any) -> tuple[str, Any]:
+    return (type(v).__name__, v)
+
+
+def _declare_hint(numeric: list[str], categorical: list[str]) -> str:
+    parts = []
+    if numeric:
+        parts.append(f"bounds of {_names(numeric)}")
+    if categorical:
+        parts.append(f"categories of {_names(categorical)}")
+    return " and ".join(parts)
+
+
+# ------------------------------------------------------------------------- grid size
 def auto_bins(n_hat: float, epsilon: float, sensitivity: float, caps: Sequence[int | None],
               fixed_cells: int, grid_density: float, max_cells: int) -> list[int]:
-    """Bins per numeric attribute so the grid holds about ``n_hat·ε/(Δ·grid_density)`` cells
-    (at most about ``n_hat``).
+    """Bins per numeric attribute so the grid holds about ``n_hat·ε/(Δ·grid_density)`` cells.
 
     A cell then holds ``grid_density·Δ/ε`` records on average, a fixed multiple of the
-    phase-1 noise scale: the finer the grid, the more noise its partitions add up, so
-    the grid grows with n and ε and not with the number of attributes (after Qardaji
-    et al. 2013, who size a uniform grid to N·ε/c cells). ``fixed_cells`` is the product
+    phase-1 noise scale: the finer the grid, the more noise its partitions add up, so the
+    grid grows with n and ε and not with the number of attributes (after Qardaji, Yang &
+    Li, ICDE 2013, who size a uniform grid to N·ε/c cells). ``fixed_cells`` is the product
     of the categorical and class domain sizes. Every attribute gets the same number of
-    bins L, or L+1 for the first ones in table order, never more than its ``caps`` entry
-    (whole numbers in an integer attribute's bounds); at least one bin each.
+    bins L, or L+1 for the first ones in the order given, never more than its ``caps``
+    entry (whole numbers in an integer attribute's bounds); at least one bin each.
+    ``epsilon = inf`` (noise off) sizes the grid to about one cell per record.
     """
     k = len(caps)
     if k == 0:
         return []
-    # more cells than records add nothing a synthetic record could be drawn from: at most
-    # about one cell per record (this also sizes the grid when the noise is off, ε = inf)
-    share = min(1.0, epsilon / (sensitivity * grid_density))
-    target = min(float(max_cells), max(1.0, n_hat) * share)
-    budget = target / max(1, fixed_cells)
+    budget = _grid_target(n_hat, epsilon, sensitivity, grid_density, max_cells) / max(1, fixed_cells)
+    return _bins_within(budget, caps)
+
+
+def _grid_target(n_hat: float, epsilon: float, sensitivity: float, grid_density: float, max_cells: int) -> float:
+    """About ``n_hat·ε/(Δ·grid_density)`` cells (one per record with the noise off), at most ``max_cells``."""
+    share = 1.0 if math.isinf(epsilon) else epsilon / (sensitivity * grid_density)
+    return max(1.0, min(float(max_cells), max(1.0, n_hat) * share))
+
+
+def _bins_within(budget: float, caps: Sequence[int | None]) -> list[int]:
+    """Equal bins (L, or L+1 for the first attributes) whose product stays within ``budget``."""
     cap = [c if c is not None else 10**12 for c in caps]
+    if not cap:
+        return []
 
     def cells(level: int) -> int:
         return math.prod(min(c, level) for c in cap)
@@ -377,34 +398,11 @@ def auto_bins(n_hat: float, epsilon: float, sensitivity: float, caps: Sequence[i
             hi = mid - 1
     bins = [min(c, lo) for c in cap]
     prod = math.prod(bins)
-    for j in range(k):  # one more bin for the first attributes while the grid still fits
+    for j in range(len(cap)):  # one more bin for the first attributes while the grid still fits
         if bins[j] < cap[j] and prod // bins[j] * (bins[j] + 1) <= budget:
             prod = prod // bins[j] * (bins[j] + 1)
             bins[j] += 1
     return [max(1, b) for b in bins]
-
-
-def _make_grid(schema: Schema, dom: _Domain, bins: Mapping[str, int]) -> Grid:
-    dims: list[GridDim] = []
-    for c in schema.columns:
-        if c in schema.numeric:
-            lo, hi = dom.bounds[c]
-            if c in dom.integer:
-                ilo, ihi = math.ceil(lo), math.floor(hi)
-                m = ihi - ilo + 1
-                nb = min(bins[c], m)
-                starts = ilo + (np.arange(nb, dtype=np.int64) * m) // nb
-                ends = np.append(starts[1:] - 1, ihi)
-                dims.append(GridDim(c, "integer", nb, int_lo=starts, int_hi=ends))
-            else:
-                nb = bins[c] if hi > lo else 1
-                edges = lo + (hi - lo) * np.arange(nb + 1, dtype=float) / nb
-                edges[-1] = hi
-                dims.append(GridDim(c, "numeric", nb, edges=edges))
-        else:
-            values = dom.values[c]
-            dims.append(GridDim(c, "categorical", len(values), values=values))
-    return Grid(dims)
 
 
 # -------------------------------------------------------------------------- kd-tree
@@ -474,6 +472,28 @@ class _SummedArea:
         return self.signs @ vals, owner
 
 
+class _DirectSums:
+    """The same cumulative marginals as :class:`_SummedArea`, summed from the box's cells.
+
+    A summed-area look-up costs 2^d corners: past a handful of dimensions a pass over the
+    box's cells is cheaper (a kd-tree's boxes shrink as it descends, so the passes over one
+    level of the tree add up to the grid's size)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def cumulatives(self, box: np.ndarray, dims: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        sub = self.a[tuple(slice(int(lo), int(hi) + 1) for lo, hi in box)]
+        d = sub.ndim
+        cums = [np.cumsum(sub.sum(axis=tuple(i for i in range(d) if i != j))) for j in dims]
+        owner = np.concatenate([np.full(len(c), j) for j, c in zip(dims, cums, strict=True)])
+        return np.concatenate(cums), owner
+
+
+#: above this many dimensions the kd-tree sums boxes directly instead of through 2^d corners
+_SAT_MAX_DIMS = 6
+
+
 def _cut_gains(cums: np.ndarray, owner: np.ndarray, ext: np.ndarray) -> np.ndarray:
     """:func:`_cut_gain` for every cut of a box at once, from :meth:`_SummedArea.cumulatives`."""
     V = int(np.prod(ext))
@@ -520,8 +540,9 @@ def kd_partition(
     root = np.stack([np.zeros(d, np.int64), np.asarray(shape, np.int64) - 1], axis=1)
     if d == 0:
         return root[None]
-    sums = _SummedArea(noisy)
-    clipped = _SummedArea(np.clip(noisy, 0.0, None)) if split == "median" else None
+    table = _SummedArea if d <= _SAT_MAX_DIMS else _DirectSums
+    sums = table(noisy)
+    clipped = table(np.clip(noisy, 0.0, None)) if split == "median" else None
     out: list[np.ndarray] = []
     stack: list[tuple[np.ndarray, int]] = [(root, 0)]
     while stack:
@@ -611,6 +632,14 @@ def allocate_counts(noisy_counts: np.ndarray, n: int, volumes: np.ndarray | None
     return base
 
 
+def measurements_path(release: str | Path) -> Path:
+    """The public sidecar of a DPCube release: ``z.csv`` → ``z.dpcube.json``."""
+    from ppdm.data.provenance import provenance_path
+
+    p = provenance_path(release)
+    return p.with_name(p.name[: -len(".provenance.json")] + MEASUREMENTS_SUFFIX)
+
+
 # ------------------------------------------------------------------------ technique
 def _child_rng(rng: np.random.Generator, k: int) -> np.random.Generator:
     """Independent stream number ``k`` of ``rng`` (fit draws noise from 0, transform samples from 1)."""
@@ -640,84 +669,97 @@ class DPCube(Technique):
 
     Paper 000 §7.2/§8.4 releases a DP version of Banknotes with this technique and
     sweeps the privacy budget ε from 1.0 down to 0.001. See the module docstring for
-    the algorithm and ``docs/differential_privacy.md`` for the privacy accounting and
-    the guarantee.
+    the algorithm and ``docs/differential_privacy.md`` for the privacy accounting, the
+    guarantee and its assumptions.
 
     Parameters
     ----------
     epsilon:
         Total privacy budget ε > 0 (``inf`` switches the noise off: not private).
     alpha:
-        Fraction of the budget (after phase 0) spent on the phase-1 cell histogram that
-        shapes the partition; the final partition counts get the rest. Strictly in (0, 1).
+        Fraction of the budget left for the two count phases spent on the phase-1 cell
+        histogram that shapes the partition; the final partition counts get the rest.
+        Strictly in (0, 1).
     partitioning:
         ``"kd"`` (two-phase kd-tree) or ``"cell"`` (the cell-based baseline).
     bins:
-        ``"auto"`` (default): bins per numeric attribute from the (noisy) table size, the
-        number of attributes and ε (:func:`auto_bins`). A whole number ≥ 1: that many
-        equal-width bins for every numeric attribute (integer attributes: at most that
-        many runs of whole numbers).
+        ``"auto"`` (default): the grid holds about ``n0·ε/(Δ·grid_density)`` cells; when
+        every attribute fits with ``min_bins`` bins they all share them, otherwise the
+        attributes are chosen under DP (``selection``). A whole number ≥ 1: that many
+        bins for every numeric attribute (no selection).
     grid_density:
-        With ``bins="auto"``, the grid holds about ``n·ε/(Δ·grid_density)`` cells, i.e.
-        ``grid_density·Δ/ε`` records per cell on average. Default 2 (proposed).
-    max_depth:
-        Deepest kd-tree level (root = 0); ``None`` = no limit. Must be ≥ 0.
-    min_count:
-        A box whose noisy phase-1 sum is ≤ this is not split; ``None`` means two noise
-        scales, ``2·Δ/ε1``.
-    split_threshold:
-        The kd-tree's uniformity test: a box is split only when one cut would reduce the
-        squared error of its noisy cells by more than ``(split_threshold + 2·ln m)·σ²``
-        (σ² = 2·(Δ/ε1)², m possible cuts). Default 4 (proposed).
-    split:
-        ``"median"`` (weighted median of the noisy marginal) or ``"midpoint"``.
-    split_dimension:
-        Which dimension a kd-tree node cuts: ``"widest"`` (largest extent in cells, ties to
-        the first column) or ``"class-first"`` (ppdm's extension beyond the paper: separate
-        the class values first, then the widest).
+        With ``bins="auto"``, about ``grid_density·Δ/ε`` records per cell on average. Default 2.
+    min_bins:
+        With ``bins="auto"``, the fewest bins a selected numeric attribute gets. Default 3.
+    selection:
+        ``"auto"``: when the grid cannot hold every attribute with ``min_bins`` bins (and
+        the table has a class), the attributes that get bins are chosen by the exponential
+        mechanism on how well each separates the classes; ``"off"``: every attribute
+        shares the grid in table order (the first ones get one more bin).
+    edges:
+        ``"quantile"`` (default): bins of numeric attributes are cut at DP quantiles of
+        their values inside the declared bounds; ``"equal"``: equal-width bins over the
+        declared bounds (no budget spent on them).
+    max_depth, min_count, split_threshold, split, split_dimension:
+        The kd-tree (see :func:`kd_partition`); ``min_count=None`` means two noise scales
+        ``2·Δ/ε1``; ``split_dimension`` ``"widest"`` (Xiao et al.) or ``"class-first"``
+        (ppdm's extension beyond the paper).
     placement:
-        Where a partition's records go: ``"cells"`` (default; a cell chosen in proportion
-        to the partition's phase-1 noisy cells clipped at zero, then uniformly inside it)
-        or ``"uniform"`` (uniformly over the partition, the paper's uniformity assumption).
+        ``"cells"`` (default; a cell chosen in proportion to the partition's phase-1 noisy
+        cells clipped at zero, then uniformly inside it) or ``"uniform"`` (uniformly over
+        the partition, the paper's uniformity assumption).
     combine:
         Replace each partition's noisy count by the inverse-variance average of it and
         the sum of its phase-1 noisy cells (free post-processing; off by default).
     neighbouring:
-        ``"add-remove"`` (default; count sensitivity Δ = 1; the table size is private, so
-        the number of released records is a noisy count) or ``"replace"`` (Δ = 2, bounded
-        DP: the table size n is public and the release has exactly n records).
-    size_share:
-        Under add/remove-one neighbours, the fraction of ε spent on the noisy table size
-        (phase 0), in (0, 1). Default 0.05 (proposed).
+        ``"add-remove"`` (default; Δ = 1; the table size is private, so the number of
+        released records is a noisy count) or ``"replace"`` (Δ = 2, bounded DP: the table
+        size n is public and the release has exactly n records).
+    size_share, selection_share, quantile_share:
+        Shares of ε spent on the noisy table size (add/remove only), of what is left on
+        the attribute selection (when it runs) and on the DP bin edges (when some
+        attribute needs them). Defaults 0.05, 0.15, 0.2.
     bounds:
         Public ``{column: (low, high)}`` of numeric attributes; overrides the schema's
-        declared ``bounds``. Columns declared nowhere take their range from the data, with
-        a :class:`DomainFromDataWarning`: the result is then not differentially private.
+        ``bounds``.
     domains:
         Public ``{column: [values...]}`` of categorical attributes and the class, in the
-        order that makes their cell indices; overrides the schema's ``categories``. Left
-        out: pandas categories, or the sorted values seen in the data (with a
-        :class:`DomainFromDataWarning`).
+        order that makes their cells; overrides the schema's ``categories``.
+    nullable:
+        Columns declared to have missing cells: missing is then a value of their domain
+        (categorical: one more cell; numeric: a second dimension, missing or not). A
+        missing cell in any other column drops its record.
+    unknown:
+        What becomes of a category outside the declared set: ``"drop"`` (default; the
+        record is left out) or ``"other"`` (it goes to one more cell per attribute,
+        released as ``other_label``).
+    other_label:
+        The released value of the "other" cell (default ``"other"``).
+    domain_from_data:
+        Read what is not declared (types, bounds, categories, which columns have missing
+        cells) from the data and release anyway; the report then says the release is not
+        differentially private. Default False: an undeclared domain is refused.
     max_cells:
-        Refuse grids with more cells than this (they grow exponentially with the
-        number of attributes).
+        Refuse grids with more cells than this.
 
     Attributes (after ``fit``)
     --------------------------
-    grid_, bins_, histogram_noisy_, partitions_, noisy_counts_, n_noisy_, n_rows_,
-    privacy_report_ (a JSON-able dict), epsilon_spent_, partition_counts_.
-    ``partition_counts_`` are the true counts, kept for diagnostics only; publish the
-    synthetic table or ``noisy_counts_``, never them.
-
-    Missing cells are modelled (module docstring): the release has missing cells at noisy rates.
+    grid_, bins_, selected_, histogram_noisy_, partitions_, noisy_counts_, n_noisy_,
+    n_rows_, privacy_report_ (a JSON-able dict), epsilon_spent_: outputs of the mechanism,
+    covered by the guarantee. ``partition_counts_`` (true counts) and ``private_report_``
+    (exact record counts, drops and clamps) are the owner's secret: never publish them.
     """
 
     handles_missing = True
+    handles_missing_class = True
     missing_policy = "modelled"
     #: the privacy budget ε (capped by a policy's ε line) and its split between the two phases
     search_space = SearchSpace({"epsilon": Real(0.01, 10.0, log=True), "alpha": Real(0.1, 0.9),
                                 "partitioning": Choice(("kd", "cell"))}, epsilon="epsilon")
-    # a value outside the public bounds goes to the edge bin (DP's clipping convention), never refused
+    #: types and domains come from the declaration, never from x (read by release())
+    declared_domain_only = True
+    # a value outside the public bounds goes to the edge bin (DP's clipping convention), and one
+    # outside the declared categories to the 'other' cell or out of the table: never refused
     clips_to_declared_bounds = True
 
     def __init__(
@@ -727,6 +769,9 @@ class DPCube(Technique):
         partitioning: str = "kd",
         bins: int | str = "auto",
         grid_density: float = 2.0,
+        min_bins: int = 3,
+        selection: str = "auto",
+        edges: str = "quantile",
         max_depth: int | None = None,
         min_count: float | None = None,
         split_threshold: float = 4.0,
@@ -736,8 +781,14 @@ class DPCube(Technique):
         combine: bool = False,
         neighbouring: str = "add-remove",
         size_share: float = 0.05,
+        selection_share: float = 0.15,
+        quantile_share: float = 0.2,
         bounds: dict | None = None,
         domains: dict | None = None,
+        nullable: Sequence[str] | None = None,
+        unknown: str = "drop",
+        other_label: Any = "other",
+        domain_from_data: bool = False,
         max_cells: int = 10**7,
         class_column: str | None = None,
         schema: Schema | dict | None = None,
@@ -748,6 +799,9 @@ class DPCube(Technique):
         self.partitioning = partitioning
         self.bins = bins
         self.grid_density = grid_density
+        self.min_bins = min_bins
+        self.selection = selection
+        self.edges = edges
         self.max_depth = max_depth
         self.min_count = min_count
         self.split_threshold = split_threshold
@@ -757,8 +811,14 @@ class DPCube(Technique):
         self.combine = combine
         self.neighbouring = neighbouring
         self.size_share = size_share
+        self.selection_share = selection_share
+        self.quantile_share = quantile_share
         self.bounds = bounds
         self.domains = domains
+        self.nullable = nullable
+        self.unknown = unknown
+        self.other_label = other_label
+        self.domain_from_data = domain_from_data
         self.max_cells = max_cells
         self.class_column = class_column
         self.schema = schema
@@ -769,15 +829,25 @@ class DPCube(Technique):
         eps = self.epsilon
         if not _is_number(eps) or math.isnan(eps) or eps <= 0:
             raise ParameterError(f"epsilon must be a positive number (inf switches noise off), got {eps!r}")
-        if not _is_number(self.alpha) or not 0.0 < self.alpha < 1.0:
-            raise ParameterError(f"alpha (the budget fraction for the partitioning) must lie in (0, 1), got {self.alpha!r}")
+        for name in ("alpha", "size_share", "selection_share", "quantile_share"):
+            v = getattr(self, name)
+            if not _is_number(v) or not 0.0 < v < 1.0:
+                raise ParameterError(f"{name} (a share of the privacy budget) must lie in (0, 1), got {v!r}")
+        if self.selection_share + self.quantile_share >= 1.0:
+            raise ParameterError("selection_share + quantile_share must stay below 1 (the counts need budget too)")
         if self.partitioning not in ("kd", "cell"):
             raise ParameterError(f"partitioning must be 'kd' or 'cell', got {self.partitioning!r}")
         if not (self.bins == "auto" or (_is_whole(self.bins) and self.bins >= 1)):
             raise ParameterError(f"bins must be 'auto' or a whole number ≥ 1, got {self.bins!r}")
+        if not _is_whole(self.min_bins) or self.min_bins < 2:
+            raise ParameterError(f"min_bins must be a whole number ≥ 2, got {self.min_bins!r}")
         gd = self.grid_density
         if not _is_number(gd) or not math.isfinite(gd) or gd <= 0:
             raise ParameterError(f"grid_density must be a finite number > 0, got {gd!r}")
+        if self.selection not in ("auto", "off"):
+            raise ParameterError(f"selection must be 'auto' or 'off', got {self.selection!r}")
+        if self.edges not in ("quantile", "equal"):
+            raise ParameterError(f"edges must be 'quantile' or 'equal', got {self.edges!r}")
         md = self.max_depth
         if md is not None and (not _is_whole(md) or md < 0):
             raise ParameterError(f"max_depth must be None or a whole number ≥ 0, got {md!r}")
@@ -793,13 +863,13 @@ class DPCube(Technique):
             raise ParameterError(f"split_dimension must be 'widest' or 'class-first', got {self.split_dimension!r}")
         if self.placement not in ("cells", "uniform"):
             raise ParameterError(f"placement must be 'cells' or 'uniform', got {self.placement!r}")
-        if not isinstance(self.combine, (bool, np.bool_)):
-            raise ParameterError(f"combine must be True or False, got {self.combine!r}")
+        for name in ("combine", "domain_from_data"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.neighbouring not in ("add-remove", "replace"):
             raise ParameterError(f"neighbouring must be 'add-remove' or 'replace', got {self.neighbouring!r}")
-        if not _is_number(self.size_share) or not 0.0 < self.size_share < 1.0:
-            raise ParameterError(f"size_share (the budget fraction for the table size) must lie in (0, 1), "
-                                 f"got {self.size_share!r}")
+        if self.unknown not in ("drop", "other"):
+            raise ParameterError(f"unknown must be 'drop' or 'other', got {self.unknown!r}")
         if not _is_whole(self.max_cells) or self.max_cells < 1:
             raise ParameterError(f"max_cells must be a whole number ≥ 1, got {self.max_cells!r}")
         if self.bounds is not None:
@@ -815,6 +885,10 @@ class DPCube(Technique):
             for c, vals in self.domains.items():
                 if isinstance(vals, (str, bytes)) or not isinstance(vals, Sequence | np.ndarray):
                     raise ParameterError(f"the domain of {c!r} must be a list of values, got {vals!r}")
+        nl = self.nullable
+        if nl is not None and (isinstance(nl, (str, bytes)) or not isinstance(nl, Sequence)
+                               or not all(isinstance(c, str) for c in nl)):
+            raise ParameterError(f"nullable must be a list of column names, got {nl!r}")
 
     # ------------------------------------------------------------------ budget
     @property
@@ -822,144 +896,252 @@ class DPCube(Technique):
         """Δ of a count query: 1 for add/remove-one neighbours, 2 for replace-one."""
         return 2.0 if self.neighbouring == "replace" else 1.0
 
-    def _budgets(self) -> tuple[float, float, float]:
-        """(ε0 of the table size, ε1 of the phase-1 cell histogram, ε2 of the partition counts)."""
-        eps = float(self.epsilon)
-        e0 = self.size_share * eps if self.neighbouring == "add-remove" else 0.0
-        rest = eps - e0 if not math.isinf(eps) else eps
-        if self.partitioning == "cell":
-            return e0, rest, 0.0
-        return e0, self.alpha * rest, (1.0 - self.alpha) * rest
-
     def _keeps_rows(self) -> bool:
         # under add/remove-one neighbours the table size is private: the release has its own, noisy, size
         return self.neighbouring == "replace"
 
+    # ------------------------------------------------------------ schema & domain
+    def _resolve_schema(self, df: pd.DataFrame) -> Schema:
+        """The declared schema; without one, the types ``bounds=``/``domains=`` imply (a column
+        with bounds is numeric, one with a value set categorical) — never the dtypes."""
+        if self.schema is None and not self.domain_from_data:
+            decl = self.declared_schema(list(map(str, df.columns)))
+            if decl is not None:
+                return decl
+        return super()._resolve_schema(df)
+
+    def declared_schema(self, columns: Sequence[str]) -> Schema | None:
+        """The schema ``bounds=`` and ``domains=`` declare for a table of ``columns`` (in that
+        order, the class last among them), or ``None`` when they leave a column out or no
+        class is named. Whole-number attributes cannot be declared this way: every numeric
+        attribute is continuous (pass a schema with ``integer`` for whole numbers)."""
+        if self.schema is not None:
+            sch = self.schema if isinstance(self.schema, Schema) else Schema.from_dict(dict(self.schema))
+            return sch.with_class(self.class_column) if self.class_column is not None else sch
+        bounds, domains = dict(self.bounds or {}), dict(self.domains or {})
+        cls = self.class_column
+        if not all(c in bounds or c in domains for c in columns) or (cls is not None and cls not in domains):
+            return None
+        num = [c for c in columns if c in bounds and c != cls]
+        cat = [c for c in columns if c in domains and c not in bounds and c != cls]
+        return Schema(num, cat, cls)
+
+    def _domain(self, df: pd.DataFrame, schema: Schema) -> _Domain:
+        """Every column's declared domain (parameters over the schema); what is missing is
+        refused, or read from the data with ``domain_from_data=True``."""
+        bounds = dict(self.bounds or {})
+        domains = dict(self.domains or {})
+        cols = schema.columns
+        for c in bounds:
+            if c not in schema.numeric:
+                raise ParameterError(f"bounds names {c!r}, which is not a numeric attribute of the table")
+        for c in domains:
+            if c not in cols or c in schema.numeric:
+                raise ParameterError(f"domains names {c!r}, which is not a categorical attribute or the class")
+        nullable = list(self.nullable or [])
+        for c in nullable:
+            if c not in cols:
+                raise ParameterError(f"nullable names {c!r}, which is not a column of the schema")
+        dom = _Domain({}, {}, set(schema.integer), set(nullable))
+        undeclared_num: list[str] = []
+        undeclared_cat: list[str] = []
+        for c in cols:
+            if c in schema.numeric:
+                if c in bounds:
+                    lo, hi = (float(v) for v in bounds[c])
+                elif c in schema.bounds:
+                    lo, hi = schema.bounds[c]
+                else:
+                    undeclared_num.append(c)
+                    vals = df[c].to_numpy(dtype=float)
+                    vals = vals[np.isfinite(vals)]
+                    lo, hi = (float(vals.min()), float(vals.max())) if len(vals) else (0.0, 0.0)
+                if c in dom.integer and math.floor(hi) < math.ceil(lo):
+                    raise ParameterError(f"bounds of integer column {c!r} contain no whole number")
+                dom.bounds[c] = (lo, hi)
+                continue
+            if c in domains:
+                values = list(domains[c])
+            elif c in schema.categories:
+                values = list(schema.categories[c])
+            else:
+                undeclared_cat.append(c)
+                values = sorted(pd.unique(df[c].dropna()), key=_kind_key)
+            values = [v.item() if isinstance(v, np.generic) else v for v in values]
+            if not values:
+                raise ParameterError(f"the declared domain of {c!r} is empty")
+            if len(set(values)) != len(values):
+                raise ParameterError(f"the declared domain of {c!r} lists a value twice")
+            dom.values[c] = values
+        if (undeclared_num or undeclared_cat) and not self.domain_from_data:
+            raise SchemaError(
+                f"DPCube needs a declared public domain, and the {_declare_hint(undeclared_num, undeclared_cat)} "
+                "are not declared; declare them in the schema file ('bounds' and 'categories'; "
+                "`ppdm schema DATA --domain-template` writes one to fill in) or with bounds=/domains=, or release "
+                "without a differential privacy guarantee with domain_from_data=True (CLI: --domain-from-data)"
+            )
+        if self.domain_from_data:
+            dom.from_data = [*undeclared_num, *undeclared_cat]
+            if self.schema is None:
+                dom.from_data.append("the column types")
+            for c in schema.attributes:  # a record without its class is dropped, never modelled
+                if c not in dom.nullable and df[c].isna().any():
+                    dom.nullable.add(c)
+                    dom.from_data.append(f"{c} (whether missing)")
+        return dom
+
+    # ------------------------------------------------------------------ encoding
+    def _grid_domain(self, schema: Schema, dom: _Domain) -> tuple[list[str], dict[str, list]]:
+        """The categorical grid columns (with flags of nullable numeric attributes) and the
+        values of every categorical grid column, sentinels included."""
+        flags = [c + _GAP for c in schema.numeric if c in dom.nullable]
+        values: dict[str, list] = {}
+        for c, vals in dom.values.items():
+            extra = ([OTHER] if self.unknown == "other" else []) + ([MISSING] if c in dom.nullable else [])
+            values[c] = [*vals, *extra]
+        for f in flags:
+            values[f] = ["observed", "missing"]
+        return flags, values
+
+    def _encode(self, df: pd.DataFrame, schema: Schema) -> tuple[pd.DataFrame, np.ndarray, dict[str, Any]]:
+        """The records in domain terms: numeric values clamped to their bounds (whole numbers
+        rounded), categories as codes into the grid values; and which records are kept.
+
+        Never raises for a value: a category outside the declared set goes to "other" or
+        drops its record, a missing cell outside the ``nullable`` columns drops its record.
+        """
+        dom = self._dom
+        n = len(df)
+        keep = np.ones(n, dtype=bool)
+        out: dict[str, np.ndarray] = {}
+        notes: dict[str, Any] = {"dropped_missing": 0, "dropped_unknown": 0, "clamped": {}}
+        for c in schema.numeric:
+            v = df[c].to_numpy(dtype=float, na_value=np.nan)
+            miss = np.isnan(v)
+            lo, hi = dom.bounds[c]
+            if c in dom.integer:
+                lo, hi = float(math.ceil(lo)), float(math.floor(hi))
+                w = np.rint(v)
+            else:
+                w = v
+            clamped = np.clip(np.where(miss, lo, w), lo, hi)
+            notes["clamped"][c] = int((~miss & (clamped != v)).sum())
+            out[c] = clamped
+            if c in dom.nullable:
+                out[c + _GAP] = miss.astype(np.int64)
+            else:
+                notes["dropped_missing"] += int((miss & keep).sum())
+                keep &= ~miss
+        for c, values in self._grid_values.items():
+            if c.endswith(_GAP):
+                continue
+            lookup = {v: i for i, v in enumerate(values) if v not in (MISSING, OTHER)}
+            raw = df[c].to_numpy(dtype=object)
+            miss = pd.isna(df[c]).to_numpy()
+            codes = np.fromiter((lookup.get(v, -1) if not m else -2 for v, m in zip(raw, miss, strict=True)),
+                                dtype=np.int64, count=n)
+            if c in dom.nullable:
+                codes[codes == -2] = values.index(MISSING)
+            else:
+                notes["dropped_missing"] += int(((codes == -2) & keep).sum())
+                keep &= codes != -2
+            unknown = codes == -1
+            if self.unknown == "other":
+                codes[unknown] = values.index(OTHER)
+            else:
+                notes["dropped_unknown"] += int((unknown & keep).sum())
+                keep &= ~unknown
+            out[c] = np.where(codes < 0, 0, codes)
+        enc = pd.DataFrame(out, index=df.index)
+        return enc, keep, notes
+
+    def _encode_frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        """``X`` (a table with this schema's columns, e.g. a release) in domain terms, every
+        record kept (values outside the domain are clamped; unknown categories get code 0)."""
+        enc, _, _ = self._encode(X, self.schema_)
+        return enc
+
     # --------------------------------------------------------------------- fit
-    # ------------------------------------------------------------ missing cells
-    def _encode_missing(self, df: pd.DataFrame, schema: Schema, fitting: bool) -> tuple[pd.DataFrame, Schema]:
-        """The table with its missing cells as grid values (see the module docstring)."""
-        if fitting:
-            gaps = [c for c in schema.attributes if df[c].isna().any()]
-            self.missing_columns_ = gaps
-            # a missing numeric cell is binned at the low end of the domain (its flag tells it apart)
-            declared = {**schema.bounds, **dict(self.bounds or {})}
-            self._gap_low = {c: float(declared[c][0]) if c in declared
-                             else float(np.nanmin(df[c].to_numpy(dtype=float)))
-                             for c in gaps if c in schema.numeric}
-        gaps = self.missing_columns_
-        if not gaps:
-            return df, schema
-        out = df.copy()
-        flags = []
-        for c in gaps:
-            if c in schema.numeric:
-                flag = c + _GAP
-                miss = out[c].isna().to_numpy()
-                out[c] = np.where(miss, self._gap_low[c], out[c].to_numpy(dtype=float))
-                out[flag] = pd.Series(np.where(miss, "missing", "observed"), index=out.index, dtype=object)
-                flags.append(flag)
-            else:
-                out[c] = out[c].astype(object).where(out[c].notna(), MISSING)
-        sch = replace(schema, categorical=[*schema.categorical, *flags])
-        return out, sch
-
-    def _domains_with_missing(self, schema: Schema) -> dict | None:
-        doms = dict(self.domains or {})
-        for c in self.missing_columns_:
-            if c in schema.numeric:
-                doms[c + _GAP] = ["observed", "missing"]
-            else:
-                # a declared domain (domains= or the schema's categories) gains the value "missing"
-                declared = list(doms[c]) if c in doms else list(schema.categories.get(c, []))
-                if declared and MISSING not in declared:
-                    doms[c] = [*declared, MISSING]
-        return doms or self.domains
-
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
-        df, schema = self._encode_missing(df, schema, fitting=True)
-        self._fit_encoded(df, schema, rng)
-
-    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
-        enc, sch = self._encode_missing(df, schema, fitting=False)
-        out = self._transform_encoded(enc, sch, rng)
-        for c in self.missing_columns_:
-            if c in schema.numeric:
-                flag = c + _GAP
-                out[c] = np.where(out[flag].to_numpy(dtype=object) == "missing", np.nan, out[c].to_numpy(dtype=float))
-                out = out.drop(columns=flag)
-            else:
-                vals = out[c].to_numpy(dtype=object)
-                out[c] = pd.Series(np.where(vals == MISSING, np.nan, vals), index=out.index, dtype=object)
-        return out
-
-    def _fit_encoded(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         extra = [c for c in df.columns if c not in schema.columns]
         if extra:
             # every column is synthesized; one copied through would publish original values
             raise SchemaError(f"DPCube synthesizes every column, but {extra[0]!r} is not in the schema")
-        dom = _resolve_domain(df, schema, self.bounds, self._domains_with_missing(schema))
-        # which attributes have missing cells is read from the data, like a domain
-        dom.from_data.extend(f"{c} (whether missing)" for c in self.missing_columns_)
-        fixed = count_cells([len(dom.values[c]) for c in schema.columns if c not in schema.numeric])
-        if fixed > self.max_cells:
-            widest = max(dom.values, key=lambda c: len(dom.values[c]))
-            raise ParameterError(
-                f"the categorical attributes and the class alone make {_fmt_count(fixed)} cells, more than "
-                f"max_cells={self.max_cells}; drop categorical attributes or merge their values "
-                f"(largest: {widest!r} with {len(dom.values[widest])} values)"
-            )
+        dom = self._domain(df, schema)
+        self._dom = dom
+        flags, self._grid_values = self._grid_domain(schema, dom)
+        fixed_cat = count_cells([len(v) for c, v in self._grid_values.items()
+                                 if c in schema.categorical or c == schema.class_column or c in flags])
+        if fixed_cat > self.max_cells and (self.bins != "auto" or self.selection == "off"):
+            self._refuse_categories(fixed_cat)
+        enc_all, keep, notes = self._encode(df, schema)
+        enc = enc_all.loc[keep]
+        n = len(enc)
         noise_rng = _child_rng(rng, 0)
         delta = self.sensitivity
-        e0, e1, e2 = self._budgets()
-        n = len(df)
+        eps = float(self.epsilon)
         steps: list[PrivacyStep] = []
+        # ---- phase 0: the table size (public under replace-one neighbours: the input's size)
         if self.neighbouring == "add-remove":
-            n0 = float(laplace_mechanism(np.array([float(n)]), 1.0, e0, noise_rng)[0])
-            steps.append(PrivacyStep("table size (phase 0)", e0, "Laplace", 1.0, _scale(1.0, e0),
+            e0 = self.size_share * eps
+            n0 = noisy_table_size(n, e0, noise_rng)
+            steps.append(PrivacyStep("table size (phase 0)", e0, "discrete Laplace", 1.0, _scale(1.0, e0),
                                      "one count query"))
         else:
-            n0 = float(n)  # public under replace-one neighbours
-        num = list(schema.numeric)
-        if self.bins == "auto":
-            caps = [dom.capacity(c) for c in num]
-            per = auto_bins(n0, float(self.epsilon), delta, caps, fixed, float(self.grid_density), self.max_cells)
-        else:
-            per = [int(self.bins)] * len(num)
-        grid = _make_grid(schema, dom, dict(zip(num, per, strict=True)))
+            e0, n0 = 0.0, float(len(df))
+        rest = eps - e0 if not math.isinf(eps) else eps
+        # ---- which attributes get bins, and how many (phase S when the grid cannot hold them all)
+        plan = self._plan(schema, dom, flags, n0, rest, enc, noise_rng, steps)
+        if plan is None:
+            self._refuse_categories(fixed_cat)
+        selected, per_bins = plan  # type: ignore[misc]
+        e_sel = sum(s.epsilon for s in steps if s.name.startswith("attribute selection"))
+        rest = rest - e_sel if not math.isinf(rest) else rest
+        # ---- phase Q: bin edges at DP quantiles
+        grid, e_q = self._make_grid(schema, dom, flags, selected, per_bins, rest, n0, enc, noise_rng, steps)
+        rest = rest - e_q if not math.isinf(rest) else rest
         if grid.n_cells > self.max_cells:
             raise ParameterError(
-                f"the grid has {_fmt_count(grid.n_cells)} cells ({self.bins} bins for each of {len(num)} numeric "
-                f"attributes × {fixed} categorical/class cells), more than max_cells={self.max_cells}; use "
-                "bins='auto' (sized from n, the attributes and ε), fewer bins, or fewer attributes"
+                f"the grid has {_fmt_count(grid.n_cells)} cells ({self.bins} bins for each of {len(schema.numeric)} "
+                f"numeric attributes × {fixed_cat} categorical/class cells), more than max_cells={self.max_cells}; "
+                "use bins='auto' (sized from n, the attributes and ε), fewer bins, or fewer attributes"
             )
         if dom.from_data:  # after every refusal: warn only about a release that is made
             warnings.warn(
-                f"DPCube read the domain of {_names(dom.from_data)} from the data, so the release is not "
+                f"DPCube read {_names(dom.from_data)} from the data (domain_from_data=True), so the release is not "
                 "differentially private; declare public bounds/categories (schema or bounds=/domains=)",
                 DomainFromDataWarning,
                 stacklevel=3,
             )
-        single = [d.name for d in grid.dims if d.name in num and d.n_bins == 1 and dom.capacity(d.name) != 1]
+        single = [d.name for d in grid.dims if d.name in schema.attributes and (
+            d.merged or (d.kind != "categorical" and d.n_bins == 1 and dom.capacity(d.name) != 1))]
         if self.bins == "auto" and single:
             warnings.warn(
-                f"at this table size and ε = {self.epsilon:g}, DPCube's grid gives {len(single)} of the {len(num)} "
-                "numeric attributes a single bin, so their values are drawn uniformly over their bounds; release "
+                f"at this table size and ε = {self.epsilon:g}, DPCube's grid keeps the structure of "
+                f"{len(schema.attributes) - len(single)} of the {len(schema.attributes)} attributes; the other "
+                f"{len(single)} are drawn uniformly over their declared domain, independently of the rest; release "
                 "fewer attributes or spend a larger ε to keep more of their structure",
                 CoarseGridWarning,
                 stacklevel=3,
             )
-        hist = grid.histogram(df)
-        noisy_hist = laplace_mechanism(hist, delta, e1, noise_rng)
-        steps.append(PrivacyStep("cell histogram (phase 1)", e1, "Laplace", delta, _scale(delta, e1),
+        if self.partitioning == "cell":
+            e1, e2 = rest, 0.0
+        else:
+            e1 = self.alpha * rest
+            e2 = rest - e1 if not math.isinf(rest) else rest
+        # ---- phase 1: the noisy cell histogram
+        hist = grid.histogram(enc)
+        noisy_hist = noisy_histogram(hist, delta, e1, noise_rng)
+        steps.append(PrivacyStep("cell histogram (phase 1)", e1, "discrete Laplace", delta, _scale(delta, e1),
                                  "parallel over disjoint cells"))
-        var1 = 0.0 if math.isinf(e1) else 2.0 * (delta / e1) ** 2
+        var1 = discrete_laplace_variance(delta, e1)
         if self.partitioning == "cell":
             boxes = _all_cells(grid.array_shape)
             true = hist.reshape(-1)
             noisy = noisy_hist.reshape(-1)
             var_sum = var1 * grid.n_cells
         else:
+            # ---- phase 2a: the kd-tree reads the noisy histogram only
             min_count = self.min_count if self.min_count is not None else (
                 0.0 if math.isinf(e1) else 2.0 * delta / e1)
             first: tuple[int, ...] = ()
@@ -971,11 +1153,12 @@ class DPCube(Technique):
                 max_depth=self.max_depth, split=self.split,  # type: ignore[arg-type]
                 first_dims=first,
             )
+            # ---- phase 2b: noisy partition counts
             true = box_sums(hist, boxes)
-            noisy = laplace_mechanism(true, delta, e2, noise_rng)
-            steps.append(PrivacyStep("partition counts (phase 2b)", e2, "Laplace", delta, _scale(delta, e2),
-                                     "parallel over disjoint partitions"))
-            var2 = 0.0 if math.isinf(e2) else 2.0 * (delta / e2) ** 2
+            noisy = noisy_partition_counts(true, delta, e2, noise_rng)
+            steps.append(PrivacyStep("partition counts (phase 2b)", e2, "discrete Laplace", delta,
+                                     _scale(delta, e2), "parallel over disjoint partitions"))
+            var2 = discrete_laplace_variance(delta, e2)
             if self.combine and var2 > 0 and var1 > 0:
                 var_b = box_volumes(boxes) * var1
                 phase1 = box_sums(noisy_hist, boxes)
@@ -985,7 +1168,7 @@ class DPCube(Technique):
             self.min_count_ = float(min_count)
         if self.neighbouring == "add-remove":
             # inverse-variance combination of two noisy estimates of n (post-processing)
-            var0 = 0.0 if math.isinf(e0) else 2.0 / e0**2
+            var0 = discrete_laplace_variance(1.0, e0)
             total = float(np.sum(noisy))
             if var0 == 0.0:
                 n_noisy = n0
@@ -998,8 +1181,10 @@ class DPCube(Technique):
         else:
             self.n_noisy_ = None
             self.n_rows_ = None
+        self.n0_ = n0 if self.neighbouring == "add-remove" else None
         self.grid_ = grid
-        self.bins_ = {d.name: d.n_bins for d in grid.dims if d.name in num}
+        self.selected_ = list(selected)
+        self.bins_ = {d.name: d.n_bins for d in grid.dims if d.name in schema.numeric}
         self.histogram_noisy_ = noisy_hist  # over grid_.array_shape
         self._boxes = boxes  # over grid_.array_shape
         self.partitions_ = grid.expand(boxes)
@@ -1007,10 +1192,152 @@ class DPCube(Technique):
         self.noisy_counts_ = np.asarray(noisy, dtype=float)
         self.privacy_steps_ = tuple(steps)
         self.epsilon_spent_ = float(sum(s.epsilon for s in steps))
-        self.privacy_report_ = self._report(dom)
+        self.privacy_report_ = self._report(dom, schema)
+        # the owner's secret: exact counts of x, never written beside the release
+        self.private_report_ = {
+            "records": int(len(df)),
+            "records_used": int(n),
+            "dropped_missing": int(notes["dropped_missing"]),
+            "dropped_unknown_category": int(notes["dropped_unknown"]),
+            "clamped_to_bounds": {c: int(k) for c, k in notes["clamped"].items() if k},
+        }
 
-    def _report(self, dom: _Domain) -> dict[str, Any]:
-        """What the release guarantees, as JSON-able data (embedded in the provenance sidecar)."""
+    def _refuse_categories(self, fixed: int) -> None:
+        vals = {c: v for c, v in self._grid_values.items()}
+        widest = max(vals, key=lambda c: len(vals[c]))
+        raise ParameterError(
+            f"the categorical attributes and the class alone make {_fmt_count(fixed)} cells, more than "
+            f"max_cells={self.max_cells}; drop categorical attributes or merge their values "
+            f"(largest: {widest!r} with {len(vals[widest])} values)"
+        )
+
+    def _plan(self, schema: Schema, dom: _Domain, flags: list[str], n0: float, rest: float, enc: pd.DataFrame,
+              rng: np.random.Generator, steps: list[PrivacyStep]) -> tuple[list[str], dict[str, int]] | None:
+        """The attributes that get more than one cell and the bins of the numeric ones.
+
+        With ``bins`` a number, or ``selection="off"``, or no class: every attribute,
+        numeric ones in table order (``None`` when the categorical cells alone exceed
+        ``max_cells``). Otherwise, when every attribute fits with ``min_bins`` bins, all of
+        them; else the attributes picked by the exponential mechanism (phase S), in the
+        order picked, as many as fit.
+        """
+        num = list(schema.numeric)
+        cls = schema.class_column
+        vals = self._grid_values
+        if self.bins != "auto":
+            return list(schema.attributes), dict.fromkeys(num, int(self.bins))
+        delta = self.sensitivity
+        target = _grid_target(n0, float(self.epsilon), delta, float(self.grid_density), self.max_cells)
+        fixed = count_cells([len(vals[c]) for c in [*([cls] if cls else []), *flags]])
+        cat_cells = {c: len(vals[c]) for c in schema.categorical}
+        caps = {c: dom.capacity(c) for c in num}
+
+        def need(c: str) -> int:
+            return cat_cells[c] if c in cat_cells else min(self.min_bins, caps[c] or self.min_bins)
+
+        everything = count_cells([need(c) for c in schema.attributes]) * fixed
+        if self.selection == "off" or cls is None or everything <= target:
+            if count_cells(list(cat_cells.values())) * fixed > self.max_cells:
+                return None
+            budget = target / (fixed * count_cells(list(cat_cells.values())))
+            per = _bins_within(budget, [caps[c] for c in num])
+            return list(schema.attributes), dict(zip(num, per, strict=True))
+        # phase S: rank the attributes by how well each one separates the classes
+        cands = list(schema.attributes)
+        room = target / fixed
+        # picks revealed: about as many attributes as can get min_bins cells each (one more, as
+        # two-valued categorical attributes take fewer); each pick costs its share of the budget
+        k_max = max(0, min(len(cands), int(math.floor(math.log(room) / math.log(self.min_bins))) + 1)
+                    if room >= 2 else 0)
+        if k_max == 0:
+            return [], {}
+        e_sel = self.selection_share * rest
+        y = enc[cls].to_numpy(dtype=np.int64)
+        cols = [enc[c].to_numpy() for c in cands]
+        kinds = ["codes" if c in cat_cells else "values" for c in cands]
+        scores = split_purity_scores(cols, kinds, y, len(vals[cls]))
+        # the Gini purity changes by at most 1 per added or removed record (2 under replace-one)
+        s_sens = delta
+        each = e_sel / k_max if not math.isinf(e_sel) else e_sel
+        order = select_attributes(scores, k_max, each, s_sens, rng)
+        steps.append(PrivacyStep(f"attribute selection (phase S, {k_max} picks)", e_sel, "exponential mechanism",
+                                 s_sens, _scale(2.0 * s_sens, each), "sequential over the picks"))
+        chosen: list[str] = []
+        for i in order:
+            c = cands[int(i)]
+            trial = [*chosen, c]
+            if count_cells([need(a) for a in trial]) <= room:
+                chosen.append(c)
+        chosen_num = [c for c in chosen if c in num]
+        budget = room / count_cells([cat_cells[c] for c in chosen if c in cat_cells])
+        per = _bins_within(budget, [caps[c] for c in chosen_num])
+        # keep the table's column order for the grid, the picking order for the extra bins
+        bins = dict(zip(chosen_num, per, strict=True))
+        bins.update(dict.fromkeys([c for c in num if c not in chosen], 1))
+        return [c for c in schema.attributes if c in chosen], bins
+
+    def _make_grid(self, schema: Schema, dom: _Domain, flags: list[str], selected: list[str], bins: dict[str, int],
+                   rest: float, n0: float, enc: pd.DataFrame, rng: np.random.Generator,
+                   steps: list[PrivacyStep]) -> tuple[Grid, float]:
+        """The grid, with the bin edges of the numeric attributes (phase Q when at DP quantiles)."""
+        delta = self.sensitivity
+        num = list(schema.numeric)
+        want = {c: (bins.get(c, 1) if c in selected else 1) for c in num}
+        # attributes whose bins are cut at DP quantiles: more than one bin, fewer than their whole numbers
+        quant = [c for c in num if want[c] > 1 and self.edges == "quantile" and dom.capacity(c) != 1
+                 and not (c in dom.integer and (dom.capacity(c) or 0) <= want[c])]
+        e_q = self.quantile_share * rest if quant else 0.0
+        each = e_q / len(quant) if quant and not math.isinf(e_q) else e_q
+        # pieces of the noisy histograms: about n0·ε_first/(4Δ) of them (a piece must hold a few
+        # noise scales of records to stand out), a power of two from 4 to 64
+        share = max(1.0, n0) * (each / 2.0) / (4.0 * delta) if not math.isinf(each) else 64.0
+        pieces = int(2 ** min(6, max(2, round(math.log2(max(share, 1.0))))))
+        if quant:
+            steps.append(PrivacyStep(f"bin edges (phase Q, quantiles of {len(quant)} attributes)", e_q,
+                                     "discrete Laplace (noisy histograms of pieces of the bounds)", delta,
+                                     _scale(2.0 * delta, each),
+                                     "sequential over attributes and zoom levels; parallel over the disjoint pieces "
+                                     "of one count"))
+        dims: list[GridDim] = []
+        for c in schema.columns:
+            if c in schema.numeric:
+                lo, hi = dom.bounds[c]
+                nb = want[c]
+                if c in dom.integer:
+                    ilo, ihi = math.ceil(lo), math.floor(hi)
+                    m = ihi - ilo + 1
+                    nb = min(nb, m)
+                    support = None
+                    if c in quant:
+                        cuts, support = dp_bin_edges(enc[c].to_numpy(), lo, hi, nb, each, delta, True, rng,
+                                                     pieces=pieces)
+                        starts = np.concatenate([[ilo], cuts.astype(np.int64)]).astype(np.int64)
+                    else:
+                        starts = ilo + (np.arange(nb, dtype=np.int64) * m) // nb
+                    ends = np.append(starts[1:] - 1, ihi)
+                    dims.append(GridDim(c, "integer", len(starts), int_lo=starts, int_hi=ends, support=support))
+                else:
+                    nb = nb if hi > lo else 1
+                    support = None
+                    if c in quant:
+                        inner, support = dp_bin_edges(enc[c].to_numpy(), lo, hi, nb, each, delta, False, rng,
+                                                      pieces=pieces)
+                        edges = np.concatenate([[lo], inner, [hi]])
+                    else:
+                        edges = lo + (hi - lo) * np.arange(nb + 1, dtype=float) / nb
+                        edges[-1] = hi
+                    dims.append(GridDim(c, "numeric", len(edges) - 1, edges=edges, support=support))
+                if c + _GAP in flags:
+                    dims.append(GridDim(c + _GAP, "categorical", 2, values=self._grid_values[c + _GAP]))
+            else:
+                values = self._grid_values[c]
+                merged = c != schema.class_column and c not in selected
+                dims.append(GridDim(c, "categorical", 1 if merged else len(values), values=values, merged=merged))
+        return Grid(dims), e_q
+
+    # ------------------------------------------------------------------ report
+    def _report(self, dom: _Domain, schema: Schema) -> dict[str, Any]:
+        """What the release guarantees, as JSON-able data (public: no count of x in it)."""
         eps = float(self.epsilon)
         noise = not math.isinf(eps)
         private = noise and not dom.from_data
@@ -1019,34 +1346,37 @@ class DPCube(Technique):
         phases = [{**asdict(s), "epsilon": _json_float(s.epsilon), "noise_scale": _json_float(s.noise_scale)}
                   for s in self.privacy_steps_]
         assumptions = [
-            "the declared bounds and categories are public and were not chosen by looking at the records",
+            "the declared types, bounds and categories are public and were not chosen by looking at the records",
             "the random draws are unpredictable to whoever sees the release"
             + (" (a fixed seed was used: the guarantee holds only while the seed stays secret)" if seeded else ""),
-            "the noise is that of an ideal real-valued Laplace distribution (floating-point sampling effects are "
-            "not accounted for)",
+            "each person contributes one record (someone with k records is protected with k·ε)",
+            "the noise samplers are NumPy's, exact up to floating-point rounding of their probabilities",
         ]
         if self.neighbouring == "replace":
             assumptions.append("the number of records n is public")
         if not noise:
-            guarantee = "Not differentially private: epsilon=inf switches the noise off, so the release follows the data."
+            guarantee = ("Not differentially private: epsilon=inf switches the noise off, so the release follows "
+                         "the data.")
         elif dom.from_data:
-            cols = _names(dom.from_data)
             guarantee = (
-                f"Not ε-differentially private, because the domain of {cols} was read from the data (the release can "
-                f"reveal its extreme values and categories); only the counts are protected by ε = {eps:g}."
+                f"Not differentially private: {_names(dom.from_data)} were read from the data "
+                f"(domain_from_data=True), so the release can reveal extreme values, rare categories and types of "
+                f"the records; only the counts carry noise of ε = {eps:g}."
             )
         else:
             guarantee = (
                 f"The release is {eps:g}-differentially private for {relation}: any one person's record changes the "
-                f"probability of any output by at most a factor e^{eps:g} ≈ {math.exp(eps):.3g}, assuming the declared "
+                f"probability of any output by at most a factor e^{eps:g}{_approx_exp(eps)}, assuming the declared "
                 "domain is public and data-independent and the random draws"
                 + (" (made from a fixed seed, which must stay secret)" if seeded else "")
                 + " are unknown to the attacker."
             )
         return {
-            "mechanism": "DPCube (Xiao, Xiong & Yuan 2010): noisy cell histogram, kd-tree partitioning, noisy "
-                         "partition counts, synthetic records" if self.partitioning == "kd" else
-                         "DPCube cell-based baseline (Xiao, Xiong & Yuan 2010): noisy cell histogram, synthetic records",
+            "mechanism": ("DPCube (Xiao, Xiong & Yuan 2010): noisy cell histogram, kd-tree partitioning, noisy "
+                          "partition counts, synthetic records" if self.partitioning == "kd" else
+                          "DPCube cell-based baseline (Xiao, Xiong & Yuan 2010): noisy cell histogram, synthetic "
+                          "records"),
+            "count_noise": "discrete Laplace (two-sided geometric)",
             "differentially_private": bool(private),
             "epsilon": _json_float(eps),
             "epsilon_spent": _json_float(self.epsilon_spent_),
@@ -1058,13 +1388,55 @@ class DPCube(Technique):
                      if self.neighbouring == "add-remove" else
                      {"source": "public n", "released": None,
                       "description": "the release has as many records as the table it is made from (n is public)"}),
+            "domain_declared": not dom.from_data,
             "domain_from_data": bool(dom.from_data),
-            "domain": {"declared": [c for c in [*dom.bounds, *dom.values] if c not in dom.from_data],
-                       "from_data": list(dom.from_data)},
+            "domain": {"declared": [c for c in schema.columns if c not in dom.from_data],
+                       "from_data": list(dom.from_data),
+                       "nullable": sorted(dom.nullable),
+                       "outside_values": ("a number outside its bounds is clamped to them (whole numbers rounded); "
+                                          + ("a category outside the declared set goes to the cell "
+                                             f"{self.other_label!r}" if self.unknown == "other" else
+                                             "a record with a category outside the declared set is dropped")
+                                          + "; a record missing a value of a column not declared nullable is "
+                                            "dropped")},
+            "selected_attributes": list(self.selected_),
             "seeded": bool(seeded),
             "assumptions": assumptions,
             "guarantee": guarantee,
         }
+
+    # ------------------------------------------------------------- measurements
+    def measurements(self) -> dict[str, Any]:
+        """The noisy outputs of every phase as JSON-able data: what the public sidecar holds.
+
+        All of it is covered by the guarantee (noisy counts, DP choices, declared domain);
+        none of it is a count of x.
+        """
+        cells = self.grid_.n_cells
+        hist = self.histogram_noisy_
+        return {
+            "format": "ppdm-dpcube-measurements",
+            "version": 1,
+            "table_size_noisy": self.n0_,
+            "selected_attributes": list(self.selected_),
+            "grid": [d.describe() for d in self.grid_.dims],
+            "histogram_shape": list(self.grid_.array_shape),
+            "histogram_noisy": (np.rint(hist).astype(np.int64).reshape(-1).tolist()
+                                if cells <= MAX_WRITTEN_CELLS and np.isfinite(hist).all() else None),
+            "partitions": np.asarray(self._boxes).tolist(),
+            "partition_counts_noisy": [float(v) for v in self.noisy_counts_],
+            "rows_released": self.n_rows_,
+        }
+
+    def write_sidecars(self, out_path: str | Path) -> list[Path]:
+        """Write ``<out stem>.dpcube.json`` (the noisy measurements, public) beside the release."""
+        import json
+
+        from ppdm.data.io import atomic_write_text
+
+        p = measurements_path(out_path)
+        atomic_write_text(p, json.dumps(self.measurements(), allow_nan=False) + "\n")
+        return [p]
 
     # --------------------------------------------------------------- helpers
     def _cell_to_partition(self) -> np.ndarray:
@@ -1080,8 +1452,12 @@ class DPCube(Technique):
 
     def partition_index(self, X: pd.DataFrame) -> np.ndarray:
         """The partition every record of ``X`` falls in (index into :attr:`partitions_`)."""
-        idx = self.grid_.cell_indices(X, active_only=True)
+        idx = self.grid_.cell_indices(self._encode_frame(X), active_only=True)
         return self._cell_to_partition()[tuple(idx.T)] if idx.shape[1] else np.zeros(len(X), np.int64)
+
+    def cell_indices(self, X: pd.DataFrame) -> np.ndarray:
+        """``(n, d)`` cell of every record of ``X`` in :attr:`grid_` (every dimension)."""
+        return self.grid_.cell_indices(self._encode_frame(X))
 
     def allocate(self, n: int) -> np.ndarray:
         """How many synthetic records each partition gets in a release of ``n`` records."""
@@ -1091,60 +1467,141 @@ class DPCube(Technique):
         """``(m, d)`` cell of every record: ``counts[p]`` cells of partition p, each drawn in
         proportion to the partition's phase-1 noisy cells clipped at zero (uniformly when
         they are all zero)."""
-        shape = self.grid_.array_shape
-        part = self._cell_to_partition().reshape(-1)
-        order = np.argsort(part, kind="stable")  # cells grouped by partition
-        starts = np.searchsorted(part[order], np.arange(len(self.partitions_) + 1))
-        w = np.clip(self.histogram_noisy_.reshape(-1), 0.0, None)[order]
-        cum = np.cumsum(w)
-        lo_cum = np.where(starts[:-1] > 0, cum[np.maximum(starts[:-1] - 1, 0)], 0.0)
-        mass = cum[np.maximum(starts[1:] - 1, 0)] - lo_cum
-        size = np.diff(starts)
-        who = np.repeat(np.arange(len(counts)), counts)
-        u = rng.random(len(who))
-        a, k = starts[who], size[who]
-        # the first cell whose cumulative weight passes the draw; zero-weight cells are never chosen
-        by_mass = np.searchsorted(cum, lo_cum[who] + u * mass[who], side="right")
-        flat = np.where(mass[who] > 0, np.clip(by_mass, a, a + k - 1), a + np.minimum((u * k).astype(np.int64), k - 1))
-        cells = order[flat]
-        compact = np.stack(np.unravel_index(cells, shape), axis=1) if shape else np.zeros((len(who), 0), np.int64)
-        out = np.zeros((len(who), len(self.grid_.dims)), dtype=np.int64)
-        out[:, self.grid_.active] = compact
-        return out
+        return _cells_by_weight(self._cell_to_partition(), self.histogram_noisy_, counts, self.grid_, rng)
 
     # -------------------------------------------------------------- transform
-    def _transform_encoded(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+    def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
+        """The synthetic records, typed by the declaration (never by ``X``'s dtypes)."""
+        from ppdm.utils import check_n_features
+
+        df, was_array = self._as_frame(X)
+        check_n_features(self, df.shape[1])
+        cols = list(map(str, df.columns))
+        fitted = list(map(str, self.feature_names_in_))
+        if cols != fitted:
+            raise SchemaError(f"the table's columns {cols} differ from those seen in fit {fitted}")
         sample_rng = _child_rng(rng, 1)
         m = int(self.n_rows_) if self.neighbouring == "add-remove" else len(df)  # type: ignore[arg-type]
+        out = self._synthesize(m, sample_rng)[list(df.columns)]
+        if self._dom.from_data:
+            # not differentially private anyway (domain_from_data=True): keep the input's dtypes
+            from ppdm.anonymize.base import restore_table
+
+            out = restore_table(out, df, self.schema_, same_rows=self._keeps_rows())
+        elif self.neighbouring == "replace":
+            out.index = df.index
+        return out.to_numpy() if was_array else out
+
+    def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
+        return self._synthesize(len(df), rng)
+
+    def _synthesize(self, m: int, rng: np.random.Generator) -> pd.DataFrame:
+        schema = self.schema_
         counts = self.allocate(m)
         if self.placement == "cells":
-            cells = self._sample_cells(counts, sample_rng)
+            cells = self._sample_cells(counts, rng)
             lo = hi = cells
         else:
             boxes = np.repeat(self.partitions_, counts, axis=0)
             lo, hi = boxes[:, :, 0], boxes[:, :, 1]
-        cols: dict[str, Any] = {}
+        raw: dict[str, np.ndarray] = {}
         for j, dim in enumerate(self.grid_.dims):
-            vals = dim.sample(lo[:, j], hi[:, j], sample_rng)
-            if dim.kind == "categorical":
-                cols[dim.name] = pd.Series(vals, dtype=object).astype(df[dim.name].dtype)
-            else:
-                cols[dim.name] = vals
-        out = pd.DataFrame(cols, index=pd.RangeIndex(m))[list(df.columns)]
+            raw[dim.name] = dim.sample(lo[:, j], hi[:, j], rng)
         # shuffle so the row order does not reveal the partitions
-        return out.iloc[sample_rng.permutation(m)].reset_index(drop=True)
+        perm = rng.permutation(m)
+        cols: dict[str, pd.Series] = {}
+        for c in schema.columns:
+            if c in schema.numeric:
+                cols[c] = self._numeric_column(c, raw[c][perm], raw.get(c + _GAP, np.zeros(m, np.int64))[perm])
+            else:
+                cols[c] = self._categorical_column(c, raw[c][perm])
+        return pd.DataFrame(cols, index=pd.RangeIndex(m))
+
+    def _numeric_column(self, c: str, vals: np.ndarray, missing: np.ndarray) -> pd.Series:
+        """A numeric column in the declared type: whole numbers as int64 (Int64 when nullable),
+        others as float64, dates back on their time axis."""
+        from ppdm.data.types import from_time_axis
+
+        dom = self._dom
+        miss = (missing == 1) if c in dom.nullable else np.zeros(len(vals), dtype=bool)
+        schema = self.schema_
+        if c in schema.dates:
+            v = np.where(miss, np.nan, vals.astype(float))
+            return from_time_axis(v, pd.Series(np.zeros(len(v), dtype="datetime64[ns]"), name=c),
+                                  schema.dates[c], c)
+        if c in dom.integer:
+            arr = pd.array(np.rint(vals.astype(float)).astype(np.int64), dtype="Int64" if c in dom.nullable else "int64")
+            s = pd.Series(arr, name=c)
+            if miss.any():
+                s[miss] = pd.NA
+            return s
+        return pd.Series(np.where(miss, np.nan, vals.astype(float)), name=c)
+
+    def _categorical_column(self, c: str, codes: np.ndarray) -> pd.Series:
+        """Codes back to the declared values (their own type when they share one), "other" to
+        ``other_label`` and "missing" to a missing cell."""
+        values = self._grid_values[c]
+        real = [v for v in values if v not in (MISSING, OTHER)]
+        has_other = any(v is OTHER for v in values) and self.unknown == "other"
+        table = np.empty(len(values), dtype=object)
+        for i, v in enumerate(values):
+            table[i] = np.nan if v == MISSING else (self.other_label if v == OTHER else v)
+        out = table[codes]
+        kinds = {type(v) for v in real}
+        if not has_other and kinds and all(issubclass(k, (int, np.integer)) and not issubclass(k, bool)
+                                           for k in kinds) and not (out != out).any():
+            return pd.Series(out.astype(np.int64), name=c)
+        if not has_other and kinds and all(issubclass(k, bool) for k in kinds) and not (out != out).any():
+            return pd.Series(out.astype(bool), name=c)
+        if not has_other and kinds and all(issubclass(k, (int, float, np.integer, np.floating))
+                                           and not issubclass(k, bool) for k in kinds):
+            return pd.Series(out.astype(float), name=c)
+        return pd.Series(out, name=c, dtype=object)
+
+
+def _cells_by_weight(part_of_cell: np.ndarray, weights: np.ndarray, counts: np.ndarray, grid: Grid,
+                     rng: np.random.Generator) -> np.ndarray:
+    """``(m, d)`` cells: ``counts[p]`` cells of partition p, each in proportion to ``weights``
+    clipped at zero among the partition's cells (uniformly when they are all zero)."""
+    shape = grid.array_shape
+    part = part_of_cell.reshape(-1)
+    order = np.argsort(part, kind="stable")  # cells grouped by partition
+    starts = np.searchsorted(part[order], np.arange(len(counts) + 1))
+    w = np.clip(np.asarray(weights, dtype=float).reshape(-1), 0.0, None)[order]
+    cum = np.cumsum(w)
+    lo_cum = np.where(starts[:-1] > 0, cum[np.maximum(starts[:-1] - 1, 0)], 0.0)
+    mass = cum[np.maximum(starts[1:] - 1, 0)] - lo_cum
+    size = np.diff(starts)
+    who = np.repeat(np.arange(len(counts)), counts)
+    u = rng.random(len(who))
+    a, k = starts[who], size[who]
+    # the first cell whose cumulative weight passes the draw; zero-weight cells are never chosen
+    by_mass = np.searchsorted(cum, lo_cum[who] + u * mass[who], side="right")
+    flat = np.where(mass[who] > 0, np.clip(by_mass, a, a + k - 1), a + np.minimum((u * k).astype(np.int64), k - 1))
+    cells = order[flat]
+    compact = np.stack(np.unravel_index(cells, shape), axis=1) if shape else np.zeros((len(who), 0), np.int64)
+    out = np.zeros((len(who), len(grid.dims)), dtype=np.int64)
+    out[:, grid.active] = compact
+    return out
 
 
 def _names(cols: Sequence[str], most: int = 5) -> str:
-    """Column names for a message, the first ``most`` of a long list."""
-    shown = ", ".join(map(repr, cols[:most]))
+    """Column names for a message, the first ``most`` of a long list (notes such as "the column
+    types" unquoted)."""
+    shown = ", ".join(c if c.startswith("the ") or "(" in c else repr(c) for c in cols[:most])
     return shown if len(cols) <= most else f"{shown} and {len(cols) - most} more columns"
 
 
+def _approx_exp(eps: float) -> str:
+    """`` ≈ e^ε`` for a message, when it is a number a reader can use."""
+    return f" ≈ {math.exp(eps):.3g}" if eps < 50 else ""
+
+
 def _scale(sensitivity: float, epsilon: float) -> float:
-    return 0.0 if math.isinf(epsilon) else sensitivity / epsilon
+    return 0.0 if math.isinf(epsilon) or epsilon == 0 else sensitivity / epsilon
 
 
 def _json_float(v: float) -> float | None:
     """A float for JSON: ``None`` stands for infinity (no noise), which JSON cannot hold."""
     return None if math.isinf(v) else float(v)
+

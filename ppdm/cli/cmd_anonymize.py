@@ -94,6 +94,10 @@ def anonymize(
         "--keep-order", help="Keep the input's row order in the release instead of shuffling it; anyone who knows "
                              "that order can then pair released rows with people (only for a release that stays "
                              "with you).")] = False,
+    domain_from_data: Annotated[bool, typer.Option(
+        "--domain-from-data", help="A differentially private technique (dpcube) reads what the schema does not "
+        "declare (types, bounds, categories) from the data: the release is then NOT differentially private, and "
+        "its report says so.")] = False,
 ) -> None:
     """Anonymize a table with one technique and write the release z, its provenance and its release check."""
     import warnings
@@ -113,6 +117,10 @@ def anonymize(
     if then and wants_dask(data, engine):
         raise PPDMError("--then is not available for a partitioned input yet; anonymize a table in memory")
     if wants_dask(data, engine):
+        dask_params: dict[str, Any] = {}
+        _declared_domain(method, dask_params, domain_from_data, declared=schema is not None, data=data,
+                         class_column=class_column)
+        param = [*(param or []), *(f"{k}={v}" for k, v in dask_params.items())]
         if holdout is not None:
             raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
                             "--control on ppdm evaluate instead")
@@ -131,6 +139,8 @@ def anonymize(
     if holdout is not None:
         check_output_path(control_path(out), inputs=(src, schema))
     params = parse_params(param)
+    _declared_domain(method, params, domain_from_data, declared=schema is not None or data.startswith(BUILTIN),
+                     data=data, class_column=class_column)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True),
                                  sep=sep, roles=roles, detect=True, categorical=categorical, dates=date,
@@ -179,6 +189,35 @@ def _report_files(out: Path, written: list[Path], size: str, method: str, shuffl
                   highlight=False, markup=False, soft_wrap=True)
 
 
+def _declared_domain(method: str, params: dict[str, Any], domain_from_data: bool, *, declared: bool, data: str,
+                     class_column: str | None) -> None:
+    """A technique whose guarantee needs a declared domain (DPCube) gets ``domain_from_data``
+    from ``--domain-from-data``, and is refused when the column types would be inferred from
+    the data (no schema file, not a shipped dataset) unless that flag is given."""
+    from ppdm.anonymize.registry import get_technique, technique_params
+
+    cls = get_technique(method)
+    if not getattr(cls, "declared_domain_only", False):
+        if domain_from_data:
+            raise PPDMError(f"--domain-from-data applies to differentially private techniques; {method!r} reads "
+                            "no domain")
+        return
+    if domain_from_data:
+        if "domain_from_data" in technique_params(cls):
+            params["domain_from_data"] = True
+        return
+    if params.get("domain_from_data"):
+        return
+    if not declared:
+        cls_opt = f" --class {class_column}" if class_column else ""
+        raise PPDMError(
+            f"{method} needs a declared public domain (the types, bounds and categories of every column), and "
+            f"without --schema they would be read from {data}; write a template with `ppdm schema {data}{cls_opt} "
+            "--domain-template`, fill in 'bounds' and 'categories', and pass it with --schema (or add "
+            "--domain-from-data to release without a differential privacy guarantee)"
+        )
+
+
 def _composition(methods: list[str], params: dict[str, Any], schema: Any, random_state: int | None) -> Any:
     from ppdm.anonymize.composition import make_composition
 
@@ -201,7 +240,12 @@ def _report(rel: Any, random_state: int | None) -> None:
     elif rel.kept_identifiers:
         console.print(f"kept identifier column(s) {', '.join(rel.kept_identifiers)} in the release, unchanged",
                       highlight=False, markup=False, soft_wrap=True)
-    console.print("release check:", highlight=False)
+    privacy = getattr(rel.technique, "privacy_report_", None)
+    if isinstance(privacy, dict) and privacy.get("guarantee"):
+        console.print(f"privacy: {privacy['guarantee']}", highlight=False, markup=False, soft_wrap=True)
+    # the check compares z with x: for the owner's eyes only (a DP release never writes it beside z)
+    console.print("release check (for you, not published):" if isinstance(privacy, dict) else "release check:",
+                  highlight=False)
     for line in rel.check.summary_lines():
         console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     if random_state is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -42,6 +42,10 @@ def schema_cmd(
     other: OtherOpt = None,
     categorical: CategoricalOpt = None,
     date: DateOpt = None,
+    domain_template: Annotated[bool, typer.Option(
+        "--domain-template", help="Also write the public domain to fill in: 'bounds' [low, high] of every numeric "
+        "attribute and 'categories' of every categorical attribute and the class, as empty placeholders (never "
+        "read from the data). A differentially private release (dpcube) needs them.")] = False,
 ) -> None:
     """Print every column's type, role, number of distinct values, missing cells and share of unique
     values, and write the schema (types and roles) as a JSON file to edit and pass back with --schema.
@@ -123,6 +127,8 @@ def schema_cmd(
               **({"_suggestions": {"_comment": "not applied: move a column into quasi_identifiers, sensitive or "
                                                "weight above if the suggestion is right", **hints.to_dict()}}
                  if hints else {})}
+    if domain_template:
+        record.update(_domain_template(sch))
     atomic_write_text(out, json.dumps(record, indent=2) + "\n")
     if suspects:
         console.print(f"written as identifiers (edit {out} if one is an ordinary attribute): "
@@ -134,7 +140,28 @@ def schema_cmd(
         console.print("suggested roles, NOT applied (only you know what an intruder may know): "
                       + " ".join(f for f in flags if f) + f"; check them, then pass these options or edit {out}",
                       highlight=False, markup=False, soft_wrap=True)
+    if domain_template:
+        console.print("fill in the placeholders of 'bounds' and 'categories' from the columns' public "
+                      "documentation (not from the records) before using the file", highlight=False, markup=False)
     console.print(f"wrote {out}; use it with --schema {out}", highlight=False, markup=False)
+
+
+def _domain_template(sch: Any) -> dict[str, Any]:
+    """Placeholders for the public domain: declared bounds/categories are kept, the rest left
+    empty (null bounds, no categories), so that nothing of the data enters the declaration."""
+    bounds = {c: list(sch.bounds[c]) if c in sch.bounds else [None, None]
+              for c in sch.numeric if c not in sch.dates}
+    cats = [*sch.categorical, *([sch.class_column] if sch.class_column else [])]
+    categories = {c: list(sch.categories.get(c, [])) for c in cats}
+    return {
+        "_domain": "The public domain of a differentially private release: replace every null in 'bounds' by the "
+                   "attribute's lowest and highest possible value, and list every value a categorical attribute or "
+                   "the class may take in 'categories', from documentation or a public standard - never from the "
+                   "records. 'integer' names the whole-number attributes. Values outside the domain are clamped "
+                   "(numbers) or dropped / sent to an 'other' cell (categories) when the release is made.",
+        "bounds": bounds,
+        "categories": categories,
+    }
 
 
 def _stem(p: Path) -> str:

@@ -69,12 +69,15 @@ def load(name: str, missing: MissingPolicy = "keep") -> tuple[pd.DataFrame, Sche
     order = [c for c in df.columns if c in set(keep_num) | set(keep_cat) | ({cls} if cls else set())]
     df = df[order]
     schema = Schema.infer(df, cls, numeric=keep_num, categorical=keep_cat)
-    # a declared public domain (metadata, never read from the records) travels with the schema
+    # a declared public domain (metadata, never read from the records) travels with the schema,
+    # with the whole-number attributes it declares in place of those inferred from the values
     bounds = {c: tuple(b) for c, b in (meta.get("bounds") or {}).items() if c in schema.numeric}
     categories = {c: list(v) for c, v in (meta.get("categories") or {}).items()
                   if c in schema.categorical or c == schema.class_column}
     if bounds or categories:
         schema = replace(schema, bounds=bounds, categories=categories)
+    if meta.get("integer_columns") is not None:
+        schema = replace(schema, integer=[c for c in schema.numeric if c in set(meta["integer_columns"])])
     if missing != "keep":
         df, _ = schema.validate(df, missing=missing)
         df = df.reset_index(drop=True)

@@ -442,6 +442,9 @@ def _refuse_stray_text(column: str, s: pd.Series) -> None:
 
 
 def _check_bounds(column: str, b: object) -> tuple[float, float]:
+    if isinstance(b, (list, tuple)) and any(v is None for v in b):
+        raise SchemaError(f"bounds of {column!r} are not filled in: replace null by the public low and high "
+                          "(from documentation, not from the records)")
     try:
         lo, hi = (float(v) for v in b)  # type: ignore[union-attr]
     except (TypeError, ValueError):
@@ -512,7 +515,8 @@ def _check_categories(column: str, values: object) -> list:
     # numpy scalars become Python values, so the schema stays JSON-able
     vals = [v.item() if isinstance(v, np.generic) else v for v in values]
     if not vals:
-        raise SchemaError(f"categories of {column!r} must name at least one value")
+        raise SchemaError(f"categories of {column!r} must name at least one value (list every value the column "
+                          "may take, from documentation, not from the records)")
     try:
         distinct = len(set(vals))
     except TypeError:

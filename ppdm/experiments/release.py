@@ -74,7 +74,7 @@ from ppdm.data.provenance import (
 from ppdm.data.roles import Roles, pass_through_message, resolve_schema, screen_pass_through
 from ppdm.data.schema import Schema
 from ppdm.data.types import round_to_decimals, source_decimals, working_frame
-from ppdm.errors import ParameterError, PPDMError
+from ppdm.errors import ParameterError, PPDMError, SchemaError
 from ppdm.metrics.release_check import (
     GATE_OVERRIDES,
     Finding,
@@ -274,6 +274,19 @@ def release(
     given = schema if schema is not None else technique.schema
     if given is not None and not isinstance(given, Schema):
         given = Schema.from_dict(dict(given))
+    declared_only = bool(getattr(technique, "declared_domain_only", False))
+    # a release the technique itself declares not differentially private follows x's decimals
+    from_data = bool(getattr(technique, "domain_from_data", False))
+    if given is None and declared_only and not from_data:
+        # a differentially private technique takes its types from a declaration, never from x's dtypes
+        given = technique.declared_schema(list(map(str, x.columns)))
+        if given is None:
+            raise SchemaError(
+                f"{type(technique).__name__} needs a declared schema (types, bounds and categories of every "
+                "column), and none was given; pass schema=... (CLI: --schema; `ppdm schema DATA --domain-template` "
+                "writes one to fill in), or domain_from_data=True to release without a differential privacy "
+                "guarantee"
+            )
     roles = Roles.of(identifiers, quasi_identifiers, sensitive, weight, other)
     sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
                          detect=detect_identifiers)
@@ -301,7 +314,8 @@ def release(
     with progress.steps(3, f"{name}: learning from {len(work)} records") as step:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            for code in codes_read_as_numbers(work, sch):  # e.g. zip codes read by pandas.read_csv
+            codes = codes_read_as_numbers(work, sch)  # e.g. zip codes read by pandas.read_csv
+            for code in codes:
                 warnings.warn(code.message(), UserWarning, stacklevel=2)
             tech.fit(work)
             step(1, description=f"{name}: releasing z")
@@ -316,7 +330,10 @@ def release(
         # recoding releases some numeric columns as labels: z is typed by the technique's output schema
         out_sch = tech.output_schema() if hasattr(tech, "output_schema") else sch
         out_sch = replace(out_sch, identifiers=list(sch.identifiers))
-        dec = {**source_decimals(work, sch.numeric), **{c: int(d) for c, d in (decimals or {}).items()}}
+        # decimals seen in x are a property of the records: a technique whose output may only
+        # depend on the declared domain is rounded to the decimals asked for, never to x's
+        seen = {} if declared_only and not from_data else source_decimals(work, sch.numeric)
+        dec = {**seen, **{c: int(d) for c, d in (decimals or {}).items()}}
         dec = {c: d for c, d in dec.items() if c in out_sch.numeric and c not in out_sch.dates}
         z = round_to_decimals(z, dec)
         check = release_check(working_frame(work, sch.numeric), working_frame(z, out_sch.numeric), out_sch,
@@ -324,6 +341,12 @@ def release(
         step(1)
     allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
                "untouched_unique": allow_untouched_keys}
+    privacy = getattr(tech, "privacy_report_", None)
+    if isinstance(privacy, dict) and privacy.get("differentially_private"):
+        # a differentially private release may hold records equal to originals (small domains): its
+        # guarantee covers them, and refusing it would make whether a release exists depend on x;
+        # the gate's findings are still told to the owner and kept in the private log
+        allowed = dict.fromkeys(allowed, True)
     findings = passing + judge_release(check, thresholds, allowed, technique_record(tech), sch)
     if keep_identifiers and ids:
         z = z.copy()
