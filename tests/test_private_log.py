@@ -130,7 +130,8 @@ def test_a_synthetic_release_has_no_pairing() -> None:
     x = _table()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release(x, make_technique("dpcube", class_column="y", random_state=1))
+        rel = release(x, make_technique("dpcube", class_column="y", random_state=1,
+                                        params={"domain_from_data": True}))
     assert rel.pairing is None and rel.private["pairing"] is None
     with pytest.raises(PPDMError, match="synthetic"):
         rel.in_input_order()
@@ -238,7 +239,8 @@ def test_dpcube_holdout_control_records_leave_x_by_identity(tmp_path: Path) -> N
     z = tmp_path / "d.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _ok(["anonymize", str(x), "-m", "dpcube", "--class", "y", "--holdout", "0.25", "--seed", "1", "-o", str(z)])
+        _ok(["anonymize", str(x), "-m", "dpcube", "--class", "y", "--holdout", "0.25", "--seed", "1", "-o", str(z),
+             "--domain-from-data"])
     n_z = len(pd.read_csv(z))
     assert n_z != 225  # the count is noisy
     doc = _json(["evaluate", "-x", str(x), "-z", str(z), "--class", "y", "--seed", "0",
