@@ -449,8 +449,8 @@ def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkey
 
     measured = R.measure_release
 
-    def measure(z: Any, data: Any, out_schema: Any = None) -> Any:
-        out = measured(z, data, out_schema)
+    def measure(z: Any, data: Any, out_schema: Any = None, **kw: Any) -> Any:
+        out = measured(z, data, out_schema, **kw)
         final = z.attrs.get("final")
         if final is not None and (not refused or refused[0] == final):
             refused.append(final)
@@ -658,3 +658,32 @@ def test_a_noise_release_meets_a_key_variable_policy_only_through_intruder_match
                     random_state=0)
     assert res.winner is not None and res.winner.lines[0].verdict == "not applicable"
     assert res.winner.lines[1].verdict == "meets"
+
+
+def test_a_trial_stops_measuring_risk_once_a_line_misses() -> None:
+    from ppdm.experiments.recommend import measure_order
+
+    pol = {"risk": {"record_linkage": 0.01, "singling_out_multivariate": 1.0, "inference": 1.0},
+           "utility": {"weights": {"sse_sst": 1}}}
+    data = search_data(X, pol, schema=SCHEMA, random_state=0)
+    assert measure_order(data.measures) == ["sse_sst", "record_linkage", "inference", "singling_out_multivariate"]
+    z = release(data.train, make_technique("mdav", class_column="label", schema=SCHEMA, params={"k": 2}),
+                schema=SCHEMA).data
+    full = measure_release(z, data)
+    assert full["record_linkage"]["value"] > 0.01  # k = 2 leaves half the records linkable
+    part = measure_release(z, data, stop_on_miss=True)
+    # record linkage misses: the slow attacks are not taken, utility is, and the values taken are the same
+    assert part["singling_out_multivariate"]["value"] is None and part["inference"]["skipped"] == "record_linkage"
+    assert part["sse_sst"]["value"] == full["sse_sst"]["value"]
+    assert part["record_linkage"]["value"] == full["record_linkage"]["value"]
+    policy = parse_policy(pol)
+    rec = record_of(0, {"technique": "mdav", "params": {}, "measures": part}, policy)
+    assert not rec.feasible and rec.utility_loss == full["sse_sst"]["value"]
+    by = {v.measure: v for v in rec.lines}
+    assert by["record_linkage"].verdict == "misses" and by["inference"].verdict == "not measured"
+    assert by["inference"].margin == 0.0 and rec.risk is not None
+    # a release that meets every line measured so far is measured in full
+    loose = search_data(X, {**pol, "risk": {**pol["risk"], "record_linkage": 1.0}}, schema=SCHEMA, random_state=0)
+    every = measure_release(z, loose, stop_on_miss=True)
+    assert all(every[m]["value"] is not None for m in loose.measures)
+    assert every["singling_out_multivariate"]["value"] == full["singling_out_multivariate"]["value"]
