@@ -53,12 +53,16 @@ def test_holdout_writes_the_control_set_and_evaluate_finds_it(xfile: Path) -> No
     d = xfile.parent
     z = d / "z.csv"
     r = runner.invoke(app, ["anonymize", str(xfile), "--class", "y", "--method", "uniform-noise", "-p", "level=0.3",
+                            "--allow-verbatim",
                             "--holdout", "0.25", "--seed", "1", "--out", str(z)])
     assert r.exit_code == 0, r.output
-    assert {"z.csv", "z.provenance.json", "z.control.csv"} <= _files(d)
+    assert {"z.csv", "z.provenance.json", "z.private.json", "z.control.csv"} <= _files(d)
     prov = json.loads((d / "z.provenance.json").read_text())
-    assert prov["holdout"] == {"fraction": 0.25, "rows": 60, "control": "z.control.csv"}
-    assert prov["input"]["rows"] == 240 and prov["input"]["rows_used"] == 180
+    assert "holdout" not in prov and "input" not in prov  # the public record says nothing of x's records
+    mine = json.loads((d / "z.private.json").read_text())
+    assert {k: mine["holdout"][k] for k in ("fraction", "rows", "control")} == {
+        "fraction": 0.25, "rows": 60, "control": "z.control.csv"}
+    assert mine["input"]["rows"] == 240 and mine["input"]["rows_used"] == 180
     x, zz, c = pd.read_csv(xfile), pd.read_csv(z), pd.read_csv(d / "z.control.csv")
     assert len(zz) == 180 and len(c) == 60 and list(c.columns) == list(x.columns)
     # the control records are records of x, and none of them went into the release's input
@@ -86,7 +90,8 @@ def test_default_evaluate_shows_risk_and_says_why_the_attacks_are_skipped(xfile:
     zz = pd.read_csv(xfile)
     zz["age"] = zz["age"] + 3.0
     zz.to_csv(z, index=False)
-    r = runner.invoke(app, ["evaluate", "-x", str(xfile), "-z", str(z), "--class", "y", "--json", "--seed", "0"])
+    r = runner.invoke(app, ["evaluate", "-x", str(xfile), "-z", str(z), "--class", "y", "--json", "--seed", "0",
+                            "--pairing", "position"])
     assert r.exit_code == 0, r.output
     m = json.loads(r.stdout)["measures"]
     for name in ("k_anonymity", "sample_uniques", "reidentification_risk", "record_linkage"):

@@ -96,7 +96,8 @@ def test_then_on_the_command_line_and_evaluate_on_the_release(tmp_path: Path) ->
                               "-p", "pram.columns=ill", "--seed", "2", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "recode then local-suppression then pram" in " ".join(res.output.split())
-    assert {p.name for p in tmp_path.iterdir()} == {"x.csv", "z.csv", "z.provenance.json", "z.matrices.json"}
+    assert {p.name for p in tmp_path.iterdir()} == {"x.csv", "z.csv", "z.provenance.json", "z.private.json",
+                                                   "z.matrices.json"}
     z = pd.read_csv(out, dtype=str, keep_default_na=False, na_values=[""])
     assert (key_frequencies(z, KEYS).fk >= 5).all()
     res = runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(out), "--class", "y", "--qi", ",".join(KEYS),

@@ -15,6 +15,9 @@ from ppdm.anonymize.gadp import GADP
 from ppdm.anonymize.random_technique import RandomTechnique, replace_with_other_value
 from ppdm.errors import ParameterError
 
+#: this file is not about the release gate (tests/test_release_gate.py): weak releases are written
+GATE_OFF = ["--allow-verbatim", "--allow-untouched-keys"]
+
 
 def correlated_table(seed: int, n: int, p: int, q: int, n_levels: int) -> pd.DataFrame:
     """Confidential x*, numeric non-confidential s*, a categorical g and class y, all related."""
@@ -206,7 +209,7 @@ def test_cli_runs_gadp_and_rt(tmp_path):
     gadp_params = ["exact=True", "confidential=x0,x1", "min_residual_share=0"]
     for method, params in (("gadp", gadp_params), ("random-technique", ["p_rt=0.2"])):
         out = tmp_path / f"{method}.csv"
-        args = ["anonymize", str(src), "--method", method, "--class", "y", "--out", str(out)]
+        args = ["anonymize", *GATE_OFF, str(src), "--method", method, "--class", "y", "--out", str(out)]
         for p in params:
             args += ["--param", p]
         res = runner.invoke(app, args)

@@ -96,7 +96,7 @@ def test_rules_and_evaluate_beyond_float32_range(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "e+38" in res.output or "e+39" in res.output
     res = runner.invoke(app, ["evaluate", "-x", str(p), "-z", str(p), "--class", "label", "--seed", "0",
-                              "--json"])
+                              "--json", "--pairing", "position"])
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout)
     assert obj["measures"]["rule_accuracy"]["value"] == 0 and obj["measures"]["prediction_accuracy"]["value"] == 0

@@ -21,6 +21,7 @@ from ppdm.anonymize.registry import make_technique
 from ppdm.cli.app import app
 from ppdm.data.io import read_table
 from ppdm.data.partitions import open_dataset, wants_dask
+from ppdm.data.provenance import in_input_order, read_private
 from ppdm.data.schema import Schema
 from ppdm.data.types import working_frame
 from ppdm.errors import PPDMError
@@ -36,6 +37,10 @@ dd = pytest.importorskip("dask.dataframe")
 load_all_measures()
 runner = CliRunner()
 EXACT = sorted(n for n, s in MEASURES.items() if s.out_of_core)
+
+#: these tests are about partitioned work; the release gate has its own tests (tests/test_release_gate.py)
+GATE_OFF = {"allow_verbatim": True, "allow_untouched_keys": True}
+GATE_FLAGS = ["--allow-verbatim", "--allow-untouched-keys"]
 
 
 def _csv(tmp: Path, n: int = 3000, name: str = "x.csv") -> tuple[Path, pd.DataFrame]:
@@ -141,10 +146,10 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     src, _ = _csv(tmp_path)
     ds = open_dataset(str(src), blocksize="20KB", categorical=["grade"])
     seen: list[tuple[str, int, int]] = []
-    a = release_dataset(ds, _tech(), tmp_path / "a", missing="keep", fit_rows=1000,
+    a = release_dataset(ds, _tech(), tmp_path / "a", missing="keep", **GATE_OFF, fit_rows=1000,
                         progress=lambda s, d, n: seen.append((s, d, n)))
-    release_dataset(ds, _tech(), tmp_path / "b", missing="keep", fit_rows=1000)
-    release_dataset(ds, _tech(seed=6), tmp_path / "c", missing="keep", fit_rows=1000)
+    release_dataset(ds, _tech(), tmp_path / "b", missing="keep", **GATE_OFF, fit_rows=1000)
+    release_dataset(ds, _tech(seed=6), tmp_path / "c", missing="keep", **GATE_OFF, fit_rows=1000)
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == [f"part.{i:05d}.parquet" for i in range(ds.npartitions)]
     same = [filecmp.cmp(tmp_path / "a" / f, tmp_path / "b" / f, shallow=False) for f in names]
@@ -154,7 +159,11 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     assert {s for s, _, _ in seen} == {"scan", "sample", "release", "check"}
     # the release check computed partition by partition is the in-memory one
     x = pd.concat([ds.partition(i) for i in range(ds.npartitions)], ignore_index=True)
-    z = pd.read_parquet(tmp_path / "a")
+    # each partition was shuffled on its own; the private log puts its rows back beside their originals
+    shuffled = pd.read_parquet(tmp_path / "a")
+    z, _ = in_input_order(shuffled, read_private(tmp_path / "a"))
+    rows = [np.sort(pd.util.hash_pandas_object(t, index=False).to_numpy()) for t in (shuffled, z)]
+    assert not shuffled.equals(z) and (rows[0] == rows[1]).all()
     sch = a.schema
     want = release_check(working_frame(x, sch.numeric), working_frame(z, sch.numeric), sch)
     assert a.check.n_records == want.n_records == len(x)
@@ -166,7 +175,10 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     pd.testing.assert_frame_equal(z.isna(), x.isna())
     assert (np.round(z["income"].dropna(), 2) == z["income"].dropna()).all()
     prov = json.loads((tmp_path / "a.provenance.json").read_text())
-    assert prov["input"]["partitions"] == ds.npartitions and prov["input"]["fit_rows"] == 1000
+    mine = read_private(tmp_path / "a")
+    assert mine["input"]["partitions"] == ds.npartitions and mine["input"]["fit_rows"] == 1000
+    assert "input" not in prov and prov["output"]["partitions"] == ds.npartitions
+    assert len(mine["pairing"]["partitions"]) == ds.npartitions
     assert prov["seeded"] is True and "random_state" not in prov["technique"]["parameters"]
     assert a.fit_rows == 1000 and a.n_records == len(x)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
@@ -177,11 +189,11 @@ def test_a_refused_partitioned_release_leaves_nothing(tmp_path: Path) -> None:
     ds = open_dataset(str(src), blocksize="20KB", categorical=["grade"])
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(ReleaseRefused):
-        release_dataset(ds, _tech(level=0.0), tmp_path / "z", missing="keep", fit_rows=200)
+        release_dataset(ds, _tech(level=0.0), tmp_path / "z", missing="keep", **GATE_OFF, fit_rows=200)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     (tmp_path / "taken").mkdir()
     with pytest.raises(PPDMError, match="exists"):
-        release_dataset(ds, _tech(), tmp_path / "taken", missing="keep")
+        release_dataset(ds, _tech(), tmp_path / "taken", missing="keep", **GATE_OFF)
     with pytest.raises(PPDMError, match="missing value"):
         release_dataset(ds, _tech(), tmp_path / "z", missing="error")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "taken"])
@@ -198,14 +210,15 @@ def test_every_technique_releases_partition_by_partition(tmp_path: Path) -> None
     # DPCube under add/remove-one neighbours releases its own, noisy, number of records: refused here
     dp = make_technique("dpcube", class_column="label", random_state=1, params=PARAMS["dpcube"])
     with pytest.raises(PPDMError, match="neighbouring='replace'"):
-        release_dataset(ds, dp, tmp_path / "dp", missing="keep", fit_rows=600)
+        release_dataset(ds, dp, tmp_path / "dp", missing="keep", **GATE_OFF, fit_rows=600)
     assert not (tmp_path / "dp").exists()
     for name in sorted(TECHNIQUES):
         params = {**PARAMS.get(name, {}), **({"neighbouring": "replace"} if name == "dpcube" else {})}
         tech = make_technique(name, class_column="label", random_state=1, params=params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rel = release_dataset(ds, tech, tmp_path / name, missing="keep", fit_rows=600, allow_unchanged=True)
+            rel = release_dataset(ds, tech, tmp_path / name, missing="keep", **GATE_OFF, fit_rows=600,
+                                  allow_unchanged=True)
         z = pd.read_parquet(tmp_path / name)
         # the input's dtypes, except columns the technique declares otherwise (recoded labels)
         declared = rel.technique._output_dtypes(ds.data._meta)
@@ -218,8 +231,9 @@ def _pair(tmp: Path, n: int = 1500) -> tuple[pd.DataFrame, pd.DataFrame, Schema]
     x = mixed_table(n)
     sch = Schema.infer(x, "label", categorical=["grade"])
     rel = release(x, make_technique("gaussian-noise", class_column="label", random_state=2,
-                                    params={"level": 0.4}), schema=sch)
-    return working_frame(x, sch.numeric), working_frame(rel.data, sch.numeric), sch
+                                    params={"level": 0.4}), schema=sch, **GATE_OFF)
+    z, pos = rel.in_input_order()  # the published rows are shuffled; measures compare each with its original
+    return working_frame(x.iloc[pos].reset_index(drop=True), sch.numeric), working_frame(z, sch.numeric), sch
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -313,7 +327,7 @@ def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> N
     out = tmp_path / "z"
     guard = _Guard(1500)
     with dask.config.set(scheduler=guard):
-        res = runner.invoke(app, ["anonymize", str(src), "--engine", "dask", "--blocksize", "60KB", "-m",
+        res = runner.invoke(app, ["anonymize", *GATE_FLAGS, str(src), "--engine", "dask", "--blocksize", "60KB", "-m",
                                   "gaussian-noise", "-p", "level=0.4", "--class", "label", "--missing", "keep",
                                   "--categorical", "grade", "--fit-rows", "1000", "--seed", "4", "-o", str(out)])
         assert res.exit_code == 0, res.output
@@ -341,16 +355,18 @@ def test_cli_partitioned_inputs_and_outputs(tmp_path: Path) -> None:
     (tmp_path / "pq").mkdir()
     for i, chunk in enumerate(np.array_split(np.arange(len(x)), 3)):
         x.iloc[chunk].to_parquet(tmp_path / "pq" / f"p{i}.parquet", index=False)
-    res = runner.invoke(app, ["anonymize", str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
+                                           str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
                               "--missing", "keep", "-o", str(tmp_path / "z.csv")])
     assert res.exit_code == 2 and "folder name" in res.output
-    res = runner.invoke(app, ["anonymize", str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
+                                           str(tmp_path / "pq"), "-m", "mdav", "-p", "k=4", "--class", "label",
                               "--missing", "keep", "-o", str(tmp_path / "z")])
     assert res.exit_code == 0, res.output
     assert "3 partitions" in res.output and (tmp_path / "z.provenance.json").exists()
     z = pd.read_parquet(tmp_path / "z")
     assert len(z) == 1200 and z["zip"].dropna().str.len().eq(4).all()
-    res = runner.invoke(app, ["anonymize", str(tmp_path / "pq"), "-m", "mdav", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS, str(tmp_path / "pq"), "-m", "mdav", "--class", "label",
                               "--missing", "keep", "-o", str(tmp_path / "z")])
     assert res.exit_code == 2 and "exists" in res.output
     res = runner.invoke(app, ["evaluate", "-x", str(tmp_path / "pq"), "-z", str(tmp_path / "z"), "--class", "label",
@@ -365,7 +381,8 @@ def test_cli_partitioned_inputs_and_outputs(tmp_path: Path) -> None:
 def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Path) -> None:
     src, x = _csv(tmp_path, 1500)
     zp = tmp_path / "z.csv"
-    res = runner.invoke(app, ["anonymize", str(src), "-m", "gaussian-noise", "-p", "level=0.4", "--class", "label",
+    res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
+                                           str(src), "-m", "gaussian-noise", "-p", "level=0.4", "--class", "label",
                               "--missing", "keep", "--categorical", "grade", "--seed", "3", "-o", str(zp)])
     assert res.exit_code == 0, res.output
     exact = ",".join(EXACT)

@@ -107,7 +107,8 @@ def test_sidecar_is_random_substitutions_format_and_reconstruct_reads_it(tmp_pat
     src, out = tmp_path / "x.csv", tmp_path / "z.csv"
     x.to_csv(src, index=False)
     res = runner.invoke(app, ["anonymize", str(src), "-m", "pram", "-p", "columns=race", "-p", "pd=0.6",
-                              "--class", "y", "--seed", "3", "-o", str(out)])
+                              "--class", "y", "--seed", "3", "--allow-verbatim", "--allow-untouched-keys",
+                              "-o", str(out)])
     assert res.exit_code == 0, res.output
     meta = SubstitutionMetadata.load(tmp_path / "z.matrices.json")
     assert meta.method == "pram" and list(meta.attributes) == ["race"]

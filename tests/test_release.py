@@ -17,8 +17,13 @@ from ppdm.anonymize.gadp import GADP
 from ppdm.cli.app import app
 from ppdm.data.provenance import (
     FORMAT,
+    PRIVATE_FORMAT,
     describe,
+    describe_private,
+    file_sha256,
+    private_path,
     provenance_path,
+    read_private,
     read_provenance,
 )
 from ppdm.data.schema import Schema
@@ -27,9 +32,15 @@ from ppdm.experiments.release import ReleaseRefused, release, save_release
 
 runner = CliRunner()
 
+#: this file is not about the release gate (tests/test_release_gate.py): weak releases are written
+GATE_OFF = ["--allow-verbatim", "--allow-untouched-keys"]
+
 #: the keys every provenance record carries (names fixed for the other tools that read them)
-KEYS = {"format", "version", "ppdm_version", "created", "technique", "seeded", "input", "schema",
-        "removed_identifiers", "release_check", "privacy"}
+KEYS = {"format", "version", "ppdm_version", "created", "technique", "seeded", "schema", "removed_identifiers",
+        "privacy", "kept_identifiers", "output"}
+#: ... and the owner's private log
+PRIVATE_KEYS = {"format", "version", "notice", "ppdm_version", "created", "release", "release_sha256", "input",
+                "release_check", "pairing", "holdout", "technique", "warnings", "gate"}
 
 
 def named_records(n_distinct: int = 1462, n_copies: int = 22, seed: int = 1) -> pd.DataFrame:
@@ -66,13 +77,16 @@ def test_gadp_identity_case_is_caught_at_every_level() -> None:
     assert "record" not in rel.data.columns and rel.removed_identifiers == ["record"]
     assert "record" not in rel.technique.non_confidential_
     assert rel.check.share_verbatim == 0.0
-    # 3. declared an ordinary attribute: GADP leaves it out of its predictors, with a warning
+    # 3. declared an ordinary attribute: GADP leaves it out of its predictors, with a warning; the
+    #    release gate then refuses the untouched record names, which single out every person
+    with pytest.raises(ReleaseRefused, match="record, group pass into the release untouched"):
+        release(x, GADP(class_column="label"), other="record")
     with pytest.warns(UserWarning, match="'record' \\(1462 values\\)"):
-        rel = release(x, GADP(class_column="label"), other="record")
+        rel = release(x, GADP(class_column="label"), other="record", allow_untouched_keys=True)
     assert rel.technique.excluded_predictors_ == ["record"]
     assert any("record" in w for w in rel.warnings)
-    z = rel.data
-    assert (np.abs(z["a"] - x["a"]) > 1e-3).mean() > 0.99
+    z, pos = rel.in_input_order()
+    assert (np.abs(z["a"].to_numpy() - x["a"].to_numpy()[pos]) > 1e-3).mean() > 0.99
     # ... and refuses to condition on it when told to
     with pytest.raises(ParameterError, match="'record' has 1462 values"):
         release(x, GADP(class_column="label", non_confidential=["record", "group"]), other="record")
@@ -81,10 +95,12 @@ def test_gadp_identity_case_is_caught_at_every_level() -> None:
         release(x, GADP(class_column="label", max_level_share=1.0), other="record")
     # 5. without both guards, the release check refuses the (numerically) original records
     with pytest.raises(ReleaseRefused, match="100.0% of the records"):
-        release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record")
+        release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record",
+                allow_untouched_keys=True)
     rel = release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record",
-                  allow_unchanged=True)
-    assert np.abs(rel.data["a"] - x["a"]).max() < 1e-6
+                  allow_unchanged=True, allow_untouched_keys=True)
+    z, pos = rel.in_input_order()
+    assert np.abs(z["a"].to_numpy() - x["a"].to_numpy()[pos]).max() < 1e-6
     assert rel.check.share_verbatim == 1.0
 
 
@@ -112,9 +128,10 @@ def test_framework_trees_and_detective_never_see_identifiers() -> None:
 def test_release_keeps_identifiers_only_on_request() -> None:
     x = named_records(100, 0)
     rel = release(x, make_technique("uniform-noise", class_column="label"), identifiers="record",
-                  keep_identifiers=True)
+                  keep_identifiers=True, allow_verbatim=True)
     assert list(rel.data.columns) == list(x.columns)
-    assert rel.data["record"].equals(x["record"])
+    z, pos = rel.in_input_order()
+    assert z["record"].tolist() == x["record"].iloc[pos].tolist() and (pos == np.arange(len(x))).all()
     assert rel.kept_identifiers == ["record"] and rel.removed_identifiers == []
     assert "record" in rel.check.untouched_columns
 
@@ -125,7 +142,7 @@ def test_release_collects_technique_warnings() -> None:
         warnings.simplefilter("ignore")
         rel = release(x, make_technique("dpcube", class_column="label", random_state=0))
     assert any(w.startswith("DomainFromDataWarning:") for w in rel.warnings)
-    assert rel.provenance["warnings"] == rel.warnings
+    assert rel.private["warnings"] == rel.warnings and "warnings" not in rel.provenance
     assert rel.provenance["privacy"]["epsilon_spent"] > 0
 
 
@@ -134,29 +151,42 @@ def test_provenance_record(tmp_path: Path) -> None:
     rel = release(x, make_technique("rounding", class_column="label", params={"k": 5}), identifiers="record",
                   quasi_identifiers="age,group", input_info={"source": "people.csv"})
     p = rel.provenance
-    assert KEYS <= set(p) and p["format"] == FORMAT and p["version"] == 1
+    assert set(p) == KEYS and p["format"] == FORMAT and p["version"] == 2
     assert p["technique"]["name"] == "rounding" and p["technique"]["class"].endswith("Rounding")
     # every parameter, defaults resolved, never the seed
     assert p["technique"]["parameters"]["k"] == 5 and p["technique"]["parameters"]["method"] == "optimal"
     assert "random_state" not in json.dumps(p) and p["seeded"] is False
-    assert p["input"]["source"] == "people.csv" and p["input"]["rows"] == 100 and len(p["input"]["sha256"]) == 64
     assert p["schema"]["quasi_identifiers"] == ["age", "group"] and p["removed_identifiers"] == ["record"]
-    assert p["release_check"]["quasi_identifiers"] == ["age", "group"]
-    assert p["privacy"] is None
+    assert p["privacy"] is None and p["output"]["row_order"] == "shuffled"
+    # nothing counted, hashed or checked on x is public
+    assert not {"input", "release_check", "warnings", "holdout"} & set(p)
+    q = rel.private
+    assert set(q) == PRIVATE_KEYS and q["format"] == PRIVATE_FORMAT
+    assert q["input"]["source"] == "people.csv" and q["input"]["rows"] == 100 and len(q["input"]["sha256"]) == 64
+    assert q["input"]["rows_used"] == q["input"]["rows_kept"] == 100
+    assert q["release_check"]["quasi_identifiers"] == ["age", "group"]
+    assert q["holdout"] is None and q["pairing"]["rows"] == 100
     paths = save_release(rel, tmp_path / "z.csv.gz")
-    assert [q.name for q in paths] == ["z.csv.gz", "z.provenance.json"]
+    assert [q.name for q in paths] == ["z.csv.gz", "z.provenance.json", "z.private.json"]
     back = read_provenance(tmp_path / "z.csv.gz")
     assert back == json.loads(json.dumps(p))
-    assert "rounding" in describe(back) and "seeded: no" in describe(back)
-    # nothing of a record in the provenance: only names, counts and shares
-    text = (tmp_path / "z.provenance.json").read_text()
-    assert not any(name in text for name in x["record"].head(20))
+    assert "rounding" in describe(back) and "seeded: no" in describe(back) and "rows shuffled" in describe(back)
+    mine = read_private(tmp_path / "z.csv.gz")
+    assert mine["release"] == "z.csv.gz" and mine["release_sha256"] == file_sha256(tmp_path / "z.csv.gz")
+    assert "people.csv" in describe_private(mine)
+    # the private log is the owner's alone
+    assert (tmp_path / "z.private.json").stat().st_mode & 0o077 == 0
+    # nothing of a record in either file: only names, counts and shares
+    for name in ("z.provenance.json", "z.private.json"):
+        text = (tmp_path / name).read_text()
+        assert not any(v in text for v in x["record"].head(20)), name
 
 
 @pytest.mark.parametrize(("name", "side"), [("z.csv", "z.provenance.json"), ("z.csv.gz", "z.provenance.json"),
                                             ("z.parquet", "z.provenance.json"), ("a.b.csv", "a.b.provenance.json")])
 def test_provenance_path(name: str, side: str) -> None:
     assert provenance_path(Path("d") / name) == Path("d") / side
+    assert private_path(Path("d") / name) == Path("d") / side.replace(".provenance.", ".private.")
 
 
 def test_a_release_never_appears_without_its_sidecars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,7 +220,7 @@ def test_unseeded_release_cannot_be_reproduced_from_seed_0(tmp_path: Path) -> No
 
     def run(name: str, *extra: str) -> bytes:
         out = tmp_path / name
-        res = runner.invoke(app, ["anonymize", str(x), "-m", "gaussian-noise", "--class", "class", "-o", str(out),
+        res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "gaussian-noise", "--class", "class", "-o", str(out),
                                   *extra])
         assert res.exit_code == 0, res.output
         return out.read_bytes()
@@ -214,14 +244,14 @@ def test_anonymize_prints_the_release_check_and_warnings(tmp_path: Path) -> None
     x = tmp_path / "x.csv"
     named_records(200, 0).drop(columns="record").to_csv(x, index=False)
     out = tmp_path / "z.csv"
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "dpcube", "--class", "label", "-o", str(out)])
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "dpcube", "--class", "label", "-o", str(out)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     warn = [ln for ln in lines if ln.startswith("warning: DomainFromDataWarning:")]
     assert len(warn) == 1
     assert "release check:" in res.output
     # DPCube's records are synthetic, not paired with x's: each is looked up among all of x's
-    for needle in ("synthetic release of", "released records equal to an original record on the quasi-identifiers:",
+    for needle in ("released records not paired with the original's", "released records equal to an original record on the quasi-identifiers:",
                    "released records equal to an original record on every column:",
                    "records unique on their quasi-identifiers in z:"):
         assert needle in res.output
@@ -229,7 +259,7 @@ def test_anonymize_prints_the_release_check_and_warnings(tmp_path: Path) -> None
     assert "seeded" not in res.output  # nothing to warn about: no seed was given
     prov = json.loads((tmp_path / "z.provenance.json").read_text())
     assert KEYS <= set(prov) and prov["privacy"]["epsilon_spent"] > 0
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
                               "--seed", "3"])
     assert "keep it secret" in res.output
     for needle in ("records with unchanged quasi-identifiers:", "unchanged cells per column:",
@@ -240,7 +270,7 @@ def test_anonymize_prints_the_release_check_and_warnings(tmp_path: Path) -> None
 def test_refused_release_writes_nothing(tmp_path: Path) -> None:
     x = tmp_path / "x.csv"
     named_records(100, 0).drop(columns="record").to_csv(x, index=False)
-    args = ["anonymize", str(x), "-m", "uniform-noise", "-p", "level=0", "--class", "label", "-o",
+    args = ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "-p", "level=0", "--class", "label", "-o",
             str(tmp_path / "z.csv")]
     res = runner.invoke(app, args)
     out = res.output.strip()
@@ -255,7 +285,7 @@ def test_evaluate_and_compare_show_the_provenance(tmp_path: Path) -> None:
     x = tmp_path / "x.csv"
     named_records(150, 0).to_csv(x, index=False)
     z = tmp_path / "z.csv"
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "uniform-noise", "--class", "label", "--id", "record",
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--class", "label", "--id", "record",
                               "-o", str(z)])
     assert res.exit_code == 0, res.output
     # x still has the record column: the provenance says it was removed, so it is not compared

@@ -109,7 +109,12 @@ def test_a_synthetic_release_is_looked_up_among_all_original_records() -> None:
     assert not chk.record_aligned and chk.n_records == 3
     assert chk.records_unchanged == 2 and chk.value == pytest.approx(2 / 3)
     assert chk.records_verbatim == 1 and chk.share_verbatim == pytest.approx(1 / 3)
-    assert chk.unique_in_z == 3 and chk.per_column.empty
-    assert chk.summary_lines()[0].startswith("synthetic release of 3 records")
+    assert chk.unique_in_z == 3
+    # per column, z's values matched one to one with x's: a {3, 1} of {3, 1, 9}; b all of {w, v, u}
+    pc = chk.per_column.set_index("column")["share_unchanged"]
+    assert pc["a"] == pytest.approx(2 / 3) and pc["b"] == 1.0
+    # record 0 copies x's record 2, whose a=3 no other original has
+    assert chk.records_verbatim_unique == 1 and chk.records_copied == 1
+    assert chk.summary_lines()[0].startswith("released records not paired with the original's (3)")
     with pytest.raises(SchemaError, match="one by one"):
         release_check(x, z, sch)

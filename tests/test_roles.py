@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from ppdm.cli.app import app
 from ppdm.data.datasets import info, load, names
+from ppdm.data.provenance import in_input_order, read_private
 from ppdm.data.roles import (
     Roles,
     apply_roles,
@@ -24,6 +25,9 @@ from ppdm.data.schema import Schema
 from ppdm.errors import SchemaError
 
 runner = CliRunner()
+
+#: this file is not about the release gate (tests/test_release_gate.py): weak releases are written
+GATE_OFF = ["--allow-verbatim", "--allow-untouched-keys"]
 
 
 def people(n: int = 60, seed: int = 0) -> pd.DataFrame:
@@ -149,7 +153,7 @@ def test_cli_schema_file_leaving_out_columns(tmp_path: Path) -> None:
     sch = tmp_path / "s.json"
     sch.write_text(json.dumps({"numeric": ["age"], "categorical": ["sex"], "class_column": "label"}))
     before = {p.name for p in tmp_path.iterdir()}
-    for cmd in (["anonymize", str(x), "-m", "uniform-noise", "-o", str(tmp_path / "z.csv")],
+    for cmd in (["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "-o", str(tmp_path / "z.csv")],
                 ["rules", str(x)], ["evaluate", "-x", str(x), "-z", str(x), "--measures", "il1s"]):
         res = runner.invoke(app, [*cmd, "--schema", str(sch)])
         out = res.output.strip()
@@ -162,10 +166,10 @@ def test_cli_role_flags(tmp_path: Path) -> None:
     x = tmp_path / "x.csv"
     people().to_csv(x, index=False)
     out = tmp_path / "z.csv"
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out)])
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out)])
     assert res.exit_code == 2 and "'person'" in res.output and "--id person" in res.output
     assert not out.exists()
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
                               "--id", "person", "--qi", "age,sex", "--sensitive", "income"])
     assert res.exit_code == 0, res.output
     assert "removed identifier column(s) person" in res.output
@@ -174,13 +178,15 @@ def test_cli_role_flags(tmp_path: Path) -> None:
     assert prov["schema"]["identifiers"] == ["person"] and prov["schema"]["quasi_identifiers"] == ["age", "sex"]
     assert prov["schema"]["sensitive"] == ["income"] and prov["removed_identifiers"] == ["person"]
     # kept on request, unchanged
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
                               "--id", "person", "--keep-identifiers"])
     assert res.exit_code == 0, res.output
     z = pd.read_csv(out)
-    assert list(z.columns) == list(people().columns) and z["person"].equals(people()["person"])
+    assert list(z.columns) == list(people().columns)
+    z, pos = in_input_order(z, read_private(out))
+    assert z["person"].tolist() == people()["person"].iloc[pos].tolist()
     # declared an ordinary attribute
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
                               "--other", "person"])
     assert res.exit_code == 0, res.output
 
@@ -200,7 +206,7 @@ def test_ppdm_schema_writes_an_editable_file(tmp_path: Path) -> None:
     assert "P00" not in res.output and "P00" not in p.read_text()
     # the file is a schema: anonymize takes it as it is (no screening, every column declared)
     out = tmp_path / "z.csv"
-    res = runner.invoke(app, ["anonymize", str(x), "-m", "uniform-noise", "--schema", str(p), "-o", str(out)])
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--schema", str(p), "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "person" not in pd.read_csv(out).columns
     # an existing file is not overwritten without --force

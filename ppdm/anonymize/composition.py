@@ -134,6 +134,9 @@ class Composition(Technique):
                     "the release only as far as later steps keep them (a step after local suppression may change "
                     "key values)",
         }
+        # what only the owner may see (a step's private_report_), for the private log
+        kept = {name: s.private_report_ for name, s in fitted if getattr(s, "private_report_", None)}
+        self.private_report_ = {"composition": kept} if kept else None
         if not keep_output:
             return None
         return cur.to_numpy() if was_array else cur

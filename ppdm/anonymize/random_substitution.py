@@ -6,14 +6,21 @@ perturbation matrix ``M`` over it (001 §4). Every record's value ``u_k`` is rep
 replaced by one of the other ``N−1`` values, each with probability ``1/(γ+N−1)``.
 
 * A **categorical** attribute's domain is the set of its values in the fitted table.
-* A **numeric** attribute is cut into ``N`` equal-width bins over ``[min, max]`` (or the
-  public ``bounds``) and every released value is the *representative* of its bin
-  (001 §2.2): the centre by default, the low/high endpoint, or a random value inside
-  the bin. When the attribute has at most ``N`` distinct values they are used as the
-  domain directly (``distinct_domain=True``; 001 §6 advises ``N = d`` then).
+* A **numeric** attribute is cut into ``N`` equal-width bins over a public range and every
+  released value is the *representative* of its bin (001 §2.2): the centre by default, the
+  low/high endpoint, or a random value inside the bin. The range is the ``bounds`` given,
+  else the schema's declared bounds, else x's range **narrowed to a grid** (:func:`public_range`):
+  bins over x's exact ``[min, max]`` would publish the smallest and largest values of x
+  in the matrices sidecar, and in the representatives themselves (two centres give the bin
+  width, hence both ends). On the grid an edge says only where the extremes lie to within
+  about one bin width, the precision at which every released value is published; values
+  beyond it fall into the end bins. The exact observed range stays with the owner
+  (``private_report_``, written to the private log). When the attribute has at most ``N``
+  distinct values they are used as the domain directly (``distinct_domain=True``; 001 §6
+  advises ``N = d`` then).
 * Released values stay possible (docs/value_domains.md): a representative lies inside its
-  bin, so inside ``[min, max]`` of x or the ``bounds`` given, which may not reach beyond the
-  schema's declared bounds. Nothing needs clipping or reflecting.
+  bin, so inside x's range or the bounds given or declared; ``bounds`` may not reach beyond
+  the schema's declared bounds. Nothing needs clipping or reflecting.
 * **Integer columns** (integer dtype, or listed in ``Schema.integer``) stay whole: their
   representatives are rounded half up (``⌊c + 0.5⌋``), which keeps distinct bins distinct because integer bins are at
   least one unit wide; a random representative is a whole number drawn inside the bin.
@@ -273,6 +280,37 @@ def sidecar_path(out_path: str | Path) -> Path:
 
 
 # ----------------------------------------------------------------------- algorithm 1
+def _nice_at_most(v: float) -> float:
+    """The largest number 1, 2 or 5 × 10^k that is at most ``v`` (> 0)."""
+    k = np.floor(np.log10(v))
+    for m in (5.0, 2.0, 1.0):
+        if m * 10.0 ** k <= v * (1 + 1e-12):
+            return float(m * 10.0 ** k)
+    return float(10.0 ** (k - 1) * 5.0)
+
+
+def public_range(lo: float, hi: float, n: int, integer: bool = False) -> tuple[float, float, float]:
+    """The range ``(low, high, unit)`` whose ``n`` bins a numeric attribute observed over
+    ``[lo, hi]`` is binned in, when no bounds are given or declared: x's range narrowed to
+    the multiples of ``unit``, the largest 1, 2 or 5 × 10^k at most one bin width (at
+    least 1 for whole numbers). Neither end is then a value of x unless it falls on the
+    grid by chance, and the grid says where the extremes lie only to within ``unit``.
+    The unit is halved while the narrowed range is too short for ``n`` bins (whole numbers
+    need one unit per bin); a whole-number range of width 1 per bin is then x's own.
+    """
+    width = (hi - lo) / n
+    unit = _nice_at_most(width)
+    while True:
+        if integer:
+            unit = max(unit, 1.0)
+        low, high = np.ceil(lo / unit) * unit, np.floor(hi / unit) * unit
+        if high > low and (not integer or high - low >= n):
+            return float(low), float(high), float(unit)
+        if integer and unit <= 1.0:
+            return float(lo), float(hi), 1.0
+        unit = _nice_at_most(unit * 0.99)
+
+
 def equal_width_edges(lo: float, hi: float, n: int) -> np.ndarray:
     """``N + 1`` edges of equal-width bins ``[l_i, u_i)`` over ``[lo, hi]`` (001 §2.2)."""
     return np.linspace(lo, hi, n + 1)
@@ -451,6 +489,7 @@ class RandomSubstitution(Technique):
                     f"[{schema.bounds[c][0]:g}, {schema.bounds[c][1]:g}] of {c!r}; keep them inside"
                 )
         attrs: dict[str, AttributeDomain] = {}
+        private: dict[str, Any] = {}
         for c in self._targets(schema):
             g = self._gamma_for(c)
             s = df[c].dropna()
@@ -459,23 +498,39 @@ class RandomSubstitution(Technique):
             if c in schema.numeric:
                 # Schema.integer marks whole-valued attributes (also float-typed ones); keep them whole
                 whole = c in schema.integer or pd.api.types.is_integer_dtype(s)
-                attrs[c] = self._numeric_domain(c, s, g, integer=whole)
+                attrs[c] = self._numeric_domain(c, s, g, integer=whole, declared=schema.bounds.get(c),
+                                                private=private)
             else:
                 values = sorted(s.unique().tolist(), key=_sort_key)
                 attrs[c] = AttributeDomain(c, "categorical", [_py(v) for v in values], gamma_diagonal(g, len(values)), g)
         self.metadata_ = SubstitutionMetadata(attrs, schema.class_column, self.perturb_class)
+        # the owner's only: the observed ranges the bins were narrowed from (never in the sidecar)
+        self.private_report_ = {"technique": "random substitution", "bins_from_x": private} if private else None
 
-    def _numeric_domain(self, c: str, s: pd.Series, g: float, *, integer: bool) -> AttributeDomain:
+    def _numeric_domain(self, c: str, s: pd.Series, g: float, *, integer: bool,
+                        declared: tuple[float, float] | None = None,
+                        private: dict[str, Any] | None = None) -> AttributeDomain:
         n = self._bins_for(c)
         v = s.to_numpy(dtype=float)
-        if self.bounds is not None and c in self.bounds:
-            lo, hi = (float(b) for b in self.bounds[c])
+        given = self.bounds is not None and c in self.bounds
+        if given:
+            lo, hi = (float(b) for b in self.bounds[c])  # type: ignore[index]
         else:
             lo, hi = float(v.min()), float(v.max())
         distinct = np.unique(v)
-        if hi <= lo or (self.distinct_domain and distinct.size <= n and (self.bounds is None or c not in self.bounds)):
+        if hi <= lo or (self.distinct_domain and distinct.size <= n and not given):
             return AttributeDomain(c, "distinct", distinct.tolist(), gamma_diagonal(g, distinct.size), g,
                                    None, self.representative, integer)
+        if not given and declared is not None:
+            lo, hi = (float(b) for b in declared)  # a declared domain is public: it says nothing about x
+        elif not given:
+            if integer and hi - lo < n:
+                raise ParameterError(f"integer column {c!r} spans {hi - lo:g} units, fewer than its {n} bins; lower "
+                                     "n_bins or keep distinct_domain=True")
+            observed = (lo, hi)
+            lo, hi, unit = public_range(lo, hi, n, integer)
+            if private is not None:
+                private[c] = {"observed": [observed[0], observed[1]], "bins": [lo, hi], "grid": unit}
         if integer and hi - lo < n:
             raise ParameterError(
                 f"integer column {c!r} spans {hi - lo:g} units, fewer than its {n} bins; lower n_bins or keep distinct_domain=True"

@@ -1,8 +1,9 @@
 """``ppdm anonymize``: make a release z of a table x with one technique.
 
 The command runs :func:`ppdm.experiments.release.release` (roles, identifier screening,
-the technique, the release check) and :func:`~ppdm.experiments.release.save_release`
-(the table, its provenance sidecar and the technique's sidecars, all or nothing).
+hold-out, the technique, the release check, the shuffle) and
+:func:`~ppdm.experiments.release.save_release` (the table, its public provenance, the
+owner's private log, the control set and the technique's sidecars, all or nothing).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def anonymize(
     method: Annotated[str, typer.Option("--method", "-m", help="Technique name (see 'ppdm methods').")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Release table (.csv or .parquet; a Parquet dataset folder for a partitioned input), "
-                            "written atomically with <stem>.provenance.json.")],
+                            "written atomically with <stem>.provenance.json (public) and <stem>.private.json "
+                            "(private: keep it with x).")],
     class_column: ClassOpt = None,
     param: ParamOpt = None,
     seed: SeedOpt = None,
@@ -60,6 +62,19 @@ def anonymize(
         "--keep-identifiers", help="Keep identifier columns in the release, unchanged (default: removed).")] = False,
     allow_unchanged: Annotated[bool, typer.Option(
         "--allow-unchanged", help="Write the release even if the check finds the original records in it.")] = False,
+    allow_verbatim: Annotated[bool, typer.Option(
+        "--allow-verbatim", help="Write the release even if more records than the gate allows come out unchanged "
+                                 "while their original is unique in x on its quasi-identifiers.")] = False,
+    allow_untouched_keys: Annotated[bool, typer.Option(
+        "--allow-untouched-keys", help="Write the release even if quasi-identifiers no technique touched make most "
+                                       "records unique.")] = False,
+    allow_pass_through: Annotated[list[str] | None, typer.Option(
+        "--allow-pass-through", help="Pass-through column(s) (the weight) declared safe although nearly unique per "
+                                     "record (comma list, repeatable).")] = None,
+    gate: Annotated[list[str] | None, typer.Option(
+        "--gate", help="A threshold of the release gate, NAME=SHARE (repeatable): unchanged, verbatim_unique, "
+                       "untouched_unique, pass_through_distinct, warn_verbatim, warn_unchanged_keys, "
+                       "warn_untouched_unique, warn_pass_through_unique.")] = None,
     categorical: CategoricalOpt = None,
     date: DateOpt = None,
     decimals: Annotated[str | None, typer.Option(
@@ -75,6 +90,10 @@ def anonymize(
     holdout: Annotated[float | None, typer.Option(
         "--holdout", help="Hold out this fraction of the records before anonymizing, as the attacks' control set "
         "(<out stem>.control.csv; keep it private, with x).")] = None,
+    keep_order: Annotated[bool, typer.Option(
+        "--keep-order", help="Keep the input's row order in the release instead of shuffling it; anyone who knows "
+                             "that order can then pair released rows with people (only for a release that stays "
+                             "with you).")] = False,
 ) -> None:
     """Anonymize a table with one technique and write the release z, its provenance and its release check."""
     import warnings
@@ -82,11 +101,14 @@ def anonymize(
     from ppdm.anonymize.registry import get_technique, make_technique
     from ppdm.data.io import check_output_path, check_output_table
     from ppdm.data.partitions import wants_dask
-    from ppdm.data.provenance import provenance_path
-    from ppdm.experiments.release import control_path, hold_out, release, save_release
+    from ppdm.data.provenance import private_path, provenance_path
+    from ppdm.experiments.release import control_path, release, save_release
     from ppdm.utils import parse_params
 
     random_state = parse_seed(seed)
+    thresholds = _gate_options(gate)
+    gate_args = {"allow_verbatim": allow_verbatim, "allow_untouched_keys": allow_untouched_keys,
+                 "allow_pass_through": allow_pass_through, "gate_thresholds": thresholds}
     get_technique(method)  # an unknown name is the first thing to say, before the table is read
     if then and wants_dask(data, engine):
         raise PPDMError("--then is not available for a partitioned input yet; anonymize a table in memory")
@@ -99,12 +121,13 @@ def anonymize(
                                identifiers, quasi_identifiers, sensitive, weight, other),
                            keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
                            categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
-                           fit_rows=fit_rows, decimal=decimal)
+                           fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args, decimal=decimal)
         return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
     check_output_table(out, inputs=(src, schema))
     check_output_path(provenance_path(out), inputs=(src, schema))
+    check_output_path(private_path(out), inputs=(src, schema))
     if holdout is not None:
         check_output_path(control_path(out), inputs=(src, schema))
     params = parse_params(param)
@@ -117,30 +140,43 @@ def anonymize(
     dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
     tech = make_technique(method, class_column=sch.class_column, random_state=random_state, schema=sch,
                           params=params) if not then else _composition([method, *then], params, sch, random_state)
-    control = None
-    if holdout is not None:
-        x, control = hold_out(x, holdout, random_state)
-    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped + (0 if control is None else
-            len(control)), "columns": x.shape[1], "rows_used": len(x)}
+    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
+            "missing": missing, "rows_dropped": dropped}
     from ppdm.cli.progress import progress_of_library
 
     # release() reports its steps (learn, release, check) and the technique its long loops (ppdm.progress)
     with progress_of_library(), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
-                      detect_identifiers=False, input_info=info, decimals=dec)
+                      detect_identifiers=False, input_info=info, decimals=dec, holdout=holdout,
+                      shuffle=not keep_order, **gate_args)
     _report(rel, random_state)
-    if control is not None:
-        control = control.drop(columns=[c for c in rel.removed_identifiers if c in control.columns])
-        rel.provenance["holdout"] = {"fraction": float(holdout), "rows": len(control),
-                                     "control": control_path(out).name}
-        console.print(f"held out {len(control)} records before anonymizing as the control set "
+    if rel.control is not None:
+        console.print(f"held out {len(rel.control)} records before anonymizing as the control set "
                       f"{control_path(out).name}: original records, keep them private with x",
                       highlight=False, markup=False, soft_wrap=True)
-    written = save_release(rel, out, control)
-    z = rel.data
-    console.print(f"wrote {out} ({len(z)} rows × {z.shape[1]} columns) with {' then '.join([method, *(then or [])])}, and "
-                  f"{', '.join(p.name for p in written[1:])}", highlight=False, markup=False, soft_wrap=True)
+    written = save_release(rel, out)
+    _report_files(out, written, f"{len(rel.data)} rows × {rel.data.shape[1]} columns",
+                  " then ".join([method, *(then or [])]), rel.shuffled, rel.pairing is not None)
+
+
+def _report_files(out: Path, written: list[Path], size: str, method: str, shuffled: bool, paired: bool) -> None:
+    """What was written, the public files apart from the owner's private ones."""
+    from ppdm.data.provenance import private_path
+    from ppdm.experiments.release import control_path
+
+    secret = {private_path(out).name, control_path(out).name}
+    public = [p.name for p in written[1:] if p.name not in secret]
+    private = [p.name for p in written[1:] if p.name in secret]
+    console.print(f"wrote {out} ({size}) with {method}, and "
+                  f"{', '.join(public)}", highlight=False, markup=False, soft_wrap=True)
+    order = ("rows shuffled" if shuffled else "rows in the input's order (--keep-order): anyone who knows that "
+             "order can pair them with people")
+    log = private_path(out).name
+    what = "pairs the released rows with x's records" if paired else "records where the release came from"
+    console.print(f"{order}; {log} {what}: keep {' and '.join(private)} private, with x, and never publish "
+                  f"{'them' if len(private) > 1 else 'it'}",
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 def _composition(methods: list[str], params: dict[str, Any], schema: Any, random_state: int | None) -> Any:
@@ -156,6 +192,9 @@ def _report(rel: Any, random_state: int | None) -> None:
 
     for line in rel.warnings:
         err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
+    for finding in rel.findings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(finding['message'])}", highlight=False, markup=True,
+                          soft_wrap=True)
     if rel.removed_identifiers:
         console.print(f"removed identifier column(s) {', '.join(rel.removed_identifiers)} from the release "
                       "(keep them with --keep-identifiers)", highlight=False, markup=False, soft_wrap=True)
@@ -174,6 +213,7 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
                        random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
                        keep_identifiers: bool, allow_unchanged: bool, categorical: list[str] | None,
                        date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
+                       shuffle: bool = True, gate_args: dict[str, Any] | None = None,
                        decimal: str | None = None) -> None:
     """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset."""
     import warnings
@@ -209,20 +249,35 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
         warnings.simplefilter("always")
         rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
                               allow_unchanged=allow_unchanged, missing=_missing(missing, keep=True),  # type: ignore[arg-type]
-                              fit_rows=fit_rows, decimals=dec, progress=stage_progress())
+                              fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=shuffle,
+                              input_info={"missing": missing}, **(gate_args or {}))
     _report(rel, random_state)
-    console.print(f"wrote {out}/ ({rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
-                  f"{rel.fit_rows}) with {method}, and {', '.join(p.name for p in rel.written[1:])}",
-                  highlight=False, markup=False, soft_wrap=True)
+    _report_files(out, rel.written, f"{rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
+                  f"{rel.fit_rows}", method, shuffle, True)
+
+
+def _gate_options(items: list[str] | None) -> dict[str, float] | None:
+    """``--gate NAME=SHARE`` options as the thresholds release() takes (checked there)."""
+    if not items:
+        return None
+    from ppdm.errors import ParameterError
+
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ParameterError(f"--gate expects NAME=SHARE, got {item!r}")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ParameterError(f"--gate {name.strip()} must be a number, got {value.strip()!r}") from None
+    from ppdm.metrics.release_check import GateThresholds
+
+    GateThresholds.of(out)  # names and ranges refused before any work
+    return out
 
 
 def _input_sha256(spec: str) -> str:
-    from ppdm.data.provenance import file_sha256
+    from ppdm.cli.common import input_sha256
 
-    if spec.startswith(BUILTIN):
-        from importlib import resources
-
-        name = spec[len(BUILTIN):]
-        with resources.as_file(resources.files("ppdm.data").joinpath(f"builtin/{name}.csv.gz")) as p:
-            return file_sha256(p)
-    return file_sha256(spec)
+    return input_sha256(spec)

@@ -8,6 +8,7 @@ others still run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,6 +45,7 @@ from ppdm.cli.common import (
 from ppdm.errors import ParameterError, PPDMError, SchemaError
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from ppdm.data.schema import Schema
@@ -161,29 +163,201 @@ def _recoded_view(x: pd.DataFrame, schema: Schema, provenance: dict[str, Any] | 
     return recode(x), sch, recode
 
 
-def _provenance_control(anonymized: str, provenance: dict[str, Any] | None) -> str | None:
-    """The control set a release's provenance names (``holdout.control``, written by
-    ``ppdm anonymize --holdout``), as a path beside the release; None when there is none."""
-    name = ((provenance or {}).get("holdout") or {}).get("control")
+PAIRINGS = ("auto", "position", "none")
+
+
+@dataclass
+class Pairing:
+    """How x and z were paired for an evaluation, and from what.
+
+    ``mode`` is ``"private log"`` (z re-paired with x through the release's private log),
+    ``"position"`` (the owner declared z's rows to be x's, in order), ``"none"`` (no pairing:
+    record-by-record measures use their pairing-free forms) or ``"synthetic"`` (z's records
+    are not made from particular records of x).
+    """
+
+    mode: str
+    private: dict[str, Any] | None = None
+    private_file: Path | None = None
+    control: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def paired(self) -> bool:
+        return self.mode in ("private log", "position")
+
+
+def _read_private_log(anonymized: str, given: Path | None, pairing: str) -> tuple[dict[str, Any] | None, Path | None]:
+    """The private log of release ``anonymized`` (``given``, or the one beside it) and its path."""
+    from ppdm.data.provenance import private_path, read_private
+
+    if pairing not in PAIRINGS:
+        raise ParameterError(f"--pairing must be one of {', '.join(PAIRINGS)}, got {pairing!r}")
+    if given is not None:
+        if pairing == "position":
+            raise ParameterError("--pairing position declares z's rows to be x's in order; it cannot be used with "
+                                 "the private log given by --private")
+        return read_private(anonymized, given), Path(given)
+    if anonymized.startswith(BUILTIN) or pairing == "position":
+        return None, None
+    record = read_private(anonymized)
+    return (record, private_path(anonymized)) if record is not None else (None, None)
+
+
+def _check_private_input(private: dict[str, Any], path: Path, original: str, anonymized: str,
+                         pairs: bool = True) -> None:
+    """The private log belongs to these files: x is the input z was made from (same SHA-256) and
+    (when its pairing is used, ``pairs``) z is the release as written (same SHA-256), so its
+    recorded pairing applies."""
+    from ppdm.cli.common import input_sha256
+    from ppdm.data.partitions import dataset_files
+    from ppdm.experiments.out_of_core import dataset_sha256
+
+    inp = private.get("input") or {}
+    recorded = inp.get("sha256")
+    if recorded:
+        if inp.get("partitions") and not original.startswith(BUILTIN):
+            got = dataset_sha256(dataset_files(original))
+        elif original.startswith(BUILTIN) or Path(original).is_file():
+            got = input_sha256(original)
+        else:
+            got = None
+        if got != recorded:
+            raise PPDMError(f"--original is not the table z was made from: its sha256 differs from the one the "
+                            f"private log {str(path)!r} records, so z's rows cannot be paired with its records; give "
+                            "that table, or evaluate without the pairing (--pairing none)")
+    made = private.get("release_sha256")
+    if made and pairs and not anonymized.startswith(BUILTIN):
+        if Path(anonymized).is_dir():
+            got_z = dataset_sha256(dataset_files(anonymized))
+        elif Path(anonymized).is_file():
+            from ppdm.data.provenance import file_sha256
+
+            got_z = file_sha256(anonymized)
+        else:
+            got_z = None
+        if got_z != made:
+            raise PPDMError(f"z is not the release the private log {str(path)!r} was written for (its sha256 "
+                            "differs): its rows may no longer be in the order the pairing records; evaluate it "
+                            "without the pairing (--pairing none)")
+
+
+def _kept_rows(private: dict[str, Any], n: int, path: Path) -> None:
+    inp = private.get("input") or {}
+    kept = inp.get("rows_kept")
+    if isinstance(kept, int) and kept != n:
+        how = inp.get("missing")
+        hint = f" --missing {how}" if how else " the same --missing policy"
+        raise PPDMError(f"the private log {str(path)!r} pairs z with the {kept} records x had after its missing-value "
+                        f"policy, but x has {n} here; read x as the release did, with{hint}")
+
+
+def _positions(obj: Any, what: str, n_x: int, n: int | None = None, path: Path | None = None) -> np.ndarray:
+    import numpy as np
+
+    from ppdm.data.provenance import decode_positions
+
+    pos = decode_positions(obj, what)
+    where = f" in {str(path)!r}" if path is not None else ""
+    if n is not None and len(pos) != n:
+        raise PPDMError(f"the {what}{where} has {len(pos)} rows but z has {n}; the private log is not z's")
+    if len(pos) and (int(pos.max()) >= n_x or len(np.unique(pos)) != len(pos)):
+        raise PPDMError(f"the {what}{where} does not point into x's {n_x} records one to one; the private log is "
+                        "damaged or not z's")
+    return pos
+
+
+def _pair_in_memory(x: pd.DataFrame, z: pd.DataFrame, c: pd.DataFrame | None, pairing: Pairing,
+                    missing: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """x and z paired as ``pairing`` says: through the private log (z's rows put in x's order,
+    held-out records left out of x by their positions), by position, or not at all (control
+    records left out of x as a multiset)."""
+    import numpy as np
+
+    from ppdm.experiments.release import without_held_out
+
+    private, path = pairing.private, pairing.private_file
+    if private is not None:
+        _kept_rows(private, len(x), path)  # type: ignore[arg-type]
+        hold = private.get("holdout") or {}
+        held = (_positions(hold["positions"], "held-out positions", len(x), path=path)
+                if isinstance(hold, dict) and hold.get("positions") else None)
+        rec = private.get("pairing")
+        if rec is not None and pairing.mode == "private log":
+            pos = _positions(rec.get("positions"), "pairing", len(x), len(z), path)
+            order = np.argsort(pos, kind="stable")
+            # row k of each table now holds one person: x's records in their order, z's rows beside them
+            z = z.iloc[order].reset_index(drop=True)
+            x = x.iloc[pos[order]].reset_index(drop=True)
+        elif held is not None:
+            keep = np.ones(len(x), dtype=bool)
+            keep[held] = False
+            x = x.loc[keep].reset_index(drop=True)
+    elif c is not None:
+        # control records are, by definition, not among those z was made from: each one found in x
+        # leaves it (as a multiset, so which of two equal copies goes does not matter)
+        try:
+            left = without_held_out(x, c)
+        except PPDMError:
+            pairing.notes.append(f"the control set holds records that are not in x, so no record of x is taken "
+                                 f"out as held out ({len(c)} control records)")
+        else:
+            if len(left):
+                x = left
+            else:
+                pairing.notes.append("the control set holds every record of x, so none is taken out as held out")
+    if pairing.mode == "position" and len(x) != len(z):
+        # each measure that pairs records says so when it is skipped; the others still run
+        pairing.notes.append(f"--pairing position, but x has {len(x)} records and z {len(z)}: measures that "
+                             "compare records one by one cannot run")
+    if missing == "drop" and pairing.paired:
+        # a record is left out when it is incomplete in either table, so the pairs stay pairs
+        incomplete = x.isna().any(axis=1).to_numpy() | z.isna().any(axis=1).to_numpy()
+        if incomplete.any():
+            err_console.print(f"[yellow]dropped {int(incomplete.sum())} incomplete record pair(s) of x and z"
+                              "[/yellow]")
+            x = x.loc[~incomplete].reset_index(drop=True)
+            z = z.loc[~incomplete].reset_index(drop=True)
+    return x, z
+
+
+def _private_control(pairing: Pairing, anonymized: str, provenance: dict[str, Any] | None) -> str | None:
+    """The control set the private log names (beside it), or a version-1 provenance's hold-out
+    (beside z); None when there is none."""
+    if pairing.private is not None:
+        name = (pairing.private.get("holdout") or {}).get("control")
+        base = pairing.private_file.parent if pairing.private_file is not None else Path(anonymized).parent
+        what = "the private log"
+    else:
+        name = ((provenance or {}).get("holdout") or {}).get("control")
+        base = Path(anonymized).parent
+        what = "the provenance"
     if not name:
         return None
-    path = Path(anonymized).parent / Path(str(name)).name
+    path = base / Path(str(name)).name
     if not path.is_file():
-        err_console.print(f"note: the provenance names the control set {str(path)!r}, which is absent; the attacks "
+        err_console.print(f"note: {what} names the control set {str(path)!r}, which is absent; the attacks "
                           "are skipped", highlight=False, markup=False)
         return None
-    err_console.print(f"control set: {path} (held out before anonymizing, named by the provenance)",
+    err_console.print(f"control set: {path} (held out before anonymizing, named by {what})",
                       highlight=False, markup=False)
     return str(path)
 
 
-def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
-    if provenance is None:
-        return
-    from ppdm.data.provenance import describe, file_sha256
+def _show_provenance(provenance: dict[str, Any] | None, original: str, pairing: Pairing | None = None) -> None:
+    from ppdm.data.provenance import describe, describe_private, file_sha256
 
-    err_console.print(f"provenance of z: {describe(provenance)}", highlight=False, markup=False, soft_wrap=True)
-    inp = provenance.get("input") or {}
+    if provenance is not None:
+        err_console.print(f"provenance of z: {describe(provenance)}", highlight=False, markup=False, soft_wrap=True)
+    if pairing is not None and pairing.private is not None:
+        err_console.print(f"private log {pairing.private_file}: {describe_private(pairing.private)}",
+                          highlight=False, markup=False, soft_wrap=True)
+    if pairing is not None:
+        for note in pairing.notes:
+            err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    if provenance is None or (pairing is not None and pairing.private is not None):
+        return
+    inp = provenance.get("input") or {}  # a version-1 record, written before the private log existed
     recorded = inp.get("sha256")
     if recorded and inp.get("partitions") and not original.startswith(BUILTIN):
         from ppdm.data.partitions import dataset_files
@@ -196,6 +370,25 @@ def _show_provenance(provenance: dict[str, Any] | None, original: str) -> None:
     if not same:
         err_console.print("note: --original is not the file z was made from (its sha256 differs from the "
                           "provenance's)", highlight=False, markup=False)
+
+
+def _pairing_of(private: dict[str, Any] | None, private_file: Path | None, pairing: str,
+                provenance: dict[str, Any] | None) -> Pairing:
+    if private is not None:
+        if private.get("pairing") is None:
+            return Pairing("synthetic", private, private_file)
+        if pairing == "none":
+            return Pairing("none", private, private_file)
+        return Pairing("private log", private, private_file)
+    if pairing == "position":
+        return Pairing("position")
+    notes = []
+    if pairing == "auto":
+        # never trust row positions in a file the owner did not pair: pairing-free forms only
+        notes.append("z has no private log (give it with --private, or declare z's rows to be x's in order with "
+                     "--pairing position): measures that compare each record with its own original are skipped, "
+                     "and the release check looks records up among all of x")
+    return Pairing("none", notes=notes)
 
 
 def _check_named_keys(specs: list[Any], schema: Schema, options: dict[str, Any]) -> None:
@@ -253,7 +446,9 @@ def evaluate(
     class_column: ClassOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", "-r", help="Rule file Ψx (default: CART rules of x).")] = None,
     test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: hold out 1/3 of x).")] = None,
-    control: Annotated[str | None, typer.Option("--control", help="Control set: original records not used to make z, for the attacks (default: the hold-out named by z's provenance).")] = None,
+    control: Annotated[str | None, typer.Option("--control", help="Control set: original records not used to make z, for the attacks (default: the hold-out named by z's private log).")] = None,
+    private: Annotated[Path | None, typer.Option("--private", help="z's private log, which pairs its rows with x's records (default: <z stem>.private.json beside z, when there).")] = None,
+    pairing: Annotated[str, typer.Option("--pairing", help="How z's rows pair with x's: 'auto' (through the private log when there is one), 'position' (you declare z's rows to be x's, in order: a release made elsewhere that kept the order) or 'none' (record-by-record measures use pairing-free forms).")] = "auto",
     measures: Annotated[str | None, typer.Option("--measures", "-m", help="Comma list of measure names, or 'all' (default: the default set).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document (docs/ppdm.schema.json) instead of tables.")] = False,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Measure option key=value (repeatable), e.g. average=weighted.")] = None,
@@ -287,7 +482,8 @@ def evaluate(
     Prints a risk verdict and a utility verdict, then every measure (rule retention, model
     performance, information loss, disclosure risk, ...). A measure the table does not
     allow is reported as skipped with its reason. The provenance file written beside z by
-    'ppdm anonymize' (z.provenance.json) is read when present.
+    'ppdm anonymize' (z.provenance.json) is read when present, and so is its private log
+    (z.private.json), which pairs z's shuffled rows with x's records and names the control set.
     """
     from ppdm.cli.progress import progress_bar
     from ppdm.experiments.compare import dataset_summary
@@ -300,19 +496,26 @@ def evaluate(
     if html is not None:
         from ppdm.data.io import check_output_path
 
-        check_output_path(html, inputs=tuple(Path(s) for s in (original, anonymized, test, control)
+        check_output_path(html, inputs=tuple(Path(s) for s in (original, anonymized, test, control,
+                                                               str(private) if private else None)
                                              if s is not None and not s.startswith(BUILTIN)))
     specs = resolve_measures(measures)
     options = parse_params(param)
     limits = _thresholds(threshold, [s.name for s in specs])
     provenance = _provenance(anonymized)
+    private_log, private_file = _read_private_log(anonymized, private, pairing)
+    pair = _pairing_of(private_log, private_file, pairing, provenance)
+    if private_log is not None:
+        _check_private_input(private_log, private_file, original, anonymized,  # type: ignore[arg-type]
+                             pairs=pair.mode == "private log")
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     from ppdm.data.partitions import wants_dask
 
     if wants_dask(original, engine) or wants_dask(anonymized, engine):
         _evaluate_datasets(original, anonymized, test, class_column=class_column, schema=schema, sep=sep, roles=roles,
                            missing=miss, categorical=categorical, date=date, blocksize=blocksize,
-                           provenance=provenance, specs=specs, options=options, rules=rules, seed_value=seed_value,
+                           provenance=provenance, pair=pair, specs=specs, options=options, rules=rules,
+                           seed_value=seed_value,
                            drawn=drawn, sample_rows=sample_rows, html=html, json_out=json_out,
                            thresholds=limits, named=measures is not None and measures.strip() != "all",
                            verbose=verbose, decimal=decimal)
@@ -320,18 +523,18 @@ def evaluate(
     x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
                                 categorical=categorical, dates=date, provenance=provenance, decimal=decimal)
     x, sch, recode = _recoded_view(x, sch, provenance)
-    z = load_like(anonymized, x, sch, miss, "anonymized", sep, ids, decimal=decimal)
+    # a paired z is read with its incomplete rows, so that the pairs are dropped together
+    z = load_like(anonymized, x, sch, "keep" if miss == "drop" and pair.paired else miss, "anonymized", sep, ids,
+                  decimal=decimal)
     t = recode(load_like(test, x, sch, miss, "test", sep, ids, decimal=decimal)) if test is not None else None
-    control = control if control is not None else _provenance_control(anonymized, provenance)
+    control = control if control is not None else _private_control(pair, anonymized, provenance)
     c = recode(load_like(control, x, sch, miss, "control", sep, ids, decimal=decimal)) if control is not None else None
-    if c is not None and len(x) == len(z) + len(c) and len(z) != len(x):
-        from ppdm.experiments.release import without_held_out
-
-        # a release made with --holdout: x's other records are the ones it was made from
-        x = without_held_out(x, c)
+    # control records leave x by identity (the private log's positions, or as a multiset), never by count
+    x, z = _pair_in_memory(x, z, c, pair, miss)
     # measures compute on numbers (dates on their time axis, missing cells as NaN): the same
     # working form as compare's
-    ctx = measurement_context(x, z, sch, test=t, control=c, random_state=seed_value, options=options)
+    ctx = measurement_context(x, z, sch, test=t, control=c, random_state=seed_value, options=options,
+                              paired=pair.paired)
     x, z, t, c = ctx.x, ctx.z, ctx.test, ctx.control
     if sch.class_column is None:
         needing = [s.name for s in specs if s.needs_class]
@@ -366,16 +569,17 @@ def evaluate(
     inputs = {"original": size(x, original), "anonymized": size(z, anonymized), "test": size(t, test),
               "control": size(c, control),
               "rules": str(rules) if rules is not None else None, "class_column": sch.class_column,
-              "seed": seed_value, "options": options}
+              "seed": seed_value, "options": options, "pairing": pair.mode}
     doc = evaluation_document(outcomes, provenance=provenance, inputs=inputs,
-                              dataset=dataset_summary(x, sch, original), thresholds=limits)
+                              dataset=dataset_summary(x, sch, original), thresholds=limits,
+                              private=_private_for_report(pair))
     if html is not None:
         from ppdm.report.html import write_evaluation_html
 
         write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized}" + (f", t = {test}" if test else "")
                               + f"; measurement seed {seed_value}")
         err_console.print(f"wrote {html}")
-    _show_provenance(provenance, original)
+    _show_provenance(provenance, original, pair)
     report_drawn_seed(seed_value, drawn)
     if json_out:
         print_json(doc)
@@ -383,10 +587,19 @@ def evaluate(
     _print_evaluation(doc, verbose=verbose)
 
 
+def _private_for_report(pair: Pairing) -> dict[str, Any] | None:
+    """What the report may show of the private log it was given: no pairing, no positions."""
+    if pair.private is None:
+        return None
+    from ppdm.data.provenance import private_summary
+
+    return {**private_summary(pair.private), "file": str(pair.private_file)}
+
+
 def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, class_column: str | None,
                        schema: Path | None, sep: str | None, roles: Any, missing: str, categorical: list[str] | None,
                        date: list[str] | None, blocksize: str | None, provenance: dict[str, Any] | None,
-                       specs: list, options: dict[str, Any], rules: Path | None, seed_value: int, drawn: bool,
+                       pair: Pairing, specs: list, options: dict[str, Any], rules: Path | None, seed_value: int, drawn: bool,
                        sample_rows: int, html: Path | None, json_out: bool,
                        thresholds: dict[str, float], named: bool, verbose: bool = False,
                        decimal: str | None = None) -> None:
@@ -407,7 +620,7 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
     if original.startswith(BUILTIN) or anonymized.startswith(BUILTIN):
         raise PPDMError("a shipped dataset (builtin:NAME) is evaluated in memory; give files for a partitioned "
                         "evaluation")
-    recorded = ((provenance or {}).get("input") or {}).get("blocksize")
+    recorded = ((pair.private or provenance or {}).get("input") or {}).get("blocksize")
     block = blocksize or recorded or BLOCKSIZE
     loaded = Schema.load(schema) if schema is not None else None
     xds = open_dataset(original, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=block,
@@ -430,6 +643,8 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
     like = x._meta[want]
     # z read with x's types, column by column (a code read as text in one and as a number in the other never matches)
     z = zds.data[want].map_partitions(align_dtypes, like, f"the anonymized table {anonymized!r}", meta=like)
+    if pair.mode == "private log":
+        x, z = _repair_partitions(x, z, pair, missing)
     if missing == "drop":
         keep = sch.columns
         x = x.dropna(subset=keep)
@@ -447,7 +662,8 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
             raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
     x, z = working_parts(x, sch.numeric), working_parts(z, sch.numeric)
     rs = _load_rules(rules, head, sch) if rules is not None else None
-    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=dict(options))
+    ctx = EvaluationContext(x=x, z=z, schema=sch, test=t, rules=rs, random_state=seed_value, options=dict(options),
+                            paired=pair.paired)
     from ppdm.cli.progress import progress_bar
     from ppdm.data.partitions import reporting
     from ppdm.experiments.evaluation import run_measure
@@ -475,9 +691,10 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
               "anonymized": {"source": anonymized, "rows": rows_z, "columns": len(want), "partitions": z.npartitions},
               "test": None if t is None else {"source": test, "rows": sum(partition_lengths(t)), "columns": len(want)},
               "rules": str(rules) if rules is not None else None, "class_column": sch.class_column,
-              "seed": seed_value, "options": options, "sample_rows": sample_rows}
+              "seed": seed_value, "options": options, "sample_rows": sample_rows, "pairing": pair.mode}
     doc = evaluation_document(outcomes, provenance=provenance, inputs=inputs,
-                              dataset=_dataset_summary(x, sch, original, rows_x), thresholds=thresholds)
+                              dataset=_dataset_summary(x, sch, original, rows_x), thresholds=thresholds,
+                              private=_private_for_report(pair))
     for name, h in how.items():
         doc["measures"][name]["out_of_core"] = h
     if html is not None:
@@ -486,7 +703,7 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
         write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized} ({x.npartitions} partitions); "
                                                   f"measurement seed {seed_value}")
         err_console.print(f"wrote {html}")
-    _show_provenance(provenance, original)
+    _show_provenance(provenance, original, pair)
     report_drawn_seed(seed_value, drawn)
     if json_out:
         print_json(doc)
@@ -497,6 +714,90 @@ def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, clas
         err_console.print(f"computed on a sample of at most {sample_rows} records (with a confidence interval in "
                           f"--json): {', '.join(sampled)}; every other measure is exact", highlight=False,
                           soft_wrap=True)
+
+
+def _repair_partitions(x: Any, z: Any, pair: Pairing, missing: str) -> tuple[Any, Any]:
+    """x and z of a partitioned evaluation paired through the private log.
+
+    A partitioned release was shuffled partition by partition: each of z's partitions is put
+    back in the order of x's. A release made in memory was shuffled as a whole (and may have
+    held records out): every row gets its position in x, and Dask moves z's rows to x's
+    partitions by position (a shuffle of z, never a whole table in one place)."""
+    import numpy as np
+
+    from ppdm.data.provenance import decode_positions
+    from ppdm.metrics._dask import partition_lengths
+
+    private = pair.private or {}
+    if missing != "drop" and (private.get("input") or {}).get("rows_dropped"):
+        raise PPDMError(f"the private log {str(pair.private_file)!r} pairs z with the records x had after leaving "
+                        "out incomplete ones; read x the same way (--missing drop)")
+    rec = private.get("pairing") or {}
+    parts = rec.get("partitions")
+    if isinstance(parts, list):
+        if len(parts) != z.npartitions or len(parts) != x.npartitions:
+            raise PPDMError(f"the private log pairs {len(parts)} partitions, but x has {x.npartitions} and z "
+                            f"{z.npartitions}; read x with the block size the release was made with (--blocksize)")
+        orders = [decode_positions(p.get("positions"), f"pairing of partition {i}") for i, p in enumerate(parts)]
+        return x, z.map_partitions(_unshuffle_part, _array_parts(orders), str(pair.private_file), meta=z._meta,
+                                   align_dataframes=False)
+    if missing == "drop" and (private.get("input") or {}).get("rows_dropped"):
+        raise PPDMError("a release made in memory from a table with incomplete records is evaluated in memory: "
+                        "leave out --engine dask")
+    lx = partition_lengths(x)
+    n_x = int(sum(lx))
+    _kept_rows(private, n_x, pair.private_file)  # type: ignore[arg-type]
+    lz = partition_lengths(z)
+    pos = _positions(rec.get("positions"), "pairing", n_x, int(sum(lz)), pair.private_file)
+    key = "__ppdm_position__"
+    xo = np.concatenate([[0], np.cumsum(lx)]).astype(np.int64)
+    zo = np.concatenate([[0], np.cumsum(lz)]).astype(np.int64)
+    xpos = _array_parts([np.arange(xo[i], xo[i + 1]) for i in range(len(lx))])
+    zpos = _array_parts([pos[zo[i]:zo[i + 1]] for i in range(len(lz))])
+    x = x.map_partitions(_with_position, xpos, key, meta=x._meta.assign(**{key: np.int64(0)}), align_dataframes=False)
+    hold = private.get("holdout") or {}
+    if isinstance(hold, dict) and hold.get("positions"):
+        held = _positions(hold["positions"], "held-out positions", n_x, path=pair.private_file)
+        x = x.map_partitions(_without_positions, held, key, meta=x._meta)
+    z = z.map_partitions(_with_position, zpos, key, meta=z._meta.assign(**{key: np.int64(0)}), align_dataframes=False)
+    # z's rows go to the partition of x that holds their original, sorted by position like x's
+    divisions = tuple(int(v) for v in xo[:-1]) + (max(n_x - 1, 0),)
+    z = z.set_index(key, divisions=divisions).reset_index(drop=True)
+    x = x.drop(columns=key)
+    z = z.map_partitions(lambda p: p.reset_index(drop=True), meta=z._meta)
+    return x, z
+
+
+def _array_parts(arrays: list[Any]) -> Any:
+    """A Dask DataFrame with one column ``p`` and one partition per array: per-partition data
+    that travels beside another table's partitions (``map_partitions(..., align_dataframes=False)``)."""
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+
+    meta = pd.DataFrame({"p": np.array([], dtype=np.int64)})
+    return dd.from_map(lambda a: pd.DataFrame({"p": np.asarray(a, dtype=np.int64)}), arrays, meta=meta,
+                       enforce_metadata=False)
+
+
+def _with_position(part: pd.DataFrame, positions: pd.DataFrame, key: str) -> pd.DataFrame:
+    return part.assign(**{key: positions["p"].to_numpy()})
+
+
+def _without_positions(part: pd.DataFrame, held: Any, key: str) -> pd.DataFrame:
+    import numpy as np
+
+    return part.loc[~np.isin(part[key].to_numpy(), held)]
+
+
+def _unshuffle_part(part: pd.DataFrame, order: pd.DataFrame, source: str) -> pd.DataFrame:
+    import numpy as np
+
+    pos = order["p"].to_numpy()
+    if len(pos) != len(part) or (len(pos) and (int(pos.max()) >= len(part) or len(np.unique(pos)) != len(pos))):
+        raise PPDMError(f"a partition's pairing in the private log {source!r} does not fit z's partition "
+                        f"({len(part)} rows); the private log is not z's")
+    return part.iloc[np.argsort(pos, kind="stable")].reset_index(drop=True)
 
 
 def _dataset_summary(x: Any, sch: Schema, name: str, rows: int) -> dict[str, Any]:

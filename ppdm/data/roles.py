@@ -21,6 +21,13 @@ values left out):
 Whole numbers that are merely distinct (amounts of money, as in the tarragona table) are
 not suspected: they are measurements, not labels. Floating-point, date and boolean columns
 never are (a date of birth is a quasi-identifier, which the user declares).
+
+**Pass-through columns** — columns no technique models, which reach the release unchanged
+(:func:`pass_through_columns`: the sampling weight) — are screened like identifiers by
+:func:`screen_pass_through`: one whose values are nearly all distinct (at least
+:data:`UNIQUE_SHARE` of them, by default) links every released record to its original
+by a join, however well the other columns are protected, so a release refuses it unless it
+is declared safe.
 """
 
 from __future__ import annotations
@@ -114,6 +121,49 @@ def suspect_identifiers(df: pd.DataFrame, columns: Iterable[str] | None = None) 
         if reason is not None:
             out.append(SuspectedIdentifier(str(c), reason))
     return out
+
+
+def pass_through_columns(schema: Schema, columns: Iterable[str]) -> list[str]:
+    """The columns of a release that no technique models and that pass into it unchanged: the
+    sampling weight (identifiers are removed, or kept on request)."""
+    cols = set(map(str, columns))
+    return [c for c in ([schema.weight] if schema.weight else []) if c in cols]
+
+
+@dataclass(frozen=True)
+class PassThroughScreen:
+    """How much a pass-through column tells apart: its ``distinct`` share of values (among
+    the ``records`` with one) and the ``unique`` share of records whose value no other has."""
+
+    column: str
+    records: int
+    distinct: float
+    unique: float
+
+
+def screen_pass_through(df: pd.DataFrame, schema: Schema) -> list[PassThroughScreen]:
+    """The screening of every pass-through column of ``df`` (:func:`pass_through_columns`)."""
+    out = []
+    for c in pass_through_columns(schema, df.columns):
+        vals = df[c].dropna()
+        n = len(vals)
+        if n == 0:
+            out.append(PassThroughScreen(c, 0, 0.0, 0.0))
+            continue
+        counts = vals.value_counts(sort=False)
+        out.append(PassThroughScreen(c, n, float(len(counts) / n), float((counts == 1).sum() / n)))
+    return out
+
+
+def pass_through_message(screen: PassThroughScreen, cut: float) -> str:
+    """Why a pass-through column is refused, and the ways forward (no value of it printed)."""
+    c = screen.column
+    return (f"column {c!r} passes into the release unchanged (no technique models a weight) and "
+            f"{100 * screen.distinct:.1f}% of its {screen.records} values are distinct (refused from "
+            f"{100 * cut:.0f}%): joining the release with the original on {c!r} finds "
+            f"{100 * screen.unique:.1f}% of the people; round the weights to a few significant digits or "
+            f"group them, perturb them, or leave the column out before anonymizing, or declare it safe with "
+            f"allow_pass_through=[{c!r}] (CLI: --allow-pass-through {c})")
 
 
 def split_names(values: Iterable[str] | str | None) -> list[str]:

@@ -116,6 +116,11 @@ def skip_reason(error: BaseException) -> str | None:
     return None
 
 
+#: why a measure comparing records one by one is skipped when z is not paired with x
+NOT_PAIRED = ("compares each released record with its own original, but z's rows are not paired with x's: give "
+              "the release's private log (--private), or declare z's rows to be x's in order with --pairing position")
+
+
 def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
     """Run one measure; a table that does not allow it gives a skipped outcome."""
     if spec.needs_class and ctx.schema.class_column is None:
@@ -123,6 +128,8 @@ def run_measure(spec: MeasureSpec, ctx: EvaluationContext) -> MeasureOutcome:
     missing = [o for o in spec.requires if o not in ctx.options]
     if missing:
         return MeasureOutcome(spec, None, f"needs the option {missing[0]} (--param {missing[0]}=...)")
+    if spec.paired and not ctx.is_paired:
+        return MeasureOutcome(spec, None, NOT_PAIRED)
     try:
         res = spec.fn(ctx)
     except Exception as e:
@@ -200,6 +207,7 @@ def measurement_context(
     rules: Any = None,
     random_state: int | None = 0,
     options: dict[str, Any] | None = None,
+    paired: bool = True,
 ) -> EvaluationContext:
     """The context every measure of ``ppdm evaluate`` and ``ppdm compare`` computes on.
 
@@ -207,7 +215,8 @@ def measurement_context(
     numbers); measures compute on numbers. Each table is put in that working form here
     (:func:`ppdm.data.types.working_frame`: a date on its time axis, days since
     1970-01-01; a missing cell as NaN), so a date column is measured as the number it
-    stands for by every measure, whichever command asked.
+    stands for by every measure, whichever command asked. ``paired`` says whether row i of
+    ``z`` was made from row i of ``x`` (:attr:`EvaluationContext.paired`).
     """
     from ppdm.data.types import working_frame
 
@@ -215,7 +224,8 @@ def measurement_context(
         return None if df is None else working_frame(df, schema.numeric)
 
     return EvaluationContext(x=work(x), z=work(z), schema=schema, test=work(test), control=work(control),
-                             rules=rules, random_state=random_state, options=dict(options or {}))
+                             rules=rules, random_state=random_state, options=dict(options or {}),
+                             paired=bool(paired))
 
 
 def group_reasons(items: Iterable[tuple[str, str]], *, min_shared: int = 30) -> list[tuple[list[str], str]]:

@@ -14,13 +14,16 @@ more than one partition per task in memory:
    screened on it, and the technique is fitted on it;
 3. **release**: every partition is transformed with what was fitted, by a generator seeded
    from the release's seed and the partition's number (so the same seed gives the same
-   files), rounded to the source decimals and written as one Parquet part into a temporary
-   folder beside the output; its release-check counts are returned;
+   files), rounded to the source decimals, checked against its original records, shuffled
+   within the partition (another generator of the same seed and number) and written as one
+   Parquet part into a temporary folder beside the output; its release-check counts and its
+   pairing (which record of x's partition each released row was made from) are returned;
 4. **check**: the records unique on their quasi-identifiers in z are counted by Dask over
    the written parts (a hash per record, counted across partitions).
 
-Then the provenance sidecar is written and the temporary folder renamed into place; on any
-error it is removed and nothing is left behind.
+Then the public provenance is written, the temporary folder renamed into place and the
+owner's private log written (input, release check and the pairing, partition by partition:
+:mod:`ppdm.data.provenance`); on any error all of it is removed and nothing is left behind.
 """
 
 from __future__ import annotations
@@ -43,19 +46,40 @@ from ppdm.data.partitions import (
     sample_counts,
     write_part,
 )
-from ppdm.data.provenance import build_provenance, file_sha256, provenance_path, provenance_text
+from ppdm.data.provenance import (
+    build_private,
+    build_provenance,
+    file_sha256,
+    private_path,
+    private_text,
+    provenance_path,
+    provenance_text,
+)
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.data.types import decimals_of, merge_decimals, round_to_decimals, working_frame
 from ppdm.errors import PPDMError
-from ppdm.experiments.release import MAX_VERBATIM_SHARE, ReleaseRefused, technique_record
+from ppdm.experiments.release import (
+    ROW_ORDER_KEPT,
+    ROW_ORDER_SHUFFLED,
+    SHUFFLE_STREAM,
+    _owner_only,
+    _screen_pass_through,
+    judge_release,
+    pairing_record,
+    technique_record,
+)
 from ppdm.metrics.release_check import (
     CheckPart,
+    GateThresholds,
+    KeyCounts,
     ReleaseCheck,
     check_columns,
     check_partition,
+    column_kinds,
     column_moments,
     column_spread,
+    dask_copies,
     merge_moments,
     qi_hashes,
     release_check_from_parts,
@@ -86,6 +110,8 @@ class DatasetRelease:
     provenance: dict[str, Any] = field(default_factory=dict)
     decimals: dict[str, int] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
+    private: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _stage(progress: StageProgress | None, stage: str) -> Callable[[int, int], None] | None:
@@ -138,9 +164,10 @@ class _Job:
     columns: list[str]
     spreads: dict[str, tuple[float, float]]
     tmp: Path
+    shuffle: bool = True
 
 
-def _release_part(i: int, job: _Job) -> tuple[CheckPart, int]:
+def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
     x = job.ds.partition(i)
     sch = job.schema
     x, dropped = sch.validate(x, missing=job.missing)
@@ -152,12 +179,35 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int]:
         for c in job.ids:
             z[c] = x[c].to_numpy()
         z = z[list(x.columns)]
-    write_part(z.reset_index(drop=True), job.tmp / f"part.{i:05d}.parquet")
     # recoding releases some numeric columns as labels: z is typed by the technique's output schema
     zsch = _released_schema(job.tech, sch)
     part = check_partition(working_frame(x, sch.numeric), working_frame(z, zsch.numeric), zsch, job.columns,
                            job.spreads)
-    return part, dropped
+    # shuffled within the partition: row j of the part was made from row order[j] of x's partition
+    order = (np.random.default_rng([job.base, i, SHUFFLE_STREAM]).permutation(len(z)) if job.shuffle
+             else np.arange(len(z)))
+    write_part(z.iloc[order].reset_index(drop=True), job.tmp / f"part.{i:05d}.parquet")
+    return part, dropped, pairing_record(order, len(order))
+
+
+def _working_x(ds: Dataset, sch: Schema, missing: MissingPolicy, columns: list[str], meta: pd.DataFrame) -> Any:
+    """x's partitions as the release check saw them (missing-value policy, working form), lazily."""
+
+    def part(pdf: pd.DataFrame) -> pd.DataFrame:
+        if len(pdf):
+            pdf, _ = sch.validate(pdf, missing=missing)
+        return working_frame(pdf, sch.numeric)[columns]
+
+    return ds.data.map_partitions(part, meta=meta[columns], enforce_metadata=False)
+
+
+def _working_z(tmp: Path, sch: Schema, columns: list[str], meta: pd.DataFrame) -> Any:
+    """The written parts of the release, in working form, lazily."""
+    import dask.dataframe as dd
+
+    z = dd.read_parquet(str(tmp), columns=list(columns))
+    return z.map_partitions(lambda p: working_frame(p, sch.numeric)[columns], meta=meta[columns],
+                            enforce_metadata=False)
 
 
 def _released_schema(tech: Any, sch: Schema) -> Schema:
@@ -202,15 +252,27 @@ def release_dataset(
     fit_rows: int = FIT_ROWS,
     decimals: dict[str, int] | None = None,
     progress: StageProgress | None = None,
+    shuffle: bool = True,
+    input_info: dict[str, Any] | None = None,
+    allow_verbatim: bool = False,
+    allow_untouched_keys: bool = False,
+    allow_pass_through: Any = None,
+    gate_thresholds: GateThresholds | dict[str, float] | None = None,
 ) -> DatasetRelease:
     """Anonymize the partitioned table ``ds`` with ``technique`` into the Parquet dataset folder
-    ``out`` (and ``<out>.provenance.json``), as the module docstring describes.
+    ``out`` (and ``<out>.provenance.json``, public, and ``<out>.private.json``, the owner's),
+    as the module docstring describes.
+
+    ``shuffle=False`` keeps each partition's rows in the input's order (see
+    :func:`ppdm.experiments.release.release`); ``input_info`` adds keys to the private log's
+    ``input`` (the CLI's ``missing`` policy).
 
     ``fit_rows`` is the size of the sample the technique is fitted on; ``decimals`` overrides
     the source decimals per column; ``missing`` is applied to every partition ("drop" leaves
-    out a partition's incomplete records). Raises :class:`ReleaseRefused` when at least
-    :data:`~ppdm.experiments.release.MAX_VERBATIM_SHARE` of the records come out unchanged on
-    every column (unless ``allow_unchanged``); the output then does not appear.
+    out a partition's incomplete records). The gate and its ``allow_...`` arguments are those
+    of :func:`ppdm.experiments.release.release` (x's records counted by key across partitions,
+    pass-through columns screened on the fitting sample); a refused release raises
+    :class:`~ppdm.experiments.release.ReleaseRefused` and the output does not appear.
     """
     if isinstance(fit_rows, bool) or not isinstance(fit_rows, (int, np.integer)) or fit_rows < 2:
         raise PPDMError(f"fit_rows (the size of the fitting sample) must be a whole number ≥ 2, got {fit_rows!r}")
@@ -221,8 +283,10 @@ def release_dataset(
                         "(the table size public), or release an in-memory table")
     out = check_output_dataset(out, inputs=[str(f) for f in ds.files])
     prov_path = provenance_path(out)
-    if prov_path.exists():
-        raise PPDMError(f"output {str(prov_path)!r} exists; remove it or choose another name")
+    priv_path = private_path(out)
+    for side in (prov_path, priv_path):
+        if side.exists():
+            raise PPDMError(f"output {str(side)!r} exists; remove it or choose another name")
     n_parts = ds.npartitions
     seeded = technique.random_state is not None
     base = int(np.random.SeedSequence(None if not seeded else int(technique.random_state)).entropy)
@@ -245,6 +309,8 @@ def release_dataset(
                          detect=detect_identifiers)
     sample, _ = sch.validate(sample, missing=missing)
     ids = [c for c in sch.identifiers if c in sample.columns]
+    thresholds = GateThresholds.of(gate_thresholds)
+    passing = _screen_pass_through(sample, sch, thresholds, allow_pass_through)
     tech = type(technique)(**technique.get_params(deep=False))
     tech.set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
     with warnings.catch_warnings(record=True) as caught:
@@ -267,7 +333,7 @@ def release_dataset(
     spreads = {c: column_spread(m) for c, m in moments.items()}
     columns = [c for c in ds.columns if keep_identifiers or c not in ids]
     with DatasetWriter(out) as writer:
-        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp)
+        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp, shuffle)
         results = run_partitions(_release_part, n_parts, args=(job,), progress=_stage(progress, "release"),
                                  name="ppdm-release")
         checks = [r[0] for r in results]
@@ -278,34 +344,44 @@ def release_dataset(
         unique = _unique_in_z(writer.tmp, qi, n_parts)
         if progress is not None:
             progress("check", 1, 1)
-        check = release_check_from_parts(checks, zsch, columns, unique)
-        if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
-            raise ReleaseRefused(
-                f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "
-                f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
-                f"(refused from {100 * MAX_VERBATIM_SHARE:.0f}%); change the technique or its parameters, or "
-                "release it anyway with allow_unchanged=True (CLI: --allow-unchanged)"
-            )
+        head = working_frame(sample.head(0), sch.numeric)
+        kinds = column_kinds(zsch, head, head, columns)
+        xw = _working_x(ds, sch, missing, columns, head)
+        zw = _working_z(writer.tmp, zsch, columns, head)
+        cands = np.unique(np.concatenate([c.verbatim_keys for c in checks])) if checks else None
+        check = release_check_from_parts(checks, zsch, columns, unique, keys=KeyCounts(xw, kinds),
+                                         copies=dask_copies(xw, zw, columns, check_columns(zsch, columns)[0], kinds,
+                                                            cands))
+        allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
+                   "untouched_unique": allow_untouched_keys}
+        findings = passing + judge_release(check, thresholds, allowed, technique_record(tech), sch)
         info = {"source": ds.source, "sha256": dataset_sha256(ds.files), "rows": n_rows, "columns": len(ds.columns),
+                "missing": missing, "rows_dropped": dropped, "rows_kept": n_rows - dropped,
                 "rows_used": n_rows - dropped, "files": len(ds.files), "partitions": n_parts,
-                "blocksize": ds.blocksize, "fit_rows": k}
+                "blocksize": ds.blocksize, "fit_rows": k, **(input_info or {})}
         record = build_provenance(
-            technique=technique_record(tech), seeded=seeded, input_info=info, schema=sch.to_dict(),
-            removed_identifiers=[] if keep_identifiers else ids, release_check=check,
+            technique=technique_record(tech), seeded=seeded, schema=sch.to_dict(),
+            removed_identifiers=[] if keep_identifiers else ids,
             privacy=getattr(tech, "privacy_report_", None), kept_identifiers=ids if keep_identifiers else [],
-            warnings=lines,
-            output={"decimals": dec, "date_formats": {c: f for c, f in zsch.dates.items() if c in columns},
+            output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
+                    "date_formats": {c: f for c, f in zsch.dates.items() if c in columns},
                     "format": "parquet dataset", "partitions": n_parts,
                     **({"schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {})},
         )
-        written = _commit(writer, prov_path, record, tech, out)
+        pairing = {"partitions": [r[2] for r in results]}
+        private = build_private(input_info=info, release_check=check, pairing=pairing,
+                                technique=getattr(tech, "private_report_", None), warnings=lines,
+                                gate={"thresholds": thresholds, "findings": findings})
+        written = _commit(writer, prov_path, record, tech, out, priv_path, private)
     return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],
-                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written)
+                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written, private, findings)
 
 
-def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech: Any, out: Path) -> list[Path]:
-    """Provenance, folder and the technique's sidecars, all or nothing."""
+def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech: Any, out: Path,
+            priv_path: Path, private: dict[str, Any]) -> list[Path]:
+    """Provenance, folder, private log and the technique's sidecars, all or nothing."""
     from ppdm.data.io import atomic_path
+    from ppdm.data.partitions import dataset_files
 
     written: list[Path] = []
     try:
@@ -313,6 +389,12 @@ def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech
             tmp_prov.write_text(provenance_text(record), encoding="utf-8")
             written.append(writer.commit())
         written.append(prov_path)
+        private["release"] = out.name
+        private["release_sha256"] = dataset_sha256(dataset_files(str(out)))
+        with atomic_path(priv_path) as tmp_priv:
+            tmp_priv.write_text(private_text(private), encoding="utf-8")
+            _owner_only(tmp_priv)
+        written.append(priv_path)
         extra = getattr(tech, "write_sidecars", None)
         if callable(extra):
             written.extend(Path(p) for p in (extra(out) or []))

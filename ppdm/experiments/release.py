@@ -1,4 +1,4 @@
-"""Making a release the safe way: roles → anonymize → release check → provenance.
+"""Making a release the safe way: roles → anonymize → release check → shuffle → two records.
 
 :func:`release` is what ``ppdm anonymize`` runs, so a library user gets the same
 guarantees as the command line:
@@ -6,28 +6,48 @@ guarantees as the command line:
 1. the columns' roles are settled (:func:`ppdm.data.roles.resolve_schema`): columns a
    given schema leaves out are refused, and undeclared columns that look like direct
    identifiers are refused, naming them;
-2. identifier columns are taken out of the table *before* the technique sees it, so no
+2. with ``holdout``, a random share of the records is set aside as the control set of the
+   attacks before anything else sees the table;
+3. identifier columns are taken out of the table *before* the technique sees it, so no
    technique can fit a model on them, and they stay out of the release unless
    ``keep_identifiers=True`` (then they are put back unchanged);
-3. the technique runs; its Python warnings are collected (and passed on); its numeric
+4. the technique runs; its Python warnings are collected (and passed on); its numeric
    output is rounded to the decimals the original columns were written with (or those
    asked for), so no float noise such as ``0.5720000000000001`` is published;
-4. the release check (:mod:`ppdm.metrics.release_check`) compares z with x, and a
-   release in which at least :data:`MAX_VERBATIM_SHARE` of the records come out unchanged
-   on every column is refused unless ``allow_unchanged=True``;
-5. the provenance record (:mod:`ppdm.data.provenance`) is assembled.
+5. the release check (:mod:`ppdm.metrics.release_check`) compares z with x — record by
+   record and as multisets, so that a row-permuted copy is a copy — and the **gate**
+   (:func:`ppdm.metrics.release_check.gate`) refuses a release that is (almost) the original,
+   one with verbatim records unique in x, or one whose untouched quasi-identifiers make most
+   records unique, each unless its ``allow_...`` argument says otherwise, and warns, naming
+   the column responsible and a technique or parameter that would fix it, when a release is
+   weak but under the refusal line (:class:`~ppdm.metrics.release_check.GateThresholds`);
+   pass-through columns (the weight) that tell records apart are refused before any work;
+6. the rows of z are **shuffled** (``shuffle=True``, the default): a release in the
+   input's order would let anyone who knows that order pair each released row with its
+   person. Techniques themselves keep the order (scikit-learn's contract); the shuffle is
+   part of making a release. The pairing is kept for the owner only;
+7. two records are assembled: the public provenance (:func:`ppdm.data.provenance.build_provenance`)
+   and the owner's private log (:func:`ppdm.data.provenance.build_private`: input, release
+   check, the pairing of z's rows with x's, the held-out rows).
 
-:func:`save_release` writes the table, its ``.provenance.json`` sidecar and the
-technique's own sidecars, all or nothing.
+:func:`save_release` writes the table, its public ``.provenance.json``, its private
+``.private.json``, the control set and the technique's own sidecars, all or nothing.
+
+``Release.data`` is z **as published**, i.e. shuffled; ``Release.pairing[j]`` is the row of
+``x`` (as given to :func:`release`) that row ``j`` of ``Release.data`` was made from, and
+:meth:`Release.in_input_order` gives z back in x's order for measures that compare records
+one by one.
 
 About seeds: a technique built with ``random_state=None`` draws from the operating
-system's entropy. With a known seed anyone can regenerate the random draws and undo much
-of the perturbation, so a seed is a secret kept with x; the provenance only says whether
-one was given.
+system's entropy, and so do the hold-out and the shuffle. With a known seed anyone can
+regenerate the random draws and undo much of the perturbation, so a seed is a secret kept
+with x; the provenance only says whether one was given. An explicit seed makes the whole
+release (hold-out, technique, shuffle) byte-identical from run to run.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -39,31 +59,68 @@ import pandas as pd
 
 from ppdm import progress
 from ppdm.data.codes import codes_read_as_numbers
-from ppdm.data.provenance import build_provenance, jsonable, provenance_path, provenance_text, table_sha256
-from ppdm.data.roles import Roles, resolve_schema
+from ppdm.data.provenance import (
+    build_private,
+    build_provenance,
+    encode_positions,
+    file_sha256,
+    jsonable,
+    private_path,
+    private_text,
+    provenance_path,
+    provenance_text,
+    table_sha256,
+)
+from ppdm.data.roles import Roles, pass_through_message, resolve_schema, screen_pass_through
 from ppdm.data.schema import Schema
 from ppdm.data.types import round_to_decimals, source_decimals, working_frame
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.metrics.release_check import ReleaseCheck, release_check
+from ppdm.metrics.release_check import (
+    GATE_OVERRIDES,
+    Finding,
+    GateThresholds,
+    ReleaseCheck,
+    gate,
+    release_check,
+)
 
-#: share of records published unchanged on every column from which a release is refused
-MAX_VERBATIM_SHARE = 0.95
+#: share of records published unchanged on every column from which a release is refused (the default)
+MAX_VERBATIM_SHARE = GateThresholds().unchanged
 _COMMON = ("class_column", "schema", "random_state")
+#: the release's own random streams (hold-out, shuffle), kept apart from the technique's draws
+HOLDOUT_STREAM = 1
+SHUFFLE_STREAM = 2
+ROW_ORDER_SHUFFLED = "shuffled"
+ROW_ORDER_KEPT = "as the input"
 
 
 class ReleaseRefused(PPDMError):
-    """The release would publish (numerically almost) the original records."""
+    """The release gate refuses it: (almost) the original records, verbatim records unique in x,
+    untouched quasi-identifiers that single records out, or a pass-through column that does."""
+
+
+class ReleaseWarning(UserWarning):
+    """The release gate finds a release weak, under its refusal line (the message names the
+    column responsible and what would fix it)."""
 
 
 @dataclass
 class Release:
     """A release and everything known about how it was made.
 
-    ``data`` is z as it is published (identifiers removed unless kept), ``technique``
-    the fitted technique, ``schema`` the full schema with roles, ``check`` the release
-    check, ``warnings`` the technique's warnings as ``"Category: message"`` lines and
-    ``provenance`` the record :func:`save_release` writes beside the table; ``decimals``
-    the number of decimals each float column was rounded to.
+    ``data`` is z as it is published — shuffled unless ``shuffle=False``, identifiers
+    removed unless kept; ``technique`` the fitted technique, ``schema`` the full schema
+    with roles, ``check`` the release check, ``warnings`` the technique's warnings as
+    ``"Category: message"`` lines, ``provenance`` the public record and ``private`` the
+    owner's private log :func:`save_release` writes beside the table; ``decimals`` the
+    number of decimals each float column was rounded to.
+
+    ``pairing[j]`` is the position in the input table of the record row ``j`` of ``data``
+    was made from (``None`` for a synthetic release, whose records are not made from
+    particular ones); ``control`` the records held out as the control set (``None``
+    without ``holdout``) and ``held_out`` their positions in the input table. ``findings``
+    are the gate's warnings and the refusals an ``allow_...`` argument overrode
+    (:meth:`ppdm.metrics.release_check.Finding.to_dict`, the message with its advice).
     """
 
     data: pd.DataFrame
@@ -76,6 +133,21 @@ class Release:
     warnings: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     decimals: dict[str, int] = field(default_factory=dict)
+    private: dict[str, Any] = field(default_factory=dict)
+    pairing: np.ndarray | None = None
+    control: pd.DataFrame | None = None
+    held_out: np.ndarray | None = None
+    shuffled: bool = True
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    def in_input_order(self) -> tuple[pd.DataFrame, np.ndarray]:
+        """``(z, positions)``: the released rows sorted back into the input's order, and the
+        input positions they pair with (row ``k`` of z with row ``positions[k]`` of x).
+        Refused for a synthetic release, which has no pairing."""
+        if self.pairing is None:
+            raise PPDMError("a synthetic release has no pairing with the input's records")
+        order = np.argsort(self.pairing, kind="stable")
+        return self.data.iloc[order].reset_index(drop=True), self.pairing[order]
 
 
 def technique_record(technique: Any) -> dict[str, Any]:
@@ -84,6 +156,27 @@ def technique_record(technique: Any) -> dict[str, Any]:
     return {"name": getattr(technique, "method_name", type(technique).__name__),
             "class": f"{type(technique).__module__}.{type(technique).__name__}",
             "parameters": jsonable(params)}
+
+
+def release_rng(random_state: Any, stream: int) -> np.random.Generator:
+    """The generator of one of the release's own steps (:data:`HOLDOUT_STREAM`,
+    :data:`SHUFFLE_STREAM`): operating-system entropy without a seed, else derived from the
+    seed and the step, so that the step's draws are reproducible and independent of the
+    technique's."""
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return np.random.default_rng([int(random_state), stream])
+    from ppdm.utils import check_random_state
+
+    gen = check_random_state(random_state)
+    return np.random.default_rng([*(int(v) for v in gen.integers(0, 2**63, size=2)), stream])
+
+
+def pairing_record(positions: np.ndarray, rows_of_x: int) -> dict[str, Any]:
+    """The private log's pairing of one table: ``rows`` of z, ``rows_of_x`` (the length of the
+    table the positions point into) and the encoded ``positions``."""
+    return {"rows": int(len(positions)), "rows_of_x": int(rows_of_x), "positions": encode_positions(positions)}
 
 
 def release(
@@ -101,17 +194,25 @@ def release(
     detect_identifiers: bool = True,
     input_info: dict[str, Any] | None = None,
     decimals: dict[str, int] | None = None,
+    holdout: float | None = None,
+    shuffle: bool = True,
+    allow_verbatim: bool = False,
+    allow_untouched_keys: bool = False,
+    allow_pass_through: Iterable[str] | str | None = None,
+    gate_thresholds: GateThresholds | dict[str, float] | None = None,
 ) -> Release:
     """Anonymize ``x`` with ``technique`` (an unfitted ppdm technique) into a checked release.
 
     Parameters
     ----------
     x:
-        The original table, with any identifier and weight columns.
+        The original table, with any identifier and weight columns, as read (after the
+        missing-value policy): the pairing counts its rows from 0.
     technique:
         E.g. ``make_technique("gadp", class_column="y")``; its ``schema`` is used when
         ``schema`` is not given. A new instance with the same parameters is fitted; the
-        one given is not modified.
+        one given is not modified. Its ``random_state`` also seeds the hold-out and the
+        shuffle (operating-system entropy when ``None``).
     schema:
         Types and roles of every column; every column it names counts as declared.
         Without it the types are inferred and only the role arguments declare columns.
@@ -122,15 +223,33 @@ def release(
         Put the identifier columns back into the release unchanged (default: removed).
     allow_unchanged:
         Release even when the check finds (numerically almost) the original records.
+    allow_verbatim:
+        Release even when more than ``verbatim_unique`` of the records come out unchanged
+        while their original is unique in x on its quasi-identifiers.
+    allow_untouched_keys:
+        Release even when the quasi-identifiers no technique touched make more than
+        ``untouched_unique`` of the original records unique.
+    allow_pass_through:
+        Pass-through columns (the weight) declared safe although nearly unique per record.
+    gate_thresholds:
+        The gate's thresholds (:class:`~ppdm.metrics.release_check.GateThresholds`, or a dict of
+        some of them by name).
     detect_identifiers:
         Refuse undeclared columns that look like direct identifiers (default).
     input_info:
-        ``source``, ``sha256``, ``rows``, ``columns`` of the input for the provenance;
-        by default the table's own shape and content hash.
+        ``source``, ``sha256``, ``rows``, ``columns``, ``missing``, ``rows_dropped`` of the
+        input for the private log; by default the table's own shape and content hash.
     decimals:
         Decimals of float attributes in the release, by column. Columns left out get as
         many as the column had in ``x`` (:func:`ppdm.data.types.decimals_of`: the fewest
         that reproduce every value); a column that needs full precision is not rounded.
+    holdout:
+        Hold out this fraction of the records first, as the attacks' control set
+        (``Release.control``, written by :func:`save_release`); see :func:`holdout_mask`.
+    shuffle:
+        Shuffle the released rows (default). ``False`` keeps the input's order, so anyone
+        who knows that order can pair released rows with people: only for a release that
+        stays with the owner.
 
     Codes written with digits (zip codes, municipality codes) must reach this function as
     text: read the file with :func:`ppdm.data.read_table`, which keeps ``01562`` as text, or
@@ -144,7 +263,8 @@ def release(
     SchemaError
         Columns without a role, suspected identifiers, bad tables (as the technique).
     ReleaseRefused
-        At least ``MAX_VERBATIM_SHARE`` of the records come out unchanged on every column.
+        The gate refuses the release (see the module docstring); the message names the
+        columns, a way to fix it and the ``allow_...`` argument that releases it anyway.
     """
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"release expects a pandas DataFrame, got {type(x).__name__}")
@@ -158,11 +278,21 @@ def release(
     sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
                          detect=detect_identifiers)
     ids = [c for c in sch.identifiers if c in x.columns]
+    thresholds = GateThresholds.of(gate_thresholds)
+    passing = _screen_pass_through(x, sch, thresholds, allow_pass_through)
     aligned = technique._keeps_rows()
     if keep_identifiers and ids and not aligned:
         raise PPDMError(f"{type(technique).__name__} releases synthetic records, which have no identifiers to keep; "
                         "drop keep_identifiers (CLI: --keep-identifiers)")
-    work = x.drop(columns=ids)
+    n = len(x)
+    if holdout is not None:
+        held_mask = holdout_mask(n, holdout, release_rng(technique.random_state, HOLDOUT_STREAM))
+        used, held = np.flatnonzero(~held_mask), np.flatnonzero(held_mask)
+        xr = x.iloc[used].reset_index(drop=True)
+    else:
+        used, held = np.arange(n), None
+        xr = x
+    work = xr.drop(columns=ids)
     # the technique never sees an identifier: its schema has none and its table lacks them. A new
     # instance with the same parameter objects (sklearn's clone would unfit a fitted tree= given)
     tech = type(technique)(**technique.get_params(deep=False))
@@ -192,42 +322,176 @@ def release(
         check = release_check(working_frame(work, sch.numeric), working_frame(z, out_sch.numeric), out_sch,
                               record_aligned=aligned)
         step(1)
-    if check.share_verbatim >= MAX_VERBATIM_SHARE and not allow_unchanged:
-        raise ReleaseRefused(
-            f"the release is almost the original: {100 * check.share_verbatim:.1f}% of the records "
-            f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
-            f"(refused from {100 * MAX_VERBATIM_SHARE:.0f}%); change the technique or its parameters, or "
-            "release it anyway with allow_unchanged=True (CLI: --allow-unchanged)"
-        )
+    allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
+               "untouched_unique": allow_untouched_keys}
+    findings = passing + judge_release(check, thresholds, allowed, technique_record(tech), sch)
     if keep_identifiers and ids:
         z = z.copy()
         for c in ids:
-            z[c] = x[c].to_numpy()
+            z[c] = xr[c].to_numpy()
         z = z[[c for c in x.columns]]
-        check = release_check(working_frame(x, sch.numeric).reset_index(drop=True),
-                              working_frame(z, out_sch.numeric).reset_index(drop=True), out_sch, columns=list(z.columns))
+        check = release_check(working_frame(xr, sch.numeric).reset_index(drop=True),
+                              working_frame(z, out_sch.numeric).reset_index(drop=True), out_sch,
+                              columns=list(z.columns))
+    # the published order says nothing about x's: a fresh permutation (from the seed when one is given)
+    order = release_rng(technique.random_state, SHUFFLE_STREAM).permutation(len(z)) if shuffle else None
+    if order is not None:
+        z = z.iloc[order].reset_index(drop=True)
+    pairing = (used if order is None else used[order]) if aligned else None
     seeded = technique.random_state is not None
     info = dict(input_info or {})
     info.setdefault("source", None)
     info.setdefault("sha256", table_sha256(x))
-    info.setdefault("rows", len(x))
     info.setdefault("columns", x.shape[1])
-    info.setdefault("rows_used", len(x))
+    info.setdefault("missing", None)
+    info.setdefault("rows_dropped", 0)
+    info.setdefault("rows", n + int(info["rows_dropped"] or 0))
+    info["rows_kept"] = n
+    info["rows_used"] = len(used)
     removed = [] if keep_identifiers else ids
+    control = None
+    hold_record = None
+    if held is not None:
+        control = x.iloc[held].drop(columns=removed).reset_index(drop=True)
+        hold_record = {"fraction": float(holdout), "rows": len(held), "control": None,  # type: ignore[arg-type]
+                       "positions": encode_positions(held)}
     record = build_provenance(
         technique=technique_record(tech),
         seeded=seeded,
-        input_info=info,
         schema=sch.to_dict(),
         removed_identifiers=removed,
-        release_check=check,
         privacy=getattr(tech, "privacy_report_", None),
         kept_identifiers=ids if keep_identifiers else [],
-        warnings=lines,
-        output={"decimals": dec, "date_formats": {c: f for c, f in out_sch.dates.items() if c in z.columns},
+        output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
+                "date_formats": {c: f for c, f in out_sch.dates.items() if c in z.columns},
                 **({"schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {})},
     )
-    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec)
+    private = build_private(
+        input_info=info,
+        release_check=check,
+        pairing=pairing_record(pairing, n) if pairing is not None else None,
+        holdout=hold_record,
+        technique=getattr(tech, "private_report_", None),
+        warnings=lines,
+        gate={"thresholds": jsonable(thresholds), "findings": findings},
+    )
+    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
+                   private, pairing, control, held, bool(shuffle), findings)
+
+
+#: what a technique offers to fix a weak release: name → (parameter, how, what it does)
+_FIXES: dict[str, list[tuple[str, str]]] = {
+    "uniform-noise": [("level", "raise level (now {level}): each value is replaced with probability level")],
+    "gaussian-noise": [("level", "raise level (now {level}): each value is changed with probability level")],
+    "random-technique": [("p_rt", "raise p_rt (now {p_rt}): each value is perturbed with probability p_rt")],
+    "framework": [("p_cat", "raise p_cat (now {p_cat}) for categorical attributes, or sigma_frac (now "
+                            "{sigma_frac}) for numeric ones")],
+    "forest-framework": [("sigma_frac", "raise sigma_frac (now {sigma_frac}) for numeric attributes, and keep "
+                                        "swap_prob (now {swap_prob}) high for categorical ones")],
+    "mdav": [("k", "raise k (now {k})")],
+    "rounding": [("k", "raise k (now {k}), or use coarser rounding sets")],
+    "random-substitution": [("gamma", "perturb more (a smaller gamma, now {gamma})")],
+    "gadp": [("confidential", "declare them confidential (confidential=[...]) so GADP redraws them")],
+    "dpcube": [("epsilon", "lower epsilon (now {epsilon})")],
+}
+#: techniques that change only the attributes named in their columns= parameter (all numeric ones by default)
+_COLUMN_TECHNIQUES = {"mdav", "rounding", "random-substitution"}
+
+
+def fix_advice(tech: dict[str, Any], columns: list[str], schema: Schema) -> str:
+    """A technique or parameter that would change ``columns`` (names only, no value of a record)."""
+    if not columns:
+        return ""
+    name = str(tech.get("name"))
+    params = tech.get("parameters") or {}
+    names = ", ".join(columns)
+    cats = [c for c in columns if c in schema.categorical or c == schema.class_column]
+    nums = [c for c in columns if c not in cats]
+    given = params.get("columns")
+    if name in _COLUMN_TECHNIQUES and given is not None and any(c not in given for c in columns):
+        return f"add {names} to columns= ({name} changes only the columns it is given), or generalise them (recode)"
+    if name in ("mdav", "rounding", "gadp") and cats:
+        return (f"{name} does not change categorical attributes: generalise {', '.join(cats)} (recode) or perturb "
+                "them (random-substitution, or pram), e.g. composed before this technique")
+    for _, text in _FIXES.get(name, []):
+        try:
+            return f"to change {names}, " + text.format(**{k: v for k, v in params.items()})
+        except (KeyError, IndexError, ValueError):
+            break
+    if nums and not cats:
+        return f"perturb {names} (gaussian-noise) or aggregate them (mdav with them in columns=)"
+    return f"generalise {names} (recode) or perturb them (random-substitution, pram)"
+
+
+def judge_release(check: ReleaseCheck, thresholds: GateThresholds, allowed: dict[str, bool],
+                  tech: dict[str, Any], schema: Schema) -> list[dict[str, Any]]:
+    """The gate on a release check: raise :class:`ReleaseRefused` for the first refusal not
+    allowed, emit a :class:`ReleaseWarning` for each warning (and each allowed refusal), and
+    return them all as dicts with their full message."""
+    out = []
+    for f in gate(check, thresholds):
+        advice = fix_advice(tech, f.columns, schema)
+        text = f.message + (f"; {advice}" if advice else "")
+        if f.level == "refuse":
+            lib, cli = GATE_OVERRIDES[f.rule]
+            if not allowed.get(f.rule, False):
+                raise ReleaseRefused(f"{text}; change the technique or its parameters, or release it anyway with "
+                                     f"{lib} (CLI: {cli})")
+            text = f"released although {text} ({cli.split()[0]})"
+            level = "allowed"
+        else:
+            level = "warn"
+        warnings.warn(text, ReleaseWarning, stacklevel=3)
+        out.append({**Finding(f.rule, level, f.share, f.threshold, f.columns, text).to_dict()})
+    return out
+
+
+def _screen_pass_through(x: pd.DataFrame, sch: Schema, thresholds: GateThresholds,
+                         allow: Iterable[str] | str | None) -> list[dict[str, Any]]:
+    """Refuse a pass-through column nearly unique per record unless declared safe; warn when
+    it still singles some records out."""
+    from ppdm.data.roles import split_names
+
+    safe = set(split_names(allow))
+    unknown = [c for c in safe if c not in x.columns]
+    if unknown:
+        raise ParameterError(f"allow_pass_through names {', '.join(map(repr, unknown))}, not a column of the table")
+    out = []
+    for sc in screen_pass_through(x, sch):
+        if sc.distinct >= thresholds.pass_through_distinct and sc.records:
+            if sc.column not in safe:
+                raise ReleaseRefused(pass_through_message(sc, thresholds.pass_through_distinct))
+            text = (f"released although column {sc.column!r} passes into the release unchanged with "
+                    f"{100 * sc.distinct:.1f}% distinct values (--allow-pass-through {sc.column})")
+            level, rule, share, cut = "allowed", "pass_through_distinct", sc.distinct, thresholds.pass_through_distinct
+        elif sc.unique > thresholds.warn_pass_through_unique and sc.column not in safe:
+            text = (f"column {sc.column!r} passes into the release unchanged and its value alone singles out "
+                    f"{100 * sc.unique:.1f}% of the records (warned above "
+                    f"{100 * thresholds.warn_pass_through_unique:.0f}%): joining on it finds them; round or group "
+                    "the weights, or perturb them")
+            level, rule, share, cut = "warn", "warn_pass_through_unique", sc.unique, thresholds.warn_pass_through_unique
+        else:
+            continue
+        warnings.warn(text, ReleaseWarning, stacklevel=3)
+        out.append(Finding(rule, level, share, cut, [sc.column], text).to_dict())
+    return out
+
+
+def holdout_mask(n: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """Which of ``n`` records to hold out: a simple random sample of ``round(fraction · n)``
+    (at least one, and at least one left to release), drawn from ``rng``."""
+    try:
+        f = float(fraction)
+    except (TypeError, ValueError):
+        raise ParameterError(f"holdout must be a fraction between 0 and 1, got {fraction!r}") from None
+    if not 0.0 < f < 1.0:
+        raise ParameterError(f"holdout must be a fraction strictly between 0 and 1, got {fraction!r}")
+    k = int(round(f * n))
+    if n < 2 or k < 1 or k >= n:
+        raise ParameterError(f"holdout={f:g} of {n} records leaves no control record or no record to release")
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, size=k, replace=False)] = True
+    return mask
 
 
 def hold_out(x: pd.DataFrame, fraction: float, random_state: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -237,23 +501,12 @@ def hold_out(x: pd.DataFrame, fraction: float, random_state: Any = None) -> tupl
     one, and at least one left to release), kept in the order of ``x``; the attacks of
     :mod:`ppdm.attacks` compare what the release tells about the released people with what
     it tells about these (Giomi et al. 2023 §3). The split is drawn from ``random_state``
-    (OS entropy when ``None``).
+    (OS entropy when ``None``). :func:`release` with ``holdout=`` does this itself and keeps
+    the held-out positions in the private log.
     """
     from ppdm.utils import check_random_state
 
-    try:
-        f = float(fraction)
-    except (TypeError, ValueError):
-        raise ParameterError(f"holdout must be a fraction between 0 and 1, got {fraction!r}") from None
-    if not 0.0 < f < 1.0:
-        raise ParameterError(f"holdout must be a fraction strictly between 0 and 1, got {fraction!r}")
-    n = len(x)
-    k = int(round(f * n))
-    if n < 2 or k < 1 or k >= n:
-        raise ParameterError(f"holdout={f:g} of {n} records leaves no control record or no record to release")
-    rng = check_random_state(random_state)
-    mask = np.zeros(n, dtype=bool)
-    mask[rng.choice(n, size=k, replace=False)] = True
+    mask = holdout_mask(len(x), fraction, check_random_state(random_state))
     return x.loc[~mask].reset_index(drop=True), x.loc[mask].reset_index(drop=True)
 
 
@@ -284,16 +537,24 @@ def control_path(out: str | Path) -> Path:
 
 
 def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = None) -> list[Path]:
-    """Write the release table, its provenance sidecar and the technique's sidecars (and,
-    given, the control set held out before anonymizing, at :func:`control_path`).
+    """Write a release: the table, its public provenance, the owner's private log, the control
+    set (``rel.control``, or ``control`` when given) and the technique's sidecars.
+
+    Public: ``out`` and ``<stem>.provenance.json`` (:func:`ppdm.data.provenance.provenance_path`).
+    Private, for the owner only (written readable by the owner alone): ``<stem>.private.json``
+    (:func:`ppdm.data.provenance.private_path`) and ``<stem>.control<suffix>``
+    (:func:`control_path`).
 
     All or nothing: if any of them cannot be written, those already written are removed
-    again, so a release never appears without its provenance. Returns the paths written.
+    again, so a release never appears without its provenance and private log. Returns the
+    paths written (the release first).
     """
     from ppdm.data.io import atomic_path, check_output_table, write_table
 
     out = check_output_table(out)
     prov = provenance_path(out)
+    priv = private_path(out)
+    ctrl = control if control is not None else rel.control
     written: list[Path] = []
     try:
         with atomic_path(prov) as tmp_prov:
@@ -301,9 +562,22 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
             write_table(rel.data, out, date_formats=rel.schema.dates)
             written.append(out)
         written.append(prov)
-        if control is not None:
-            write_table(control, control_path(out), date_formats=rel.schema.dates)
-            written.append(control_path(out))
+        private = dict(rel.private)
+        private["release"] = out.name
+        private["release_sha256"] = file_sha256(out)
+        if ctrl is not None:
+            cpath = control_path(out)
+            write_table(ctrl, cpath, date_formats=rel.schema.dates)
+            written.append(cpath)
+            _owner_only(cpath)
+            hold = dict(private.get("holdout") or {"fraction": None, "rows": len(ctrl), "positions": None})
+            hold["control"] = cpath.name
+            private["holdout"] = hold
+        with atomic_path(priv) as tmp_priv:
+            tmp_priv.write_text(private_text(private), encoding="utf-8")
+            _owner_only(tmp_priv)
+        written.append(priv)
+        rel.private = private
         extra = getattr(rel.technique, "write_sidecars", None)
         if callable(extra):
             written.extend(Path(p) for p in (extra(out) or []))
@@ -311,4 +585,13 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
         for p in written:
             Path(p).unlink(missing_ok=True)
         raise
+    # the release first, then the public record, then the owner's files
     return written
+
+
+def _owner_only(path: Path) -> None:
+    """Make a private file readable and writable by its owner only (where the system allows)."""
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass

@@ -192,6 +192,7 @@ class MeasureSpec:
     threshold: float | None = None
     out_of_core: bool = False  # fn computes the measure exactly when x and z are Dask DataFrames
     scenario: str | None = None  # the intruder scenario it models (a key of SCENARIOS), if any
+    paired: bool = False  # compares each released record with its own original by row position only
 
     def within(self, value: float) -> bool | None:
         """Whether ``value`` meets ``threshold`` in this measure's direction (``None`` when
@@ -205,7 +206,8 @@ class MeasureSpec:
         return {"kind": self.kind, "direction": self.direction, "range": list(self.value_range),
                 "threshold": self.threshold, "default": self.default, "needs_class": self.needs_class,
                 "requires": list(self.requires), "description": self.description, "meaning": self.meaning,
-                "out_of_core": self.out_of_core, "scenario": self.scenario}
+                "out_of_core": self.out_of_core, "scenario": self.scenario,
+                "paired": self.paired}
 
 
 def result_not_judged(result: Any) -> str | None:
@@ -280,6 +282,7 @@ def register_measure(
     threshold: float | None = None,
     out_of_core: bool = False,
     scenario: str | None = None,
+    paired: bool = False,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
@@ -293,7 +296,10 @@ def register_measure(
     tables are Dask DataFrames; any other measure is computed on a random sample of the
     records, with a confidence interval (:mod:`ppdm.metrics.out_of_core`). ``scenario`` names
     the intruder scenario a risk measure models (a key of :data:`SCENARIOS`; default from
-    :data:`SCENARIO_OF`).
+    :data:`SCENARIO_OF`). ``paired=True``
+    declares that ``fn`` compares each released record with its own original by row position
+    and has no pairing-free form; an evaluation whose z is not paired with x
+    (:attr:`EvaluationContext.is_paired`) skips it, saying so, rather than trust row positions.
 
     A measure that cannot be computed on the table it is given (no numeric attribute, a
     single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
@@ -314,7 +320,8 @@ def register_measure(
 
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
-                                     direction, (lo, hi), meaning, threshold, bool(out_of_core), scenario)
+                                     direction, (lo, hi), meaning, threshold, bool(out_of_core), scenario,
+                                     bool(paired))
         return fn
 
     return deco

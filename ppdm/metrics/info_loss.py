@@ -620,7 +620,7 @@ def _num_ctx(ctx: EvaluationContext, name: str) -> tuple[pd.DataFrame, pd.DataFr
     return ctx.x, ctx.z, cols
 
 
-@register_measure("il_metrics", kind="utility", needs_class=False, out_of_core=True,
+@register_measure("il_metrics", paired=True, kind="utility", needs_class=False, out_of_core=True,
                   description="IL metrics of Domingo-Ferrer & Torra in percent (paper 003 §3.3.1), robust form "
                   "(relative to the attribute's spread where a value is near 0; the paper's form is in the details, "
                   "or with option il_form=paper); lower is better",
@@ -636,7 +636,7 @@ def _il_metrics_measure(ctx: EvaluationContext) -> ILMetricsResult:
     return il_metrics(x, z, cols, form=opts.pop("il_form", "robust"), **opts)
 
 
-@register_measure("il1s", kind="utility", needs_class=False, out_of_core=True,
+@register_measure("il1s", paired=True, kind="utility", needs_class=False, out_of_core=True,
                   description="IL1s, sdcMicro's sum form (paper 003 §3.3.1); lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means every numeric value is released unchanged; it grows with the distance between "
@@ -646,7 +646,7 @@ def _il1s_measure(ctx: EvaluationContext) -> IL1sResult:
     return il1s(x, z, cols, **pick_options(ctx.options, "il1s", ["form"]))
 
 
-@register_measure("il1s_mean", kind="utility", needs_class=False, out_of_core=True,
+@register_measure("il1s_mean", paired=True, kind="utility", needs_class=False, out_of_core=True,
                   description="IL1s, per-cell mean form as printed in paper 003 §3.3.1; lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means every numeric value is released unchanged; the value is the mean distance of a "
@@ -656,7 +656,7 @@ def _il1s_mean_measure(ctx: EvaluationContext) -> IL1sResult:
     return il1s_mean(x, z, cols)
 
 
-@register_measure("sse_sst", kind="utility", needs_class=False, out_of_core=True,
+@register_measure("sse_sst", paired=True, kind="utility", needs_class=False, out_of_core=True,
                   description="100·SSE/SST of the numeric attributes (microaggregation loss); lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means the numeric values are unchanged; 100 means they lost as much as if every value "

@@ -323,6 +323,11 @@ def comparison_from_context(ctx: EvaluationContext) -> ModelComparison:
     key = ("model_comparison", o.get("test_size", 1 / 3), o.get("min_leaf_frac", 0.02), o.get("max_depth", 12))
     if key not in ctx.cache:
         cls = ctx.schema.require_class()
+        if ctx.test is None and not ctx.paired:
+            # the held-out third of x must leave z too; without the pairing z would train on their records
+            raise MeasureNotApplicable("holds out a third of x and the same records of z, but z's rows are not paired "
+                                       "with x's: give a test table with --test, the release's private log "
+                                       "(--private), or --pairing position")
         if ctx.test is None:
             x, z, t = holdout(ctx.x, ctx.z, cls, test_size=key[1], random_state=ctx.random_state)
             source = "holdout"

@@ -1,22 +1,41 @@
-"""The release check: how much of a release z is still the original x, record by record.
+"""The release check: how much of a release z is still the original x — and the gate on it.
 
 Run after every anonymization (``ppdm anonymize``, :func:`ppdm.experiments.release.release`)
-and kept in the release's provenance. It compares z with x cell by cell, so z must hold
-the same records in the same order (every ppdm technique keeps them; DPCube's synthetic
-records are compared by position and simply come out changed). It reports:
+and kept in the release's private log; also a measure of ``ppdm evaluate``. It compares z
+with x in two ways:
+
+* **record by record**, when the pairing of z's rows with x's is known (at ``anonymize``,
+  before the rows are shuffled; at ``evaluate`` through the release's private log): a cell
+  is unchanged when it equals its own original;
+* **as multisets**, always: a released record is a *copy* when it equals some record of x on
+  every compared column, each record of x matched at most once. A row-permuted copy of x is
+  a copy in full, whatever the pairing says. Without a pairing (a file the owner did not
+  pair) this is the only form: every count below is then taken among all of x.
+
+It reports:
 
 * the share of records whose quasi-identifiers come out unchanged (``value``; all
   attributes when no quasi-identifier is declared): an intruder who knows a person's
-  quasi-identifiers finds them in z exactly as in x;
-* the share of records unchanged on every compared column (``share_verbatim``),
-  published as they were;
-* per column, the share of unchanged cells, and the columns no technique touched;
+  quasi-identifiers finds them in z exactly as in x (without a pairing: the share of z's
+  records whose quasi-identifiers occur in x, matched one to one);
+* the records published as they were (``records_verbatim``: the larger of those equal to
+  their own original and the copies), and among them those whose original is unique in x on
+  its quasi-identifiers (``records_verbatim_unique``): such a record is found and fully
+  disclosed by anyone who knows the quasi-identifiers;
+* per column, the share of unchanged cells (without a pairing: of z's values matched one to
+  one with x's values of the column, an upper bound) and the columns no technique touched;
+* per quasi-identifier (``per_key``), whether it passed untouched, its distinct values and
+  the share of x's records it makes unique alone, and for the untouched ones together the
+  share of x's records they make unique (``untouched_keys_unique``);
 * the number of records unique on their quasi-identifiers in z (sample uniques).
+
+:func:`gate` turns the check into refusals and warnings (:class:`GateThresholds`).
 
 A numeric cell counts as unchanged when it moved by at most ``tolerance`` (default
 10⁻⁶) times the column's standard deviation in x: a release that differs from x only
 in the last digits is numerically the original. Categorical cells must be equal;
-a missing value in both tables counts as unchanged.
+a missing value in both tables counts as unchanged. Copies are exact equality of the
+values as compared (numbers as float64, everything else as text).
 """
 
 from __future__ import annotations
@@ -37,6 +56,9 @@ from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 TOLERANCE = 1e-6
 
 
+PER_KEY_COLUMNS = ["column", "share_unchanged", "untouched", "distinct_x", "unique_alone", "unique_drop"]
+
+
 @dataclass
 class ReleaseCheck(MeasureResult):
     """Result of :func:`release_check`.
@@ -44,6 +66,12 @@ class ReleaseCheck(MeasureResult):
     ``value`` is the share of records whose quasi-identifiers are unchanged in z.
     ``per_column`` has one row per compared column: ``column``, ``role``, ``kind``
     (numeric/categorical), ``share_unchanged`` and ``touched`` (some cell changed).
+    ``per_key`` has one row per quasi-identifier: ``share_unchanged``, ``untouched``,
+    ``distinct_x`` (distinct values in x), ``unique_alone`` (share of x's records whose value
+    no other record has) and ``unique_drop`` (for an untouched key: how much the share of
+    x's records unique on the untouched keys falls without it — the key most responsible
+    has the largest drop). ``record_aligned`` says whether records were compared with their
+    own originals (the pairing known) or among all of x.
     """
 
     n_records: int
@@ -57,30 +85,52 @@ class ReleaseCheck(MeasureResult):
     tolerance: float
     per_column: pd.DataFrame = field(repr=False)
     record_aligned: bool = True
+    records_copied: int = 0
+    records_verbatim_paired: int = 0
+    records_verbatim_unique: int = 0
+    share_verbatim_unique: float = 0.0
+    unique_in_x: int = 0
+    untouched_keys: list[str] = field(default_factory=list)
+    untouched_keys_unique: float = 0.0
+    per_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PER_KEY_COLUMNS), repr=False)
 
     def summary_lines(self) -> list[str]:
         """The check as a few short lines (what ``ppdm anonymize`` prints)."""
         n = self.n_records
         qi = (f"{len(self.quasi_identifiers)} declared quasi-identifier(s)" if self.quasi_identifiers_declared
               else f"all {len(self.quasi_identifiers)} attributes (no quasi-identifier declared)")
+        keys = self._key_line()
         if not self.record_aligned:
-            return [
-                f"synthetic release of {n} records, not paired with the original's: each is compared with every "
-                "original record",
+            lines = [
+                f"released records not paired with the original's ({n}): each is compared with every original "
+                "record",
                 f"released records equal to an original record on the quasi-identifiers: {_pct(self.value)} "
                 f"({self.records_unchanged} of {n}; {qi})",
                 f"released records equal to an original record on every column: {_pct(self.share_verbatim)} "
-                f"({self.records_verbatim} of {n})",
+                f"({self.records_verbatim} of {n}), of which an original unique on its quasi-identifiers: "
+                f"{self.records_verbatim_unique}",
                 f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
             ]
+            return lines + ([keys] if keys else [])
         cells = ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in self.per_column.itertuples())
-        return [
+        lines = [
             f"records with unchanged quasi-identifiers: {_pct(self.value)} ({self.records_unchanged} of {n}; {qi})",
-            f"records unchanged on every column: {_pct(self.share_verbatim)} ({self.records_verbatim} of {n})",
+            f"records unchanged on every column: {_pct(self.share_verbatim)} ({self.records_verbatim} of {n}"
+            + (f", of which {self.records_copied} copies found among all of x" if self.records_copied
+               > self.records_verbatim_paired else "") + ")",
+            f"records unchanged on every column and unique in x on their quasi-identifiers: "
+            f"{_pct(self.share_verbatim_unique)} ({self.records_verbatim_unique} of {n})",
             f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
             f"unchanged cells per column: {cells}",
             "columns no technique touched: " + (", ".join(self.untouched_columns) or "none"),
         ]
+        return lines + ([keys] if keys else [])
+
+    def _key_line(self) -> str:
+        if not self.untouched_keys:
+            return ""
+        return (f"quasi-identifiers no technique touched: {', '.join(self.untouched_keys)}, which make "
+                f"{_pct(self.untouched_keys_unique)} of the original records unique")
 
 
 def _pct(share: float) -> str:
@@ -126,12 +176,18 @@ def column_spread(moments: tuple[int, float, float, float]) -> tuple[float, floa
 
 @dataclass
 class CheckPart:
-    """The release check's sums over one partition (records are compared within it)."""
+    """The release check's sums over one partition (records are compared within it).
+
+    ``copied`` counts the partition's released records that copy one of its original records
+    (multisets); ``verbatim_keys`` holds the quasi-identifier hashes of the originals that come
+    out verbatim (own original or copy), to be looked up among all of x's records."""
 
     n: int
     unchanged: dict[str, int]
     records_unchanged: int
     records_verbatim: int
+    copied: int = 0
+    verbatim_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
 
 def check_partition(x: pd.DataFrame, z: pd.DataFrame, schema: Schema, columns: Sequence[str],
@@ -141,17 +197,22 @@ def check_partition(x: pd.DataFrame, z: pd.DataFrame, schema: Schema, columns: S
     qi = check_columns(schema, columns)[0]
     xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
     numeric = _numeric_set(schema)
+    kinds = {c: _is_numeric(c, schema, numeric, xv, zv) for c in columns}
     all_same = np.ones(len(xv), dtype=bool)
     qi_same = np.ones(len(xv), dtype=bool)
     counts = {}
     for c in columns:
-        is_num = _is_numeric(c, schema, numeric, xv, zv)
-        same = unchanged_cells(xv[c], zv[c], is_num, tolerance, spreads.get(c) if is_num else None)
+        same = unchanged_cells(xv[c], zv[c], kinds[c], tolerance, spreads.get(c) if kinds[c] else None)
         counts[c] = int(same.sum())
         all_same &= same
         if c in qi:
             qi_same &= same
-    return CheckPart(len(xv), counts, int(qi_same.sum()), int(all_same.sum()))
+    hx, hz = _RowHashes(xv, kinds), _RowHashes(zv, kinds)
+    full_x, full_z = hx.of(list(columns)), hz.of(list(columns))
+    copied = multiset_matches(full_x, full_z)
+    verbatim = all_same | np.isin(full_x, full_z)
+    keys = np.unique(hx.of(qi)[verbatim]) if qi else np.zeros(0, dtype=np.uint64)
+    return CheckPart(len(xv), counts, int(qi_same.sum()), int(all_same.sum()), copied, keys)
 
 
 def check_columns(schema: Schema, columns: Sequence[str]) -> tuple[list[str], bool]:
@@ -160,10 +221,81 @@ def check_columns(schema: Schema, columns: Sequence[str]) -> tuple[list[str], bo
     return [c for c in (schema.quasi_identifiers if declared else schema.attributes) if c in columns], declared
 
 
+class KeyCounts:
+    """Counts of x's records by key combination, across the partitions of a Dask DataFrame
+    (exact: Dask counts the records' hashes). ``kinds`` says which columns are numbers."""
+
+    def __init__(self, x: Any, kinds: dict[str, bool]) -> None:
+        self.x = x
+        self.kinds = kinds
+        self._cache: dict[tuple[str, ...], tuple[int, int, int]] = {}
+
+    def _hashes(self, cols: Sequence[str]) -> Any:
+        kinds, cols = self.kinds, list(cols)
+        return self.x.map_partitions(lambda p: pd.Series(_RowHashes(p.reset_index(drop=True), kinds).of(cols),
+                                                         dtype="uint64"), meta=("h", "uint64"))
+
+    def stats(self, cols: Sequence[str]) -> tuple[int, int, int]:
+        """(records, distinct combinations, records whose combination no other record has)."""
+        key = tuple(cols)
+        if key not in self._cache:
+            vc = self._hashes(cols).value_counts(split_out=max(1, self.x.npartitions // 8))
+            n, distinct, single = (int(v) for v in _compute(vc.sum(), vc.size, (vc == 1).sum()))
+            self._cache[key] = (n, distinct, single)
+        return self._cache[key]
+
+    def unique_among(self, cols: Sequence[str], hashes: np.ndarray) -> int:
+        """How many of the combinations ``hashes`` (on ``cols``) belong to exactly one record of x."""
+        if hashes.size == 0:
+            return 0
+        h = self._hashes(cols)
+        vc = h[h.isin(hashes)].value_counts()
+        return int(_compute((vc == 1).sum())[0])
+
+
+def _compute(*items: Any) -> tuple[Any, ...]:
+    import dask
+
+    return dask.compute(*items)
+
+
+def dask_copies(x: Any, z: Any, columns: Sequence[str], qi: Sequence[str], kinds: dict[str, bool],
+                paired_keys: np.ndarray | None = None) -> tuple[int, int]:
+    """Among all of x, counted by Dask: (released records that copy a record of x, multisets;
+    records of x unique on ``qi`` that are copied or — ``paired_keys``, their ``qi`` hashes —
+    equal to their own release)."""
+    cols, q = list(columns), list(qi)
+    split = max(1, x.npartitions // 8)
+
+    def both(p: pd.DataFrame) -> pd.DataFrame:
+        h = _RowHashes(p.reset_index(drop=True), kinds)
+        return pd.DataFrame({"q": h.of(q), "f": h.of(cols)})
+
+    hx = x.map_partitions(both, meta={"q": "uint64", "f": "uint64"})
+    in_x = hx["f"].value_counts(split_out=split).rename("a").to_frame()
+    in_z = KeyCounts(z, kinds)._hashes(cols).value_counts(split_out=split).rename("b").to_frame()
+    common = in_x.merge(in_z, left_index=True, right_index=True, how="inner")
+    copies = common.min(axis=1).sum()
+    if not q:
+        return int(_compute(copies)[0]), 0
+    once = hx["q"].value_counts(split_out=split).rename("cq").to_frame()
+    single = hx.merge(once, left_on="q", right_index=True)
+    single = single[single["cq"] == 1].merge(in_z, left_on="f", right_index=True, how="left")
+    hit = ~single["b"].isna()
+    if paired_keys is not None and paired_keys.size:
+        hit = hit | single["q"].isin(paired_keys)
+    n_copies, n_unique = _compute(copies, hit.sum())
+    return int(n_copies), int(n_unique)
+
+
 def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns: Sequence[str],
                              unique_in_z: int, tolerance: float = TOLERANCE,
-                             kinds: dict[str, str] | None = None) -> ReleaseCheck:
-    """The release check of a partitioned table from its partitions' counts."""
+                             kinds: dict[str, str] | None = None, keys: KeyCounts | None = None,
+                             copies: tuple[int, int] | None = None) -> ReleaseCheck:
+    """The release check of a partitioned table from its partitions' counts; with ``keys`` (x's
+    records counted by key across partitions) also the verbatim records unique in x and the
+    per-key table; ``copies`` (:func:`dask_copies`) counts copies among all of x instead of
+    within each partition."""
     qi, declared = check_columns(schema, columns)
     n = sum(p.n for p in parts)
     if n == 0:
@@ -174,19 +306,56 @@ def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns
         role = schema.role(c) if c in schema.all_columns else "not in the schema"
         kind = (kinds or {}).get(c) or ("numeric" if c in _numeric_set(schema) else "categorical")
         rows.append({"column": c, "role": role, "kind": kind, "share_unchanged": share, "touched": bool(share < 1.0)})
+    per_column = pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"])
     qi_n = sum(p.records_unchanged for p in parts)
-    all_n = sum(p.records_verbatim for p in parts)
+    paired = sum(p.records_verbatim for p in parts)
+    copied = sum(p.copied for p in parts) if copies is None else copies[0]
+    verbatim = max(paired, copied)
+    verbatim_unique = unique_x = 0
+    untouched_keys: list[str] = []
+    together = 0.0
+    per_key = pd.DataFrame(columns=PER_KEY_COLUMNS)
+    if keys is not None and qi:
+        cands = np.unique(np.concatenate([p.verbatim_keys for p in parts])) if parts else np.zeros(0, np.uint64)
+        verbatim_unique = keys.unique_among(qi, cands) if copies is None else copies[1]
+        unique_x = keys.stats(qi)[2]
+        share = dict(zip(per_column["column"], per_column["share_unchanged"], strict=True))
+        untouched_keys = [c for c in qi if share.get(c, 0.0) >= 1.0]
+
+        def unique_share(cols: list[str]) -> float:
+            if not cols:
+                return 0.0
+            total, _, single = keys.stats(cols)
+            return single / total if total else 0.0
+
+        together = unique_share(untouched_keys)
+        key_rows = []
+        for c in qi:
+            total, distinct, single = keys.stats([c])
+            drop = (together - unique_share([k for k in untouched_keys if k != c])) if c in untouched_keys \
+                else float("nan")
+            key_rows.append({"column": c, "share_unchanged": float(share.get(c, 0.0)), "untouched": c in untouched_keys,
+                             "distinct_x": distinct, "unique_alone": single / total if total else 0.0,
+                             "unique_drop": drop})
+        per_key = pd.DataFrame(key_rows, columns=PER_KEY_COLUMNS)
     return ReleaseCheck(
         value=qi_n / n if qi else 1.0, n_records=n, quasi_identifiers=qi, quasi_identifiers_declared=declared,
-        records_unchanged=qi_n if qi else n, records_verbatim=all_n, share_verbatim=all_n / n,
+        records_unchanged=qi_n if qi else n, records_verbatim=verbatim, share_verbatim=verbatim / n,
         unique_in_z=int(unique_in_z), untouched_columns=[r["column"] for r in rows if not r["touched"]],
-        tolerance=float(tolerance),
-        per_column=pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"]),
+        tolerance=float(tolerance), per_column=per_column, records_copied=copied, records_verbatim_paired=paired,
+        records_verbatim_unique=verbatim_unique, share_verbatim_unique=verbatim_unique / n, unique_in_x=unique_x,
+        untouched_keys=untouched_keys, untouched_keys_unique=together, per_key=per_key,
     )
 
 
 def _numeric_set(schema: Schema) -> set[str]:
     return set(schema.numeric) | ({schema.weight} if schema.weight else set())
+
+
+def column_kinds(schema: Schema, x: pd.DataFrame, z: pd.DataFrame, columns: Sequence[str]) -> dict[str, bool]:
+    """Which compared columns are numbers (compared within the tolerance, hashed as float64)."""
+    num = _numeric_set(schema)
+    return {c: _is_numeric(c, schema, num, x, z) for c in columns}
 
 
 def _is_numeric(c: str, schema: Schema, numeric: set[str], xv: pd.DataFrame, zv: pd.DataFrame) -> bool:
@@ -203,46 +372,158 @@ def release_check(
     tolerance: float = TOLERANCE,
     record_aligned: bool = True,
 ) -> ReleaseCheck:
-    """Compare a release ``z`` with the original ``x`` record by record.
+    """Compare a release ``z`` with the original ``x`` (see the module docstring).
 
     ``columns`` are the columns compared (default: every column of z that x has);
     the quasi-identifiers are ``schema.quasi_identifiers``, or all of the schema's
     attributes when none is declared.
 
-    With ``record_aligned=False`` (a synthetic release with its own number of records,
-    whose rows are not paired with x's) a released record counts as unchanged when it
-    equals *some* original record exactly: ``value`` is then the share of z's records
-    whose quasi-identifiers occur in x, ``share_verbatim`` the share of z's records that
-    are copies of a record of x, and ``per_column`` is empty.
+    ``record_aligned=True`` says that row ``i`` of z was made from row ``i`` of x (the pairing
+    known): records are compared with their own originals, and as multisets besides. With
+    ``record_aligned=False`` (a synthetic release with its own number of records, or a z whose
+    rows the owner did not pair with x's) every count is taken among all of x, records and
+    values matched one to one (exact equality).
     """
     if len(x) == 0 or len(z) == 0:
         raise SchemaError("the release check needs at least one record in x and in z")
     cols, qi, declared = _compared_columns(x, z, schema, columns)
-    if not record_aligned:
-        return _check_unaligned(x, z, cols, qi, declared, tolerance)
-    if len(x) != len(z):
+    if record_aligned and len(x) != len(z):
         raise SchemaError(f"the release check compares records one by one: x has {len(x)} rows, z has {len(z)}")
     xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
     numeric = _numeric_set(schema)
+    kinds = {c: _is_numeric(c, schema, numeric, xv, zv) for c in cols}
+    hx, hz = _RowHashes(xv, kinds), _RowHashes(zv, kinds)
+    n = len(zv)
     same: dict[str, np.ndarray] = {}
     rows = []
     for c in cols:
-        is_num = _is_numeric(c, schema, numeric, xv, zv)
-        same[c] = unchanged_cells(xv[c], zv[c], is_num, tolerance)
-        share = float(same[c].mean())
+        if record_aligned:
+            same[c] = unchanged_cells(xv[c], zv[c], kinds[c], tolerance)
+            share = float(same[c].mean())
+        else:
+            share = multiset_matches(hx.of([c]), hz.of([c])) / n
         role = schema.role(c) if c in schema.all_columns else "not in the schema"
-        rows.append({"column": c, "role": role, "kind": "numeric" if is_num else "categorical",
+        rows.append({"column": c, "role": role, "kind": "numeric" if kinds[c] else "categorical",
                      "share_unchanged": share, "touched": bool(share < 1.0)})
-    n = len(xv)
-    all_same = np.ones(n, dtype=bool)
-    for c in cols:
-        all_same &= same[c]
-    qi_same = np.ones(n, dtype=bool)
-    for c in qi:
-        qi_same &= same[c]
     per_column = pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"])
     untouched = [r["column"] for r in rows if not r["touched"]]
-    return _result(zv, qi, declared, qi_same, all_same, untouched, tolerance, per_column, aligned=True)
+    # copies among all of x: the multiset intersection of whole records
+    full_x, full_z = hx.of(cols), hz.of(cols)
+    copied = multiset_matches(full_x, full_z)
+    qi_x = hx.of(qi) if qi else np.zeros(len(xv), dtype=np.uint64)
+    unique_x = _unique_mask(qi_x) if qi else np.zeros(len(xv), dtype=bool)
+    # a record unique in x on its quasi-identifiers is unique on every column too: at most one copy matches it
+    has_copy = np.isin(full_x, full_z)
+    if record_aligned:
+        all_same = np.ones(n, dtype=bool)
+        for c in cols:
+            all_same &= same[c]
+        qi_same = np.ones(n, dtype=bool)
+        for c in qi:
+            qi_same &= same[c]
+        paired = int(all_same.sum())
+        records_unchanged = int(qi_same.sum()) if qi else n
+        verbatim_unique = int(((all_same | has_copy) & unique_x).sum())
+    else:
+        paired = 0
+        records_unchanged = multiset_matches(qi_x, hz.of(qi)) if qi else n
+        verbatim_unique = int((has_copy & unique_x).sum())
+    verbatim = max(paired, copied)
+    keys = _per_key(xv, hx, qi, per_column)
+    untouched_keys = [r.column for r in keys.itertuples() if r.untouched]
+    return ReleaseCheck(
+        value=records_unchanged / n if qi else 1.0,
+        n_records=n,
+        quasi_identifiers=qi,
+        quasi_identifiers_declared=declared,
+        records_unchanged=records_unchanged,
+        records_verbatim=verbatim,
+        share_verbatim=verbatim / n,
+        unique_in_z=int(_unique_mask(hz.of(qi)).sum()) if qi else 0,
+        untouched_columns=untouched,
+        tolerance=float(tolerance),
+        per_column=per_column,
+        record_aligned=bool(record_aligned),
+        records_copied=copied,
+        records_verbatim_paired=paired,
+        records_verbatim_unique=verbatim_unique,
+        share_verbatim_unique=verbatim_unique / n,
+        unique_in_x=int(unique_x.sum()),
+        untouched_keys=untouched_keys,
+        untouched_keys_unique=_unique_share(hx.of(untouched_keys)) if untouched_keys else 0.0,
+        per_key=keys,
+    )
+
+
+class _RowHashes:
+    """64-bit hashes of records on a set of columns, numbers as float64 (−0 as 0) and
+    everything else as text, so that x and z hash alike whatever their dtypes."""
+
+    def __init__(self, df: pd.DataFrame, kinds: dict[str, bool]) -> None:
+        self.df = df
+        self.kinds = kinds
+        self._cols: dict[str, np.ndarray] = {}
+
+    def _column(self, c: str) -> np.ndarray:
+        if c not in self._cols:
+            s = self.df[c]
+            if self.kinds.get(c, False):
+                v = s.to_numpy(dtype=float, na_value=np.nan) + 0.0  # -0.0 + 0.0 is 0.0
+                h = pd.util.hash_array(v)
+            else:
+                text = s.astype(object).where(s.notna(), "\x00missing").astype(str).to_numpy(dtype=object)
+                h = pd.util.hash_array(text)
+            self._cols[c] = h
+        return self._cols[c]
+
+    def of(self, cols: Sequence[str]) -> np.ndarray:
+        """One hash per record of its values on ``cols`` (order matters; two different records
+        share a hash with probability about 2⁻⁶⁴)."""
+        out = np.zeros(len(self.df), dtype=np.uint64)
+        for k, c in enumerate(cols):
+            # combine column hashes as pandas combines them for a row: multiply-xor with a running factor
+            out = (out * np.uint64(0x100000001B3 + 2 * k)) ^ self._column(c)
+        return out
+
+
+def multiset_matches(a: np.ndarray, b: np.ndarray) -> int:
+    """Size of the multiset intersection of two arrays of hashes: each element of ``b`` matched
+    to at most one equal element of ``a`` and the other way round."""
+    if a.size == 0 or b.size == 0:
+        return 0
+    ua, ca = np.unique(a, return_counts=True)
+    ub, cb = np.unique(b, return_counts=True)
+    _, ia, ib = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
+    return int(np.minimum(ca[ia], cb[ib]).sum())
+
+
+def _unique_mask(h: np.ndarray) -> np.ndarray:
+    """Which records' hash no other record has."""
+    if h.size == 0:
+        return np.zeros(0, dtype=bool)
+    _, inv, counts = np.unique(h, return_inverse=True, return_counts=True)
+    return counts[inv] == 1
+
+
+def _unique_share(h: np.ndarray) -> float:
+    return float(_unique_mask(h).mean()) if h.size else 0.0
+
+
+def _per_key(xv: pd.DataFrame, hx: _RowHashes, qi: Sequence[str], per_column: pd.DataFrame) -> pd.DataFrame:
+    """The per-quasi-identifier table (see :class:`ReleaseCheck`)."""
+    share = dict(zip(per_column["column"], per_column["share_unchanged"], strict=True))
+    untouched = [c for c in qi if share.get(c, 0.0) >= 1.0]
+    together = _unique_share(hx.of(untouched)) if untouched else 0.0
+    rows = []
+    for c in qi:
+        drop = float("nan")
+        if c in untouched:
+            rest = [k for k in untouched if k != c]
+            drop = together - (_unique_share(hx.of(rest)) if rest else 0.0)
+        rows.append({"column": c, "share_unchanged": float(share.get(c, 0.0)), "untouched": c in untouched,
+                     "distinct_x": int(xv[c].nunique(dropna=False)), "unique_alone": _unique_share(hx.of([c])),
+                     "unique_drop": drop})
+    return pd.DataFrame(rows, columns=PER_KEY_COLUMNS)
 
 
 def _compared_columns(
@@ -258,45 +539,6 @@ def _compared_columns(
     return cols, qi, declared
 
 
-def _check_unaligned(
-    x: pd.DataFrame, z: pd.DataFrame, cols: list[str], qi: list[str], declared: bool, tolerance: float
-) -> ReleaseCheck:
-    xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
-
-    def found(subset: list[str]) -> np.ndarray:
-        # exact equality of whole rows, by hashing each row of both tables the same way
-        if not subset:
-            return np.ones(len(zv), dtype=bool)
-        hx = pd.util.hash_pandas_object(xv[subset].astype(object), index=False).to_numpy()
-        hz = pd.util.hash_pandas_object(zv[subset].astype(object), index=False).to_numpy()
-        return np.isin(hz, hx)
-
-    empty = pd.DataFrame(columns=["column", "role", "kind", "share_unchanged", "touched"])
-    return _result(zv, qi, declared, found(qi), found(cols), [], tolerance, empty, aligned=False)
-
-
-def _result(
-    zv: pd.DataFrame, qi: list[str], declared: bool, qi_same: np.ndarray, all_same: np.ndarray,
-    untouched: list[str], tolerance: float, per_column: pd.DataFrame, *, aligned: bool,
-) -> ReleaseCheck:
-    n = len(zv)
-    unique = int((~zv.duplicated(subset=qi, keep=False)).sum()) if qi else 0
-    return ReleaseCheck(
-        value=float(qi_same.mean()) if qi else 1.0,
-        n_records=n,
-        quasi_identifiers=qi,
-        quasi_identifiers_declared=declared,
-        records_unchanged=int(qi_same.sum()) if qi else n,
-        records_verbatim=int(all_same.sum()),
-        share_verbatim=float(all_same.mean()),
-        unique_in_z=unique,
-        untouched_columns=untouched,
-        tolerance=float(tolerance),
-        per_column=per_column,
-        record_aligned=aligned,
-    )
-
-
 def qi_hashes(z: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
     """One 64-bit hash per record of its quasi-identifier values (to count sample uniques
     across partitions; two different combinations share a hash with probability about 2⁻⁶⁴)."""
@@ -306,17 +548,24 @@ def qi_hashes(z: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
 
 
 def release_check_dask(x: Any, z: Any, schema: Schema, *, columns: Sequence[str] | None = None,
-                       tolerance: float = TOLERANCE) -> ReleaseCheck:
-    """:func:`release_check` of two Dask DataFrames partitioned alike, exactly: column moments
-    of x in a first pass, the record-by-record counts per partition pair in a second, and the
-    sample uniques of z from hashes Dask counts across partitions."""
+                       tolerance: float = TOLERANCE, record_aligned: bool = True) -> ReleaseCheck:
+    """:func:`release_check` of two Dask DataFrames, exactly. Paired (partitioned alike, row
+    ``i`` of each partition of z made from row ``i`` of x's): column moments of x in a first
+    pass, the record-by-record counts per partition pair in a second, x's records counted by
+    key and the sample uniques of z from hashes Dask counts across partitions. Not paired:
+    every count among all of x, from hashes Dask counts in both tables."""
     from ppdm.data.partitions import read_partition, run_partitions
     from ppdm.data.types import working_frame
     from ppdm.metrics._dask import check_aligned
 
-    check_aligned(x, z, "the release check")
     cols = [c for c in z.columns if c in x.columns] if columns is None else list(columns)
     numeric = [c for c in cols if c in _numeric_set(schema)]
+    num_set = _numeric_set(schema)
+    kinds = {c: _is_numeric(c, schema, num_set, x._meta, z._meta) for c in cols}
+    qi = check_columns(schema, cols)[0]
+    if not record_aligned:
+        return _release_check_dask_unpaired(x, z, schema, cols, qi, kinds, tolerance)
+    check_aligned(x, z, "the release check")
 
     def moments(i: int) -> dict[str, tuple[int, float, float, float]]:
         w = working_frame(read_partition(x, i)[numeric], numeric)
@@ -331,18 +580,216 @@ def release_check_dask(x: Any, z: Any, schema: Schema, *, columns: Sequence[str]
         return check_partition(xi, zi, schema, cols, spreads, tolerance)
 
     parts = run_partitions(part, x.npartitions, name="ppdm-check")
-    qi = check_columns(schema, cols)[0]
     unique = 0
     if qi:
         h = z[qi].map_partitions(lambda p: pd.Series(qi_hashes(p, qi), dtype="uint64"), meta=("h", "uint64"))
         unique = int((h.value_counts(split_out=max(1, z.npartitions // 8)) == 1).sum().compute())
-    return release_check_from_parts(parts, schema, cols, unique, tolerance)
+    keys = np.unique(np.concatenate([p.verbatim_keys for p in parts])) if parts else None
+    return release_check_from_parts(parts, schema, cols, unique, tolerance, keys=KeyCounts(x, kinds),
+                                    copies=dask_copies(x, z, cols, qi, kinds, keys))
+
+
+def _release_check_dask_unpaired(x: Any, z: Any, schema: Schema, cols: list[str], qi: list[str],
+                                 kinds: dict[str, bool], tolerance: float) -> ReleaseCheck:
+    """The pairing-free check of two Dask DataFrames: records and values matched one to one
+    among all of x (multisets of hashes, counted by Dask)."""
+    kx, kz = KeyCounts(x, kinds), KeyCounts(z, kinds)
+    n = kz.stats(cols)[0]
+    if n == 0:
+        raise SchemaError("the release check needs at least one record in x and in z")
+
+    def matched(c: Sequence[str]) -> int:
+        split = max(1, x.npartitions // 8)
+        a = kx._hashes(c).value_counts(split_out=split).rename("a")
+        b = kz._hashes(c).value_counts(split_out=split).rename("b")
+        both = a.to_frame().merge(b.to_frame(), left_index=True, right_index=True, how="inner")
+        return int(_compute(both.min(axis=1).sum())[0])
+
+    rows = []
+    for c in cols:
+        share = matched([c]) / n
+        role = schema.role(c) if c in schema.all_columns else "not in the schema"
+        rows.append({"column": c, "role": role, "kind": "numeric" if kinds[c] else "categorical",
+                     "share_unchanged": share, "touched": bool(share < 1.0)})
+    per_column = pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"])
+    copied, verbatim_unique = dask_copies(x, z, cols, qi, kinds)
+    qi_n = matched(qi) if qi else n
+    unique_z = kz.stats(qi)[2] if qi else 0
+    check = ReleaseCheck(
+        value=qi_n / n if qi else 1.0, n_records=n, quasi_identifiers=qi,
+        quasi_identifiers_declared=bool(schema.quasi_identifiers), records_unchanged=qi_n, records_verbatim=copied,
+        share_verbatim=copied / n, unique_in_z=unique_z,
+        untouched_columns=[r["column"] for r in rows if not r["touched"]], tolerance=float(tolerance),
+        per_column=per_column, record_aligned=False, records_copied=copied, records_verbatim_unique=verbatim_unique,
+        share_verbatim_unique=verbatim_unique / n, unique_in_x=kx.stats(qi)[2] if qi else 0,
+    )
+    return check
+
+
+# ------------------------------------------------------------------------------ the gate
+@dataclass(frozen=True)
+class GateThresholds:
+    """Where the release gate refuses and warns (shares between 0 and 1; docs/roles_and_release.md).
+
+    Refusals (each overridden by its own flag, :data:`GATE_OVERRIDES`):
+
+    * ``unchanged`` — at least this share of the records come out unchanged on every column;
+    * ``verbatim_unique`` — more than this share are unchanged on every column *and* their
+      original is unique in x on its quasi-identifiers;
+    * ``untouched_unique`` — the quasi-identifiers no technique touched make more than this
+      share of the original records unique;
+    * ``pass_through_distinct`` — a column no technique models (the weight) has at least this
+      share of distinct values, so joining on it finds people (checked before anonymizing).
+
+    Warnings, below the refusal lines: ``warn_verbatim`` (records unchanged on every column),
+    ``warn_unchanged_keys`` (records whose quasi-identifiers are all unchanged),
+    ``warn_untouched_unique`` (records the untouched quasi-identifiers make unique) and
+    ``warn_pass_through_unique`` (records a pass-through column makes unique).
+    """
+
+    unchanged: float = 0.95
+    verbatim_unique: float = 0.05
+    untouched_unique: float = 0.5
+    pass_through_distinct: float = 0.9
+    warn_verbatim: float = 0.05
+    warn_unchanged_keys: float = 0.05
+    warn_untouched_unique: float = 0.05
+    warn_pass_through_unique: float = 0.05
+
+    @classmethod
+    def of(cls, value: GateThresholds | dict[str, Any] | None) -> GateThresholds:
+        """Thresholds from ``None`` (the defaults), a dict of some of them by name, or themselves."""
+        from dataclasses import fields, replace
+
+        from ppdm.errors import ParameterError
+
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise ParameterError(f"gate thresholds must be a dict of names to shares, got {type(value).__name__}")
+        names = [f.name for f in fields(cls)]
+        out = {}
+        for k, v in value.items():
+            if k not in names:
+                raise ParameterError(f"unknown gate threshold {k!r}; the thresholds are {', '.join(names)}")
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                raise ParameterError(f"gate threshold {k} must be a number, got {v!r}") from None
+            if not 0.0 <= f <= 1.0:
+                raise ParameterError(f"gate threshold {k} is a share between 0 and 1, got {v!r}")
+            out[k] = f
+        return replace(cls(), **out)
+
+
+#: refusal rule → (library keyword, command-line flag) that releases anyway
+GATE_OVERRIDES = {
+    "unchanged": ("allow_unchanged=True", "--allow-unchanged"),
+    "verbatim_unique": ("allow_verbatim=True", "--allow-verbatim"),
+    "untouched_unique": ("allow_untouched_keys=True", "--allow-untouched-keys"),
+    "pass_through_distinct": ("allow_pass_through=[...]", "--allow-pass-through COLUMN"),
+}
+
+
+@dataclass
+class Finding:
+    """One judgement of the gate: ``level`` "refuse" or "warn", the ``rule`` (a name of
+    :class:`GateThresholds`), the measured ``share`` and the ``threshold``, the ``columns``
+    responsible (most responsible first) and a ``message`` naming shares and columns only."""
+
+    rule: str
+    level: str
+    share: float
+    threshold: float
+    columns: list[str]
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "level": self.level, "share": self.share, "threshold": self.threshold,
+                "columns": list(self.columns), "message": self.message}
+
+
+def _top_unchanged(table: pd.DataFrame, k: int = 3) -> tuple[list[str], str]:
+    """The columns most often left unchanged (at least half their cells), as names and text."""
+    if table.empty:
+        return [], ""
+    t = table.sort_values("share_unchanged", ascending=False, kind="stable")
+    t = t[t["share_unchanged"] >= 0.5].head(k)
+    return list(t["column"]), ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in t.itertuples())
+
+
+def _responsible_keys(check: ReleaseCheck) -> list[str]:
+    """Untouched quasi-identifiers, the one whose removal most lowers uniqueness first."""
+    keys = check.per_key[check.per_key["untouched"].astype(bool)] if not check.per_key.empty else check.per_key
+    if keys.empty:
+        return list(check.untouched_keys)
+    keys = keys.sort_values(["unique_drop", "unique_alone"], ascending=False, kind="stable")
+    return list(keys["column"])
+
+
+def gate(check: ReleaseCheck, thresholds: GateThresholds | dict[str, Any] | None = None) -> list[Finding]:
+    """The refusals and warnings a release check earns under ``thresholds`` (refusals first).
+
+    Nothing is refused or warned twice for one cause: a release refused as (almost) the
+    original is not also warned about its verbatim records."""
+    t = GateThresholds.of(thresholds)
+    n = max(check.n_records, 1)
+    out: list[Finding] = []
+    refused: set[str] = set()
+    if check.share_verbatim >= t.unchanged:
+        cols, text = _top_unchanged(check.per_column)
+        out.append(Finding("unchanged", "refuse", check.share_verbatim, t.unchanged, cols,
+                           f"the release is almost the original: {_pct(check.share_verbatim)} of the records "
+                           f"({check.records_verbatim} of {check.n_records}) come out unchanged on every column "
+                           f"(refused from {_pct(t.unchanged)})"))
+        refused.add("verbatim")
+    # a release refused as (almost) the original is not refused again for its verbatim records:
+    # allowing the one (allow_unchanged) allows the other
+    if "verbatim" not in refused and check.share_verbatim_unique > t.verbatim_unique:
+        cols, text = _top_unchanged(check.per_key if not check.per_key.empty else check.per_column)
+        out.append(Finding("verbatim_unique", "refuse", check.share_verbatim_unique, t.verbatim_unique, cols,
+                           f"{_pct(check.share_verbatim_unique)} of the records ({check.records_verbatim_unique} of "
+                           f"{check.n_records}) come out unchanged on every column while no other original record "
+                           f"has their quasi-identifiers (refused above {_pct(t.verbatim_unique)}): whoever knows "
+                           "those finds the record, and all of it is true"
+                           + (f"; quasi-identifiers most often unchanged: {text}" if text else "")))
+        refused.add("verbatim")
+    if check.untouched_keys and check.untouched_keys_unique > t.untouched_unique:
+        keys = _responsible_keys(check)
+        out.append(Finding("untouched_unique", "refuse", check.untouched_keys_unique, t.untouched_unique, keys,
+                           f"quasi-identifier(s) {', '.join(keys)} pass into the release untouched and make "
+                           f"{_pct(check.untouched_keys_unique)} of the original records unique (refused above "
+                           f"{_pct(t.untouched_unique)}); {keys[0]!r} matters most"))
+        refused.add("untouched")
+    if "verbatim" not in refused and check.share_verbatim > t.warn_verbatim:
+        cols, text = _top_unchanged(check.per_column)
+        out.append(Finding("warn_verbatim", "warn", check.share_verbatim, t.warn_verbatim, cols,
+                           f"{_pct(check.share_verbatim)} of the records ({check.records_verbatim} of "
+                           f"{check.n_records}) come out unchanged on every column (warned above "
+                           f"{_pct(t.warn_verbatim)})" + (f"; most often unchanged: {text}" if text else "")))
+    if "verbatim" not in refused and check.quasi_identifiers and check.value > t.warn_unchanged_keys and \
+            check.records_unchanged > check.records_verbatim:
+        cols, text = _top_unchanged(check.per_key if not check.per_key.empty else check.per_column)
+        out.append(Finding("warn_unchanged_keys", "warn", check.value, t.warn_unchanged_keys, cols,
+                           f"{_pct(check.value)} of the records ({check.records_unchanged} of {n}) keep all their "
+                           f"quasi-identifiers unchanged (warned above {_pct(t.warn_unchanged_keys)})"
+                           + (f"; most often unchanged: {text}" if text else "")))
+    if "untouched" not in refused and check.untouched_keys and check.untouched_keys_unique > t.warn_untouched_unique:
+        keys = _responsible_keys(check)
+        out.append(Finding("warn_untouched_unique", "warn", check.untouched_keys_unique, t.warn_untouched_unique, keys,
+                           f"quasi-identifier(s) {', '.join(keys)} pass into the release untouched and make "
+                           f"{_pct(check.untouched_keys_unique)} of the original records unique (warned above "
+                           f"{_pct(t.warn_untouched_unique)}); {keys[0]!r} matters most"))
+    return out
 
 
 @register_measure(
     "release_check",
     kind="risk",
-    description="share of records whose quasi-identifiers (all attributes if none declared) are unchanged in z",
+    description="share of records whose quasi-identifiers (all attributes if none declared) are unchanged in z "
+                "(without a pairing: occur in x), with verbatim records and copies as multisets",
     needs_class=False,
     direction="lower",
     value_range=(0.0, 1.0),
@@ -355,5 +802,5 @@ def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.x) or is_dask(ctx.z):
-        return release_check_dask(ctx.x, ctx.z, ctx.schema)
-    return release_check(ctx.x, ctx.z, ctx.schema, record_aligned=len(ctx.x) == len(ctx.z))
+        return release_check_dask(ctx.x, ctx.z, ctx.schema, record_aligned=ctx.paired)
+    return release_check(ctx.x, ctx.z, ctx.schema, record_aligned=ctx.paired and len(ctx.x) == len(ctx.z))

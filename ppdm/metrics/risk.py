@@ -598,7 +598,7 @@ def sers(
 
 
 # --------------------------------------------------------------- CLI registrations
-@register_measure("ddr", kind="risk", needs_class=False, out_of_core=True,
+@register_measure("ddr", paired=True, kind="risk", needs_class=False, out_of_core=True,
                   description="distance-based record linkage: share of masked records linked to their own original",
                   direction="lower", value_range=(0.0, 1.0), threshold=0.05,
                   meaning="The share of released records an intruder who holds the original numeric values links "
@@ -608,7 +608,7 @@ def _ddr_measure(ctx: EvaluationContext) -> DDRResult:
     return ddr(ctx.x, ctx.z, cols, **pick_options(ctx.options, "ddr", ["standardize", "ties", "method", "percent"]))
 
 
-@register_measure("idr", kind="risk", needs_class=False, out_of_core=True,
+@register_measure("idr", paired=True, kind="risk", needs_class=False, out_of_core=True,
                   description="interval disclosure (sdcMicro dRisk, k = 0.05): share of records at risk",
                   direction="lower", value_range=(0.0, 1.0), threshold=0.10,
                   meaning="The share of records whose every original numeric value lies within 5 % of a standard "
@@ -619,7 +619,7 @@ def _idr_measure(ctx: EvaluationContext) -> IDRResult:
     return idr(ctx.x, ctx.z, opts.pop("k", 0.05), cols, **opts)
 
 
-@register_measure("il_dr_score", kind="combined", needs_class=False, out_of_core=True,
+@register_measure("il_dr_score", paired=True, kind="combined", needs_class=False, out_of_core=True,
                   description="IL-DR score 0.25·(IL metrics + IL1s + DDR + IDR) of paper 003 §3.3.3; lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="A trade-off score: lower means less information lost and less disclosure together; "

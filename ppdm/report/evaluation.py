@@ -5,8 +5,11 @@
 Schema ``docs/ppdm.schema.json`` (format ``ppdm.evaluation``, version
 :data:`JSON_FORMAT_VERSION`):
 
-* ``ppdm_version``, ``provenance`` (the sidecar ``<release stem>.provenance.json``
-  written next to the release, or ``null``), ``inputs`` (file names and sizes, options);
+* ``ppdm_version``, ``provenance`` (the public sidecar ``<release stem>.provenance.json``
+  written next to the release, or ``null``), ``private`` (what may be shown of the owner's
+  private log ``<release stem>.private.json`` when the evaluation was given it — input,
+  release check, hold-out size; never the pairing — else ``null``), ``inputs`` (file names
+  and sizes, options, how x and z were paired);
 * ``summary``: the ``risk`` and ``utility`` verdicts (:func:`verdicts`): low / high /
   uncertain risk, utility kept / reduced / uncertain;
 * ``measures`` by name: ``value`` (``null`` when skipped, with ``reason``), ``status``,
@@ -215,6 +218,7 @@ def evaluation_document(
     inputs: Mapping[str, Any] | None = None,
     dataset: Mapping[str, Any] | None = None,
     thresholds: Mapping[str, float] | None = None,
+    private: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON document of one evaluation (see the module docstring).
 
@@ -245,7 +249,7 @@ def evaluation_document(
     measures: dict[str, Any] = {}
     for name, out in outs.items():
         info = out.spec.info()
-        for key in ("default", "needs_class", "requires", "out_of_core"):
+        for key in ("default", "needs_class", "requires", "out_of_core", "paired"):
             info.pop(key, None)
         if name in overrides:
             info["threshold"] = float(overrides[name])
@@ -265,6 +269,7 @@ def evaluation_document(
     doc = {
         **json_header("evaluation"),
         "provenance": dict(provenance) if provenance is not None else None,
+        "private": _jsonable(dict(private)) if private is not None else None,
         "inputs": _jsonable(dict(inputs or {})),
         "dataset": _jsonable(dict(dataset)) if dataset is not None else None,
         "summary": {k: v.to_dict() for k, v in verdicts(measures).items()},

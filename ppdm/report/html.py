@@ -159,8 +159,10 @@ def _html_table(table: Mapping[str, Any], max_rows: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- evaluation page
-def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """What was released, as sentence and rows, from the provenance sidecar when there is one."""
+def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any],
+              private: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What was released, as sentence and rows, from the provenance sidecar when there is one
+    (and from the owner's private log when the evaluation was given it)."""
     z = inputs.get("anonymized") or {}
     x = inputs.get("original") or {}
     size = (f"{z.get('rows', '—')} rows × {z.get('columns', '—')} columns" if z else "")
@@ -171,7 +173,7 @@ def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any]) -
     tech = provenance.get("technique") or {}
     name = tech.get("name") if isinstance(tech, Mapping) else str(tech)
     params = tech.get("parameters") if isinstance(tech, Mapping) else None
-    src = provenance.get("input") or {}
+    src = provenance.get("input") or (private or {}).get("input") or {}
     seeded = provenance.get("seeded")
     sentence = (f"{z.get('source', 'z')} ({size}) was released by {name or 'an unnamed technique'}"
                 + (f" with {_plain_value(params)}" if params else "")
@@ -189,6 +191,8 @@ def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any]) -
     for key in ("seeded", "created", "ppdm_version", "removed_identifiers", "release_check", "privacy"):
         if key in provenance:
             rows.append((key.replace("_", " "), _plain_value(provenance[key])))
+        elif key == "release_check" and private and private.get("release_check") is not None:
+            rows.append(("release check (private log)", _plain_value(private["release_check"])))
     shown = {"technique", "input", "seeded", "created", "ppdm_version", "removed_identifiers", "release_check",
              "privacy", "schema", "format", "version"}
     for key, v in provenance.items():
@@ -197,6 +201,19 @@ def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any]) -
     if x:
         rows.append(("compared with", f"{x.get('source', 'x')} ({x.get('rows', '—')} rows)"))
     return {"sentence": sentence, "rows": rows, "known": True}
+
+
+def _provenance_view(provenance: Mapping[str, Any] | None,
+                     private: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The public provenance, with the input and release check of the private log when the
+    evaluation was given it (never its pairing)."""
+    if provenance is None or not private:
+        return provenance
+    view = dict(provenance)
+    for key in ("input", "release_check"):
+        if private.get(key) is not None:
+            view[key] = private[key]
+    return view
 
 
 def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | None,
@@ -270,8 +287,8 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
         "title": title,
         "version": doc.get("ppdm_version") or _version(),
         "subtitle": subtitle,
-        "released": _released(doc.get("provenance"), inputs),
-        "provenance": doc.get("provenance"),
+        "released": _released(doc.get("provenance"), inputs, doc.get("private")),
+        "provenance": _provenance_view(doc.get("provenance"), doc.get("private")),
         "verdicts": verdicts,
         "drivers": drivers_ctx,
         "groups": groups,
