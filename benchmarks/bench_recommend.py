@@ -109,7 +109,7 @@ def run(quick: bool) -> list[dict]:
     data = search_data(x, probe, schema=schema, quasi_identifiers=KEYS, random_state=SEED)
     rel = release(data.train, _standard_technique(data.schema), schema=data.schema, detect_identifiers=False)
     std_outcome = {"technique": "standard", "params": {},
-                   "measures": measure_release(rel.data, data, output_schema(rel.technique))}
+                   "measures": measure_release(rel.in_input_order()[0], data, output_schema(rel.technique))}
     policy = _policy(record_of(-1, std_outcome, _as_policy(probe)), UTILITY)
     std = record_of(-1, std_outcome, _as_policy(policy))
     assert std.feasible, "the standard release must meet the policy made from it"

@@ -554,7 +554,9 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         rel = make_release(job, data.train, data)
         out["privacy"] = _privacy(rel.technique)
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
-        out["measures"] = measure_release(rel.data, data, output_schema(rel.technique), stop_on_miss=True)
+        # measures pair z's records with x's: the release as published is shuffled
+        out["measures"] = measure_release(rel.in_input_order()[0], data, output_schema(rel.technique),
+                                          stop_on_miss=True)
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -926,7 +928,7 @@ def unmet_report(records: Sequence[TrialRecord], policy: Policy) -> dict[str, An
                                                      **closest[1].to_dict()},
         })
     # a line every trial left unmeasured (another line missed first) is not known to be unmeetable
-    never = [p["line"] for p in per_line if p["met_by"] == 0 and p["skipped"] < p["of"]]
+    never = [p["line"] for p in per_line if p["met_by"] == 0 and not (p["skipped"] and p["closest"] is None)]
 
     def excess(r: TrialRecord) -> float:
         return sum(max(0.0, v.margin) for v in r.lines)
@@ -1588,7 +1590,8 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     verification = cand
                 else:
                     outcome = {"technique": cand.technique, "params": cand.params,
-                               "measures": measure_release(rel.data, data, output_schema(rel.technique)),
+                               "measures": measure_release(rel.in_input_order()[0], data,
+                                                           output_schema(rel.technique)),
                                "privacy": _privacy(rel.technique),
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}
