@@ -113,3 +113,16 @@ def test_registered_for_evaluate():
     z = x + np.random.default_rng(0).standard_normal(x.shape) * x.std(ddof=0).to_numpy()
     ctx = EvaluationContext(x=x, z=z, schema=Schema.infer(x), options={"noise_std": x.std(ddof=0).to_dict()})
     assert MEASURES["spectral_filtering"].fn(ctx).value < 1
+
+
+def test_univariate_singling_out_draws_common_queries_for_releases_it_compares() -> None:
+    from ppdm.attacks.singling_out import EQ, LE, _common_order
+
+    col = np.array([0, 0, 1, 2, 2, 3])
+    op = np.array([EQ, LE, EQ, EQ, EQ, EQ])
+    val = np.array([1.0, 2.0, 3.0, 4.0, np.nan, -0.0])
+    first = _common_order(col, op, val, np.random.default_rng(5))
+    # one more candidate (a release with one more rare value): the others keep their order
+    more = _common_order(np.append(col, 1), np.append(op, EQ), np.append(val, 9.0), np.random.default_rng(5))
+    assert [int(i) for i in more if i < len(col)] == [int(i) for i in first]
+    assert sorted(first.tolist()) == list(range(len(col)))

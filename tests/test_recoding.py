@@ -14,7 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ppdm.anonymize.recoding import Recode, TopBottomCoding, cut, interval_labels, r_jitter, sdc_breaks
+from ppdm.anonymize.recoding import (
+    Recode,
+    TopBottomCoding,
+    cut,
+    interval_labels,
+    r_jitter,
+    round_breaks,
+    round_width,
+    sdc_breaks,
+)
 from ppdm.cli.app import app
 from ppdm.data.generalization import covers, generalise, parse_interval
 from ppdm.data.schema import Schema
@@ -97,6 +106,26 @@ def test_break_rules_by_hand() -> None:
     assert interval_labels(b, True, np.array([0.0, 100000.625])) == ["[0,50000.3125]", "(50000.3125,100000.625]"]
 
 
+def test_round_widths_are_the_bands_a_statistics_office_publishes() -> None:
+    # ages 17 to 90: a span of 73; about 7 intervals → 10.4 a cell → width 10
+    assert round_width(17, 90, 7) == 10.0
+    assert [round_width(17, 90, n) for n in (2, 3, 11, 24)] == [50.0, 20.0, 5.0, 2.0]
+    assert round_breaks(np.array([17.0, 90.0]), 7).tolist() == [10, 20, 30, 40, 50, 60, 70, 80, 90]
+    # the first break lies strictly below the smallest value; the last at or above the largest
+    assert round_breaks(np.array([20.0, 41.0]), 2).tolist() == [10, 20, 30, 40, 50]
+    assert round_breaks(np.array([0.12, 0.97]), 10).tolist() == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    ages = pd.DataFrame({"age": [17, 25, 30, 31, 64, 90]})
+    z = Recode(columns=["age"], breaks=7, method="round-width").fit_transform(ages)
+    assert z["age"].astype(str).tolist() == ["(10,20]", "(20,30]", "(20,30]", "(30,40]", "(60,70]", "(80,90]"]
+    # the same release as explicit 10-year break points
+    e = Recode(columns=["age"], breaks=[10, 20, 30, 40, 50, 60, 70, 80, 90]).fit_transform(ages)
+    assert z["age"].astype(str).tolist() == e["age"].astype(str).tolist()
+    # a declared lower bound stops the first band there, closed
+    sch = Schema(numeric=["age"], bounds={"age": (15, 120)})
+    zb = Recode(columns=["age"], breaks=7, method="round-width", schema=sch).fit_transform(ages)
+    assert zb["age"].astype(str).tolist()[0] == "[15,20]"
+
+
 def test_tied_quantiles_are_merged_or_jittered_as_sdcmicro() -> None:
     x = np.array([1.0] * 10 + [2.0, 3.0])
     b, _, jit = sdc_breaks(x, 4, "equal-frequency")
@@ -121,7 +150,7 @@ def test_tied_quantiles_are_merged_or_jittered_as_sdcmicro() -> None:
 # ---------------------------------------------------------------- properties
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=60),
-       st.integers(1, 8), st.sampled_from(["equal-width", "equal-frequency"]))
+       st.integers(1, 8), st.sampled_from(["equal-width", "equal-frequency", "round-width"]))
 def test_recoding_is_monotone_and_labels_cover_their_values(values, n, method) -> None:
     x = pd.DataFrame({"v": values})
     if x["v"].nunique() == 1:

@@ -48,7 +48,9 @@ from ppdm.data.generalization import format_interval, parse_interval
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, SchemaError
 
-NUMERIC_METHODS = ("equal-width", "log-equal-width", "equal-frequency")
+NUMERIC_METHODS = ("equal-width", "log-equal-width", "equal-frequency", "round-width")
+#: the round widths of ``method="round-width"``: these times a power of ten (as R's ``pretty`` uses)
+ROUND_UNITS = (1.0, 2.0, 5.0, 10.0)
 try:  # pandas' text dtype with NaN for a missing value (what a text column reads back as)
     _TEXT: Any = pd.StringDtype(na_value=np.nan)
 except TypeError:  # pragma: no cover - pandas < 2.3
@@ -113,6 +115,36 @@ def sdc_breaks(x: np.ndarray, n: int, method: str, *, rng: np.random.Generator |
     if np.unique(rb).size == rb.size:
         b = rb
     return b, True, jittered
+
+
+def round_width(low: float, high: float, n: int) -> float:
+    """The round interval width for about ``n`` intervals over ``[low, high]``: 1, 2 or 5 times a
+    power of ten, the one nearest ``(high − low) / n`` on the log scale (the widths a statistics
+    office publishes, and the units R's ``pretty`` picks from)."""
+    span = float(high) - float(low)
+    cell = span / max(int(n), 1)
+    if not (cell > 0 and math.isfinite(cell)) or not math.isfinite(10.0 ** math.floor(math.log10(cell))):
+        return 1.0
+    base = 10.0 ** math.floor(math.log10(cell))
+    if base == 0:
+        return 1.0
+    return min((u * base for u in ROUND_UNITS), key=lambda w: (abs(math.log(w / cell)), -w))
+
+
+def round_breaks(x: np.ndarray, n: int) -> np.ndarray:
+    """Break points of intervals ``(a, a + w]`` of a round width ``w`` (:func:`round_width`)
+    anchored at multiples of ``w``, from the last multiple below the smallest value to the first
+    multiple at or above the largest (ages 17 to 90 in 10-year bands: 10, 20, …, 90)."""
+    v = np.asarray(x, dtype=float)
+    lo, hi = float(v.min()), float(v.max())
+    w = round_width(lo, hi, n)
+    m0 = math.ceil(lo / w) - 1  # the first break lies strictly below lo, so lo is in the first (a, b]
+    m1 = math.ceil(hi / w)
+    # multiples of w from whole numbers, 0.1-wide breaks reading 0.3 rather than 0.30000000000000004
+    b = np.array([float(f"{m * w:.12g}") for m in range(m0, m1 + 1)])
+    if b.size < 2 or np.any(np.diff(b) <= 0) or not (b[0] < lo and b[-1] >= hi):
+        b = np.arange(m0, m1 + 1, dtype=float) * w  # a width too fine for 12 digits: unrounded multiples
+    return b
 
 
 def r_jitter(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -216,7 +248,11 @@ class Recode(Technique):
         ``(a,b]``); a dict column → either (``"*"`` for the others). Default 5.
     method:
         With a number of intervals: ``"equal-width"`` (sdcMicro's equidistant, default),
-        ``"log-equal-width"`` (logEqui) or ``"equal-frequency"`` (equalAmount); or a dict.
+        ``"log-equal-width"`` (logEqui), ``"equal-frequency"`` (equalAmount), or
+        ``"round-width"``: about that many intervals of a round width (1, 2 or 5 times a power
+        of ten, as R's ``pretty`` picks) anchored at its multiples, the bands a statistics office
+        publishes (ages in 10-year bands ``(10,20]``, ``(20,30]``, …; :func:`round_breaks`);
+        or a dict.
     outside:
         A value outside every interval of explicit breaks is an error (``"error"``, default) or
         becomes missing (``"missing"``, what sdcMicro does).
@@ -246,7 +282,8 @@ class Recode(Technique):
     handles_missing = True
     missing_policy = "kept"
     #: intervals of numeric keys, how they are cut, and the rarest categories merged (1: none)
-    search_space = SearchSpace({"breaks": Integer(2, 30, log=True), "method": Choice(("equal-width", "equal-frequency")),
+    search_space = SearchSpace({"breaks": Integer(2, 30, log=True),
+                                "method": Choice(("equal-width", "equal-frequency", "round-width")),
                                 "min_count": Integer(1, 300, log=True)}, needs=("keys",), deterministic=True)
 
     def __init__(
@@ -348,7 +385,16 @@ class Recode(Technique):
                      bounds: tuple[float, float] | None = None) -> None:
         spec = _check_breaks(c, _per_column(self.breaks, c, 5))
         method = str(_per_column(self.method, c, "equal-width"))
-        if isinstance(spec, int):
+        if isinstance(spec, int) and method == "round-width":
+            b, lowest, jit = round_breaks(x, spec), False, False
+            if bounds is not None:
+                # the first band may start below a declared lower bound: it stops there, closed
+                clipped = np.unique(np.clip(b, float(bounds[0]), float(bounds[1])))
+                if clipped.size >= 2 and clipped[0] > b[0]:
+                    b, lowest = clipped, True
+                elif clipped.size >= 2:
+                    b = clipped
+        elif isinstance(spec, int):
             b, lowest, jit = sdc_breaks(x, spec, method, rng=rng, ties=self.ties)
             if bounds is not None:
                 # sdcMicro's ±1 padding may reach past a declared bound: intervals stop there (the
@@ -731,4 +777,4 @@ def _coding_labels(bounds: tuple[float | None, float | None], reps: tuple[Any, A
 
 
 __all__ = ["Recode", "TopBottomCoding", "cut", "interval_labels", "parse_bound", "r_jitter", "recoded_schema",
-           "sdc_breaks"]
+           "round_breaks", "round_width", "sdc_breaks"]

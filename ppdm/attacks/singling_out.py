@@ -249,10 +249,30 @@ def _univariate_queries(tab: Indexed, enc: Encoded, rng: np.random.Generator, n_
     col = np.array(cols, dtype=np.int64)[:, None]
     op = np.array(ops, dtype=np.int64)[:, None]
     val = np.array(vals, dtype=float)[:, None]
-    order = rng.permutation(len(col))
+    order = _common_order(col[:, 0], op[:, 0], val[:, 0], rng)
     col, op, val = col[order], op[order], val[order]
     keep = np.flatnonzero(_counts(tab, (col, op, val), 2) == 1)[:n_queries]
     return col[keep], op[keep], val[keep]
+
+
+def _mix64(v: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a well-spread 64-bit hash of each value."""
+    with np.errstate(over="ignore"):
+        v = (v ^ (v >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        v = (v ^ (v >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return v ^ (v >> np.uint64(31))
+
+
+def _common_order(col: np.ndarray, op: np.ndarray, val: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random order of the candidate queries in which each query's place depends only on the
+    query and the seed, not on the other candidates: two releases measured with the same seed
+    draw the same queries wherever they offer the same ones (common random numbers), so their
+    difference in risk is the difference of what they release, not of the draw. One number is
+    taken from ``rng`` whatever the number of candidates."""
+    salt = np.uint64(int(rng.integers(0, 2**63 - 1)))
+    bits = np.ascontiguousarray(np.where(np.isnan(val), np.nan, val + 0.0), dtype=np.float64).view(np.uint64)
+    key = _mix64(bits ^ _mix64(col.astype(np.uint64) * np.uint64(16) + op.astype(np.uint64) + salt))
+    return np.argsort(key, kind="stable")
 
 
 def _multivariate_queries(

@@ -367,6 +367,9 @@ class SearchData:
     options: dict[str, Any]
     measure_seed: int
     input_info: dict[str, Any]
+    #: the policy's risk lines as ``(measure, threshold, direction)``: a trial stops measuring
+    #: risk once one of them misses (see :func:`measure_release`)
+    lines: tuple[tuple[str, float, str], ...] = ()
 
 
 @dataclass
@@ -379,9 +382,32 @@ class TrialJob:
     seed: int | None
 
 
-def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None = None) -> dict[str, dict[str, Any]]:
+#: risk measures a trial measures last, the slowest first to be spared when a cheaper line misses
+MEASURED_LAST = ("linkability", "inference", "singling_out_multivariate")
+
+
+def measure_order(measures: Sequence[str]) -> list[str]:
+    """The order a trial measures in: utility first (every trial's loss is known), then the
+    risk measures, the slowest (:data:`MEASURED_LAST`) last."""
+    registry = load_all_measures()
+    utility = [m for m in measures if registry[m].kind != "risk"]
+    risk = [m for m in measures if registry[m].kind == "risk"]
+    return utility + sorted(risk, key=lambda m: MEASURED_LAST.index(m) + 1 if m in MEASURED_LAST else 0)
+
+
+def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None = None, *,
+                    stop_on_miss: bool = False) -> dict[str, dict[str, Any]]:
     """Every measure of the policy on release ``z`` of the training split: value, confidence
     interval (``ci_low``/``ci_high`` when the measure gives one) or the reason it was skipped.
+
+    With ``stop_on_miss`` (what a search's trials do) the measures are taken in
+    :func:`measure_order`, and once a risk line of the policy (``data.lines``) misses — its
+    whole interval beyond the threshold, by :func:`ppdm.metrics.base.judge` — the remaining
+    risk measures are not taken: the release cannot meet the policy whatever they say. They
+    are recorded with ``skipped`` naming the line that missed. A release that meets every line
+    measured so far, and so every release that meets the policy, is measured in full; each
+    measure uses the same seed whichever order it is taken in, so its value does not depend on
+    the order.
 
     ``out_schema`` is the release's own schema when a technique recoded columns (numbers into
     interval labels, categories into coarser ones; ``Technique.output_schema``). Risk is then
@@ -405,8 +431,14 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
         utility_ctx = EvaluationContext(x=data.train, z=zu, schema=data.schema, test=data.control,
                                         control=data.control, **base)
     out: dict[str, dict[str, Any]] = {}
-    for name in data.measures:
+    lines = {m: (t, d) for m, t, d in data.lines} if stop_on_miss else {}
+    missed: str | None = None
+    for name in (measure_order(data.measures) if stop_on_miss else data.measures):
         spec = registry[name]
+        if missed is not None and spec.kind == "risk":
+            out[name] = {"value": None, "ci_low": None, "ci_high": None, "skipped": missed,
+                         "reason": f"not measured: the line on {missed} already misses"}
+            continue
         res = run_measure(spec, risk_ctx if spec.kind == "risk" else utility_ctx)
         entry: dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None}
         if res.skipped:
@@ -425,7 +457,12 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
             if why:  # computed, but the intruder scenario it models does not apply to this release
                 entry["not_judged"] = why
         out[name] = entry
-    return out
+        if name in lines and entry["value"] is not None and not entry.get("not_applicable") \
+                and not entry.get("not_judged"):
+            iv = (entry["ci_low"], entry["ci_high"]) if entry["ci_low"] is not None else None
+            if judge(entry["value"], lines[name][0], lines[name][1], iv) == "misses":
+                missed = name
+    return {name: out[name] for name in data.measures if name in out}
 
 
 def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None) -> Any:
@@ -524,7 +561,9 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         rel = make_release(job, data.train, data)
         out["privacy"] = _privacy(rel.technique)
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
-        out["measures"] = measure_release(measured_data(rel), data, output_schema(rel.technique))
+        # measures pair z's records with x's: the release as published is shuffled
+        out["measures"] = measure_release(measured_data(rel), data, output_schema(rel.technique),
+                                          stop_on_miss=True)
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -615,6 +654,13 @@ class LineVerdict:
                 "margin": self.margin, "reason": self.reason}
 
 
+def skipped_line(v: LineVerdict | Mapping[str, Any]) -> bool:
+    """Whether a line was left unmeasured because another line of the trial had already missed
+    (:func:`measure_release` with ``stop_on_miss``): not met, but no evidence against it."""
+    verdict, margin = (v.verdict, v.margin) if isinstance(v, LineVerdict) else (v.get("verdict"), v.get("margin"))
+    return verdict == "not measured" and margin == 0.0
+
+
 def _scale(line: RiskLine) -> float:
     spec = load_all_measures()[line.measure]
     lo, hi = spec.value_range
@@ -647,7 +693,10 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
                                    reason=m.get("not_judged") or m.get("reason")))
             continue
         if value is None:
-            out.append(LineVerdict(line.text(), line.measure, "not measured", margin=_NOT_MEASURED,
+            # a line left unmeasured because another already missed adds nothing to the excess the
+            # sampler sees (margin 0); it is still not met
+            out.append(LineVerdict(line.text(), line.measure, "not measured",
+                                   margin=0.0 if m.get("skipped") else _NOT_MEASURED,
                                    reason=m.get("reason") or outcome.get("error") or "not computed"))
             continue
         verdict = judge(value, line.threshold, line.direction, interval)
@@ -757,6 +806,11 @@ def risk_value(lines: Sequence[LineVerdict], policy: Policy) -> float | None:
         line = next((ln for ln in risk_lines if ln.measure == policy.risk_axis), None)
         if line is not None:
             return worst(line)
+    # lines left unmeasured after another missed (see measure_release): the worst of those measured,
+    # at least as high as the missed line's, stands for the release (which misses the policy anyway)
+    skipped = {v.measure for v in lines if skipped_line(v)}
+    if skipped and len(skipped) < len(risk_lines):
+        risk_lines = [ln for ln in risk_lines if ln.measure not in skipped]
     shares = [ln for ln in risk_lines if ln.direction == "lower"
               and registry[ln.measure].value_range == (0.0, 1.0)]
     chosen = shares or risk_lines[:1]
@@ -876,10 +930,12 @@ def unmet_report(records: Sequence[TrialRecord], policy: Policy) -> dict[str, An
         closest = min(cands, key=lambda rv: (rv[1].margin, rv[0].number)) if cands else None
         per_line.append({
             "line": text.line, "measure": text.measure, "met_by": len(met), "of": len(vs),
+            "skipped": sum(1 for _, v in vs if skipped_line(v)),
             "closest": None if closest is None else {"trial": closest[0].number, "label": closest[0].label,
                                                      **closest[1].to_dict()},
         })
-    never = [p["line"] for p in per_line if p["met_by"] == 0]
+    # a line every trial left unmeasured (another line missed first) is not known to be unmeetable
+    never = [p["line"] for p in per_line if p["met_by"] == 0 and not (p["skipped"] and p["closest"] is None)]
 
     def excess(r: TrialRecord) -> float:
         return sum(max(0.0, v.margin) for v in r.lines)
@@ -890,7 +946,7 @@ def unmet_report(records: Sequence[TrialRecord], policy: Policy) -> dict[str, An
         "never_met": never,
         "closest_trial": None if best is None else {
             "trial": best.number, "label": best.label, "excess": excess(best),
-            "missed": [v.to_dict() for v in best.failed_lines()]},
+            "missed": [v.to_dict() for v in best.failed_lines() if not skipped_line(v)]},
         "trials": len(measured),
     }
 
@@ -1229,7 +1285,8 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
         rules = rules_from_cart(train, sch, random_state=measure_seed)
     options: dict[str, Any] = {"infer_keys": False, **pol.measure_options()}
     return SearchData(train, control, sch, rules, tuple(pol.measures()), options, measure_seed,
-                      {**dict(base_info), "rows_used": int(len(train))})
+                      {**dict(base_info), "rows_used": int(len(train))},
+                      tuple((ln.measure, float(ln.threshold), ln.direction) for ln in pol.risk))
 
 
 def search_data(
@@ -1544,7 +1601,8 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     verification = cand
                 else:
                     outcome = {"technique": cand.technique, "params": cand.params,
-                               "measures": measure_release(measured_data(rel), data, output_schema(rel.technique)),
+                               "measures": measure_release(measured_data(rel), data,
+                                                           output_schema(rel.technique)),
                                "privacy": _privacy(rel.technique),
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}

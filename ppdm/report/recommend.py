@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ppdm.experiments.recommend import skipped_line
 from ppdm.report.evaluation import fmt_number, json_header
 
 # ------------------------------------------------------------------------- document
@@ -219,7 +220,8 @@ def families(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
             entry["best_utility_loss"], entry["best_trial"] = best["utility_loss"], best["number"]
         for i, line in enumerate(doc["policy"]["lines"]):
             vs = [(t, t["lines"][i]) for t in ran if i < len(t["lines"])]
-            missed = [(t, v) for t, v in vs if v["verdict"] not in ("meets", "not applicable")]
+            # a line left unmeasured after another missed is no miss of its own
+            missed = [(t, v) for t, v in vs if v["verdict"] not in ("meets", "not applicable") and not skipped_line(v)]
             measured = [(t, v) for t, v in vs if v["verdict"] not in ("not measured", "not applicable", "not judged")]
             closest = min(measured, key=lambda tv: (tv[1]["margin"], tv[0]["number"])) if measured else None
             entry["lines"].append({
