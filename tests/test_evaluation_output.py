@@ -336,3 +336,18 @@ def test_record_level_fields_stay_out_of_to_dict_and_details() -> None:
     r = _Estimate(0.5, estimate=pd.DataFrame({"a": [1.0, 2.0]}), per_attribute=pd.DataFrame({"k": [1]}))
     assert "estimate" not in r.to_dict() and "estimate" in r.to_dict(records=True)
     assert list(r.details()) == ["per_attribute"]
+
+
+def test_reasons_said_once_read_as_sentences() -> None:
+    """Equal reasons, and reasons that differ in how they begin, are given once; a shared ending
+    that would start inside the differing words starts at the next clause."""
+    from ppdm.experiments.evaluation import group_reasons
+
+    keys = ("all quasi-identifiers are perturbed, colour ({} of records changed): key frequencies judge only "
+            "unchanged or generalised ones")
+    control = "needs a control set of original records not used to make the release"
+    got = group_reasons([("k_anonymity", keys.format("17.1%")), ("sample_uniques", keys.format("12.0%")),
+                         ("inference", f"inference (income) {control}"), ("linkability", f"linkability {control}"),
+                         ("il1s", "the column 'c' is constant")])
+    assert got == [(["k_anonymity", "sample_uniques"], "key frequencies judge only unchanged or generalised ones"),
+                   (["inference", "linkability"], control), (["il1s"], "the column 'c' is constant")]

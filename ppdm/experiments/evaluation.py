@@ -258,4 +258,10 @@ def _common_ending(a: str, b: str) -> str:
     if n < len(a) and n < len(b) and not tail.startswith(" "):
         cut = tail.find(" ")
         tail = "" if cut < 0 else tail[cut:]
+    # a shared ending that starts inside what differs (a percentage's words) is said from the
+    # next clause on, so the reason given reads as a sentence
+    if n < len(a) and n < len(b):
+        clause = tail.find(": ")
+        if clause > 0 and tail[:clause].count(")") > tail[:clause].count("("):
+            tail = tail[clause + 2:]
     return tail.strip()

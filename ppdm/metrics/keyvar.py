@@ -784,10 +784,10 @@ def judged_keys(ctx: EvaluationContext, measure: str) -> tuple[list[str], list[s
         how = ", ".join(f"{k} ({c:.1%} of records changed)" if np.isfinite(c) else k
                         for k, c in zip(st["key"], st["changed"], strict=True))
         raise ScenarioNotApplicable(
-            # worded without the measure's own name, so a report says it once for all key-variable measures
-            f"key frequencies judge only quasi-identifiers that reach the release unchanged or generalised, and "
-            f"every one is perturbed: {how} — qi_matching judges this intruder (-p <measure>.all_keys=true "
-            f"computes it anyway)")
+            # the measure's own name left out and what varies said first, so that reports give the shared
+            # reason once for all key-variable measures and every run
+            f"all quasi-identifiers are perturbed, {how}: key frequencies judge only unchanged or generalised "
+            f"ones — qi_matching judges this intruder (-p <measure>.all_keys=true computes it anyway)")
     return kept, perturbed
 
 
