@@ -1004,8 +1004,13 @@ class RecommendResult:
         from ppdm.experiments.release import control_path
 
         if self.control is not None:
-            self.release.provenance["holdout"] = {"fraction": self.split["holdout"], "rows": len(self.control),
-                                                  "control": control_path(out).name}
+            hold = {"fraction": self.split["holdout"], "rows": len(self.control), "control": control_path(out).name}
+            privacy = self.release.provenance.get("privacy")
+            if isinstance(privacy, dict) and privacy.get("differentially_private"):
+                # the number of held-out records tells the size of x, which a DP release counts with noise:
+                # it is the owner's (the private log's hold-out record), not public
+                del hold["rows"]
+            self.release.provenance["holdout"] = hold
         return save_release(self.release, out, self.control)
 
 
