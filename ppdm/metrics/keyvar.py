@@ -529,22 +529,8 @@ def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) 
     the minimum distinct and entropy l and the share of records in groups with distinct
     l < ``l_target``.
     """
-    if isinstance(l_target, bool) or not isinstance(l_target, (int, np.integer)) or l_target < 1:
-        raise ParameterError(f"l-diversity l_target must be an integer ≥ 1, got {l_target!r}")
     keys = check_keys(df, keys, measure="l-diversity")
-    if isinstance(sensitive, str):
-        sensitive = [s.strip() for s in sensitive.replace(";", ",").split(",") if s.strip()]
-    sensitive = list(sensitive or [])
-    if not sensitive:
-        raise MeasureNotApplicable(
-            "l-diversity needs a sensitive attribute; declare it with --sensitive or sensitive in a schema file "
-            "(Schema(sensitive=[...]) in Python)")
-    absent = [s for s in sensitive if s not in df.columns]
-    if absent:
-        raise SchemaError(f"l-diversity: sensitive column(s) {', '.join(map(repr, absent))} not in the table")
-    clash = [s for s in sensitive if s in keys]
-    if clash:
-        raise ParameterError(f"l-diversity: {clash[0]!r} is both a quasi-identifier and the sensitive attribute")
+    sensitive = _l_diversity_args(l_target, sensitive, df.columns, keys)
     group = group_codes(key_codes(df, keys))
     rows, dl, el = [], {}, {}
     for s in sensitive:
@@ -1186,10 +1172,9 @@ def _ldiversity_table(df: Any, keys: list[str], sensitive: list[str], l_target: 
     return pd.DataFrame(rows), int(n or 0)
 
 
-def l_diversity_parts(ctx: Any, keys: list[str], sensitive: Any, l_target: Any) -> Any:
-    """:func:`ppdm.metrics.keyvar.l_diversity` of a partitioned release, exactly."""
-    from ppdm.errors import MeasureNotApplicable, ParameterError
-
+def _l_diversity_args(l_target: Any, sensitive: Any, columns: Any, keys: list[str]) -> list[str]:
+    """Checks of l-diversity's arguments, shared by the in-memory and partitioned forms; the
+    sensitive attributes as a list."""
     if isinstance(l_target, bool) or not isinstance(l_target, (int, np.integer)) or l_target < 1:
         raise ParameterError(f"l-diversity l_target must be an integer ≥ 1, got {l_target!r}")
     if isinstance(sensitive, str):
@@ -1199,12 +1184,18 @@ def l_diversity_parts(ctx: Any, keys: list[str], sensitive: Any, l_target: Any) 
         raise MeasureNotApplicable(
             "l-diversity needs a sensitive attribute; declare it with --sensitive or sensitive in a schema file "
             "(Schema(sensitive=[...]) in Python)")
-    absent = [s for s in sensitive if s not in ctx.z.columns]
+    absent = [s for s in sensitive if s not in columns]
     if absent:
         raise SchemaError(f"l-diversity: sensitive column(s) {', '.join(map(repr, absent))} not in the table")
     clash = [s for s in sensitive if s in keys]
     if clash:
         raise ParameterError(f"l-diversity: {clash[0]!r} is both a quasi-identifier and the sensitive attribute")
+    return sensitive
+
+
+def l_diversity_parts(ctx: Any, keys: list[str], sensitive: Any, l_target: Any) -> Any:
+    """:func:`ppdm.metrics.keyvar.l_diversity` of a partitioned release, exactly."""
+    sensitive = _l_diversity_args(l_target, sensitive, ctx.z.columns, keys)
     per, n = _ldiversity_table(ctx.z, keys, sensitive, int(l_target))
     per_x, _ = _ldiversity_table(ctx.x, keys, sensitive, int(l_target))
     return LDiversityResult(value=float(per["min_distinct_l"].min()), keys=list(keys), sensitive=sensitive,
