@@ -59,15 +59,9 @@ def judged_status(entry: Mapping[str, Any]) -> str:
 
 def fmt_value(v: Any, digits: int = 4) -> str:
     """A number with ``digits`` significant digits; missing values as a dash."""
-    if v is None or isinstance(v, bool):
-        return "—" if v is None else str(v)
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if not math.isfinite(f):
-        return "—"
-    return f"{f:.{digits}g}"
+    from ppdm.report.evaluation import fmt_number
+
+    return str(v) if isinstance(v, bool) else fmt_number(v, digits)
 
 
 def fmt_count(v: Any) -> str:
