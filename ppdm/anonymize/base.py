@@ -236,13 +236,18 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             meta = meta.astype(changed)
         return ddf.map_partitions(part, meta=meta)
 
-    def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
+    def _as_fitted_frame(self, X: Any) -> tuple[pd.DataFrame, bool]:
+        """``X`` as a frame with the columns seen in fit (refused otherwise), and whether it was an array."""
         df, was_array = self._as_frame(X)
         check_n_features(self, df.shape[1])
         cols = list(map(str, df.columns))
         fitted = list(map(str, self.feature_names_in_))
         if cols != fitted:
             raise SchemaError(f"the table's columns {cols} differ from those seen in fit {fitted}")
+        return df, was_array
+
+    def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
+        df, was_array = self._as_fitted_frame(X)
         missing = "keep" if self.handles_missing else "error"
         df, _ = self.schema_.validate(df, missing=missing)
         _refuse_missing_class(df, self.schema_)

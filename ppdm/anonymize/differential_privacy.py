@@ -1472,14 +1472,7 @@ class DPCube(Technique):
     # -------------------------------------------------------------- transform
     def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
         """The synthetic records, typed by the declaration (never by ``X``'s dtypes)."""
-        from ppdm.utils import check_n_features
-
-        df, was_array = self._as_frame(X)
-        check_n_features(self, df.shape[1])
-        cols = list(map(str, df.columns))
-        fitted = list(map(str, self.feature_names_in_))
-        if cols != fitted:
-            raise SchemaError(f"the table's columns {cols} differ from those seen in fit {fitted}")
+        df, was_array = self._as_fitted_frame(X)
         sample_rng = _child_rng(rng, 1)
         m = int(self.n_rows_) if self.neighbouring == "add-remove" else len(df)  # type: ignore[arg-type]
         out = self._synthesize(m, sample_rng)[list(df.columns)]
