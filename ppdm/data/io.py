@@ -224,6 +224,15 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
                     seen.add(name)
                 if len(header) == 1 and sep is None:
                     _refuse_other_separator(p, header[0])  # before the parser trips over the data rows
+            if header is not None and nrows is None and not csv_kwargs and schema is None and not categorical \
+                    and not dates:
+                # one pass with pyarrow when every column's type is certain from its text; else
+                # (None) the general reader below decides, with its messages
+                from ppdm.data._fast_csv import read_csv_typed
+
+                fast = read_csv_typed(p, delim, header, decimal)
+                if fast is not None:
+                    return fast
             kw: dict[str, Any] = {"na_values": ["?"], "sep": delim}
             if nrows is not None:
                 kw["nrows"] = nrows
