@@ -23,6 +23,7 @@ one division by a power of ten rounds it once), which is why longer ones are lef
 
 from __future__ import annotations
 
+import csv
 import mmap
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +56,7 @@ _NUMBER_LIKE = re.compile(r"^\s*[+-]?[0-9]*\.?[0-9]*([eE][+-]?[0-9]*)?\s*$")
 _PLAIN_NUMBER = re.compile(r"^(-?([0-9]+\.?[0-9]*|\.[0-9]+))?$")
 #: a code with a leading zero among numbers (``^\\s*[+-]?0\\d`` of the general reader)
 _CODE = re.compile(r"^-?0[0-9]")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _INFINITY = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
 _DATE_LIKE = [re.compile(pattern) for pattern, _ in ty._DATE_PATTERNS]
 _DECIMAL_COMMA = re.compile(r"^[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?$")  # as ppdm.data.io reads them
@@ -92,25 +94,50 @@ def read_csv_typed(path: Path, delim: str, header: list[str], decimal: str | Non
     quoted = _quoting(path, delim)
     if quoted is None:
         return None
-    try:
-        table = pacsv.read_csv(
+    def read(types: dict[str, Any]) -> Any:
+        return pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(block_size=1 << 22),
             parse_options=pacsv.ParseOptions(delimiter=delim, newlines_in_values=quoted),
-            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(header, pa.string()),
-                                                 strings_can_be_null=False),
+            # text is checked to be UTF-8 where it is kept as text (numbers are ASCII)
+            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False, check_utf8=False,
+                                                 null_values=sorted(NA_TEXT), true_values=sorted(ty._TRUE),
+                                                 false_values=sorted(ty._FALSE)),
         )
-    except Exception:  # malformed rows, quoting pyarrow reads otherwise, encodings: the general reader
+
+    # booleans and ISO dates are parsed by the reader itself when the first rows hold nothing
+    # else; should a later row hold something else, the file is read again as text
+    guessed = _guess(path, delim, header)
+    text = dict.fromkeys(header, pa.string())
+    try:
+        table = read({**text, **guessed})
+    except pa.ArrowInvalid as e:
+        if not guessed or "conversion error" not in str(e):
+            return None  # malformed rows, quoting pyarrow reads otherwise: the general reader
+        try:
+            table = read(text)
+        except Exception:
+            return None
+    except Exception:
         return None
     if table.column_names != header or table.num_rows == 0:
         return None
+
     def one(name: str) -> tuple[pd.Series, str | None] | None:
         chunked = table.column(name)
-        return _column(chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0), name, decimal)
+        arr = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
+        if pa.types.is_boolean(arr.type):
+            return _booleans(arr, name), None
+        if pa.types.is_date32(arr.type):
+            return _dates(arr, name), ty.DEFAULT_DATE_FORMAT
+        return _column(arr, name, decimal)
 
-    # the kernels release the GIL: the columns are typed side by side
-    with ThreadPoolExecutor(max_workers=min(len(header), _THREADS)) as pool:
-        typed = list(pool.map(one, header))
+    try:
+        # the kernels release the GIL: the columns are typed side by side
+        with ThreadPoolExecutor(max_workers=min(len(header), _THREADS)) as pool:
+            typed = list(pool.map(one, header))
+    except Exception:  # anything unforeseen: the general reader decides
+        return None
     if any(t is None for t in typed):
         return None
     columns: dict[str, pd.Series] = {}
@@ -123,6 +150,57 @@ def read_csv_typed(path: Path, delim: str, header: list[str], decimal: str | Non
     if formats:
         df.attrs["date_formats"] = formats
     return df
+
+
+def _guess(path: Path, delim: str, header: list[str]) -> dict[str, Any]:
+    """Columns the first rows show to be booleans (``True``, ``false``...) or ISO dates
+    (``2021-03-04``), each with missing cells perhaps, as pyarrow types to read them with."""
+    import pyarrow as pa
+
+    rows: list[list[str]] = []
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh, delimiter=delim)
+            next(reader, None)
+            for row in reader:
+                if len(row) != len(header):
+                    return {}  # blank or malformed: nothing is guessed
+                rows.append(row)
+                if len(rows) >= _SAMPLE:
+                    break
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    out: dict[str, Any] = {}
+    for i, name in enumerate(header):
+        values = {row[i] for row in rows} - NA_TEXT
+        if values and values <= (ty._TRUE | ty._FALSE):
+            out[name] = pa.bool_()
+        elif values and all(len(v) == 10 and _ISO_DATE.fullmatch(v) for v in values):
+            out[name] = pa.date32()
+    return out
+
+
+def _booleans(arr: Any, name: str) -> pd.Series:
+    """A column pyarrow read as booleans (missing cells are the general reader's markers)."""
+    values = arr.fill_null(False).to_numpy(zero_copy_only=False)
+    if not arr.null_count:
+        return pd.Series(values, name=name, copy=False)
+    missing = arr.is_null().to_numpy(zero_copy_only=False)
+    return pd.Series(pd.arrays.BooleanArray(values, missing), name=name, copy=False)
+
+
+def _dates(arr: Any, name: str) -> pd.Series:
+    """A column pyarrow read as dates ``2021-03-04``: it takes exactly four, two and two digits
+    that make a real date, so the general reader finds the column in that layout and parses
+    it to the same days, in the unit pandas gives dates parsed from text."""
+    first = arr.drop_null()[0].as_py() if arr.null_count < len(arr) else None
+    sample = [first.isoformat()] if first is not None else ["1970-01-01"]
+    dtype = pd.to_datetime(pd.Series(sample, dtype="str"), format=ty.DEFAULT_DATE_FORMAT).dtype
+    days = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr), offset=arr.offset * 4)
+    values = days.astype("datetime64[D]").astype(dtype)
+    if arr.null_count:
+        values[arr.is_null().to_numpy(zero_copy_only=False)] = np.datetime64("NaT")
+    return pd.Series(values, name=name, copy=False)
 
 
 def _quoting(path: Path, delim: str) -> bool | None:
@@ -152,11 +230,16 @@ def _quoting(path: Path, delim: str) -> bool | None:
 
 
 def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | None] | None:
-    sample = arr.slice(0, _SAMPLE).to_pylist()
     offsets, data = _buffers(arr)
+    body = data[offsets[0]:offsets[-1]]
+    if body.size and int(body.max()) >= 0x80:
+        try:
+            body.tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # not UTF-8: the general reader says so
+    sample = arr.slice(0, _SAMPLE).to_pylist()
     lengths = np.diff(offsets)
     if all(_PLAIN_NUMBER.match(v) for v in sample) and int(lengths.max()) <= _MAX_NUMBER_CHARS:
-        body = data[offsets[0]:offsets[-1]]
         if not body.tobytes().translate(None, _NUMBER_CHARS):
             series = _numbers(arr, name, data, offsets, lengths, body, sample)
             if series is not None:
@@ -262,6 +345,29 @@ def _leading_zero(data: np.ndarray, start: np.ndarray, lengths: np.ndarray, firs
     return bool(np.any(zero_then & (nxt >= ord("0")) & (nxt <= ord("9"))))
 
 
+def _iso_dates(arr: Any, name: str, lengths: np.ndarray) -> pd.Series | None:
+    """A column of dates written ``2021-03-04`` (or empty), or ``None``. pyarrow's parser
+    takes exactly four, two and two digits that make a real date, so every such column is
+    one the general reader finds in that layout and parses to the same days."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    empty = lengths == 0
+    if not np.all(lengths[~empty] == 10) or empty.all():
+        return None
+    try:
+        days = pc.cast(_nulls(arr, empty), pa.date32())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    first = str(arr[int(np.argmin(empty))])
+    # the unit pandas gives a date column parsed from text
+    dtype = pd.to_datetime(pd.Series([first], dtype="str"), format=ty.DEFAULT_DATE_FORMAT).dtype
+    d = np.frombuffer(days.buffers()[1], dtype=np.int32, count=len(arr), offset=days.offset * 4)
+    values = d.astype("datetime64[D]").astype(dtype)
+    values[empty] = np.datetime64("NaT")
+    return pd.Series(values, name=name, copy=False)
+
+
 def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str],
                       lengths: np.ndarray) -> tuple[pd.Series, str | None] | None:
     """A column with other characters than a number's: text, booleans or dates."""
@@ -283,8 +389,13 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
     if any(kind(v) == _WORD for v in set(sample)):
         uniq = sorted(NA_TEXT)
         return _text(with_nulls(arr), name), None
+    dates_first = all(kind(v) in (_DATE, _NA) for v in sample)
+    if dates_first and not any(v in NA_TEXT and v for v in sample):
+        iso = _iso_dates(arr, name, lengths)
+        if iso is not None:
+            return iso, ty.DEFAULT_DATE_FORMAT
     # dates need each cell's distinct value: found with the distinct values themselves
-    enc = arr.dictionary_encode() if all(kind(v) in (_DATE, _NA) for v in sample) else None
+    enc = arr.dictionary_encode() if dates_first else None
     uniq = enc.dictionary.to_pylist() if enc is not None else pc.unique(arr).to_pylist()
     kinds = np.array([kind(v) for v in uniq], dtype=np.int8)
     is_na = kinds == _NA
