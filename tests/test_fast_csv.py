@@ -139,6 +139,11 @@ EDGE = {
     "a code after many numbers": "a,b\n" + "".join(f"{i},1\n" for i in range(1, 2500)) + "0123,2\n",
     "a fraction after many whole numbers": "a,b\n" + "".join(f"{i},\n" for i in range(1, 2500)) + "2.5,2\n",
     "a bad number after many numbers": "a,b\n" + "".join(f"{i},1\n" for i in range(2500)) + "1-2,2\n",
+    "a word after many booleans": "a,b\n" + "True,1\n" * 2500 + "maybe,2\n",
+    "a marker after many booleans": "a,b\n" + "True,1\nfalse,2\n" * 1250 + "NULL,2\n",
+    "an impossible date after many dates": "a,b\n" + "2021-03-04,1\n" * 2500 + "2021-02-30,2\n",
+    "another layout after many dates": "a,b\n" + "2021-03-04,1\n" * 2500 + "2021/03/05,2\n",
+    "a marker after many dates": "a,b\n" + "2021-03-04,1\n" * 2500 + "n/a,2\n,3\n",
     "decimal commas with commas between fields": 'a,b\n"30,83",1\n"1,5",2\n',
     "unicode text": "a,b\nZürich,1\n東京,2\n",
     "windows line ends": "a,b\r\n1,x\r\n2,y\r\n",
@@ -249,3 +254,24 @@ def test_generated_mixed_tables_are_read_as_the_general_reader_reads_them(table:
     sep, text = table
     with tempfile.TemporaryDirectory() as d:
         _same(_write(Path(d), text), sep=None if sep == "," else sep, decimal=decimal)
+
+
+def test_numbers_of_up_to_fifteen_characters_are_the_floats_pandas_parses(tmp_path: Path) -> None:
+    """Numbers of at most 15 characters are typed here (longer ones are left to pandas): on
+    thousands of them, with every placement of the point and both signs, each float is the
+    one pandas' parser gives, bit for bit (``-0.0`` included)."""
+    rng = np.random.default_rng(7)
+    cells = []
+    for _ in range(20_000):
+        k = int(rng.integers(1, 15))
+        digits = "".join(rng.choice(list("0123456789"), size=k))
+        pos = int(rng.integers(0, k + 1))
+        cell = ("-" if rng.random() < 0.3 else "") + digits[:pos] + "." + digits[pos:]
+        cells.append(cell if len(cell) <= 15 else cell[1:])
+    holes = [c if i % 7 else "" for i, c in enumerate(cells)]
+    text = "a,b\n" + "".join(f"{a},{b}\n" for a, b in zip(cells, holes, strict=True))
+    p = _write(tmp_path, text)
+    assert _fast_csv.read_csv_typed(p, ",", ["a", "b"], None) is not None
+    df = _same(p)
+    assert isinstance(df, pd.DataFrame) and str(df["a"].dtype) == "float64"
+    assert np.array_equal(df["a"].to_numpy().view(np.int64), pd.read_csv(p)["a"].to_numpy().view(np.int64))
