@@ -231,19 +231,23 @@ def _quoting(path: Path, delim: str) -> bool | None:
 
 def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | None] | None:
     offsets, data = _buffers(arr)
+    lengths = np.diff(offsets)
+    try:
+        sample = arr.slice(0, _SAMPLE).to_pylist()
+    except UnicodeDecodeError:
+        return None  # not UTF-8: the general reader says so
+    if all(_PLAIN_NUMBER.match(v) for v in sample) and int(lengths.max()) <= _MAX_NUMBER_CHARS:
+        raw = data[offsets[0]:offsets[-1]].tobytes()
+        if not raw.translate(None, _NUMBER_CHARS):
+            series = _numbers(arr, name, data, offsets, lengths, raw, sample)
+            if series is not None:
+                return series, None
     body = data[offsets[0]:offsets[-1]]
     if body.size and int(body.max()) >= 0x80:
         try:
             body.tobytes().decode("utf-8")
         except UnicodeDecodeError:
-            return None  # not UTF-8: the general reader says so
-    sample = arr.slice(0, _SAMPLE).to_pylist()
-    lengths = np.diff(offsets)
-    if all(_PLAIN_NUMBER.match(v) for v in sample) and int(lengths.max()) <= _MAX_NUMBER_CHARS:
-        if not body.tobytes().translate(None, _NUMBER_CHARS):
-            series = _numbers(arr, name, data, offsets, lengths, body, sample)
-            if series is not None:
-                return series, None
+            return None
     # dates such as 2020-01-31 are written with the same characters as numbers
     return _judged_by_values(arr, name, decimal, sample, lengths)
 
@@ -262,7 +266,7 @@ def _text(arr: Any, name: str) -> pd.Series:
 
 
 def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
-             body: np.ndarray, sample: list[str]) -> pd.Series | None:
+             raw: bytes, sample: list[str]) -> pd.Series | None:
     """A column written with digits, points and minus signs only, as the general reader types
     it; ``None`` when a cell is not a number (``-``, ``1-2``, ``1.2.3``: pandas keeps such a
     column as text, judged by its values)."""
@@ -272,7 +276,7 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
     n = len(lengths)
     empty = lengths == 0
     missing = bool(empty.any())
-    point = bool((body == ord(".")).any())
+    point = b"." in raw
     start = offsets[:-1]
 
     def leading_zero() -> bool:
@@ -286,7 +290,7 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
 
     if not point:
         # whole numbers: each cell is digits after at most one leading minus, or empty
-        signs = int(np.count_nonzero(body == ord("-")))
+        signs = raw.count(b"-")
         if signs:
             minus = (data[np.minimum(start, max(len(data) - 1, 0))] == ord("-")) & ~empty
             if signs != int(minus.sum()) or bool((minus & (lengths == 1)).any()):
@@ -317,7 +321,9 @@ def _nulls(arr: Any, empty: np.ndarray) -> Any:
     """``arr`` with its empty cells missing (the same text buffers, a validity bitmap added)."""
     import pyarrow as pa
 
-    valid = pa.py_buffer(np.packbits(~empty, bitorder="little"))
+    # the bitmap starts where the buffers do, before the array's offset
+    bits = np.concatenate([np.zeros(arr.offset, dtype=bool), ~empty]) if arr.offset else ~empty
+    valid = pa.py_buffer(np.packbits(bits, bitorder="little"))
     buffers = arr.buffers()
     return pa.StringArray.from_buffers(len(arr), buffers[1], buffers[2], valid, offset=arr.offset)
 
