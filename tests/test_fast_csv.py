@@ -275,3 +275,20 @@ def test_numbers_of_up_to_fifteen_characters_are_the_floats_pandas_parses(tmp_pa
     df = _same(p)
     assert isinstance(df, pd.DataFrame) and str(df["a"].dtype) == "float64"
     assert np.array_equal(df["a"].to_numpy().view(np.int64), pd.read_csv(p)["a"].to_numpy().view(np.int64))
+
+
+def test_longer_numbers_are_the_floats_pandas_parses(tmp_path: Path) -> None:
+    """Numbers written in full precision (``0.30000000000000004``, as a release is written)
+    are read in the one pass too, their floats taken from pandas' own parser."""
+    rng = np.random.default_rng(3)
+    values = [repr(float(v)) for v in rng.normal(0, 1e3, 5000)] + ["0.30000000000000004", "-0.0", "12.5"]
+    holes = [v if i % 5 else "" for i, v in enumerate(values)]
+    text = "a,b,c\n" + "".join(f"{a},{b},x\n" for a, b in zip(values, holes, strict=True))
+    p = _write(tmp_path, text)
+    assert max(map(len, values)) > 15
+    assert _fast_csv.read_csv_typed(p, ",", ["a", "b", "c"], None) is not None
+    df = _same(p)
+    assert isinstance(df, pd.DataFrame)
+    plain = pd.read_csv(p)
+    for c in ("a", "b"):
+        assert np.array_equal(df[c].to_numpy().view(np.int64), plain[c].to_numpy().view(np.int64))

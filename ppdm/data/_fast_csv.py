@@ -9,21 +9,25 @@ with vectorised kernels, deciding as the general reader would:
 * a column written with digits, ``.`` and ``-`` only is a number column: whole numbers
   (``int64``, or ``Int64`` when cells are missing and every value was written without a
   point), floats, or text when a value is a code with a leading zero;
+* a column whose first rows hold only booleans (``True``, ``false``...) or ISO dates
+  (``2021-03-04``), and missing cells, is parsed so by the reader itself (a later row that
+  is neither makes the file be read again, as text);
 * any other column is judged on its distinct values: booleans in the spellings the reader
   accepts, dates in one known layout, or text.
 
-Whenever the text could be read in more than one way by the general reader (more than 15
-characters in a number, an exponent, spaces around a number, a decimal comma, a mix of
-numbers and words without a word that settles it), the column is not typed here and
+Whenever the text could be read in more than one way by the general reader (an exponent,
+spaces around a number, a whole number of more than 15 digits, a decimal comma, a mix of
+numbers and words without a word that settles it, a quote inside a field, a malformed row),
 :func:`read_csv_typed` returns ``None``: the caller reads the file with the general reader,
-so the result never depends on which path ran. Numbers of at most 15 digits written without
-an exponent are converted exactly by both parsers (the digits make an integer below 2⁵³ and
-one division by a power of ten rounds it once), which is why longer ones are left to pandas.
+so the result never depends on which path ran. A number of at most 15 characters is
+converted exactly by both parsers (its digits make an integer below 2⁵³ and one division
+by a power of ten rounds it once); longer ones are converted by pandas' own parser.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import mmap
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -236,7 +240,7 @@ def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | 
         sample = arr.slice(0, _SAMPLE).to_pylist()
     except UnicodeDecodeError:
         return None  # not UTF-8: the general reader says so
-    if all(_PLAIN_NUMBER.match(v) for v in sample) and int(lengths.max()) <= _MAX_NUMBER_CHARS:
+    if all(_PLAIN_NUMBER.match(v) for v in sample):
         raw = data[offsets[0]:offsets[-1]].tobytes()
         if not raw.translate(None, _NUMBER_CHARS):
             series = _numbers(arr, name, data, offsets, lengths, raw, sample)
@@ -288,7 +292,10 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
         first[empty] = 0
         return _leading_zero(data, start, lengths, first)
 
+    long = lengths > _MAX_NUMBER_CHARS
     if not point:
+        if long.any():
+            return None  # long whole numbers: int64 or not, exact or not, as pandas decides
         # whole numbers: each cell is digits after at most one leading minus, or empty
         signs = raw.count(b"-")
         if signs:
@@ -311,6 +318,15 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     v = values.to_numpy(zero_copy_only=False)
+    if long.any():
+        # beyond 15 digits the two parsers may round differently: pandas' own parser reads those
+        cells = pc.filter(arr, pa.array(long)).to_pylist()
+        exact = pd.read_csv(io.StringIO("\n".join(cells)), header=None, names=["v"], dtype=np.float64,
+                            na_filter=False)["v"].to_numpy()
+        if len(exact) != len(cells):
+            return None
+        v = v.copy() if not v.flags.writeable else v
+        v[long] = exact
     if missing and _whole(v) and leading_zero():
         # whole values written with a point (12.0) stay floats; a code 012.0 stays text
         return _text(_nulls(arr, empty), name)
@@ -409,7 +425,9 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
     if not present:
         # every cell missing: pandas gives a float column of NaN
         return pd.Series(np.full(len(arr), np.nan), name=name, copy=False), None
-    if _WORD in present:
+    if _WORD in present or (len(present) > 1 and present & {_BOOL, _DATE}):
+        # a word; or a boolean or a date beside a value of another kind: no value is then a
+        # number to pandas and not all are booleans or dates (nor decimal commas), so text
         return _text(with_nulls(arr), name), None
     if present == {_BOOL}:
         if not {len(v) for v, k in zip(uniq, kinds, strict=True) if k == _NA} & {4, 5}:

@@ -17,6 +17,11 @@ with missing cells become nullable ``Int64``). Without one, the same is inferred
 of numbers written with a leading zero stays text, a column of dates in one known layout
 becomes a date column, ``True``/``False`` columns become booleans, and whole numbers with
 missing cells stay whole. :func:`write_table` writes dates back in their format.
+
+Without a schema or typed columns, a CSV file is first read in one pass
+(:mod:`ppdm.data._fast_csv`: pyarrow reads every column as text, each column is typed from
+it); a file or column whose text could be read in more than one way is left to the general
+reader below, so both give the same table.
 """
 
 from __future__ import annotations
