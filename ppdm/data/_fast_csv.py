@@ -240,12 +240,20 @@ def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | 
         sample = arr.slice(0, _SAMPLE).to_pylist()
     except UnicodeDecodeError:
         return None  # not UTF-8: the general reader says so
-    if all(_PLAIN_NUMBER.match(v) for v in sample):
+    if all(_PLAIN_NUMBER.match(v) or v in NA_TEXT for v in sample):
         raw = data[offsets[0]:offsets[-1]].tobytes()
-        if not raw.translate(None, _NUMBER_CHARS):
-            series = _numbers(arr, name, data, offsets, lengths, raw, sample)
+        cells = arr
+        if raw.translate(None, _NUMBER_CHARS):
+            # other characters: missing-value markers (NA, ?) among numbers are empty cells
+            cells = _markers_emptied(arr)
+            if cells is not None:
+                offsets, data = _buffers(cells)
+                raw = data[offsets[0]:offsets[-1]].tobytes()
+        if cells is not None and not raw.translate(None, _NUMBER_CHARS):
+            series = _numbers(cells, name, data, offsets, np.diff(offsets), raw, sample)
             if series is not None:
                 return series, None
+        offsets, data = _buffers(arr)
     body = data[offsets[0]:offsets[-1]]
     if body.size and int(body.max()) >= 0x80:
         try:
@@ -254,6 +262,19 @@ def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | 
             return None
     # dates such as 2020-01-31 are written with the same characters as numbers
     return _judged_by_values(arr, name, decimal, sample, lengths)
+
+
+def _markers_emptied(arr: Any) -> Any:
+    """``arr`` with its missing-value markers other than the empty cell made empty, or
+    ``None`` when it has none (both are missing cells to the general reader)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    na = pc.is_in(arr, value_set=pa.array(sorted(NA_TEXT - {""}), pa.string()))
+    if not pc.any(na).as_py():
+        return None
+    out = pc.if_else(na, pa.scalar("", pa.string()), arr)
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
 def _buffers(arr: Any) -> tuple[np.ndarray, np.ndarray]:
