@@ -112,7 +112,8 @@ def read_csv_typed(path: Path, delim: str, header: list[str], decimal: str | Non
     # booleans and ISO dates are parsed by the reader itself when the first rows hold nothing
     # else; should a later row hold something else, the file is read again as text
     guessed = _guess(path, delim, header)
-    text = dict.fromkeys(header, pa.string())
+    # large strings: pandas keeps text in them, so a text column is handed over as it is
+    text = dict.fromkeys(header, pa.large_string())
     try:
         table = read({**text, **guessed})
     except pa.ArrowInvalid as e:
@@ -186,11 +187,18 @@ def _guess(path: Path, delim: str, header: list[str]) -> dict[str, Any]:
 
 def _booleans(arr: Any, name: str) -> pd.Series:
     """A column pyarrow read as booleans (missing cells are the general reader's markers)."""
-    values = arr.fill_null(False).to_numpy(zero_copy_only=False)
+    values = _bits(arr.buffers()[1], arr.offset, len(arr))
     if not arr.null_count:
         return pd.Series(values, name=name, copy=False)
-    missing = arr.is_null().to_numpy(zero_copy_only=False)
+    missing = ~_bits(arr.buffers()[0], arr.offset, len(arr))
+    values &= ~missing  # the value under a missing cell is undefined: False, as pyarrow gives it
     return pd.Series(pd.arrays.BooleanArray(values, missing), name=name, copy=False)
+
+
+def _bits(buffer: Any, offset: int, n: int) -> np.ndarray:
+    """A pyarrow bitmap (values or validity) as booleans."""
+    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), count=offset + n, bitorder="little")[offset:] \
+        .astype(bool)
 
 
 def _dates(arr: Any, name: str) -> pd.Series:
@@ -201,9 +209,10 @@ def _dates(arr: Any, name: str) -> pd.Series:
     sample = [first.isoformat()] if first is not None else ["1970-01-01"]
     dtype = pd.to_datetime(pd.Series(sample, dtype="str"), format=ty.DEFAULT_DATE_FORMAT).dtype
     days = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr), offset=arr.offset * 4)
-    values = days.astype("datetime64[D]").astype(dtype)
+    per_day = np.timedelta64(1, "D") // np.timedelta64(1, np.datetime_data(dtype)[0])
+    values = (days.astype(np.int64) * per_day).view(dtype)
     if arr.null_count:
-        values[arr.is_null().to_numpy(zero_copy_only=False)] = np.datetime64("NaT")
+        values[~_bits(arr.buffers()[0], arr.offset, len(arr))] = np.datetime64("NaT")
     return pd.Series(values, name=name, copy=False)
 
 
@@ -242,15 +251,18 @@ def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | 
         return None  # not UTF-8: the general reader says so
     if all(_PLAIN_NUMBER.match(v) or v in NA_TEXT for v in sample):
         raw = data[offsets[0]:offsets[-1]].tobytes()
-        cells = arr
+        cells, cell_lengths = arr, lengths
         if raw.translate(None, _NUMBER_CHARS):
             # other characters: missing-value markers (NA, ?) among numbers are empty cells
             cells = _markers_emptied(arr)
             if cells is not None:
                 offsets, data = _buffers(cells)
+                cell_lengths = np.diff(offsets)
                 raw = data[offsets[0]:offsets[-1]].tobytes()
-        if cells is not None and not raw.translate(None, _NUMBER_CHARS):
-            series = _numbers(cells, name, data, offsets, np.diff(offsets), raw, sample)
+                if raw.translate(None, _NUMBER_CHARS):
+                    cells = None
+        if cells is not None:
+            series = _numbers(cells, name, data, offsets, cell_lengths, raw, sample)
             if series is not None:
                 return series, None
         offsets, data = _buffers(arr)
@@ -270,17 +282,21 @@ def _markers_emptied(arr: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    na = pc.is_in(arr, value_set=pa.array(sorted(NA_TEXT - {""}), pa.string()))
+    na = pc.is_in(arr, value_set=pa.array(sorted(NA_TEXT - {""}), arr.type))
     if not pc.any(na).as_py():
         return None
-    out = pc.if_else(na, pa.scalar("", pa.string()), arr)
+    out = pc.if_else(na, pa.scalar("", arr.type), arr)
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
 def _buffers(arr: Any) -> tuple[np.ndarray, np.ndarray]:
     """The offsets and the bytes of a pyarrow string array, as numpy arrays (no copy)."""
+    import pyarrow as pa
+
     buffers = arr.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+    width = 8 if pa.types.is_large_string(arr.type) else 4
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if width == 8 else np.int32, count=len(arr) + 1,
+                            offset=arr.offset * width)
     data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
     return offsets, data
 
@@ -309,9 +325,10 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
         # show one in their first rows)
         if any(_CODE.match(v) for v in sample):
             return True
-        first = data[np.minimum(start, max(len(data) - 1, 0))] if len(data) else np.zeros(n, np.uint8)
-        first[empty] = 0
-        return _leading_zero(data, start, lengths, first)
+        if not len(data):
+            return False
+        # an empty cell's start is the next cell's: its length rules it out below
+        return _leading_zero(data, start, lengths, np.take(data, start, mode="clip"))
 
     long = lengths > _MAX_NUMBER_CHARS
     if not point:
@@ -320,7 +337,7 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
         # whole numbers: each cell is digits after at most one leading minus, or empty
         signs = raw.count(b"-")
         if signs:
-            minus = (data[np.minimum(start, max(len(data) - 1, 0))] == ord("-")) & ~empty
+            minus = (np.take(data, start, mode="clip") == ord("-")) & ~empty
             if signs != int(minus.sum()) or bool((minus & (lengths == 1)).any()):
                 return None
         if leading_zero():
@@ -362,7 +379,8 @@ def _nulls(arr: Any, empty: np.ndarray) -> Any:
     bits = np.concatenate([np.zeros(arr.offset, dtype=bool), ~empty]) if arr.offset else ~empty
     valid = pa.py_buffer(np.packbits(bits, bitorder="little"))
     buffers = arr.buffers()
-    return pa.StringArray.from_buffers(len(arr), buffers[1], buffers[2], valid, offset=arr.offset)
+    kind = pa.LargeStringArray if pa.types.is_large_string(arr.type) else pa.StringArray
+    return kind.from_buffers(len(arr), buffers[1], buffers[2], valid, offset=arr.offset)
 
 
 def _whole(v: np.ndarray) -> bool:
@@ -425,7 +443,7 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
         na = [v for v in uniq if v in NA_TEXT]
         if not na:
             return values
-        return pc.if_else(pc.is_in(values, value_set=pa.array(na, pa.string())), pa.scalar(None, pa.string()),
+        return pc.if_else(pc.is_in(values, value_set=pa.array(na, values.type)), pa.scalar(None, arr.type),
                           values)
 
     # a word in the first rows settles it: the column is text (no distinct values needed)
