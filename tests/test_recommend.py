@@ -58,7 +58,7 @@ X = tiny()
 SCHEMA = Schema.infer(X, "label")
 #: MDAV and rounding are deterministic: every setting has one release, so the optimum is well defined
 POLICY = {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
-          "techniques": {"mdav": {"k": {"low": 2, "high": 30}},
+          "techniques": {"mdav": {"k": {"low": 2, "high": 30}, "columns": None},
                          "rounding": {"method": "optimal", "encoding": "nearest", "k": {"low": 2, "high": 30}}}}
 #: settings of POLICY's space
 SPACE = [(t, k) for t in ("mdav", "rounding") for k in range(2, 31)]
@@ -581,7 +581,7 @@ def test_random_settings_stay_in_the_spaces_and_follow_their_conditions() -> Non
 
 def test_a_spent_space_stops_the_search() -> None:
     pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}},
-           "techniques": {"mdav": {"k": {"low": 2, "high": 4}}}}
+           "techniques": {"mdav": {"k": {"low": 2, "high": 4}, "columns": None}}}
     res = recommend(X, pol, schema=SCHEMA, n_trials=200, random_state=2)
     assert res.study["stopped_by"] == "search space exhausted"
     made = [t for t in res.trials if t.repeat_of is None]

@@ -69,6 +69,7 @@ from ppdm.anonymize.search_space import (
     build_technique,
     chain_steps,
     parameters_of,
+    resolve_column_sets,
     space_of,
 )
 from ppdm.data.provenance import table_sha256
@@ -159,11 +160,14 @@ class TechniqueSpace:
         return out
 
 
-def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[TechniqueSpace], dict[str, str]]:
+def build_spaces(policy: Policy, schema: Schema, n_records: int, table: pd.DataFrame | None = None
+                 ) -> tuple[list[TechniqueSpace], dict[str, str]]:
     """The techniques a search tries and their parameter distributions, and the techniques
     left out with the reason (not searchable, does not fit the table, not differentially
     private under a policy that requires it). Every setting at the ends of every range is
-    checked by the technique before any work, so an impossible range fails here."""
+    checked by the technique before any work, so an impossible range fails here. With
+    ``table``, choices that depend on its values (a ``"unique-valued"`` column set the table
+    does not have) are dropped."""
     _load_all()
     explicit = policy.techniques is not None
     chains = [c for c in DEFAULT_CHAINS if all(step in TECHNIQUES for step in chain_steps(c))]
@@ -183,7 +187,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
                 raise ParameterError(f"the policy allows technique {choice.name!r}, but it does not fit this table: {why}")
             left_out[choice.name] = why
             continue
-        space = space.fitting(schema)  # e.g. no importance="class" without a class column
+        space = space.fitting(schema, table)  # e.g. no importance="class" without a class column
         params: dict[str, Param] = dict(space.params)
         fixed: dict[str, Any] = dict(space.fixed)
         for pname, over in choice.overrides.items():
@@ -211,7 +215,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
         order = [p for p in space.params if p in params] + [p for p in params if p not in space.params]
         ts = TechniqueSpace(choice.name, {p: params[p] for p in order}, fixed, when, parameters_of(choice.name),
                             space.deterministic, space.epsilon)
-        _check_space(ts, schema, n_records)
+        _check_space(ts, schema, n_records, table)
         spaces.append(ts)
     if not spaces:
         reasons = "; ".join(f"{n}: {r}" for n, r in left_out.items())
@@ -272,7 +276,7 @@ def _cap_epsilon(name: str, param: str, params: dict[str, Param], fixed: dict[st
     return params, fixed
 
 
-def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int) -> None:
+def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int, table: pd.DataFrame | None = None) -> None:
     """Build the technique at the ends of every range and with every choice, so a setting the
     technique refuses is found before the search starts."""
     ends: dict[str, list[Any]] = {}
@@ -289,6 +293,8 @@ def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int) -> None:
     for s in settings:
         params = {**ts.fixed, **s}
         try:
+            if table is not None:
+                params = resolve_column_sets(params, table, schema)
             tech = build_technique(ts.name, params, class_column=schema.class_column, schema=schema, random_state=0)
             tech._validate_params()
         except PPDMError as e:
@@ -527,9 +533,11 @@ def _finite(v: Any) -> bool:
         return False
 
 
-def _technique(job: TrialJob, schema: Schema) -> Any:
-    return build_technique(job.technique, job.params, class_column=schema.class_column, schema=schema,
-                           random_state=job.seed)
+def _technique(job: TrialJob, table: pd.DataFrame, schema: Schema) -> Any:
+    """The technique of ``job``, with a named column set (``"unique-valued"``) resolved on the
+    table the release is made from."""
+    return build_technique(job.technique, resolve_column_sets(job.params, table, schema),
+                           class_column=schema.class_column, schema=schema, random_state=job.seed)
 
 
 def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_info: dict[str, Any] | None = None
@@ -537,7 +545,7 @@ def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_inf
     """The release of ``job`` on ``table``, made as ``ppdm anonymize`` makes one."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a trial's warnings are not the user's; the final release reports its own
-        return release(table, _technique(job, data.schema), schema=data.schema, detect_identifiers=False,
+        return release(table, _technique(job, table, data.schema), schema=data.schema, detect_identifiers=False,
                        input_info=input_info or data.input_info)
 
 
@@ -1186,7 +1194,7 @@ def recommend(
     storage = None if study is None else (str(study) if "://" in str(study) else study_storage(study))
 
     table, sch, ids = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
-    spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))))
+    spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))), table)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     info = {"sha256": table_sha256(table), "rows": int(len(table)), "columns": int(table.shape[1]),
