@@ -721,3 +721,28 @@ def test_a_dp_winner_keeps_the_size_of_x_out_of_its_public_record(tmp_path: Path
     prov = read_provenance(tmp_path / "z.csv")
     assert prov["holdout"] == {"fraction": 0.5, "control": "z.control.csv"}
     assert json.loads((tmp_path / "z.private.json").read_text())["holdout"]["rows"] == 30
+
+
+def test_racing_sets_aside_a_technique_that_never_meets_the_policy() -> None:
+    from ppdm.experiments.recommend import RACE_AFTER
+
+    # top and bottom coding leaves almost every value as it is: record linkage stays far above 0.1,
+    # while MDAV with a large enough k meets it
+    pol = {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"mdav": {"k": {"low": 2, "high": 30}, "columns": None}, "top-bottom-coding": None}}
+    res = recommend(X, pol, schema=SCHEMA, n_trials=40, random_state=3)
+    made = [t for t in res.trials if t.repeat_of is None]
+    assert not any(t.feasible for t in made if t.technique == "top-bottom-coding")
+    assert any(t.feasible for t in made if t.technique == "mdav")
+    assert list(res.study["set_aside"]) == ["top-bottom-coding"]
+    assert "none meeting the policy" in res.study["set_aside"]["top-bottom-coding"]
+    # no trial of the losing technique starts once a release met the policy and it had RACE_AFTER trials
+    met, coded = False, 0
+    for t in sorted(made, key=lambda t: t.number):
+        if t.technique == "top-bottom-coding":
+            assert not (met and coded >= RACE_AFTER), f"trial {t.number} ran a technique set aside"
+            coded += 1
+        met = met or t.feasible
+    assert coded >= RACE_AFTER
+    # the rest of the search went to the technique that meets the policy
+    assert sum(t.technique == "mdav" for t in made) > len(made) / 2

@@ -94,6 +94,9 @@ FINAL_DRAWS = 3
 FINAL_CANDIDATES = 5
 #: consecutive suggestions of deterministic settings already tried after which the space counts as exhausted
 EXHAUSTED_AFTER = 50
+#: racing: once a release has met the policy, a technique with this many trials of its own, none
+#: meeting it, is set aside, and each later trial's technique is drawn among the others
+RACE_AFTER = 4
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
 RESERVE_SHARE = 0.05
@@ -1257,7 +1260,8 @@ def recommend(
         control=None, verification=None, chosen=None, refit=bool(refit),
         study={"name": STUDY_NAME, "storage": _storage_label(storage) if storage else None,
                "trials": len(records), "new_trials": len(records) - before, "resumed": existed,
-               "stopped_by": stopped_by, "budget_seconds": budget_s, "trial_budget": target},
+               "stopped_by": stopped_by, "budget_seconds": budget_s, "trial_budget": target,
+               "set_aside": race(stu, spaces)[0]},
         split={"holdout": float(holdout), "train_rows": int(len(train)), "control_rows": int(len(control)),
                "rows": int(len(table)), "removed_identifiers": ids},
         spaces={s.name: s.describe(len(train)) for s in spaces}, left_out=left_out)
@@ -1397,6 +1401,36 @@ def _key(technique: str, params: Mapping[str, Any]) -> str:
     return technique + json.dumps(_json(params), sort_keys=True)
 
 
+def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], dict[str, int]]:
+    """Which techniques a search has set aside (name → why) and the weight each other technique
+    is drawn with, from the trials so far.
+
+    Until some release meets the policy nothing is set aside (``({}, {})``: the sampler picks the
+    technique). After that a technique is set aside once :data:`RACE_AFTER` of its own trials
+    (repeats not counted) ran without one meeting the policy, and each remaining technique is
+    drawn with weight 1 + the number of its releases that met the policy: the search spends
+    its trials where the policy has been met, and still tries the techniques it knows little
+    about. A technique is never set aside when it is the only one."""
+    from optuna.trial import TrialState
+
+    tried: dict[str, int] = {}
+    met: dict[str, int] = {}
+    for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        o = t.user_attrs.get("outcome")
+        if o is None or t.user_attrs.get("repeat_of") is not None:
+            continue
+        name = o.get("technique")
+        tried[name] = tried.get(name, 0) + 1
+        if t.state == TrialState.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values()):
+            met[name] = met.get(name, 0) + 1
+    if not met or len(spaces) < 2:
+        return {}, {}
+    aside = {s.name: f"set aside after {tried[s.name]} trials, none meeting the policy, while other techniques "
+             "met it" for s in spaces if not met.get(s.name) and tried.get(s.name, 0) >= RACE_AFTER}
+    weights = {s.name: 1 + met.get(s.name, 0) for s in spaces if s.name not in aside}
+    return aside, weights
+
+
 def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: Policy, *, clock: _Clock,
             target: int | None, workers: int, executor: Executor | None, root: int, n_records: int) -> str:
     """Run trials until a budget is spent; returns what stopped the search."""
@@ -1473,6 +1507,13 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                         # enqueued only now, so a setting never waits in the study beyond the budget
                         stu.enqueue_trial(fresh)
                         fresh = None
+                    else:
+                        aside, weights = race(stu, spaces)
+                        if aside:  # the technique is drawn here; the sampler still draws its parameters
+                            names = sorted(weights)
+                            w = np.array([weights[n] for n in names], dtype=float)
+                            rng = np.random.default_rng(_seed_of(root, 6, len(stu.trials)))
+                            stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
                     trial = stu.ask()
                     ts, params = suggest(trial, spaces, n_records)
                     job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number))
@@ -1485,7 +1526,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                         # the sampler is stuck on what it knows: the next trial explores a setting not
                         # tried yet, drawn at random (none found in many draws: the space is spent)
                         rng = np.random.default_rng(_seed_of(root, 5, trial.number))
-                        fresh = _untried(spaces, rng, n_records, seen)
+                        racing = race(stu, spaces)[0]
+                        fresh = _untried([s for s in spaces if s.name not in racing], rng, n_records, seen)
                         if fresh is None:
                             repeats = EXHAUSTED_AFTER
                         continue
