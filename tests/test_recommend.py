@@ -58,7 +58,7 @@ X = tiny()
 SCHEMA = Schema.infer(X, "label")
 #: MDAV and rounding are deterministic: every setting has one release, so the optimum is well defined
 POLICY = {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
-          "techniques": {"mdav": {"k": {"low": 2, "high": 30}},
+          "techniques": {"mdav": {"k": {"low": 2, "high": 30}, "columns": None},
                          "rounding": {"method": "optimal", "encoding": "nearest", "k": {"low": 2, "high": 30}}}}
 #: settings of POLICY's space
 SPACE = [(t, k) for t in ("mdav", "rounding") for k in range(2, 31)]
@@ -581,7 +581,7 @@ def test_random_settings_stay_in_the_spaces_and_follow_their_conditions() -> Non
 
 def test_a_spent_space_stops_the_search() -> None:
     pol = {"risk": {"record_linkage": 0.5}, "utility": {"weights": {"sse_sst": 1}},
-           "techniques": {"mdav": {"k": {"low": 2, "high": 4}}}}
+           "techniques": {"mdav": {"k": {"low": 2, "high": 4}, "columns": None}}}
     res = recommend(X, pol, schema=SCHEMA, n_trials=200, random_state=2)
     assert res.study["stopped_by"] == "search space exhausted"
     made = [t for t in res.trials if t.repeat_of is None]
@@ -721,3 +721,28 @@ def test_a_dp_winner_keeps_the_size_of_x_out_of_its_public_record(tmp_path: Path
     prov = read_provenance(tmp_path / "z.csv")
     assert prov["holdout"] == {"fraction": 0.5, "control": "z.control.csv"}
     assert json.loads((tmp_path / "z.private.json").read_text())["holdout"]["rows"] == 30
+
+
+def test_racing_sets_aside_a_technique_that_never_meets_the_policy() -> None:
+    from ppdm.experiments.recommend import RACE_AFTER
+
+    # top and bottom coding leaves almost every value as it is: record linkage stays far above 0.1,
+    # while MDAV with a large enough k meets it
+    pol = {"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}},
+           "techniques": {"mdav": {"k": {"low": 2, "high": 30}, "columns": None}, "top-bottom-coding": None}}
+    res = recommend(X, pol, schema=SCHEMA, n_trials=40, random_state=3)
+    made = [t for t in res.trials if t.repeat_of is None]
+    assert not any(t.feasible for t in made if t.technique == "top-bottom-coding")
+    assert any(t.feasible for t in made if t.technique == "mdav")
+    assert list(res.study["set_aside"]) == ["top-bottom-coding"]
+    assert "none meeting the policy" in res.study["set_aside"]["top-bottom-coding"]
+    # no trial of the losing technique starts once a release met the policy and it had RACE_AFTER trials
+    met, coded = False, 0
+    for t in sorted(made, key=lambda t: t.number):
+        if t.technique == "top-bottom-coding":
+            assert not (met and coded >= RACE_AFTER), f"trial {t.number} ran a technique set aside"
+            coded += 1
+        met = met or t.feasible
+    assert coded >= RACE_AFTER
+    # the rest of the search went to the technique that meets the policy
+    assert sum(t.technique == "mdav" for t in made) > len(made) / 2

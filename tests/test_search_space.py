@@ -17,8 +17,10 @@ from ppdm.anonymize.search_space import (
     NotSearchable,
     Real,
     SearchSpace,
+    resolve_column_sets,
     search_space_of,
     space_of,
+    unique_valued,
 )
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
@@ -167,3 +169,34 @@ def test_choice_values_a_table_does_not_allow_are_dropped() -> None:
         SearchSpace({"k": Integer(2, 5)}, value_needs={"k": {3: "class"}})
     with pytest.raises(ParameterError, match="unknown need"):
         SearchSpace({"m": Choice(("a", "b"))}, value_needs={"m": {"a": "sunshine"}})
+
+
+def test_unique_valued_columns_by_hand() -> None:
+    import numpy as np
+    import pandas as pd
+
+    # 40 records. "w": 3 values of their own (7.5 %), the rest shared; "v": 2 of their own (5 %, not
+    # above the share); "q" a key and "y" the class, never offered whatever their values
+    w = [1.0, 2.0, 3.0] + [9.0] * 37
+    v = [1.0, 2.0] + [5.0] * 38
+    ids = list(range(40))
+    t = pd.DataFrame({"w": w, "v": v, "q": [float(i) for i in ids], "y": [float(i) for i in ids],
+                      "c": ["a"] * 40})
+    sch = Schema(numeric=["w", "v", "q"], categorical=["c"], class_column="y", quasi_identifiers=["q"])
+    assert unique_valued(t, sch) == ["w"]
+    # a missing value is never a value of its own
+    t2 = t.assign(v=[1.0, 2.0, np.nan, np.nan] + [5.0] * 36)
+    assert unique_valued(t2, sch) == ["w"]
+    t3 = t.assign(v=[1.0, 2.0, 3.0, np.nan] + [5.0] * 36)
+    assert unique_valued(t3, sch) == ["w", "v"]
+    # a chain's step parameter is resolved, other parameters and explicit lists are left alone
+    params = {"mdav.columns": "unique-valued", "mdav.k": 3, "other.columns": ["v"]}
+    assert resolve_column_sets(params, t3, sch) == {"mdav.columns": ["w", "v"], "mdav.k": 3, "other.columns": ["v"]}
+    assert resolve_column_sets({"columns": None}, t, sch) == {"columns": None}
+    with pytest.raises(ParameterError, match="no such column"):
+        resolve_column_sets({"columns": "unique-valued"}, t.assign(w=9.0), sch)
+    # the choice is offered only where the table has such a column
+    space = space_of("mdav")
+    assert isinstance(space, SearchSpace)
+    assert "columns" in space.fitting(sch, t).params
+    assert space.fitting(sch, t.assign(w=9.0)).fixed["columns"] is None

@@ -28,7 +28,7 @@ from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize._mdav import CellTree, check_k, group_means, kd_blocks, labels_in_blocks, mdav_labels
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
-from ppdm.anonymize.search_space import Integer, SearchSpace
+from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.utils import check_choice, finite_vector
@@ -521,9 +521,12 @@ class MDAV(Technique):
 
     handles_missing = True
     missing_policy = "kept"
-    #: group size k; MDAV draws no random numbers, so the same k gives the same release
-    search_space = SearchSpace({"k": Integer(2, 100, log=True, at_most_share=0.5)}, needs=("numeric",),
-                               deterministic=True)
+    #: group size k, and which attributes: all numeric ones, or only those on which records have
+    #: values of their own (``"unique-valued"``, see ``ppdm.anonymize.search_space.COLUMN_SETS``);
+    #: MDAV draws no random numbers, so the same setting gives the same release
+    search_space = SearchSpace({"k": Integer(2, 100, log=True, at_most_share=0.5),
+                                "columns": Choice((None, "unique-valued"))}, needs=("numeric",),
+                               deterministic=True, value_needs={"columns": {"unique-valued": "unique-valued"}})
 
     def __init__(
         self,

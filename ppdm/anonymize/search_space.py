@@ -31,6 +31,19 @@ NEEDS = {
     "categorical": "a categorical attribute",
     "class": "a class column",
     "keys": "declared quasi-identifiers",
+    "unique-valued": "a numeric attribute on which many records have a value of their own",
+}
+
+#: records unique on one numeric attribute alone, above this share, make it ``"unique-valued"``
+#: (the share at which the release gate warns about a pass-through column, see
+#: :class:`ppdm.metrics.release_check.GateThresholds`)
+UNIQUE_VALUED_SHARE = 0.05
+#: named column sets a search space may offer for a technique's ``columns`` parameter, resolved on
+#: the table a release is made from (:func:`resolve_column_sets`)
+COLUMN_SETS = {
+    "unique-valued": "the numeric attributes, other than the keys, the class and the weight, on which more than "
+                     f"{UNIQUE_VALUED_SHARE:.0%} of the records have a value no other record has: what lets "
+                     "an intruder single a record out from one value (a register weight, an exact income)",
 }
 
 
@@ -207,10 +220,12 @@ class SearchSpace:
         lacking = [NEEDS[n] for n in self.needs if not have[n]]
         return f"needs {' and '.join(lacking)}" if lacking else None
 
-    def fitting(self, schema: Schema) -> SearchSpace:
+    def fitting(self, schema: Schema, table: Any = None) -> SearchSpace:
         """This space without the choice values the table with ``schema`` does not allow
-        (``value_needs``); a choice left with one value becomes fixed."""
-        have = _offers(schema)
+        (``value_needs``); a choice left with one value becomes fixed. Needs that depend on the
+        values (``"unique-valued"``) are judged on ``table`` when it is given, and assumed met
+        otherwise."""
+        have = _offers(schema, table)
         params = dict(self.params)
         fixed = dict(self.fixed)
         for name, per in self.value_needs.items():
@@ -287,13 +302,45 @@ def canonical_name(name: str) -> str:
     return CHAIN_SEP.join(chain_steps(name))
 
 
-def _offers(schema: Schema) -> dict[str, bool]:
+def _offers(schema: Schema, table: Any = None) -> dict[str, bool]:
     return {
         "numeric": bool([c for c in schema.numeric if c != schema.class_column]),
         "categorical": bool([c for c in schema.categorical if c != schema.class_column]),
         "class": schema.class_column is not None,
         "keys": bool(schema.quasi_identifiers),
+        "unique-valued": True if table is None else bool(unique_valued(table, schema)),
     }
+
+
+def unique_valued(table: Any, schema: Schema) -> list[str]:
+    """The ``"unique-valued"`` column set of ``table`` (see :data:`COLUMN_SETS`), in table order.
+
+    A value is counted once per record that has it; a missing value is never unique."""
+    skip = {schema.class_column, schema.weight, *schema.quasi_identifiers}
+    out = []
+    n = len(table)
+    for c in schema.numeric:
+        if c in skip or c not in table.columns or not n:
+            continue
+        counts = table[c].value_counts(dropna=True)
+        if int((counts == 1).sum()) > UNIQUE_VALUED_SHARE * n:
+            out.append(c)
+    return out
+
+
+def resolve_column_sets(params: Mapping[str, Any], table: Any, schema: Schema) -> dict[str, Any]:
+    """``params`` with every ``columns`` (or chain ``step.columns``) parameter that names a
+    column set (:data:`COLUMN_SETS`) replaced by that set's columns on ``table``. A set that is
+    empty on the table is refused: the technique would have nothing to work on."""
+    out = dict(params)
+    for name, value in params.items():
+        if name.rsplit(".", 1)[-1] != "columns" or not isinstance(value, str) or value not in COLUMN_SETS:
+            continue
+        cols = unique_valued(table, schema)
+        if not cols:
+            raise ParameterError(f"{name}={value!r}: the table has no such column ({COLUMN_SETS[value]})")
+        out[name] = cols
+    return out
 
 
 def space_of(name: str) -> SearchSpace | NotSearchable:
@@ -378,5 +425,6 @@ def _check_bounds(low: float, high: float, log: bool) -> None:
         raise ParameterError(f"a log-scale range must stay above 0, got low={low!r}")
 
 
-__all__ = ["CHAIN_SEP", "Choice", "DEFAULT_CHAINS", "Integer", "NEEDS", "NotSearchable", "Param", "Real", "SearchSpace",
-           "build_technique", "canonical_name", "chain_steps", "parameters_of", "search_space_of", "space_of"]
+__all__ = ["CHAIN_SEP", "COLUMN_SETS", "Choice", "DEFAULT_CHAINS", "Integer", "NEEDS", "NotSearchable", "Param", "Real", "SearchSpace",
+           "build_technique", "canonical_name", "chain_steps", "parameters_of", "resolve_column_sets", "search_space_of", "space_of",
+           "unique_valued"]

@@ -259,6 +259,10 @@ def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
     console.print(f"search: {st['trials']} trial(s) ({st['new_trials']} in this run), {len(doc['feasible'])} met the "
                   f"policy; stopped by the {st['stopped_by']} after {st.get('seconds', 0):.0f} s; study "
                   f"{st.get('storage')}", highlight=False, markup=False, soft_wrap=True)
+    aside = st.get("set_aside") or {}
+    if aside:
+        console.print(f"set aside once other techniques met the policy: {', '.join(sorted(aside))}",
+                      highlight=False, markup=False, soft_wrap=True)
     for note in doc.get("notes") or []:
         err_console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False, soft_wrap=True)
     front = [t for t in doc["trials"] if t["number"] in set(doc["front"])]

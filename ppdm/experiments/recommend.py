@@ -69,6 +69,7 @@ from ppdm.anonymize.search_space import (
     build_technique,
     chain_steps,
     parameters_of,
+    resolve_column_sets,
     space_of,
 )
 from ppdm.data.provenance import table_sha256
@@ -93,6 +94,9 @@ FINAL_DRAWS = 3
 FINAL_CANDIDATES = 5
 #: consecutive suggestions of deterministic settings already tried after which the space counts as exhausted
 EXHAUSTED_AFTER = 50
+#: racing: once a release has met the policy, a technique with this many trials of its own, none
+#: meeting it, is set aside, and each later trial's technique is drawn among the others
+RACE_AFTER = 4
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
 RESERVE_SHARE = 0.05
@@ -159,11 +163,14 @@ class TechniqueSpace:
         return out
 
 
-def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[TechniqueSpace], dict[str, str]]:
+def build_spaces(policy: Policy, schema: Schema, n_records: int, table: pd.DataFrame | None = None
+                 ) -> tuple[list[TechniqueSpace], dict[str, str]]:
     """The techniques a search tries and their parameter distributions, and the techniques
     left out with the reason (not searchable, does not fit the table, not differentially
     private under a policy that requires it). Every setting at the ends of every range is
-    checked by the technique before any work, so an impossible range fails here."""
+    checked by the technique before any work, so an impossible range fails here. With
+    ``table``, choices that depend on its values (a ``"unique-valued"`` column set the table
+    does not have) are dropped."""
     _load_all()
     explicit = policy.techniques is not None
     chains = [c for c in DEFAULT_CHAINS if all(step in TECHNIQUES for step in chain_steps(c))]
@@ -183,7 +190,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
                 raise ParameterError(f"the policy allows technique {choice.name!r}, but it does not fit this table: {why}")
             left_out[choice.name] = why
             continue
-        space = space.fitting(schema)  # e.g. no importance="class" without a class column
+        space = space.fitting(schema, table)  # e.g. no importance="class" without a class column
         params: dict[str, Param] = dict(space.params)
         fixed: dict[str, Any] = dict(space.fixed)
         for pname, over in choice.overrides.items():
@@ -211,7 +218,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int) -> tuple[list[T
         order = [p for p in space.params if p in params] + [p for p in params if p not in space.params]
         ts = TechniqueSpace(choice.name, {p: params[p] for p in order}, fixed, when, parameters_of(choice.name),
                             space.deterministic, space.epsilon)
-        _check_space(ts, schema, n_records)
+        _check_space(ts, schema, n_records, table)
         spaces.append(ts)
     if not spaces:
         reasons = "; ".join(f"{n}: {r}" for n, r in left_out.items())
@@ -272,7 +279,7 @@ def _cap_epsilon(name: str, param: str, params: dict[str, Param], fixed: dict[st
     return params, fixed
 
 
-def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int) -> None:
+def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int, table: pd.DataFrame | None = None) -> None:
     """Build the technique at the ends of every range and with every choice, so a setting the
     technique refuses is found before the search starts."""
     ends: dict[str, list[Any]] = {}
@@ -289,6 +296,8 @@ def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int) -> None:
     for s in settings:
         params = {**ts.fixed, **s}
         try:
+            if table is not None:
+                params = resolve_column_sets(params, table, schema)
             tech = build_technique(ts.name, params, class_column=schema.class_column, schema=schema, random_state=0)
             tech._validate_params()
         except PPDMError as e:
@@ -527,9 +536,11 @@ def _finite(v: Any) -> bool:
         return False
 
 
-def _technique(job: TrialJob, schema: Schema) -> Any:
-    return build_technique(job.technique, job.params, class_column=schema.class_column, schema=schema,
-                           random_state=job.seed)
+def _technique(job: TrialJob, table: pd.DataFrame, schema: Schema) -> Any:
+    """The technique of ``job``, with a named column set (``"unique-valued"``) resolved on the
+    table the release is made from."""
+    return build_technique(job.technique, resolve_column_sets(job.params, table, schema),
+                           class_column=schema.class_column, schema=schema, random_state=job.seed)
 
 
 def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_info: dict[str, Any] | None = None
@@ -537,7 +548,7 @@ def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_inf
     """The release of ``job`` on ``table``, made as ``ppdm anonymize`` makes one."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a trial's warnings are not the user's; the final release reports its own
-        return release(table, _technique(job, data.schema), schema=data.schema, detect_identifiers=False,
+        return release(table, _technique(job, table, data.schema), schema=data.schema, detect_identifiers=False,
                        input_info=input_info or data.input_info)
 
 
@@ -1186,7 +1197,7 @@ def recommend(
     storage = None if study is None else (str(study) if "://" in str(study) else study_storage(study))
 
     table, sch, ids = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
-    spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))))
+    spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))), table)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     info = {"sha256": table_sha256(table), "rows": int(len(table)), "columns": int(table.shape[1]),
@@ -1249,7 +1260,8 @@ def recommend(
         control=None, verification=None, chosen=None, refit=bool(refit),
         study={"name": STUDY_NAME, "storage": _storage_label(storage) if storage else None,
                "trials": len(records), "new_trials": len(records) - before, "resumed": existed,
-               "stopped_by": stopped_by, "budget_seconds": budget_s, "trial_budget": target},
+               "stopped_by": stopped_by, "budget_seconds": budget_s, "trial_budget": target,
+               "set_aside": race(stu, spaces)[0]},
         split={"holdout": float(holdout), "train_rows": int(len(train)), "control_rows": int(len(control)),
                "rows": int(len(table)), "removed_identifiers": ids},
         spaces={s.name: s.describe(len(train)) for s in spaces}, left_out=left_out)
@@ -1389,6 +1401,36 @@ def _key(technique: str, params: Mapping[str, Any]) -> str:
     return technique + json.dumps(_json(params), sort_keys=True)
 
 
+def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], dict[str, int]]:
+    """Which techniques a search has set aside (name → why) and the weight each other technique
+    is drawn with, from the trials so far.
+
+    Until some release meets the policy nothing is set aside (``({}, {})``: the sampler picks the
+    technique). After that a technique is set aside once :data:`RACE_AFTER` of its own trials
+    (repeats not counted) ran without one meeting the policy, and each remaining technique is
+    drawn with weight 1 + the number of its releases that met the policy: the search spends
+    its trials where the policy has been met, and still tries the techniques it knows little
+    about. A technique is never set aside when it is the only one."""
+    from optuna.trial import TrialState
+
+    tried: dict[str, int] = {}
+    met: dict[str, int] = {}
+    for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        o = t.user_attrs.get("outcome")
+        if o is None or t.user_attrs.get("repeat_of") is not None:
+            continue
+        name = o.get("technique")
+        tried[name] = tried.get(name, 0) + 1
+        if t.state == TrialState.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values()):
+            met[name] = met.get(name, 0) + 1
+    if not met or len(spaces) < 2:
+        return {}, {}
+    aside = {s.name: f"set aside after {tried[s.name]} trials, none meeting the policy, while other techniques "
+             "met it" for s in spaces if not met.get(s.name) and tried.get(s.name, 0) >= RACE_AFTER}
+    weights = {s.name: 1 + met.get(s.name, 0) for s in spaces if s.name not in aside}
+    return aside, weights
+
+
 def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: Policy, *, clock: _Clock,
             target: int | None, workers: int, executor: Executor | None, root: int, n_records: int) -> str:
     """Run trials until a budget is spent; returns what stopped the search."""
@@ -1465,6 +1507,13 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                         # enqueued only now, so a setting never waits in the study beyond the budget
                         stu.enqueue_trial(fresh)
                         fresh = None
+                    else:
+                        aside, weights = race(stu, spaces)
+                        if aside:  # the technique is drawn here; the sampler still draws its parameters
+                            names = sorted(weights)
+                            w = np.array([weights[n] for n in names], dtype=float)
+                            rng = np.random.default_rng(_seed_of(root, 6, len(stu.trials)))
+                            stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
                     trial = stu.ask()
                     ts, params = suggest(trial, spaces, n_records)
                     job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number))
@@ -1477,7 +1526,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                         # the sampler is stuck on what it knows: the next trial explores a setting not
                         # tried yet, drawn at random (none found in many draws: the space is spent)
                         rng = np.random.default_rng(_seed_of(root, 5, trial.number))
-                        fresh = _untried(spaces, rng, n_records, seen)
+                        racing = race(stu, spaces)[0]
+                        fresh = _untried([s for s in spaces if s.name not in racing], rng, n_records, seen)
                         if fresh is None:
                             repeats = EXHAUSTED_AFTER
                         continue

@@ -172,10 +172,19 @@ class KeyFrequencies:
     n_groups: int  # distinct key combinations (a missing value counted as a value of its own)
     weighted: bool
     codes: np.ndarray  # (n, len(keys)) value codes, −1 for a missing value
+    #: per-key summaries already computed from ``codes`` (k-anonymity, sample uniques and the
+    #: re-identification risk of one table all list the same one)
+    per_key_tables: dict[int, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return len(self.fk)
+
+    def per_key(self, uniques: int) -> pd.DataFrame:
+        """:func:`_per_key` of this table's keys, computed once."""
+        if uniques not in self.per_key_tables:
+            self.per_key_tables[uniques] = _per_key(self.keys, self.codes, uniques)
+        return self.per_key_tables[uniques].copy()
 
 
 def key_frequencies(df: pd.DataFrame, keys: Any, weight: str | None = None) -> KeyFrequencies:
@@ -389,7 +398,7 @@ def k_anonymity(
     return KAnonymityResult(value=counted / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,
                             achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups, weight=weight,
                             weighted=use_weights, violations_weighted=viol_w,
-                            per_key=_per_key(keys, kf.codes, uniq) if per_key else pd.DataFrame(), fk=kf.fk,
+                            per_key=kf.per_key(uniq) if per_key else pd.DataFrame(), fk=kf.fk,
                             Fk=kf.Fk)
 
 
@@ -420,7 +429,7 @@ def sample_uniques(
     uniq = kf.fk == 1
     u = int(uniq.sum())
     return SampleUniquesResult(value=u / kf.n, keys=keys, n=kf.n, sample_uniques=u,
-                               per_key=_per_key(keys, kf.codes, u) if per_key else pd.DataFrame(), unique=uniq)
+                               per_key=kf.per_key(u) if per_key else pd.DataFrame(), unique=uniq)
 
 
 # -------------------------------------------------------- re-identification risk
@@ -471,7 +480,7 @@ def reidentification_risk(
     return ReidentificationRiskResult(
         value=er / n, keys=keys, weight=weight, n=n, expected_reidentifications=er, global_risk_pct=100.0 * er / n,
         max_risk=float(np.nanmax(r)), sample_uniques=uniq, n_combinations=kf.n_groups,
-        per_key=_per_key(keys, kf.codes, uniq) if per_key else pd.DataFrame(), fk=kf.fk, Fk=kf.Fk, risk=r)
+        per_key=kf.per_key(uniq) if per_key else pd.DataFrame(), fk=kf.fk, Fk=kf.Fk, risk=r)
 
 
 # ----------------------------------------------------------------- l-diversity
