@@ -27,6 +27,7 @@ by a power of ten rounds it once); longer ones are converted by pandas' own pars
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import mmap
 import re
@@ -205,15 +206,19 @@ def _dates(arr: Any, name: str) -> pd.Series:
     """A column pyarrow read as dates ``2021-03-04``: it takes exactly four, two and two digits
     that make a real date, so the general reader finds the column in that layout and parses
     it to the same days, in the unit pandas gives dates parsed from text."""
-    first = arr.drop_null()[0].as_py() if arr.null_count < len(arr) else None
-    sample = [first.isoformat()] if first is not None else ["1970-01-01"]
-    dtype = pd.to_datetime(pd.Series(sample, dtype="str"), format=ty.DEFAULT_DATE_FORMAT).dtype
+    dtype = _date_dtype()
     days = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr), offset=arr.offset * 4)
     per_day = np.timedelta64(1, "D") // np.timedelta64(1, np.datetime_data(dtype)[0])
     values = (days.astype(np.int64) * per_day).view(dtype)
     if arr.null_count:
         values[~_bits(arr.buffers()[0], arr.offset, len(arr))] = np.datetime64("NaT")
     return pd.Series(values, name=name, copy=False)
+
+
+@functools.cache
+def _date_dtype() -> Any:
+    """The dtype pandas gives dates parsed from text in ``%Y-%m-%d``."""
+    return pd.to_datetime(pd.Series(["2021-03-04"], dtype="str"), format=ty.DEFAULT_DATE_FORMAT).dtype
 
 
 def _quoting(path: Path, delim: str) -> bool | None:
