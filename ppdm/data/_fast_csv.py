@@ -99,6 +99,7 @@ def read_csv_typed(path: Path, delim: str, header: list[str], decimal: str | Non
     quoted = _quoting(path, delim)
     if quoted is None:
         return None
+
     def read(types: dict[str, Any]) -> Any:
         return pacsv.read_csv(
             path,
@@ -425,13 +426,7 @@ def _iso_dates(arr: Any, name: str, lengths: np.ndarray) -> pd.Series | None:
         days = pc.cast(_nulls(arr, empty), pa.date32())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    first = str(arr[int(np.argmin(empty))])
-    # the unit pandas gives a date column parsed from text
-    dtype = pd.to_datetime(pd.Series([first], dtype="str"), format=ty.DEFAULT_DATE_FORMAT).dtype
-    d = np.frombuffer(days.buffers()[1], dtype=np.int32, count=len(arr), offset=days.offset * 4)
-    values = d.astype("datetime64[D]").astype(dtype)
-    values[empty] = np.datetime64("NaT")
-    return pd.Series(values, name=name, copy=False)
+    return _dates(days, name)
 
 
 def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str],
@@ -444,17 +439,15 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
         k = _kind(v)
         return _WORD if k == _COMMA and decimal == "." else k
 
-    def with_nulls(values: Any) -> Any:
-        na = [v for v in uniq if v in NA_TEXT]
-        if not na:
-            return values
-        return pc.if_else(pc.is_in(values, value_set=pa.array(na, values.type)), pa.scalar(None, arr.type),
-                          values)
+    def with_nulls(markers: list[str]) -> Any:
+        """``arr`` with the cells holding one of ``markers`` missing."""
+        if not markers:
+            return arr
+        return pc.if_else(pc.is_in(arr, value_set=pa.array(markers, arr.type)), pa.scalar(None, arr.type), arr)
 
     # a word in the first rows settles it: the column is text (no distinct values needed)
     if any(kind(v) == _WORD for v in set(sample)):
-        uniq = sorted(NA_TEXT)
-        return _text(with_nulls(arr), name), None
+        return _text(with_nulls(sorted(NA_TEXT)), name), None
     dates_first = all(kind(v) in (_DATE, _NA) for v in sample)
     if dates_first and not any(v in NA_TEXT and v for v in sample):
         iso = _iso_dates(arr, name, lengths)
@@ -465,6 +458,7 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
     uniq = enc.dictionary.to_pylist() if enc is not None else pc.unique(arr).to_pylist()
     kinds = np.array([kind(v) for v in uniq], dtype=np.int8)
     is_na = kinds == _NA
+    markers = [v for v in uniq if v in NA_TEXT]
     present = set(kinds[~is_na].tolist())
     if not present:
         # every cell missing: pandas gives a float column of NaN
@@ -472,7 +466,7 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
     if _WORD in present or (len(present) > 1 and present & {_BOOL, _DATE}):
         # a word; or a boolean or a date beside a value of another kind: no value is then a
         # number to pandas and not all are booleans or dates (nor decimal commas), so text
-        return _text(with_nulls(arr), name), None
+        return _text(with_nulls(markers), name), None
     if present == {_BOOL}:
         if not {len(v) for v, k in zip(uniq, kinds, strict=True) if k == _NA} & {4, 5}:
             # True/TRUE/true have four characters, the false ones five, no missing marker here either
@@ -493,7 +487,7 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
     fmt = ty.detect_date_format(pd.Series(dates, dtype=object))
     if fmt is None:
         # dates in no single layout ppdm knows: text, as the general reader leaves them
-        return _text(with_nulls(arr), name), None
+        return _text(with_nulls(markers), name), None
     # each distinct date parsed once, as the general reader does (a missing cell is NaT)
     if enc is None:
         enc = arr.dictionary_encode()
