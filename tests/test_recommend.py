@@ -746,3 +746,40 @@ def test_racing_sets_aside_a_technique_that_never_meets_the_policy() -> None:
     assert coded >= RACE_AFTER
     # the rest of the search went to the technique that meets the policy
     assert sum(t.technique == "mdav" for t in made) > len(made) / 2
+
+
+def test_racing_weights_by_hand() -> None:
+    import optuna
+
+    from ppdm.experiments.recommend import race
+
+    class _S:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    spaces = [_S(n) for n in "ABCD"]
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    stu = optuna.create_study(directions=["minimize", "minimize"])
+
+    def add(name: str, loss: float, met: bool) -> None:
+        t = stu.ask()
+        t.suggest_categorical("technique", list("ABCD"))
+        t.set_user_attr("outcome", {"technique": name})
+        t.set_constraint("record_linkage", -0.1 if met else 0.2)
+        stu.tell(t, [0.5, loss])
+
+    for _ in range(5):
+        add("A", 0.1, False)
+    add("D", 0.1, False)
+    assert race(stu, spaces) == ({}, {})  # nothing met the policy yet: the sampler picks
+    add("D", 0.1, False)
+    for loss in (1.0, 2.0, 3.0, 4.0):
+        add("B", loss, True)
+    for loss in (0.5, 5.0, 6.0, 7.0):
+        add("C", loss, True)
+    aside, weights = race(stu, spaces)
+    # A: 5 trials, none met; D: 2 trials, still in the race. 8 releases met the policy; the best
+    # quarter (2: losses 0.5 and 1.0) count one each for C and B
+    assert list(aside) == ["A"] and "after 5 trials" in aside["A"]
+    assert weights == {"B": 2, "C": 2, "D": 1}
+    assert race(stu, spaces[:1]) == ({}, {})  # one technique is never set aside

@@ -97,6 +97,9 @@ EXHAUSTED_AFTER = 50
 #: racing: once a release has met the policy, a technique with this many trials of its own, none
 #: meeting it, is set aside, and each later trial's technique is drawn among the others
 RACE_AFTER = 4
+#: racing: the share of the releases meeting the policy, the least utility loss first, that count
+#: for their technique's chance of being drawn
+ELITE_SHARE = 0.25
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
 RESERVE_SHARE = 0.05
@@ -1408,13 +1411,17 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     Until some release meets the policy nothing is set aside (``({}, {})``: the sampler picks the
     technique). After that a technique is set aside once :data:`RACE_AFTER` of its own trials
     (repeats not counted) ran without one meeting the policy, and each remaining technique is
-    drawn with weight 1 + the number of its releases that met the policy: the search spends
-    its trials where the policy has been met, and still tries the techniques it knows little
-    about. A technique is never set aside when it is the only one."""
+    drawn with weight 1 + the number of its releases among the best quarter (:data:`ELITE_SHARE`,
+    by utility loss) of all releases that met the policy: the search spends its trials where the
+    least utility has been lost within the policy, and still tries the techniques it knows
+    little about. Counting the best releases rather than every release that met the policy
+    keeps a technique that meets it often but loses more from drawing most trials. A technique
+    is never set aside when it is the only one."""
     from optuna.trial import TrialState
 
     tried: dict[str, int] = {}
     met: dict[str, int] = {}
+    losses: list[tuple[float, str]] = []
     for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         o = t.user_attrs.get("outcome")
         if o is None or t.user_attrs.get("repeat_of") is not None:
@@ -1423,11 +1430,15 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
         tried[name] = tried.get(name, 0) + 1
         if t.state == TrialState.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values()):
             met[name] = met.get(name, 0) + 1
+            losses.append((float(t.values[1]), name))
     if not met or len(spaces) < 2:
         return {}, {}
     aside = {s.name: f"set aside after {tried[s.name]} trials, none meeting the policy, while other techniques "
              "met it" for s in spaces if not met.get(s.name) and tried.get(s.name, 0) >= RACE_AFTER}
-    weights = {s.name: 1 + met.get(s.name, 0) for s in spaces if s.name not in aside}
+    elite: dict[str, int] = {}
+    for _, name in sorted(losses)[:max(1, math.ceil(ELITE_SHARE * len(losses)))]:
+        elite[name] = elite.get(name, 0) + 1
+    weights = {s.name: 1 + elite.get(s.name, 0) for s in spaces if s.name not in aside}
     return aside, weights
 
 
