@@ -311,7 +311,7 @@ def release(
     tech = type(technique)(**technique.get_params(deep=False))
     tech.set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
     name = getattr(tech, "method_name", type(tech).__name__)
-    with progress.steps(3, f"{name}: learning from {len(work)} records and releasing z") as step:
+    with progress.steps(3, f"{name}: learning from {len(work)} records") as step:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             codes = codes_read_as_numbers(work, sch)  # e.g. zip codes read by pandas.read_csv
