@@ -17,6 +17,11 @@ with missing cells become nullable ``Int64``). Without one, the same is inferred
 of numbers written with a leading zero stays text, a column of dates in one known layout
 becomes a date column, ``True``/``False`` columns become booleans, and whole numbers with
 missing cells stay whole. :func:`write_table` writes dates back in their format.
+
+Without a schema or typed columns, a CSV file is first read in one pass
+(:mod:`ppdm.data._fast_csv`: pyarrow reads every column as text, each column is typed from
+it); a file or column whose text could be read in more than one way is left to the general
+reader below, so both give the same table.
 """
 
 from __future__ import annotations
@@ -224,6 +229,15 @@ def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | Non
                     seen.add(name)
                 if len(header) == 1 and sep is None:
                     _refuse_other_separator(p, header[0])  # before the parser trips over the data rows
+            if header is not None and nrows is None and not csv_kwargs and schema is None and not categorical \
+                    and not dates:
+                # one pass with pyarrow when every column's type is certain from its text; else
+                # (None) the general reader below decides, with its messages
+                from ppdm.data._fast_csv import read_csv_typed
+
+                fast = read_csv_typed(p, delim, header, decimal)
+                if fast is not None:
+                    return fast
             kw: dict[str, Any] = {"na_values": ["?"], "sep": delim}
             if nrows is not None:
                 kw["nrows"] = nrows
