@@ -202,7 +202,10 @@ def test_an_undeclared_domain_is_refused(tmp_path):
     assert code == 2 and not out.exists()
     assert "--domain-template" in output and "--schema" in output
     # --domain-from-data releases, and says in words that it is not differentially private
-    code, out, output = _anonymize(tmp_path, df, "--domain-from-data", schema=None)
+    # on 80 records, values drawn to one decimal match an original record by chance often enough for
+    # the release gate to refuse some draws (it judges the release, not the wording this test checks)
+    code, out, output = _anonymize(tmp_path, df, "--domain-from-data", "--seed", "0", "--allow-verbatim",
+                                   schema=None)
     assert code == 0, output
     assert "Not differentially private" in output
     prov = json.loads((tmp_path / "z.provenance.json").read_text())
