@@ -206,7 +206,10 @@ def test_a_signal_during_the_write_leaves_no_temporary_file(tmp_path: Path, sign
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen([sys.executable, str(script), str(ready), "anonymize", str(folder / "x.csv"),
                              *GATE_OFF, "--class", "label", "-m", "uniform-noise", "-o", str(folder / "z.csv"), "--seed", "1"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a test run started in the background inherits SIGINT ignored (as a shell
+                            # sets up background jobs), and so would ppdm: give the run a user's Ctrl-C
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not ready.exists():
