@@ -53,6 +53,7 @@ import pandas as pd
 import pytest
 import typer
 from click.testing import CliRunner
+from json_numbers import json_numbers
 from scipy.stats import beta, binom
 
 import ppdm.anonymize.differential_privacy as dpmod
@@ -410,21 +411,8 @@ def _files_audit(tmp_path: Path) -> Audit:
     return Audit(tmp_path, d0, d1, sch, {})
 
 
-def _numbers(obj, path: str = "") -> dict[str, float]:
-    out: dict[str, float] = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(_numbers(v, f"{path}.{k}"))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out.update(_numbers(v, f"{path}[{i}]"))
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        out[path] = float(obj)
-    return out
-
-
 def _public_numbers(f: Files) -> dict[str, float]:
-    return {"z rows": float(len(f.z)), **_numbers(f.provenance, "provenance"), **_numbers(f.measurements, "dpcube")}
+    return {"z rows": float(len(f.z)), **json_numbers(f.provenance, "provenance"), **json_numbers(f.measurements, "dpcube")}
 
 
 def _files_bound(audit: Audit, n_select: int = 80, n_estimate: int = 150) -> tuple[float, str]:

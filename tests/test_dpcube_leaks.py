@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from json_numbers import json_numbers
 from typer.testing import CliRunner
 
 from ppdm.anonymize.differential_privacy import DPCube
@@ -93,20 +94,6 @@ def _anonymize(tmp_path: Path, df: pd.DataFrame, *extra: str, schema: Schema | N
     return res.exit_code, out, res.output
 
 
-def _numbers(obj, path="") -> dict[str, float]:
-    """Every number in a JSON document, by its path."""
-    out: dict[str, float] = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(_numbers(v, f"{path}.{k}"))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out.update(_numbers(v, f"{path}[{i}]"))
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        out[path] = float(obj)
-    return out
-
-
 def test_public_provenance_holds_no_count_hash_or_check_of_x(tmp_path):
     df = _table(90)
     code, out, output = _anonymize(tmp_path, df, "--seed", "3")
@@ -130,7 +117,7 @@ def test_public_provenance_holds_no_count_hash_or_check_of_x(tmp_path):
     private = [p for p in tmp_path.iterdir() if p.name.endswith(".private.json")]
     assert len(private) == 1
     secret = json.loads(private[0].read_text())
-    assert 90 in _numbers(secret).values()
+    assert 90 in json_numbers(secret).values()
 
 
 def test_warnings_counted_on_x_stay_out_of_the_public_record(tmp_path):
