@@ -858,7 +858,7 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
     for names, reason in group_reasons(skipped):
         console.print(Text(f"{', '.join(names)} skipped: {reason}", style="yellow"))
     for name, m in doc["measures"].items():
-        if m.get("not_judged"):  # computed, but the intruder scenario it models does not apply
+        if m.get("not_judged") and m.get("status") != "skipped":  # computed, but its scenario does not apply
             console.print(Text(f"{name} not judged: {m['not_judged']}", style="dim"))
     if not verbose:
         extra = " and the rule texts" if doc["tables"].get("per_rule") else ""

@@ -79,7 +79,8 @@ from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
 from ppdm.experiments.release import Release, ReleaseRefused, hold_out, release, save_release
-from ppdm.metrics.base import SCENARIOS, EvaluationContext, judge, result_not_judged
+from ppdm.metrics.base import SCENARIOS, EvaluationContext, result_not_judged
+from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, result_lower_bound
 
 STUDY_NAME = "ppdm-recommend"
 STUDY_FORMAT = "ppdm.recommend-study"
@@ -103,7 +104,7 @@ ELITE_SHARE = 0.25
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
 RESERVE_SHARE = 0.05
-_NOT_MEASURED = 1.0
+_NOT_MEASURED = NOT_MEASURED_MARGIN
 #: objective values a trial that could not be measured is told with (its constraints are all violated)
 PENALTY = (10.0, 1e6)  # constraint value of a line whose measure could not be computed
 
@@ -468,11 +469,15 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
             why = result_not_judged(res.result) if spec.kind == "risk" else None
             if why:  # computed, but the intruder scenario it models does not apply to this release
                 entry["not_judged"] = why
+            bound = result_lower_bound(res.result) if spec.kind == "risk" else None
+            if bound:  # a pairing-free value that only bounds the risk from below never meets a line
+                entry["lower_bound"] = bound
+            if (getattr(res.result, "percent", None) is True):
+                entry["percent"] = True
         out[name] = entry
         if name in lines and entry["value"] is not None and not entry.get("not_applicable") \
                 and not entry.get("not_judged"):
-            iv = (entry["ci_low"], entry["ci_high"]) if entry["ci_low"] is not None else None
-            if judge(entry["value"], lines[name][0], lines[name][1], iv) == "misses":
+            if judge_line(read_entry(name, entry), lines[name][0], lines[name][1]).state == "misses":
                 missed = name
     return {name: out[name] for name in data.measures if name in out}
 
@@ -686,43 +691,24 @@ def _scale(line: RiskLine) -> float:
 def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]:
     """Every line of ``policy`` on one trial's outcome (see :class:`LineVerdict`).
 
-    A line is judged with :func:`ppdm.metrics.base.judge` (a value with an interval meets its
-    threshold only when the whole interval does; "uncertain" does not meet it), and only when
-    the intruder scenario its measure models applies to the release: key-variable measures
-    judge quasi-identifiers that reach the release unchanged or generalised, ``qi_matching``
-    perturbed ones. A line that does not apply is "not applicable" while another line of its
-    scenario applies, and "not judged" (a miss) when none does, so a release cannot meet a
-    policy by leaving its intruder unmeasured."""
+    A line is judged by the library's single judge (:func:`ppdm.metrics.judgement.judge_line`,
+    the one ``ppdm evaluate``'s verdict uses): a value with an interval meets its threshold only
+    when the whole interval does, a lower bound never meets, and "uncertain" does not meet it.
+    It is judged only when the intruder scenario its measure models applies to the release:
+    key-variable measures judge quasi-identifiers that reach the release unchanged or
+    generalised, ``qi_matching`` perturbed ones. A line that does not apply is "not applicable"
+    while another line of its scenario applies, and "not judged" (a miss) when none does, so a
+    release cannot meet a policy by leaving its intruder unmeasured."""
     out: list[LineVerdict] = []
     measures = outcome.get("measures") or {}
     registry = load_all_measures()
     for line in policy.risk:
         m = measures.get(line.measure) or {}
-        value = m.get("value")
-        interval = (m["ci_low"], m["ci_high"]) if m.get("ci_low") is not None and m.get("ci_high") is not None else None
-        if m.get("not_applicable") or m.get("not_judged"):
-            out.append(LineVerdict(line.text(), line.measure, "not applicable",
-                                   None if value is None else float(value),
-                                   None if interval is None else (float(interval[0]), float(interval[1])),
-                                   reason=m.get("not_judged") or m.get("reason")))
-            continue
-        if value is None:
-            # a line left unmeasured because another already missed adds nothing to the excess the
-            # sampler sees (margin 0); it is still not met
-            out.append(LineVerdict(line.text(), line.measure, "not measured",
-                                   margin=0.0 if m.get("skipped") else _NOT_MEASURED,
-                                   reason=m.get("reason") or outcome.get("error") or "not computed"))
-            continue
-        verdict = judge(value, line.threshold, line.direction, interval)
-        worst = value if interval is None else (max(interval) if line.direction == "lower" else min(interval))
-        if line.direction == "lower":
-            worst = max(worst, value)
-            margin = (worst - line.threshold) / _scale(line)
-        else:
-            worst = min(worst, value)
-            margin = (line.threshold - worst) / _scale(line)
-        out.append(LineVerdict(line.text(), line.measure, str(verdict), float(value),
-                               None if interval is None else (float(interval[0]), float(interval[1])), margin))
+        meas = read_entry(line.measure, m)
+        if meas.value is None and not meas.not_judged and not meas.reason:
+            meas = replace(meas, reason=outcome.get("error") or "not computed")
+        j = judge_line(meas, line.threshold, line.direction, span=_scale(line))
+        out.append(LineVerdict(line.text(), line.measure, j.state, j.value, j.interval, j.margin, j.reason))
     _unjudged_scenarios(out, policy, registry)
     if policy.epsilon is not None:
         priv = outcome.get("privacy")

@@ -154,13 +154,17 @@ DIRECTIONS = ("higher", "lower")
 #: the intruder scenarios the risk measures model (docs/measures.md, "Intruder scenarios")
 SCENARIOS: dict[str, str] = {
     "quasi-identifiers": "an intruder who knows some people's quasi-identifiers and looks for them in the release",
-    "originals": "an intruder who holds the original records and links the release to them by distance",
+    "originals": "an intruder who holds the original records, with every attribute the release shares with them, "
+                 "and links the release to them: exact joins first, then by distance",
+    "sensitive": "an intruder who learns a sensitive attribute from the group of records sharing a person's "
+                 "quasi-identifiers (attribute disclosure)",
     "control": "an attacker who attacks the release, measured against a control set of people left out of it",
 }
 #: the scenario of each registered risk measure that models one (a registration may also name it)
 SCENARIO_OF: dict[str, str] = {
-    **{m: "quasi-identifiers" for m in ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity",
+    **{m: "quasi-identifiers" for m in ("k_anonymity", "sample_uniques", "reidentification_risk",
                                         "suda2", "qi_matching", "release_check")},
+    **{m: "sensitive" for m in ("attribute_disclosure", "l_diversity")},
     **{m: "originals" for m in ("record_linkage", "ddr", "idr", "sers")},
     **{m: "control" for m in ("singling_out_univariate", "singling_out_multivariate", "linkability",
                               "inference")},

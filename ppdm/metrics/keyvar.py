@@ -42,7 +42,7 @@ import pandas as pd
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, ScenarioNotApplicable, SchemaError
 from ppdm.metrics._dask import check_aligned, pair_partitions, reduce_parts
 from ppdm.metrics._records import RecordDetailMixin, record_field
-from ppdm.metrics.base import EvaluationContext, register_measure
+from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 
 #: the registered measures that read quasi-identifiers (named on the command line, they need
 #: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
@@ -878,8 +878,60 @@ def _l_diversity_measure(ctx: EvaluationContext) -> LDiversityResult:
     return _finish(res, ctx, perturbed)
 
 
+@dataclass
+class AttributeDisclosureResult(MeasureResult):
+    """Share of released records whose sensitive value the group sharing their quasi-identifiers
+    gives away (fewer than ``l_target`` distinct values); lower is better."""
+
+    keys: list[str] = field(default_factory=list)
+    sensitive: list[str] = field(default_factory=list)
+    l_target: int = 2
+    worst: str = ""
+    original: float | None = None
+    key_source: str = ""
+    perturbed_keys: list[str] = field(default_factory=list)
+    per_sensitive: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+@register_measure("attribute_disclosure", kind="risk", needs_class=False, default=True, direction="lower",
+                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True,
+                  meaning="The share of released records in a quasi-identifier group with fewer than l (= 2) distinct "
+                  "values of a sensitive attribute, so an intruder who knows a person's quasi-identifiers learns "
+                  "the sensitive value; 0 is best. Judged when a sensitive attribute is declared.",
+                  description="attribute disclosure: share of released records whose quasi-identifier group holds "
+                              "fewer than l distinct sensitive values (the records l-diversity fails, "
+                              "Machanavajjhala et al. 2007)")
+def _attribute_disclosure_measure(ctx: EvaluationContext) -> AttributeDisclosureResult:
+    sens = _opt(ctx, "attribute_disclosure", "sensitive", None) or list(ctx.schema.sensitive)
+    if isinstance(sens, str):
+        sens = [s.strip() for s in sens.replace(";", ",").split(",") if s.strip()]
+    if not sens:
+        raise ScenarioNotApplicable("no sensitive attribute is declared (--sensitive, or sensitive in a schema "
+                                    "file): attribute disclosure is judged for declared sensitive attributes")
+    keys, perturbed = judged_keys(ctx, "attribute_disclosure")
+    # a sensitive attribute is what the intruder learns, never what they look a person up by
+    keys = [k for k in keys if k not in sens]
+    if not keys:
+        raise ScenarioNotApplicable("every quasi-identifier left to look a person up by is perturbed or sensitive")
+    l_target = _opt(ctx, "attribute_disclosure", "l", 2)
+    from ppdm.metrics._common import is_dask
+
+    original: float | None = None
+    if is_dask(ctx.z):
+        ld = l_diversity_parts(ctx, keys, sens, l_target)
+    else:
+        ld = l_diversity(ctx.z, keys, sens, l_target)
+        original = float(l_diversity(ctx.x, keys, sens, l_target).per_sensitive["records_below_l_target"].max())
+    per = ld.per_sensitive
+    worst = per.loc[per["records_below_l_target"].idxmax()]
+    res = AttributeDisclosureResult(value=float(worst["records_below_l_target"]), keys=list(keys),
+                                    sensitive=list(ld.sensitive), l_target=int(l_target), worst=str(worst["sensitive"]),
+                                    original=original, per_sensitive=per)
+    return _finish(res, ctx, perturbed)
+
+
 __all__ = [
-    "KAnonymityResult", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
+    "AttributeDisclosureResult", "KAnonymityResult", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
     "KEY_STATUSES", "KEY_VARIABLE_MEASURES", "check_keys", "check_weights", "context_key_status", "context_keys",
     "infer_quasi_identifiers", "individual_risk", "judged_keys", "k_anonymity", "key_codes", "key_frequencies",
     "key_status", "l_diversity", "reidentification_risk", "released_covers", "sample_uniques",

@@ -92,6 +92,15 @@ class MatchingResult(RecordDetailMixin):
     credit: np.ndarray | None = record_field()
     matches: np.ndarray | None = record_field()
 
+    @property
+    def lower_bound(self) -> str | None:
+        """Without the pairing only verbatim copies are known to be the own record: the value then
+        bounds the risk from below (:mod:`ppdm.metrics.judgement`)."""
+        if self.paired:
+            return None
+        return ("without the pairing only verbatim copies count as found; the release's private log (--private) "
+                "gives the exact value")
+
 
 # --------------------------------------------------------------------------- rules
 def key_rules(x: pd.DataFrame, z: pd.DataFrame, keys: list[str], status: dict[str, str],

@@ -94,6 +94,15 @@ class ReleaseCheck(MeasureResult):
     untouched_keys_unique: float = 0.0
     per_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PER_KEY_COLUMNS), repr=False)
 
+    @property
+    def lower_bound(self) -> str | None:
+        """Records looked up among all of x (no pairing) are counted only when copied verbatim: the
+        value then bounds the share of unchanged records from below (:mod:`ppdm.metrics.judgement`)."""
+        if self.record_aligned:
+            return None
+        return ("without the pairing only records copied verbatim are counted; the release's private log "
+                "(--private) gives the exact share")
+
     def summary_lines(self) -> list[str]:
         """The check as a few short lines (what ``ppdm anonymize`` prints)."""
         n = self.n_records

@@ -53,7 +53,8 @@ def judged_status(entry: Mapping[str, Any]) -> str:
     """The status of one judged measure of a verdict: its ``status`` when it has one (e.g.
     ``uncertain`` for an interval that straddles the threshold), else meets / misses."""
     if entry.get("judgement") or entry.get("status"):
-        return str(entry.get("judgement") or entry["status"])
+        state = str(entry.get("judgement") or entry["status"])
+        return f"{state} (lower bound)" if entry.get("lower_bound") and state == "uncertain" else state
     return "meets" if entry.get("meets") else "misses"
 
 

@@ -1,0 +1,381 @@
+"""One judge for every verdict: ``ppdm evaluate``, ``ppdm compare`` and ``ppdm recommend``.
+
+A measured value is held to a threshold here and nowhere else. The evaluation's verdicts
+(risk LOW / HIGH / UNCERTAIN, utility KEPT / REDUCED / UNCERTAIN) and a risk policy's lines
+both go through :func:`judge_line`, so the same outcome gets the same judgement whichever
+command asks.
+
+A line's state is one of:
+
+* ``meets`` — the value, and its whole confidence interval when it has one, is within the
+  threshold;
+* ``misses`` — the value (the whole interval) is past it;
+* ``uncertain`` — the interval straddles the threshold, or the value only bounds the risk
+  from below (a pairing-free form that sees verbatim copies only): a lower bound within the
+  threshold says nothing about the risk, so it never meets; it misses only when the bound
+  itself is past the threshold;
+* ``not measured`` — the measure could not be computed (the reason says what would let it
+  run: a control set, the private log, a class column);
+* ``not applicable`` — the intruder scenario the measure models does not act on this release
+  (key frequencies of perturbed quasi-identifiers); another measure judges that intruder.
+
+A value printed in percent (a measure option ``percent=true``) is read as the share it
+stands for, in :func:`read_entry` only.
+
+Risk verdicts judge intruder *scenarios* (:data:`ppdm.metrics.base.SCENARIOS`): the verdict
+is the worst of them. A risk measure that could not be measured leaves the verdict
+UNCERTAIN, never LOW; an owner who rules a scenario out (for example, no intruder can hold
+the original records) says so explicitly, and the verdict sentence names the exclusion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppdm.metrics.base import SCENARIOS, judge
+
+MEETS = "meets"
+MISSES = "misses"
+UNCERTAIN = "uncertain"
+NOT_MEASURED = "not measured"
+NOT_APPLICABLE = "not applicable"
+#: every state a judged line can be in
+STATES = (MEETS, MISSES, UNCERTAIN, NOT_MEASURED, NOT_APPLICABLE)
+
+#: the margin of a line that was not measured (a search's sampler reads it as far outside)
+NOT_MEASURED_MARGIN = 1.0
+
+#: short names of the intruder scenarios, as verdict sentences say them
+SCENARIO_WORDS: dict[str, str] = {
+    "originals": "who holds x's records",
+    "quasi-identifiers": "who knows the quasi-identifiers",
+    "sensitive": "who learns a sensitive attribute",
+    "control": "attacks against a control set",
+}
+
+
+def result_lower_bound(result: Any) -> str | None:
+    """What would settle a result that only bounds the risk from below (its ``lower_bound``
+    text: the private log, a control set), or ``None`` when its value is the risk itself."""
+    why = getattr(result, "lower_bound", None)
+    if why is None and getattr(result, "result", None) is not None:  # a sampled measure's own result
+        why = getattr(result.result, "lower_bound", None)
+    if why is True:
+        return "the value counts verbatim copies only; the release's private log gives the exact value"
+    return str(why) if why else None
+
+
+# ----------------------------------------------------------------------- what was measured
+@dataclass(frozen=True)
+class Measured:
+    """One measure's outcome as the judge reads it.
+
+    ``value`` and ``interval`` are on the measure's own scale divided by ``scale`` (a
+    percentage is read as a share); ``reason`` says why it was not computed, ``not_judged``
+    why its scenario does not apply, ``lower_bound`` what would settle a value that only bounds
+    the risk from below; ``after_miss`` marks a measure a search left out because another line
+    had already missed.
+    """
+
+    name: str
+    value: float | None = None
+    interval: tuple[float, float] | None = None
+    reason: str | None = None
+    not_judged: str | None = None
+    lower_bound: str | None = None
+    scale: float = 1.0
+    after_miss: bool = False
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return v is not None and not isinstance(v, bool) and math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def read_entry(name: str, entry: Mapping[str, Any]) -> Measured:
+    """:class:`Measured` from an evaluation document's measure entry or a search's trial entry
+    (``interval`` or ``ci_low``/``ci_high``; ``not_judged`` or ``not_applicable``)."""
+    details = entry.get("details") or {}
+    scale = 100.0 if details.get("percent") is True or entry.get("percent") is True else 1.0
+    value = float(entry["value"]) / scale if _finite(entry.get("value")) else None
+    iv = entry.get("interval")
+    if iv is None and _finite(entry.get("ci_low")) and _finite(entry.get("ci_high")):
+        iv = (entry["ci_low"], entry["ci_high"])
+    interval = None
+    if iv is not None and all(_finite(v) for v in iv):
+        lo, hi = sorted(float(v) / scale for v in iv)
+        interval = (lo, hi)
+    not_judged = entry.get("not_judged")
+    if not not_judged and entry.get("not_applicable"):
+        not_judged = entry.get("reason") or "the intruder scenario it models does not apply to this release"
+    return Measured(name, value, interval, entry.get("reason"), str(not_judged) if not_judged else None,
+                    entry.get("lower_bound") or None, scale, bool(entry.get("skipped")))
+
+
+# ------------------------------------------------------------------------------- one line
+@dataclass
+class LineJudgement:
+    """One measure held to one threshold: its state (one of :data:`STATES`), the value and
+    interval on the measure's own scale, and ``margin``: how far inside (≤ 0) or outside (> 0)
+    the threshold the worst end of the interval lies, in units of ``span`` (the measure's range)."""
+
+    measure: str
+    state: str
+    threshold: float
+    direction: str
+    value: float | None = None
+    interval: tuple[float, float] | None = None
+    margin: float = 0.0
+    reason: str | None = None
+    scenario: str | None = None
+    lower_bound: bool = False
+    scale: float = 1.0
+
+    @property
+    def met(self) -> bool:
+        return self.state in (MEETS, NOT_APPLICABLE)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"measure": self.measure, "value": self.value, "threshold": self.threshold * self.scale,
+                "direction": self.direction, "interval": list(self.interval) if self.interval else None,
+                "judgement": self.state, "meets": self.state == MEETS, "scenario": self.scenario,
+                "lower_bound": self.lower_bound, "reason": self.reason}
+
+
+def judge_line(m: Measured, threshold: float, direction: str, *, span: float = 1.0,
+               scenario: str | None = None) -> LineJudgement:
+    """Hold ``m`` to ``threshold`` (a share when the measure prints percent) in ``direction``."""
+    unscale = m.scale
+
+    def line(state: str, margin: float, reason: str | None = None) -> LineJudgement:
+        return LineJudgement(m.name, state, float(threshold), direction,
+                             None if m.value is None else m.value * unscale,
+                             None if m.interval is None else (m.interval[0] * unscale, m.interval[1] * unscale),
+                             margin, reason, scenario, bool(m.lower_bound), unscale)
+
+    if m.not_judged:
+        return line(NOT_APPLICABLE, 0.0, m.not_judged)
+    if m.value is None:
+        # a line left out after another missed adds nothing to the excess a search's sampler sees
+        return line(NOT_MEASURED, 0.0 if m.after_miss else NOT_MEASURED_MARGIN, m.reason or "not computed")
+    state = judge(m.value, threshold, direction, m.interval)
+    lo, hi = m.interval if m.interval is not None else (m.value, m.value)
+    if direction == "lower":
+        margin = (max(hi, m.value) - threshold) / span
+    else:
+        margin = (threshold - min(lo, m.value)) / span
+    if m.lower_bound and state != MISSES:
+        # a lower bound within the threshold says nothing about the risk above it
+        return line(UNCERTAIN, max(margin, 0.0), f"only a lower bound: {m.lower_bound}")
+    return line(str(state), margin)
+
+
+def span_of(value_range: tuple[float | None, float | None], threshold: float) -> float:
+    """The unit margins are measured in: the measure's range, or the threshold's size."""
+    lo, hi = value_range
+    if lo is not None and hi is not None and hi > lo:
+        return float(hi - lo)
+    return max(1.0, abs(threshold))
+
+
+# -------------------------------------------------------------------------------- verdicts
+#: verdict words per topic: title, good status, bad status
+_WORDS = {"risk": ("Disclosure risk", "low", "high"), "utility": ("Utility", "kept", "reduced")}
+ATTACKS = ("singling_out_univariate", "singling_out_multivariate", "linkability", "inference")
+
+
+@dataclass
+class Verdict:
+    """One sentence on risk or utility, with the numbers and thresholds behind it.
+
+    ``judged`` lists the lines held to their thresholds, ``not_judged`` the measures whose
+    scenario does not apply, ``not_measured`` those that could not be computed (a risk
+    verdict is never LOW while one is missing), ``scenarios`` the intruder scenarios judged and
+    ``ruled_out`` those the owner excluded.
+    """
+
+    topic: str
+    status: str
+    sentence: str
+    judged: list[dict[str, Any]] = field(default_factory=list)
+    not_judged: list[dict[str, Any]] = field(default_factory=list)
+    not_measured: list[dict[str, Any]] = field(default_factory=list)
+    scenarios: list[str] = field(default_factory=list)
+    ruled_out: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "sentence": self.sentence, "judged": self.judged,
+                "not_judged": self.not_judged, "not_measured": self.not_measured,
+                "scenarios": self.scenarios, "ruled_out": self.ruled_out}
+
+
+def fmt_number(v: Any, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits; missing values as a dash."""
+    if v is None:
+        return "—"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "—"
+    return f"{f:.{digits}g}"
+
+
+def _op(direction: str) -> str:
+    return "≤" if direction == "lower" else "≥"
+
+
+def _join(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _advice(uncertain: list[LineJudgement], measures: Mapping[str, Mapping[str, Any]]) -> str:
+    """How to settle lines whose interval straddles their threshold, or that only bound the risk."""
+    ways = []
+    bounds = [j for j in uncertain if j.lower_bound]
+    if bounds:
+        ways.append("the release's private log (--private) for the exact value of " + _join([j.measure for j in bounds]))
+    straddle = [j for j in uncertain if not j.lower_bound]
+    attacks = [j.measure for j in straddle if j.measure in ATTACKS]
+    if attacks:
+        ways.append(f"more attacks (-p {attacks[0]}.n_attacks=N) or a bigger control set (--holdout, --control)")
+    sampled = [j.measure for j in straddle if j.measure not in ATTACKS
+               and (measures[j.measure].get("details") or {}).get("sample_size") is not None]
+    if sampled:
+        ways.append("a bigger sample (--sample-rows, or -p NAME.sample=N)")
+    if straddle and not attacks and not sampled:
+        ways.append("more records or repeated measurement")
+    return "to settle it: " + " or ".join(ways)
+
+
+def _show(j: LineJudgement, should: bool) -> str:
+    rule = f"{_op(j.direction)} {fmt_number(j.threshold * j.scale)}"
+    ci = f" [{fmt_number(j.interval[0], 3)}, {fmt_number(j.interval[1], 3)}]" if j.interval else ""
+    bound = " (a lower bound)" if j.lower_bound else ""
+    return f"{j.measure} = {fmt_number(j.value)}{ci}{bound} ({'should be ' if should else ''}{rule})"
+
+
+def judge_measures(topic: str, measures: Mapping[str, Mapping[str, Any]],
+                   ruled_out: Iterable[str] = ()) -> tuple[list[LineJudgement], list[str]]:
+    """Every measure of ``topic`` with a threshold and a direction held to it; the names of the
+    risk measures left out because their scenario was ruled out."""
+    out: list[LineJudgement] = []
+    excluded: list[str] = []
+    ruled = set(ruled_out)
+    for name, m in measures.items():
+        if m.get("kind") != topic or m.get("threshold") is None or m.get("direction") not in ("higher", "lower"):
+            continue
+        if topic == "risk" and m.get("scenario") in ruled:
+            excluded.append(name)
+            continue
+        meas = read_entry(name, m)
+        # thresholds are shares; a value printed in percent was read as its share
+        out.append(judge_line(meas, float(m["threshold"]), m["direction"],
+                              span=span_of(tuple(m.get("range") or (None, None)), float(m["threshold"])),  # type: ignore[arg-type]
+                              scenario=m.get("scenario")))
+    return out, excluded
+
+
+def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out: Iterable[str] = ()) -> Verdict:
+    """The verdict on ``topic`` ("risk" or "utility") from an evaluation document's measures.
+
+    Bad ("high" risk, utility "reduced") when a judged line misses; "uncertain" when none
+    misses but some straddle their threshold, only bound the risk from below, or (for risk)
+    could not be measured — with what would settle it; good ("low", "kept") only when every
+    line meets its threshold. Lines whose scenario does not apply are named, not judged; the
+    scenarios in ``ruled_out`` are left out and named in the sentence.
+    """
+    title, good, bad = _WORDS[topic]
+    ruled = sorted(set(ruled_out)) if topic == "risk" else []
+    lines, _ = judge_measures(topic, measures, ruled)
+    unjudged = [{"measure": j.measure, "reason": j.reason} for j in lines if j.state == NOT_APPLICABLE]
+    missing = [j for j in lines if j.state == NOT_MEASURED]
+    judged = [j for j in lines if j.state in (MEETS, MISSES, UNCERTAIN)]
+    scenarios = sorted({j.scenario for j in judged if j.scenario})
+    ruled_text = ("; ruled out by the owner: " + _join([SCENARIO_WORDS.get(s, s) for s in ruled])) if ruled else ""
+    missing_dicts = [{"measure": j.measure, "reason": j.reason} for j in missing]
+    # utility keeps its old reading of a skipped measure: listed, not judged
+    blocking = missing if topic == "risk" else []
+    if not judged:
+        why = (f"{_join([j.measure for j in missing])} could not be computed (see below)" if missing
+               else f"no {topic} measure with a threshold was computed")
+        if unjudged and not missing:
+            why = f"{_join([u['measure'] for u in unjudged])} do not apply to this release"
+        hint = " (add e.g. --measures ddr,idr)" if topic == "risk" and not missing else ""
+        return Verdict(topic, "not judged", f"{title} was not judged: {why}{hint}{ruled_text}.", [], unjudged,
+                       missing_dicts, [], ruled)
+    misses = [j for j in judged if j.state == MISSES]
+    unsure = [j for j in judged if j.state == UNCERTAIN]
+    meets = [j for j in judged if j.state == MEETS]
+    k = len(judged)
+    if misses:
+        head = f"{title} is {bad.upper()}: {len(misses)} of {k} judged {topic} measures miss their threshold"
+        tail = " — " + _join([_show(j, True) for j in misses])
+        if unsure:
+            tail += "; uncertain: " + _join([_show(j, False) for j in unsure])
+        status = bad
+    elif unsure or blocking:
+        parts = []
+        if unsure:
+            parts.append(f"{len(unsure)} of {k} judged straddle their threshold or only bound the risk from below")
+        if blocking:
+            parts.append(f"{len(blocking)} could not be measured")
+        head = f"{title} is UNCERTAIN: no judged {topic} measure misses its threshold, but " + " and ".join(parts)
+        tail = ""
+        if unsure:
+            tail += " — " + _join([_show(j, False) for j in unsure]) + "; " + _advice(unsure, measures)
+        if blocking:
+            tail += ("; not measured: " if unsure else " — not measured: ") + _join(
+                [f"{j.measure} ({_short(j.reason)})" for j in blocking])
+        status = UNCERTAIN
+    else:
+        head = f"{title} is {good.upper()}: every judged {topic} measure meets its threshold"
+        tail = ""
+        status = good
+    if meets:
+        tail += ("; within: " if misses or unsure or blocking else " — ") + _join([_show(j, False) for j in meets])
+    if topic == "risk" and scenarios:
+        tail += "; intruders judged: " + _join([SCENARIO_WORDS.get(s, s) for s in scenarios])
+    return Verdict(topic, status, head + tail + ruled_text + ".", [j.to_dict() for j in judged], unjudged,
+                   missing_dicts, scenarios, ruled)
+
+
+def _short(reason: str | None) -> str:
+    """The first clause of a skip reason, for a verdict sentence."""
+    text = " ".join(str(reason or "not computed").split())
+    for sep in (": ", "; "):
+        if sep in text:
+            text = text.split(sep)[0]
+    return text
+
+
+def verdicts(measures: Mapping[str, Mapping[str, Any]], *, ruled_out: Iterable[str] = ()) -> dict[str, Verdict]:
+    """Risk and utility verdicts of an evaluation document's ``measures``."""
+    return {"risk": verdict("risk", measures, ruled_out=ruled_out), "utility": verdict("utility", measures)}
+
+
+def check_scenarios(names: Iterable[str]) -> list[str]:
+    """Scenario names an owner rules out, checked against :data:`ppdm.metrics.base.SCENARIOS`."""
+    from ppdm.errors import ParameterError
+    from ppdm.utils import unknown_name
+
+    out = []
+    for n in names:
+        n = str(n).strip()
+        if not n:
+            continue
+        if n not in SCENARIOS:
+            raise ParameterError(unknown_name("intruder scenario", n, sorted(SCENARIOS)))
+        out.append(n)
+    return out
+
+
+__all__ = ["MEETS", "MISSES", "NOT_APPLICABLE", "NOT_MEASURED", "SCENARIO_WORDS", "STATES", "UNCERTAIN",
+           "LineJudgement", "Measured", "Verdict", "check_scenarios", "fmt_number", "judge_line", "judge_measures",
+           "read_entry", "result_lower_bound", "span_of", "verdict", "verdicts"]
