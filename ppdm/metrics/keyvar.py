@@ -638,7 +638,30 @@ def key_status(x: pd.DataFrame, z: pd.DataFrame, keys: Any, *, paired: bool = Tr
         else:
             rows.append({"key": k, "status": _unpaired_status(z[k], x[k], anc), "changed": np.nan,
                          "not_covered": np.nan, "basis": "values"})
+    kept = [r["key"] for r in rows if r["basis"] == "values" and r["status"] == "unchanged"]
+    if len(kept) > 1 and joint_overlap(x, z, kept) < JOINT_KEPT:
+        # each key's values are x's, but their combinations are not: the keys were redrawn one by one
+        # (independent marginals, swaps), so no person's combination reaches z as it was
+        for r in rows:
+            if r["key"] in kept:
+                r["status"], r["basis"] = "perturbed", "values (combinations redrawn)"
     return pd.DataFrame(rows, columns=["key", "status", "changed", "not_covered", "basis"])
+
+
+#: share of z's key combinations that must be x's (as multisets) for keys read by their values to
+#: count as reaching the release unchanged together
+JOINT_KEPT = 0.95
+
+
+def joint_overlap(x: pd.DataFrame, z: pd.DataFrame, keys: list[str]) -> float:
+    """The share of z's records whose combination of ``keys`` is matched by a record of x, each record
+    of x matching once (multiset overlap: Σ min(count in x, count in z) / len(z))."""
+    if len(z) == 0:
+        return 1.0
+    hx = pd.util.hash_pandas_object(x[keys].reset_index(drop=True).astype(object), index=False)
+    hz = pd.util.hash_pandas_object(z[keys].reset_index(drop=True).astype(object), index=False)
+    both = pd.concat([hx.value_counts().rename("x"), hz.value_counts().rename("z")], axis=1).fillna(0)
+    return float(np.minimum(both["x"], both["z"]).sum() / len(z))
 
 
 # ------------------------------------------------------------ registrations

@@ -1,0 +1,196 @@
+"""Releases built to make the risk verdict wrong in the dangerous direction: each is the original
+table or nearly so, and none may be called LOW — with or without quasi-identifiers, in x's
+order or shuffled, with or without the release's pairing. Safe releases (fresh draws that
+copy nobody) must not be called HIGH either.
+
+Every case runs the default risk measures through the same path as ``ppdm evaluate``
+(measurement context → measures → evaluation document → the library's single judge), on a
+4000-record sample of adult (complete cases) or on a shipped numeric table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ppdm.data.schema import Schema
+from ppdm.datasets import load
+from ppdm.experiments.evaluation import (
+    evaluate_measures,
+    load_all_measures,
+    measurement_context,
+    resolve_measures,
+)
+from ppdm.report.evaluation import evaluation_document
+
+load_all_measures()
+RISK = [s for s in resolve_measures(None) if s.kind == "risk"]
+
+
+@pytest.fixture(scope="module")
+def adult() -> tuple[pd.DataFrame, Schema]:
+    x, sch = load("adult", missing="drop")
+    x = x.sample(4000, random_state=5).reset_index(drop=True)
+    return x, sch
+
+
+def risk_verdict(x: pd.DataFrame, z: pd.DataFrame, sch: Schema, *, paired: bool,
+                 qi: list[str] | None = None, sensitive: list[str] | None = None) -> dict[str, Any]:
+    if qi is not None or sensitive is not None:
+        sch = replace(sch, quasi_identifiers=list(qi or []), sensitive=list(sensitive or []))
+    ctx = measurement_context(x, z, sch, random_state=0, paired=paired)
+    doc = evaluation_document(evaluate_measures(ctx, RISK))
+    return doc["summary"]["risk"] | {"measures": doc["measures"]}
+
+
+def shuffled(df: pd.DataFrame, seed: int = 1) -> pd.DataFrame:
+    return df.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------- z is x
+@pytest.mark.parametrize("qi", [None, ["age", "sex", "race"]])
+@pytest.mark.parametrize("order", ["x's order", "shuffled"])
+def test_the_original_itself_is_high(adult, qi, order) -> None:
+    x, sch = adult
+    z = x.copy() if order == "x's order" else shuffled(x)
+    for paired in ([True, False] if order == "x's order" else [False]):
+        v = risk_verdict(x, z, sch, paired=paired, qi=qi)
+        assert v["status"] == "high", (order, paired, qi, v["sentence"])
+
+
+@pytest.mark.xfail(strict=True, reason="record linkage on every shared attribute, exact joins first")
+def test_one_column_redrawn_and_the_rest_verbatim_is_high(adult) -> None:
+    """Only age redrawn at random: the intruder who holds x links on the 14 columns left as they were,
+    however narrow the declared quasi-identifiers."""
+    x, sch = adult
+    z = x.copy()
+    z["age"] = np.random.default_rng(0).permutation(z["age"].to_numpy())
+    v = risk_verdict(x, z, sch, paired=True, qi=["age", "sex", "race"])
+    assert v["status"] == "high", v["sentence"]
+    assert v["measures"]["record_linkage"]["value"] > 0.9
+
+
+@pytest.mark.xfail(strict=True, reason="record linkage on every shared attribute, exact joins first")
+def test_two_verbatim_columns_joined_exactly_are_high(adult) -> None:
+    """Every column but fnlwgt and income redrawn: nearest-neighbour distance drowns the two exact
+    columns in noise, an exact join on them re-identifies most records."""
+    x, sch = adult
+    rng = np.random.default_rng(1)
+    z = x.copy()
+    for c in x.columns:
+        if c not in ("fnlwgt", "income"):
+            z[c] = rng.permutation(z[c].to_numpy())
+    v = risk_verdict(x, z, sch, paired=True)
+    assert v["status"] == "high", v["sentence"]
+    assert v["measures"]["record_linkage"]["value"] > 0.5
+
+
+# ------------------------------------------------------------ near copies, unpaired
+def _noisy(x: pd.DataFrame, sch: Schema, frac: float, seed: int = 2) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    z = x.copy()
+    for c in sch.numeric:
+        v = z[c].to_numpy(dtype=float)
+        z[c] = v + rng.normal(0.0, frac * float(np.std(v)), len(v))
+    return z
+
+
+@pytest.mark.parametrize("name,frac", [("tarragona", 0.01), ("banknote", 0.0005)])
+def test_tiny_noise_on_every_column_is_not_low_without_the_pairing(name, frac) -> None:
+    x, sch = load(name)
+    z = shuffled(_noisy(x, sch, frac))
+    v = risk_verdict(x, z, sch, paired=False)
+    assert v["status"] != "low", v["sentence"]
+
+
+def test_all_but_one_column_verbatim_is_not_low_without_the_pairing(adult) -> None:
+    x, sch = adult
+    z = x.copy()
+    z["hours_per_week"] = np.random.default_rng(3).permutation(z["hours_per_week"].to_numpy())
+    v = risk_verdict(x, shuffled(z), sch, paired=False)
+    assert v["status"] != "low", v["sentence"]
+
+
+def test_synthetic_data_with_near_copies_is_not_low(adult) -> None:
+    """A 'synthetic' table of independent marginals that hides 10 % near-copies of real records
+    (fnlwgt + 1)."""
+    x, sch = adult
+    rng = np.random.default_rng(4)
+    z = x.apply(lambda s: pd.Series(rng.permutation(s.to_numpy()), name=s.name))
+    take = rng.choice(len(x), len(x) // 10, replace=False)
+    near = x.iloc[take].copy()
+    near["fnlwgt"] = near["fnlwgt"] + 1
+    z.iloc[take] = near.to_numpy()
+    z = z.astype(x.dtypes.to_dict())
+    v = risk_verdict(x, shuffled(z), sch, paired=False)
+    assert v["status"] != "low", v["sentence"]
+
+
+def test_microaggregation_with_k_two_is_not_low_without_the_pairing() -> None:
+    from ppdm.anonymize import make_technique
+
+    x, sch = load("tarragona")
+    z = make_technique("mdav", params={"k": 2}, schema=sch, random_state=0).fit_transform(x)
+    v = risk_verdict(x, shuffled(z), sch, paired=False)
+    assert v["status"] != "low", v["sentence"]
+
+
+# ----------------------------------------------------------- attribute disclosure
+def test_a_sensitive_attribute_a_key_gives_away_is_high(adult) -> None:
+    """education_num is a one-to-one code of education: every group sharing the keys holds one
+    education (l = 1)."""
+    x, sch = adult
+    z = x.copy()
+    z["fnlwgt"] = np.random.default_rng(5).permutation(z["fnlwgt"].to_numpy())
+    v = risk_verdict(x, z, sch, paired=True, qi=["sex", "race", "education_num"], sensitive=["education"])
+    assert v["status"] == "high", v["sentence"]
+    assert v["measures"]["attribute_disclosure"]["value"] == 1.0
+
+
+def test_without_a_sensitive_attribute_attribute_disclosure_is_not_judged(adult) -> None:
+    x, sch = adult
+    v = risk_verdict(x, x, sch, paired=True)
+    assert v["measures"]["attribute_disclosure"]["status"] == "skipped"
+    assert "attribute_disclosure" not in {j["measure"] for j in v["judged"]}
+
+
+# -------------------------------------------------------------------- safe releases
+def test_fresh_draws_are_not_high(adult) -> None:
+    """Independent marginals (each column redrawn on its own) and draws uniform over each column's
+    domain copy nobody: never HIGH for the intruder who holds x, paired or not."""
+    x, sch = adult
+    rng = np.random.default_rng(6)
+    marginals = x.apply(lambda s: pd.Series(rng.permutation(s.to_numpy()), name=s.name))
+    uniform = x.copy()
+    for c in x.columns:
+        if c in sch.numeric:
+            lo, hi = float(x[c].min()), float(x[c].max())
+            v = rng.uniform(lo, hi, len(x))
+            uniform[c] = np.round(v) if c in sch.integer else v
+        else:
+            uniform[c] = rng.choice(pd.unique(x[c]), len(x))
+    uniform = uniform.astype(x.dtypes.to_dict())
+    for z in (marginals, uniform):
+        for paired in (True, False):
+            v = risk_verdict(x, z, sch, paired=paired, qi=[])
+            originals = [j for j in v["judged"] if j["scenario"] == "originals"]
+            assert originals and v["status"] != "high", v["sentence"]
+
+
+def test_keys_redrawn_one_by_one_are_read_as_perturbed_without_the_pairing() -> None:
+    """Hand-computed: x's (sex, race) combinations are fa, fb, ma, mb; z keeps each column's values but
+    pairs them as fa, fa, mb, mb — two of four combinations are x's (Σ min = 1 + 0 + 0 + 1 = 2), an
+    overlap of 0.5 < 0.95, so both keys count as perturbed; z = x shuffled keeps them unchanged."""
+    from ppdm.metrics.keyvar import joint_overlap, key_status
+
+    x = pd.DataFrame({"sex": list("ffmm"), "race": list("abab")})
+    z = pd.DataFrame({"sex": list("ffmm"), "race": list("aabb")})
+    assert joint_overlap(x, z, ["sex", "race"]) == 0.5
+    st = key_status(x, z, ["sex", "race"], paired=False)
+    assert st["status"].tolist() == ["perturbed", "perturbed"]
+    st = key_status(x, x.iloc[[3, 1, 0, 2]], ["sex", "race"], paired=False)
+    assert st["status"].tolist() == ["unchanged", "unchanged"]
