@@ -477,11 +477,13 @@ def stronger_values(now: float, direction: str, limit: float | None, tries: int 
 def passing_strength(technique: Any, making: _Making, options: GateOptions,
                      took: float = 0.0) -> tuple[Any, str]:
     """A setting of the technique's strength parameter (its class attribute ``strength_param``)
-    that passes the gate on this table, found by trying :func:`stronger_values` in turn (at most
-    :data:`SEARCH_TRIES`, started within :data:`SEARCH_SECONDS` and three times ``took``, the
-    release's own time): ``(0.31, "level ≥ 0.31 passes on this table (now 0.1)")``, or
-    ``(None, what was tried)`` when none passed; ``(None, "")`` for a technique without a strength
-    parameter. Each try is a full release of the same records with the same seed, never published."""
+    that passes the gate on this table: a coarse ladder of :func:`stronger_values` (three rungs
+    up to the parameter's limit, else doubling or dividing by ten) until one passes, then
+    halving the step (geometric midpoints) between the last that failed and the first that
+    passed — at most :data:`SEARCH_TRIES` tries in all, started within :data:`SEARCH_SECONDS`.
+    Returns ``(0.31, "level ≥ 0.31 passes on this table (now 0.1)")``, or ``(None, what was
+    tried)`` when none passed, or ``(None, "")`` for a technique without a strength parameter.
+    Each try is a full release of the same records with the same seed, never published."""
     spec = getattr(type(technique), "strength_param", None)
     if not spec:
         return None, ""
@@ -489,23 +491,45 @@ def passing_strength(technique: Any, making: _Making, options: GateOptions,
     now = technique.get_params(deep=False).get(name)
     if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)):
         return None, ""
-    values = stronger_values(now, direction, limit)
-    if not values:
+    whole = isinstance(now, (int, np.integer))
+    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)
+    if not ladder:
         return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
     budget = min(SEARCH_SECONDS, max(3 * took, 10.0))
     start = time.monotonic()
     tried: list[str] = []
-    for v in values:
-        if tried and time.monotonic() - start > budget:
-            break
+
+    def passes(v: float) -> bool:
         tried.append(f"{v:g}")
         try:
             check = making.check(_with(technique, name, v))
         except PPDMError:
-            continue
-        if not any(f.level == "refuse" and not options.allows(f) for f in gate(check, options.thresholds)):
-            return v, f"{name} {'≥' if direction == 'increasing' else '≤'} {v:g} passes on this table (now {now:g})"
-    stopped = "" if len(tried) == len(values) else f"; the search stopped after {time.monotonic() - start:.0f} s"
+            return False
+        return not any(f.level == "refuse" and not options.allows(f) for f in gate(check, options.thresholds))
+
+    def out_of_time() -> bool:
+        return len(tried) >= SEARCH_TRIES or (bool(tried) and time.monotonic() - start > budget)
+
+    weak, strong = float(now), None
+    for v in ladder:
+        if out_of_time():
+            break
+        if passes(v):
+            strong = v
+            break
+        weak = v
+    while strong is not None and not out_of_time():
+        mid = float(np.sqrt(weak * float(strong)))
+        mid = round(mid) if whole else float(f"{mid:.2g}")
+        if mid in (weak, strong) or f"{mid:g}" in tried:
+            break
+        if passes(mid):
+            strong = mid
+        else:
+            weak = mid
+    if strong is not None:
+        return strong, f"{name} {'≥' if direction == 'increasing' else '≤'} {strong:g} passes on this table (now {now:g})"
+    stopped = f"; the search stopped after {time.monotonic() - start:.0f} s" if len(tried) < len(ladder) else ""
     return None, f"none of {name} = {', '.join(tried)} passes on this table (now {now:g}{stopped})"
 
 

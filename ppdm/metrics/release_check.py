@@ -130,7 +130,7 @@ class ReleaseCheck(MeasureResult):
                 f"released records equal to an original record on the quasi-identifiers: {_pct(self.value)} "
                 f"({self.records_unchanged} of {n}; {qi})",
                 f"released records equal to an original record on every column: {_pct(self.share_verbatim)} "
-                f"({self.records_verbatim} of {n}), of which an original unique on its quasi-identifiers: "
+                f"({self.records_verbatim} of {n}), of which an original unique in x: "
                 f"{self.records_verbatim_unique}",
                 f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
             ]
@@ -141,8 +141,11 @@ class ReleaseCheck(MeasureResult):
             f"records unchanged on every column: {_pct(self.share_verbatim)} ({self.records_verbatim} of {n}"
             + (f", of which {self.records_copied} copies found among all of x" if self.records_copied
                > self.records_verbatim_paired else "") + ")",
-            f"records unchanged on every column and unique in x on their quasi-identifiers: "
+            f"records unchanged on every column and unique in x: "
             f"{_pct(self.share_verbatim_unique)} ({self.records_verbatim_unique} of {n})",
+            f"records unchanged or within {self.near_tolerance:g} standard deviations of their original on every "
+            f"column (near-verbatim): {self.records_near_verbatim} of {n}, unique in x with the copies: "
+            f"{self.records_near_verbatim_unique}",
             f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
             f"unchanged cells per column: {cells}",
             "columns no technique touched: " + (", ".join(self.untouched_columns) or "none"),
