@@ -347,7 +347,8 @@ def release(
     # written), and an owner who accepts it says so with the allow_... argument
     findings = passing + judge_release(check, opts, technique_record(tech), sch,
                                        privacy=getattr(tech, "privacy_report_", None),
-                                       search=lambda: passing_strength(technique, made, opts, took))
+                                       search=(lambda: passing_strength(technique, made, opts, took))
+                                       if opts.suggest else None)
     if keep_identifiers and ids:
         z = z.copy()
         for c in ids:

@@ -831,13 +831,16 @@ class GateOptions:
     """Everything the gate is told, as one object from the command line (``--gate``,
     ``--allow-...``) or the library down to the check: the ``thresholds`` and the refusals
     the owner overrides. ``allow_pass_through`` names the columns declared safe although
-    they pass into the release (nearly) unchanged and single records out."""
+    they pass into the release (nearly) unchanged and single records out. ``suggest`` lets a
+    refusal of :func:`ppdm.experiments.release.release` re-run the technique to name a setting
+    that passes (off for searches that make many releases, such as ``ppdm recommend``)."""
 
     thresholds: GateThresholds = field(default_factory=GateThresholds)
     allow_unchanged: bool = False
     allow_verbatim: bool = False
     allow_untouched_keys: bool = False
     allow_pass_through: tuple[str, ...] = ()
+    suggest: bool = True
 
     @classmethod
     def of(cls, value: GateOptions | GateThresholds | dict[str, Any] | None = None, **overrides: Any) -> GateOptions:
