@@ -17,11 +17,15 @@ guarantees as the command line:
 5. the release check (:mod:`ppdm.metrics.release_check`) compares z with x — record by
    record and as multisets, so that a row-permuted copy is a copy — and the **gate**
    (:func:`ppdm.metrics.release_check.gate`) refuses a release that is (almost) the original,
-   one with verbatim records unique in x, or one whose untouched quasi-identifiers make most
-   records unique, each unless its ``allow_...`` argument says otherwise, and warns, naming
-   the column responsible and a technique or parameter that would fix it, when a release is
-   weak but under the refusal line (:class:`~ppdm.metrics.release_check.GateThresholds`);
-   pass-through columns (the weight) that tell records apart are refused before any work;
+   one with verbatim or near-verbatim records unique in x, one whose untouched
+   quasi-identifiers make most records unique, or one with an untouched column that singles
+   records out alone, each unless its ``allow_...`` argument says otherwise — differentially
+   private releases included, the refusal naming ε — and names a setting of the technique's
+   strength parameter found to pass on the same table (:func:`passing_strength`); it warns,
+   naming the column responsible and a technique or parameter that would fix it, when a
+   release is weak but under the refusal line (:class:`~ppdm.metrics.release_check.GateOptions`
+   carries the thresholds and the overrides as one object); pass-through columns (the weight)
+   that tell records apart are refused before any work;
 6. the rows of z are **shuffled** (``shuffle=True``, the default): a release in the
    input's order would let anyone who knows that order pair each released row with its
    person. Techniques themselves keep the order (scikit-learn's contract); the shuffle is
