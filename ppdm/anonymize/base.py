@@ -76,6 +76,11 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     clips_to_declared_bounds: ClassVar[bool] = False
     #: the technique blanks observed cells (local suppression): they are missing in the release
     makes_missing: ClassVar[bool] = False
+    #: the technique's main strength parameter, for the release gate's search of a setting that
+    #: passes (:func:`ppdm.experiments.release.passing_strength`): ``(name, "increasing" or
+    #: "decreasing", limit)`` — the direction in which protection grows and the furthest value
+    #: worth trying (``None``: no limit); ``None`` when the technique has no single such parameter
+    strength_param: ClassVar[tuple[str, str, float | None] | None] = None
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None

@@ -756,6 +756,8 @@ class DPCube(Technique):
     #: the privacy budget ε (capped by a policy's ε line) and its split between the two phases
     search_space = SearchSpace({"epsilon": Real(0.01, 10.0, log=True), "alpha": Real(0.1, 0.9),
                                 "partitioning": Choice(("kd", "cell"))}, epsilon="epsilon")
+    #: a smaller budget: noisier counts, fewer cells copied from x
+    strength_param = ("epsilon", "decreasing", None)
     #: types and domains come from the declaration, never from x (read by release())
     declared_domain_only = True
     # a value outside the public bounds goes to the edge bin (DP's clipping convention), and one

@@ -215,6 +215,8 @@ class ForestFramework(Technique):
     search_space = SearchSpace(
         {"sigma_frac": Real(0.02, 0.5, log=True), "swap_prob": Real(0.1, 1.0), "permute_class": Choice((True, False)),
          "n_trees": Integer(1, 5), "min_leaf": Integer(5, 200, log=True)}, needs=("class",))
+    #: wider noise on numeric attributes (the width as a share of the attribute's range)
+    strength_param = ("sigma_frac", "increasing", 2.0)
 
     def __init__(
         self,

@@ -127,6 +127,8 @@ class Framework(Technique):
          "class_mode": Choice(("shuffle", "probabilistic", "none")), "p_class": Real(0.01, 0.5, log=True),
          "min_leaf": Integer(2, 100, log=True)},
         when={"p_class": {"class_mode": ("probabilistic",)}}, needs=("class",))
+    #: wider noise on numeric attributes (the width as a share of the attribute's range)
+    strength_param = ("sigma_frac", "increasing", 2.0)
 
     def __init__(
         self,

@@ -527,6 +527,8 @@ class MDAV(Technique):
     search_space = SearchSpace({"k": Integer(2, 100, log=True, at_most_share=0.5),
                                 "columns": Choice((None, "unique-valued"))}, needs=("numeric",),
                                deterministic=True, value_needs={"columns": {"unique-valued": "unique-valued"}})
+    #: larger groups: each released value is the mean of more records
+    strength_param = ("k", "increasing", None)
 
     def __init__(
         self,

@@ -72,6 +72,8 @@ class RandomTechnique(Technique):
     #: noise width, share of categorical values replaced, and whether the class takes part
     search_space = SearchSpace({"sigma_frac": Real(0.01, 0.5, log=True), "p_rt": Real(0.01, 0.5, log=True),
                                 "perturb_class": Choice((True, False))})
+    #: wider noise on numeric attributes (the width as a share of the attribute's range)
+    strength_param = ("sigma_frac", "increasing", 2.0)
 
     def __init__(
         self,

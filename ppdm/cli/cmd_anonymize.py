@@ -69,12 +69,13 @@ def anonymize(
         "--allow-untouched-keys", help="Write the release even if quasi-identifiers no technique touched make most "
                                        "records unique.")] = False,
     allow_pass_through: Annotated[list[str] | None, typer.Option(
-        "--allow-pass-through", help="Pass-through column(s) (the weight) declared safe although nearly unique per "
-                                     "record (comma list, repeatable).")] = None,
+        "--allow-pass-through", help="Pass-through column(s) (the weight, or a column left unchanged) declared safe "
+                                     "although they single records out (comma list, repeatable).")] = None,
     gate: Annotated[list[str] | None, typer.Option(
         "--gate", help="A threshold of the release gate, NAME=SHARE (repeatable): unchanged, verbatim_unique, "
-                       "untouched_unique, pass_through_distinct, warn_verbatim, warn_unchanged_keys, "
-                       "warn_untouched_unique, warn_pass_through_unique.")] = None,
+                       "untouched_unique, pass_through_distinct, untouched_column_unique, warn_verbatim, "
+                       "warn_unchanged_keys, warn_untouched_unique, warn_pass_through_unique, untouched_share, "
+                       "near_verbatim.")] = None,
     categorical: CategoricalOpt = None,
     date: DateOpt = None,
     decimals: Annotated[str | None, typer.Option(
@@ -110,9 +111,12 @@ def anonymize(
     from ppdm.utils import parse_params
 
     random_state = parse_seed(seed)
-    thresholds = _gate_options(gate)
-    gate_args = {"allow_verbatim": allow_verbatim, "allow_untouched_keys": allow_untouched_keys,
-                 "allow_pass_through": allow_pass_through, "gate_thresholds": thresholds}
+    from ppdm.metrics.release_check import GateOptions
+
+    # the gate's thresholds and overrides travel as one object down to the check
+    gate_args = {"gate_options": GateOptions.of(
+        _gate_options(gate), allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
+        allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)}
     get_technique(method)  # an unknown name is the first thing to say, before the table is read
     if then and wants_dask(data, engine):
         raise PPDMError("--then is not available for a partitioned input yet; anonymize a table in memory")
@@ -127,7 +131,7 @@ def anonymize(
         _anonymize_dataset(data, method, out, class_column=class_column, param=param, random_state=random_state,
                            missing=missing, schema=schema, sep=sep, roles=roles_from_options(
                                identifiers, quasi_identifiers, sensitive, weight, other),
-                           keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
+                           keep_identifiers=keep_identifiers,
                            categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
                            fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args, decimal=decimal)
         return
@@ -157,7 +161,7 @@ def anonymize(
     # release() reports its steps (learn, release, check) and the technique its long loops (ppdm.progress)
     with progress_of_library(), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers, allow_unchanged=allow_unchanged,
+        rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers,
                       detect_identifiers=False, input_info=info, decimals=dec, holdout=holdout,
                       shuffle=not keep_order, **gate_args)
     _report(rel, random_state)
@@ -255,7 +259,7 @@ def _report(rel: Any, random_state: int | None) -> None:
 
 def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str | None, param: list[str] | None,
                        random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
-                       keep_identifiers: bool, allow_unchanged: bool, categorical: list[str] | None,
+                       keep_identifiers: bool, categorical: list[str] | None,
                        date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
                        shuffle: bool = True, gate_args: dict[str, Any] | None = None,
                        decimal: str | None = None) -> None:
@@ -292,7 +296,7 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     with progress_bar(f"releasing {ds.npartitions} partitions with {method}"), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
-                              allow_unchanged=allow_unchanged, missing=_missing(missing, keep=True),  # type: ignore[arg-type]
+                              missing=_missing(missing, keep=True),  # type: ignore[arg-type]
                               fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=shuffle,
                               input_info={"missing": missing}, **(gate_args or {}))
     _report(rel, random_state)

@@ -65,12 +65,14 @@ from ppdm.experiments.release import (
     SHUFFLE_STREAM,
     _owner_only,
     _screen_pass_through,
+    gate_setup,
     judge_release,
     pairing_record,
     technique_record,
 )
 from ppdm.metrics.release_check import (
     CheckPart,
+    GateOptions,
     GateThresholds,
     KeyCounts,
     ReleaseCheck,
@@ -165,6 +167,7 @@ class _Job:
     spreads: dict[str, tuple[float, float]]
     tmp: Path
     shuffle: bool = True
+    thresholds: GateThresholds = field(default_factory=GateThresholds)
 
 
 def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
@@ -182,7 +185,7 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
     # recoding releases some numeric columns as labels: z is typed by the technique's output schema
     zsch = _released_schema(job.tech, sch)
     part = check_partition(working_frame(x, sch.numeric), working_frame(z, zsch.numeric), zsch, job.columns,
-                           job.spreads)
+                           job.spreads, thresholds=job.thresholds, decimals=job.decimals)
     # shuffled within the partition: row j of the part was made from row order[j] of x's partition
     order = (np.random.default_rng([job.base, i, SHUFFLE_STREAM]).permutation(len(z)) if job.shuffle
              else np.arange(len(z)))
@@ -258,6 +261,7 @@ def release_dataset(
     allow_untouched_keys: bool = False,
     allow_pass_through: Any = None,
     gate_thresholds: GateThresholds | dict[str, float] | None = None,
+    gate_options: GateOptions | None = None,
 ) -> DatasetRelease:
     """Anonymize the partitioned table ``ds`` with ``technique`` into the Parquet dataset folder
     ``out`` (and ``<out>.provenance.json``, public, and ``<out>.private.json``, the owner's),
@@ -309,8 +313,10 @@ def release_dataset(
                          detect=detect_identifiers)
     sample, _ = sch.validate(sample, missing=missing)
     ids = [c for c in sch.identifiers if c in sample.columns]
-    thresholds = GateThresholds.of(gate_thresholds)
-    passing = _screen_pass_through(sample, sch, thresholds, allow_pass_through)
+    opts = gate_setup(gate_options, gate_thresholds, allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
+                      allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)
+    thresholds = opts.thresholds
+    passing = _screen_pass_through(sample, sch, opts)
     tech = type(technique)(**technique.get_params(deep=False))
     tech.set_params(schema=replace(sch, identifiers=[]), class_column=sch.class_column)
     with warnings.catch_warnings(record=True) as caught:
@@ -333,7 +339,8 @@ def release_dataset(
     spreads = {c: column_spread(m) for c, m in moments.items()}
     columns = [c for c in ds.columns if keep_identifiers or c not in ids]
     with DatasetWriter(out) as writer:
-        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp, shuffle)
+        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp, shuffle,
+                   thresholds)
         results = run_partitions(_release_part, n_parts, args=(job,), progress=_stage(progress, "release"),
                                  name="ppdm-release")
         checks = [r[0] for r in results]
@@ -349,12 +356,13 @@ def release_dataset(
         xw = _working_x(ds, sch, missing, columns, head)
         zw = _working_z(writer.tmp, zsch, columns, head)
         cands = np.unique(np.concatenate([c.verbatim_keys for c in checks])) if checks else None
+        near = np.unique(np.concatenate([c.near_keys for c in checks])) if checks else None
         check = release_check_from_parts(checks, zsch, columns, unique, keys=KeyCounts(xw, kinds),
-                                         copies=dask_copies(xw, zw, columns, check_columns(zsch, columns)[0], kinds,
-                                                            cands))
-        allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
-                   "untouched_unique": allow_untouched_keys}
-        findings = passing + judge_release(check, thresholds, allowed, technique_record(tech), sch)
+                                         copies=dask_copies(xw, zw, columns, kinds, cands, near),
+                                         thresholds=thresholds)
+        # no strength search here: each try would be a full pass over the partitioned table
+        findings = passing + judge_release(check, opts, technique_record(tech), sch,
+                                           privacy=getattr(tech, "privacy_report_", None))
         info = {"source": ds.source, "sha256": dataset_sha256(ds.files), "rows": n_rows, "columns": len(ds.columns),
                 "missing": missing, "rows_dropped": dropped, "rows_kept": n_rows - dropped,
                 "rows_used": n_rows - dropped, "files": len(ds.files), "partitions": n_parts,

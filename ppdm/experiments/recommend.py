@@ -81,6 +81,7 @@ from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy
 from ppdm.experiments.release import Release, ReleaseRefused, hold_out, release, save_release
 from ppdm.metrics.base import SCENARIOS, EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, result_lower_bound
+from ppdm.metrics.release_check import GateOptions
 
 STUDY_NAME = "ppdm-recommend"
 STUDY_FORMAT = "ppdm.recommend-study"
@@ -556,8 +557,9 @@ def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_inf
     """The release of ``job`` on ``table``, made as ``ppdm anonymize`` makes one."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a trial's warnings are not the user's; the final release reports its own
+        # a refused trial is one point of the search: no search of its own for a setting that passes
         return release(table, _technique(job, table, data.schema), schema=data.schema, detect_identifiers=False,
-                       input_info=input_info or data.input_info)
+                       input_info=input_info or data.input_info, gate_options=GateOptions(suggest=False))
 
 
 def measured_data(rel: Release) -> pd.DataFrame:

@@ -17,11 +17,15 @@ guarantees as the command line:
 5. the release check (:mod:`ppdm.metrics.release_check`) compares z with x — record by
    record and as multisets, so that a row-permuted copy is a copy — and the **gate**
    (:func:`ppdm.metrics.release_check.gate`) refuses a release that is (almost) the original,
-   one with verbatim records unique in x, or one whose untouched quasi-identifiers make most
-   records unique, each unless its ``allow_...`` argument says otherwise, and warns, naming
-   the column responsible and a technique or parameter that would fix it, when a release is
-   weak but under the refusal line (:class:`~ppdm.metrics.release_check.GateThresholds`);
-   pass-through columns (the weight) that tell records apart are refused before any work;
+   one with verbatim or near-verbatim records unique in x, one whose untouched
+   quasi-identifiers make most records unique, or one with an untouched column that singles
+   records out alone, each unless its ``allow_...`` argument says otherwise — differentially
+   private releases included, the refusal naming ε — and names a setting of the technique's
+   strength parameter found to pass on the same table (:func:`passing_strength`); it warns,
+   naming the column responsible and a technique or parameter that would fix it, when a
+   release is weak but under the refusal line (:class:`~ppdm.metrics.release_check.GateOptions`
+   carries the thresholds and the overrides as one object); pass-through columns (the weight)
+   that tell records apart are refused before any work;
 6. the rows of z are **shuffled** (``shuffle=True``, the default): a release in the
    input's order would let anyone who knows that order pair each released row with its
    person. Techniques themselves keep the order (scikit-learn's contract); the shuffle is
@@ -48,8 +52,9 @@ release (hold-out, technique, shuffle) byte-identical from run to run.
 from __future__ import annotations
 
 import os
+import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -78,6 +83,7 @@ from ppdm.errors import ParameterError, PPDMError, SchemaError
 from ppdm.metrics.release_check import (
     GATE_OVERRIDES,
     Finding,
+    GateOptions,
     GateThresholds,
     ReleaseCheck,
     gate,
@@ -200,6 +206,7 @@ def release(
     allow_untouched_keys: bool = False,
     allow_pass_through: Iterable[str] | str | None = None,
     gate_thresholds: GateThresholds | dict[str, float] | None = None,
+    gate_options: GateOptions | None = None,
 ) -> Release:
     """Anonymize ``x`` with ``technique`` (an unfitted ppdm technique) into a checked release.
 
@@ -234,6 +241,10 @@ def release(
     gate_thresholds:
         The gate's thresholds (:class:`~ppdm.metrics.release_check.GateThresholds`, or a dict of
         some of them by name).
+    gate_options:
+        Everything the gate is told as one object (:class:`~ppdm.metrics.release_check.GateOptions`:
+        thresholds and overrides; what ``ppdm anonymize`` passes); the ``allow_...`` arguments
+        add to it, and ``gate_thresholds`` may not be given with it.
     detect_identifiers:
         Refuse undeclared columns that look like direct identifiers (default).
     input_info:
@@ -291,8 +302,10 @@ def release(
     sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
                          detect=detect_identifiers)
     ids = [c for c in sch.identifiers if c in x.columns]
-    thresholds = GateThresholds.of(gate_thresholds)
-    passing = _screen_pass_through(x, sch, thresholds, allow_pass_through)
+    opts = gate_setup(gate_options, gate_thresholds, allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
+                      allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)
+    thresholds = opts.thresholds
+    passing = _screen_pass_through(x, sch, opts)
     aligned = technique._keeps_rows()
     if keep_identifiers and ids and not aligned:
         raise PPDMError(f"{type(technique).__name__} releases synthetic records, which have no identifiers to keep; "
@@ -319,6 +332,7 @@ def release(
                 warnings.warn(code.message(), UserWarning, stacklevel=2)
             # one pass: a chain fits each step on the release of the one before, and that release
             # is z (fit, then transform, would make every step's release twice)
+            started = time.monotonic()
             z = tech.fit_transform(work)
             step(2, description=f"{name}: checking the release")
         lines = []
@@ -327,27 +341,18 @@ def release(
             if line not in lines:
                 lines.append(line)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        # recoding releases some numeric columns as labels: z is typed by the technique's output schema
-        out_sch = tech.output_schema() if hasattr(tech, "output_schema") else sch
-        out_sch = replace(out_sch, identifiers=list(sch.identifiers))
-        # decimals seen in x are a property of the records: a technique whose output may only
-        # depend on the declared domain is rounded to the decimals asked for, never to x's
-        seen = {} if declared_only and not from_data else source_decimals(work, sch.numeric)
-        dec = {**seen, **{c: int(d) for c, d in (decimals or {}).items()}}
-        dec = {c: d for c, d in dec.items() if c in out_sch.numeric and c not in out_sch.dates}
-        z = round_to_decimals(z, dec)
-        check = release_check(working_frame(work, sch.numeric), working_frame(z, out_sch.numeric), out_sch,
-                              record_aligned=aligned)
+        made = _Making(work, sch, decimals, declared_only and not from_data, aligned, thresholds)
+        z, out_sch, dec, check = made.finish(tech, z)
+        took = time.monotonic() - started
         step(1)
-    allowed = {"unchanged": allow_unchanged, "verbatim_unique": allow_verbatim,
-               "untouched_unique": allow_untouched_keys}
-    privacy = getattr(tech, "privacy_report_", None)
-    if isinstance(privacy, dict) and privacy.get("differentially_private"):
-        # a differentially private release may hold records equal to originals (small domains): its
-        # guarantee covers them, and refusing it would make whether a release exists depend on x;
-        # the gate's findings are still told to the owner and kept in the private log
-        allowed = dict.fromkeys(allowed, True)
-    findings = passing + judge_release(check, thresholds, allowed, technique_record(tech), sch)
+    # a differentially private release is judged like any other: its guarantee bounds what any
+    # record tells, but at a large ε it is met by copying x, and such a release must not pass as
+    # private. Whether it is refused depends on x: the refusal goes to the owner only (nothing is
+    # written), and an owner who accepts it says so with the allow_... argument
+    findings = passing + judge_release(check, opts, technique_record(tech), sch,
+                                       privacy=getattr(tech, "privacy_report_", None),
+                                       search=(lambda: passing_strength(technique, made, opts, took))
+                                       if opts.suggest else None)
     if keep_identifiers and ids:
         z = z.copy()
         for c in ids:
@@ -355,7 +360,7 @@ def release(
         z = z[[c for c in x.columns]]
         check = release_check(working_frame(xr, sch.numeric).reset_index(drop=True),
                               working_frame(z, out_sch.numeric).reset_index(drop=True), out_sch,
-                              columns=list(z.columns))
+                              columns=list(z.columns), thresholds=thresholds, decimals=dec)
     # the published order says nothing about x's: a fresh permutation (from the seed when one is given)
     order = release_rng(technique.random_state, SHUFFLE_STREAM).permutation(len(z)) if shuffle else None
     if order is not None:
@@ -402,6 +407,142 @@ def release(
                    private, pairing, control, held, bool(shuffle), findings)
 
 
+@dataclass
+class _Making:
+    """How :func:`release` turns a technique's output into a checked z: typed by the output
+    schema, rounded, compared with x. Kept so the strength search makes its tries the same way."""
+
+    work: pd.DataFrame
+    schema: Schema
+    decimals: dict[str, int] | None
+    declared_only: bool
+    aligned: bool
+    thresholds: GateThresholds
+
+    def finish(self, tech: Any, z: pd.DataFrame) -> tuple[pd.DataFrame, Schema, dict[str, int], ReleaseCheck]:
+        """(z rounded, its schema, the decimals, the release check) of the technique's output ``z``."""
+        sch = self.schema
+        # recoding releases some numeric columns as labels: z is typed by the technique's output schema
+        out_sch = tech.output_schema() if hasattr(tech, "output_schema") else sch
+        out_sch = replace(out_sch, identifiers=list(sch.identifiers))
+        # decimals seen in x are a property of the records: a technique whose output may only
+        # depend on the declared domain is rounded to the decimals asked for, never to x's
+        seen = {} if self.declared_only else source_decimals(self.work, sch.numeric)
+        dec = {**seen, **{c: int(d) for c, d in (self.decimals or {}).items()}}
+        dec = {c: d for c, d in dec.items() if c in out_sch.numeric and c not in out_sch.dates}
+        z = round_to_decimals(z, dec)
+        check = release_check(working_frame(self.work, sch.numeric), working_frame(z, out_sch.numeric), out_sch,
+                              record_aligned=self.aligned, thresholds=self.thresholds, decimals=dec)
+        return z, out_sch, dec, check
+
+    def check(self, technique: Any) -> ReleaseCheck:
+        """The release check of a fresh fit of ``technique`` on the same records (warnings muted)."""
+        tech = type(technique)(**technique.get_params(deep=False))
+        tech.set_params(schema=replace(self.schema, identifiers=[]), class_column=self.schema.class_column)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            z = tech.fit_transform(self.work)
+        return self.finish(tech, z)[3]
+
+
+#: a refused release: at most this many stronger settings are tried ...
+SEARCH_TRIES = 6
+#: ... and no new one is started after this many seconds (nor after three times the release's own time,
+#: when that is longer than 10 s)
+SEARCH_SECONDS = 60.0
+
+
+def stronger_values(now: float, direction: str, limit: float | None, tries: int = SEARCH_TRIES) -> list[float]:
+    """Up to ``tries`` settings stronger than ``now``, weakest first: a geometric ladder up to
+    ``limit`` (its last rung) or, without a limit, doubling ("increasing") or dividing by ten
+    ("decreasing"); two significant digits, whole numbers for a whole-number parameter."""
+    whole = isinstance(now, (int, np.integer)) and not isinstance(now, bool)
+    v = float(now)
+    if v <= 0 or not np.isfinite(v):
+        return []
+    if direction == "increasing":
+        if limit is not None and float(limit) <= v:
+            return []
+        ratio = (float(limit) / v) ** (1 / tries) if limit is not None else 2.0
+    elif direction == "decreasing":
+        if limit is not None and float(limit) >= v:
+            return []
+        ratio = (float(limit) / v) ** (1 / tries) if limit is not None else 0.1
+    else:
+        raise ParameterError(f"a strength parameter grows 'increasing' or 'decreasing', not {direction!r}")
+    out: list[float] = []
+    for i in range(1, tries + 1):
+        c = float(limit) if limit is not None and i == tries else v * ratio ** i
+        c = float(round(c)) if whole else float(f"{c:.2g}")
+        if (c > v if direction == "increasing" else c < v) and (not out or c != out[-1]):
+            out.append(int(c) if whole else c)
+    return out
+
+
+def passing_strength(technique: Any, making: _Making, options: GateOptions,
+                     took: float = 0.0) -> tuple[Any, str]:
+    """A setting of the technique's strength parameter (its class attribute ``strength_param``)
+    that passes the gate on this table: a coarse ladder of :func:`stronger_values` (three rungs
+    up to the parameter's limit, else doubling or dividing by ten) until one passes, then
+    halving the step (geometric midpoints) between the last that failed and the first that
+    passed — at most :data:`SEARCH_TRIES` tries in all, started within :data:`SEARCH_SECONDS`.
+    Returns ``(0.31, "level ≥ 0.31 passes on this table (now 0.1)")``, or ``(None, what was
+    tried)`` when none passed, or ``(None, "")`` for a technique without a strength parameter.
+    Each try is a full release of the same records with the same seed, never published."""
+    spec = getattr(type(technique), "strength_param", None)
+    if not spec:
+        return None, ""
+    name, direction, limit = spec
+    now = technique.get_params(deep=False).get(name)
+    if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)):
+        return None, ""
+    whole = isinstance(now, (int, np.integer))
+    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)
+    if not ladder:
+        return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
+    budget = min(SEARCH_SECONDS, max(3 * took, 10.0))
+    start = time.monotonic()
+    tried: list[str] = []
+
+    def passes(v: float) -> bool:
+        tried.append(f"{v:g}")
+        try:
+            check = making.check(_with(technique, name, v))
+        except PPDMError:
+            return False
+        return not any(f.level == "refuse" and not options.allows(f) for f in gate(check, options.thresholds))
+
+    def out_of_time() -> bool:
+        return len(tried) >= SEARCH_TRIES or (bool(tried) and time.monotonic() - start > budget)
+
+    weak, strong = float(now), None
+    for v in ladder:
+        if out_of_time():
+            break
+        if passes(v):
+            strong = v
+            break
+        weak = v
+    while strong is not None and not out_of_time():
+        mid = float(np.sqrt(weak * float(strong)))
+        mid = round(mid) if whole else float(f"{mid:.2g}")
+        if mid in (weak, strong) or f"{mid:g}" in tried:
+            break
+        if passes(mid):
+            strong = mid
+        else:
+            weak = mid
+    if strong is not None:
+        return strong, f"{name} {'≥' if direction == 'increasing' else '≤'} {strong:g} passes on this table (now {now:g})"
+    stopped = f"; the search stopped after {time.monotonic() - start:.0f} s" if len(tried) < len(ladder) else ""
+    return None, f"none of {name} = {', '.join(tried)} passes on this table (now {now:g}{stopped})"
+
+
+def _with(technique: Any, name: str, value: Any) -> Any:
+    """A new, unfitted technique like ``technique`` with ``name`` set to ``value``."""
+    return type(technique)(**{**technique.get_params(deep=False), name: value})
+
+
 #: what a technique offers to fix a weak release: name → (parameter, how, what it does)
 _FIXES: dict[str, list[tuple[str, str]]] = {
     "uniform-noise": [("level", "raise level (now {level}): each value is replaced with probability level")],
@@ -446,20 +587,61 @@ def fix_advice(tech: dict[str, Any], columns: list[str], schema: Schema) -> str:
     return f"generalise {names} (recode) or perturb them (random-substitution, pram)"
 
 
-def judge_release(check: ReleaseCheck, thresholds: GateThresholds, allowed: dict[str, bool],
-                  tech: dict[str, Any], schema: Schema) -> list[dict[str, Any]]:
-    """The gate on a release check: raise :class:`ReleaseRefused` for the first refusal not
-    allowed, emit a :class:`ReleaseWarning` for each warning (and each allowed refusal), and
-    return them all as dicts with their full message."""
+def gate_setup(options: GateOptions | None = None, thresholds: GateThresholds | dict[str, float] | None = None,
+               **allow: Any) -> GateOptions:
+    """The one :class:`~ppdm.metrics.release_check.GateOptions` of a release, from the options
+    object, or the thresholds, and the ``allow_...`` arguments (which add to the object's)."""
+    if options is not None and thresholds is not None:
+        raise ParameterError("give the gate's thresholds either in gate_options or as gate_thresholds, not both")
+    if options is not None and not isinstance(options, GateOptions):
+        raise ParameterError(f"gate_options must be a GateOptions, got {type(options).__name__}")
+    return GateOptions.of(options if options is not None else thresholds, **allow)
+
+
+def _epsilon_text(eps: float) -> str:
+    """ε as a short number: 1e6 rather than 1e+06."""
+    return f"{eps:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
+def _dp_preface(check: ReleaseCheck, privacy: dict[str, Any] | None, rule: str) -> str:
+    """For a refused differentially private release: what its ε copies of x."""
+    if not isinstance(privacy, dict) or not privacy.get("differentially_private"):
+        return ""
+    try:
+        eps = _epsilon_text(float(privacy.get("epsilon")))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        eps = "?"
+    if rule in ("unchanged", "verbatim_unique"):
+        unique = max(check.unique_in_x_all, 1)
+        return (f"ε = {eps} copies {100 * check.records_verbatim_unique / unique:.1f}% of x's unique records "
+                f"verbatim ({check.records_verbatim_unique} of {check.unique_in_x_all}), differentially private or "
+                "not; ")
+    return f"ε = {eps}, differentially private or not: "
+
+
+def judge_release(check: ReleaseCheck, options: GateOptions, tech: dict[str, Any], schema: Schema, *,
+                  privacy: dict[str, Any] | None = None,
+                  search: Callable[[], tuple[Any, str]] | None = None) -> list[dict[str, Any]]:
+    """The gate on a release check: raise :class:`ReleaseRefused` for the first refusal
+    ``options`` do not allow, emit a :class:`ReleaseWarning` for each warning (and each allowed
+    refusal), and return them all as dicts with their full message.
+
+    ``privacy`` is the technique's ``privacy_report_``: a differentially private release is
+    judged like any other, and its refusal names ε. ``search`` (:func:`passing_strength`), called
+    only on a refusal, names a stronger setting of the technique that passes on this table
+    (replacing the general advice) or says what was tried."""
     out = []
-    for f in gate(check, thresholds):
+    for f in gate(check, options.thresholds):
         advice = fix_advice(tech, f.columns, schema)
         text = f.message + (f"; {advice}" if advice else "")
         if f.level == "refuse":
             lib, cli = GATE_OVERRIDES[f.rule]
-            if not allowed.get(f.rule, False):
-                raise ReleaseRefused(f"{text}; change the technique or its parameters, or release it anyway with "
-                                     f"{lib} (CLI: {cli})")
+            if not options.allows(f):
+                value, found = search() if search is not None else (None, "")
+                # a setting that passes replaces the general advice; what was tried in vain adds to it
+                text = f"{f.message}; {found}" if value is not None else text + (f"; {found}" if found else "")
+                raise ReleaseRefused(f"{_dp_preface(check, privacy, f.rule)}{text}; change the technique or its "
+                                     f"parameters, or release it anyway with {lib} (CLI: {cli})")
             text = f"released although {text} ({cli.split()[0]})"
             level = "allowed"
         else:
@@ -469,13 +651,11 @@ def judge_release(check: ReleaseCheck, thresholds: GateThresholds, allowed: dict
     return out
 
 
-def _screen_pass_through(x: pd.DataFrame, sch: Schema, thresholds: GateThresholds,
-                         allow: Iterable[str] | str | None) -> list[dict[str, Any]]:
+def _screen_pass_through(x: pd.DataFrame, sch: Schema, options: GateOptions) -> list[dict[str, Any]]:
     """Refuse a pass-through column nearly unique per record unless declared safe; warn when
     it still singles some records out."""
-    from ppdm.data.roles import split_names
-
-    safe = set(split_names(allow))
+    thresholds = options.thresholds
+    safe = set(options.allow_pass_through)
     unknown = [c for c in safe if c not in x.columns]
     if unknown:
         raise ParameterError(f"allow_pass_through names {', '.join(map(repr, unknown))}, not a column of the table")

@@ -297,7 +297,9 @@ def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out:
     unjudged = [{"measure": j.measure, "reason": j.reason} for j in lines if j.state == NOT_APPLICABLE]
     missing = [j for j in lines if j.state == NOT_MEASURED]
     judged = [j for j in lines if j.state in (MEETS, MISSES, UNCERTAIN)]
-    scenarios = sorted({j.scenario for j in judged if j.scenario})
+    order = list(SCENARIO_WORDS)
+    scenarios = sorted({j.scenario for j in judged if j.scenario},
+                       key=lambda s: order.index(s) if s in order else len(order))
     ruled_text = ("; ruled out by the owner: " + _join([SCENARIO_WORDS.get(s, s) for s in ruled])) if ruled else ""
     missing_dicts = [{"measure": j.measure, "reason": j.reason} for j in missing]
     # utility keeps its old reading of a skipped measure: listed, not judged

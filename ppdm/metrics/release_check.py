@@ -54,6 +54,12 @@ from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 
 #: numeric cells closer than this many standard deviations of the column count as unchanged
 TOLERANCE = 1e-6
+#: a column counts as untouched when at least this share of its cells is unchanged (a technique
+#: that changes a handful of values, e.g. top-coding 0.1 % of them, leaves the column a join key)
+UNTOUCHED_SHARE = 0.99
+#: a record is near-verbatim when each numeric value is within this many standard deviations of
+#: its original (or within the release's own precision) and each categorical value is equal
+NEAR_TOLERANCE = 0.01
 
 
 PER_KEY_COLUMNS = ["column", "share_unchanged", "untouched", "distinct_x", "unique_alone", "unique_drop"]
@@ -72,6 +78,16 @@ class ReleaseCheck(MeasureResult):
     x's records unique on the untouched keys falls without it — the key most responsible
     has the largest drop). ``record_aligned`` says whether records were compared with their
     own originals (the pairing known) or among all of x.
+
+    A key or column is *untouched* from ``untouched_share`` of unchanged cells (default 99 %).
+    ``records_verbatim_unique`` counts verbatim records (own original or copy) whose original
+    is unique in x on its quasi-identifiers or on all compared columns — the same thing, as a
+    record unique on a subset of its values is unique on all of them; ``unique_in_x_all`` is
+    the number of x's records unique on all compared columns. ``records_near_verbatim``
+    counts records within ``near_tolerance`` of their own original on every column
+    (:func:`near_cells`; only with a pairing), and ``records_near_verbatim_unique`` the
+    verbatim or near-verbatim records unique in x. ``untouched_alone`` gives, for every
+    untouched column (with a pairing), the share of x's records its value alone makes unique.
     """
 
     n_records: int
@@ -93,6 +109,13 @@ class ReleaseCheck(MeasureResult):
     untouched_keys: list[str] = field(default_factory=list)
     untouched_keys_unique: float = 0.0
     per_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PER_KEY_COLUMNS), repr=False)
+    untouched_share: float = UNTOUCHED_SHARE
+    near_tolerance: float = NEAR_TOLERANCE
+    records_near_verbatim: int = 0
+    records_near_verbatim_unique: int = 0
+    share_near_verbatim_unique: float = 0.0
+    unique_in_x_all: int = 0
+    untouched_alone: dict[str, float] = field(default_factory=dict)
 
     @property
     def lower_bound(self) -> str | None:
@@ -116,7 +139,7 @@ class ReleaseCheck(MeasureResult):
                 f"released records equal to an original record on the quasi-identifiers: {_pct(self.value)} "
                 f"({self.records_unchanged} of {n}; {qi})",
                 f"released records equal to an original record on every column: {_pct(self.share_verbatim)} "
-                f"({self.records_verbatim} of {n}), of which an original unique on its quasi-identifiers: "
+                f"({self.records_verbatim} of {n}), of which an original unique in x: "
                 f"{self.records_verbatim_unique}",
                 f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
             ]
@@ -127,8 +150,11 @@ class ReleaseCheck(MeasureResult):
             f"records unchanged on every column: {_pct(self.share_verbatim)} ({self.records_verbatim} of {n}"
             + (f", of which {self.records_copied} copies found among all of x" if self.records_copied
                > self.records_verbatim_paired else "") + ")",
-            f"records unchanged on every column and unique in x on their quasi-identifiers: "
+            f"records unchanged on every column and unique in x: "
             f"{_pct(self.share_verbatim_unique)} ({self.records_verbatim_unique} of {n})",
+            f"records unchanged or within {self.near_tolerance:g} standard deviations of their original on every "
+            f"column (near-verbatim): {self.records_near_verbatim} of {n}, unique in x with the copies: "
+            f"{self.records_near_verbatim_unique}",
             f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
             f"unchanged cells per column: {cells}",
             "columns no technique touched: " + (", ".join(self.untouched_columns) or "none"),
@@ -177,6 +203,43 @@ def unchanged_cells(x: pd.Series, z: pd.Series, numeric: bool, tolerance: float 
     return (xa == za) | (pd.isna(x).to_numpy() & pd.isna(z).to_numpy())
 
 
+def near_cells(x: pd.Series, z: pd.Series, numeric: bool, tolerance: float = NEAR_TOLERANCE,
+               spread: tuple[float, float] | None = None, decimals: int | None = None) -> np.ndarray:
+    """Boolean vector: which cells of z are near-verbatim, i.e. within ``tolerance`` × the
+    population standard deviation of x's column of their original, or within half a unit of
+    the release's last decimal (``decimals``: noise finer than what z can show is no noise);
+    categorical cells must be equal. The standard deviation rather than the interquartile
+    range: it is the spread the unchanged test already uses and it is never 0 for a column
+    with two values."""
+    near = unchanged_cells(x, z, numeric, tolerance, spread)
+    if numeric and decimals is not None:
+        a = x.to_numpy(dtype=float, na_value=np.nan)
+        b = z.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore", over="ignore"):
+            near |= np.abs(b - a) <= 0.5 * 10.0 ** (-int(decimals)) * (1 + 1e-9)
+    return near
+
+
+def release_decimals(z: pd.DataFrame, kinds: dict[str, bool]) -> dict[str, int]:
+    """The decimals each numeric column of the release is written with: 0 for integers, the
+    fewest that reproduce every value for floats (:func:`ppdm.data.types.decimals_of`; a
+    column at full precision is left out)."""
+    from ppdm.data.types import decimals_of
+
+    out: dict[str, int] = {}
+    for c, num in kinds.items():
+        if not num or c not in z.columns:
+            continue
+        s = z[c]
+        if pd.api.types.is_integer_dtype(s) or pd.api.types.is_bool_dtype(s):
+            out[c] = 0
+        elif pd.api.types.is_float_dtype(s):
+            d = decimals_of(s.to_numpy(dtype=float, na_value=np.nan))
+            if d is not None:
+                out[c] = d
+    return out
+
+
 def column_spread(moments: tuple[int, float, float, float]) -> tuple[float, float]:
     """(largest |x|, population sd) of a column from its merged moments."""
     n, _, m2, top = moments
@@ -188,8 +251,10 @@ class CheckPart:
     """The release check's sums over one partition (records are compared within it).
 
     ``copied`` counts the partition's released records that copy one of its original records
-    (multisets); ``verbatim_keys`` holds the quasi-identifier hashes of the originals that come
-    out verbatim (own original or copy), to be looked up among all of x's records."""
+    (multisets); ``verbatim_keys`` holds the hashes on all compared columns of the originals
+    that come out verbatim (own original or copy), ``near_keys`` those of the originals that
+    come out verbatim or near-verbatim (:func:`near_cells`), to be looked up among all of x's
+    records; ``near`` counts the near-verbatim records."""
 
     n: int
     unchanged: dict[str, int]
@@ -197,31 +262,41 @@ class CheckPart:
     records_verbatim: int
     copied: int = 0
     verbatim_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    near: int = 0
+    near_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
 
 def check_partition(x: pd.DataFrame, z: pd.DataFrame, schema: Schema, columns: Sequence[str],
-                    spreads: dict[str, tuple[float, float]], tolerance: float = TOLERANCE) -> CheckPart:
+                    spreads: dict[str, tuple[float, float]], tolerance: float = TOLERANCE,
+                    thresholds: GateThresholds | dict[str, Any] | None = None,
+                    decimals: dict[str, int] | None = None) -> CheckPart:
     """:func:`release_check`'s counts for one partition pair, numeric cells judged against the
-    whole column's ``spreads`` (:func:`column_spread`)."""
+    whole column's ``spreads`` (:func:`column_spread`); ``thresholds`` and ``decimals`` as
+    for :func:`release_check`."""
+    t = GateThresholds.of(thresholds)
     qi = check_columns(schema, columns)[0]
     xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
     numeric = _numeric_set(schema)
     kinds = {c: _is_numeric(c, schema, numeric, xv, zv) for c in columns}
+    dec = release_decimals(zv, kinds) if decimals is None else decimals
     all_same = np.ones(len(xv), dtype=bool)
     qi_same = np.ones(len(xv), dtype=bool)
+    near_all = np.ones(len(xv), dtype=bool)
     counts = {}
     for c in columns:
-        same = unchanged_cells(xv[c], zv[c], kinds[c], tolerance, spreads.get(c) if kinds[c] else None)
+        spread = spreads.get(c) if kinds[c] else None
+        same = unchanged_cells(xv[c], zv[c], kinds[c], tolerance, spread)
         counts[c] = int(same.sum())
         all_same &= same
+        near_all &= same | near_cells(xv[c], zv[c], kinds[c], t.near_verbatim, spread, dec.get(c))
         if c in qi:
             qi_same &= same
     hx, hz = _RowHashes(xv, kinds), _RowHashes(zv, kinds)
     full_x, full_z = hx.of(list(columns)), hz.of(list(columns))
     copied = multiset_matches(full_x, full_z)
     verbatim = all_same | np.isin(full_x, full_z)
-    keys = np.unique(hx.of(qi)[verbatim]) if qi else np.zeros(0, dtype=np.uint64)
-    return CheckPart(len(xv), counts, int(qi_same.sum()), int(all_same.sum()), copied, keys)
+    return CheckPart(len(xv), counts, int(qi_same.sum()), int(all_same.sum()), copied, np.unique(full_x[verbatim]),
+                     int(near_all.sum()), np.unique(full_x[verbatim | near_all]))
 
 
 def check_columns(schema: Schema, columns: Sequence[str]) -> tuple[list[str], bool]:
@@ -268,43 +343,39 @@ def _compute(*items: Any) -> tuple[Any, ...]:
     return dask.compute(*items)
 
 
-def dask_copies(x: Any, z: Any, columns: Sequence[str], qi: Sequence[str], kinds: dict[str, bool],
-                paired_keys: np.ndarray | None = None) -> tuple[int, int]:
+def dask_copies(x: Any, z: Any, columns: Sequence[str], kinds: dict[str, bool],
+                paired_keys: np.ndarray | None = None,
+                near_keys: np.ndarray | None = None) -> tuple[int, int, int]:
     """Among all of x, counted by Dask: (released records that copy a record of x, multisets;
-    records of x unique on ``qi`` that are copied or — ``paired_keys``, their ``qi`` hashes —
-    equal to their own release)."""
-    cols, q = list(columns), list(qi)
+    records of x unique on all ``columns`` that are copied or — ``paired_keys``, their hashes
+    on ``columns`` — equal to their own release; the same with ``near_keys``, the originals
+    whose release is near-verbatim, in place of ``paired_keys``)."""
+    cols = list(columns)
     split = max(1, x.npartitions // 8)
-
-    def both(p: pd.DataFrame) -> pd.DataFrame:
-        h = _RowHashes(p.reset_index(drop=True), kinds)
-        return pd.DataFrame({"q": h.of(q), "f": h.of(cols)})
-
-    hx = x.map_partitions(both, meta={"q": "uint64", "f": "uint64"})
+    hx = KeyCounts(x, kinds)._hashes(cols).rename("f").to_frame()
     in_x = hx["f"].value_counts(split_out=split).rename("a").to_frame()
     in_z = KeyCounts(z, kinds)._hashes(cols).value_counts(split_out=split).rename("b").to_frame()
     common = in_x.merge(in_z, left_index=True, right_index=True, how="inner")
     copies = common.min(axis=1).sum()
-    if not q:
-        return int(_compute(copies)[0]), 0
-    once = hx["q"].value_counts(split_out=split).rename("cq").to_frame()
-    single = hx.merge(once, left_on="q", right_index=True)
-    single = single[single["cq"] == 1].merge(in_z, left_on="f", right_index=True, how="left")
-    hit = ~single["b"].isna()
-    if paired_keys is not None and paired_keys.size:
-        hit = hit | single["q"].isin(paired_keys)
-    n_copies, n_unique = _compute(copies, hit.sum())
-    return int(n_copies), int(n_unique)
+    single = hx.merge(in_x, left_on="f", right_index=True)
+    single = single[single["a"] == 1].merge(in_z, left_on="f", right_index=True, how="left")
+    copied = ~single["b"].isna()
+    hit = copied | single["f"].isin(paired_keys) if paired_keys is not None and paired_keys.size else copied
+    near = copied | single["f"].isin(near_keys) if near_keys is not None and near_keys.size else hit
+    n_copies, n_unique, n_near = _compute(copies, hit.sum(), near.sum())
+    return int(n_copies), int(n_unique), max(int(n_unique), int(n_near))
 
 
 def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns: Sequence[str],
                              unique_in_z: int, tolerance: float = TOLERANCE,
                              kinds: dict[str, str] | None = None, keys: KeyCounts | None = None,
-                             copies: tuple[int, int] | None = None) -> ReleaseCheck:
+                             copies: tuple[int, int, int] | None = None,
+                             thresholds: GateThresholds | dict[str, Any] | None = None) -> ReleaseCheck:
     """The release check of a partitioned table from its partitions' counts; with ``keys`` (x's
     records counted by key across partitions) also the verbatim records unique in x and the
     per-key table; ``copies`` (:func:`dask_copies`) counts copies among all of x instead of
-    within each partition."""
+    within each partition; ``thresholds`` as for :func:`release_check`."""
+    t = GateThresholds.of(thresholds)
     qi, declared = check_columns(schema, columns)
     n = sum(p.n for p in parts)
     if n == 0:
@@ -320,16 +391,29 @@ def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns
     paired = sum(p.records_verbatim for p in parts)
     copied = sum(p.copied for p in parts) if copies is None else copies[0]
     verbatim = max(paired, copied)
-    verbatim_unique = unique_x = 0
+    verbatim_unique = near_unique = unique_x = unique_all = 0
     untouched_keys: list[str] = []
     together = 0.0
     per_key = pd.DataFrame(columns=PER_KEY_COLUMNS)
+    alone: dict[str, float] = {}
+    share = dict(zip(per_column["column"], per_column["share_unchanged"], strict=True))
+    if keys is not None:
+        empty = np.zeros(0, np.uint64)
+        cands = np.unique(np.concatenate([p.verbatim_keys for p in parts])) if parts else empty
+        near_cands = np.unique(np.concatenate([p.near_keys for p in parts] + [cands])) if parts else empty
+        if copies is None:
+            verbatim_unique = keys.unique_among(columns, cands)
+            near_unique = keys.unique_among(columns, near_cands)
+        else:
+            verbatim_unique, near_unique = copies[1], copies[2]
+        unique_all = keys.stats(columns)[2]
+        for c in columns:
+            if share[c] >= t.untouched_share:
+                total, _, single = keys.stats([c])
+                alone[c] = single / total if total else 0.0
     if keys is not None and qi:
-        cands = np.unique(np.concatenate([p.verbatim_keys for p in parts])) if parts else np.zeros(0, np.uint64)
-        verbatim_unique = keys.unique_among(qi, cands) if copies is None else copies[1]
         unique_x = keys.stats(qi)[2]
-        share = dict(zip(per_column["column"], per_column["share_unchanged"], strict=True))
-        untouched_keys = [c for c in qi if share.get(c, 0.0) >= 1.0]
+        untouched_keys = [c for c in qi if share.get(c, 0.0) >= t.untouched_share]
 
         def unique_share(cols: list[str]) -> float:
             if not cols:
@@ -354,6 +438,10 @@ def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns
         tolerance=float(tolerance), per_column=per_column, records_copied=copied, records_verbatim_paired=paired,
         records_verbatim_unique=verbatim_unique, share_verbatim_unique=verbatim_unique / n, unique_in_x=unique_x,
         untouched_keys=untouched_keys, untouched_keys_unique=together, per_key=per_key,
+        untouched_share=float(t.untouched_share), near_tolerance=float(t.near_verbatim),
+        records_near_verbatim=sum(p.near for p in parts), records_near_verbatim_unique=max(near_unique, verbatim_unique),
+        share_near_verbatim_unique=max(near_unique, verbatim_unique) / n, unique_in_x_all=unique_all,
+        untouched_alone=alone,
     )
 
 
@@ -380,8 +468,15 @@ def release_check(
     columns: Sequence[str] | None = None,
     tolerance: float = TOLERANCE,
     record_aligned: bool = True,
+    thresholds: GateThresholds | dict[str, Any] | None = None,
+    decimals: dict[str, int] | None = None,
 ) -> ReleaseCheck:
     """Compare a release ``z`` with the original ``x`` (see the module docstring).
+
+    ``thresholds`` (:class:`GateThresholds`) give the share of unchanged cells from which a
+    column counts as untouched (``untouched_share``) and the near-verbatim tolerance
+    (``near_verbatim``); ``decimals`` the decimals z's numeric columns were rounded to (by
+    default read from z, :func:`release_decimals`).
 
     ``columns`` are the columns compared (default: every column of z that x has);
     the quasi-identifiers are ``schema.quasi_identifiers``, or all of the schema's
@@ -398,16 +493,20 @@ def release_check(
     cols, qi, declared = _compared_columns(x, z, schema, columns)
     if record_aligned and len(x) != len(z):
         raise SchemaError(f"the release check compares records one by one: x has {len(x)} rows, z has {len(z)}")
+    t = GateThresholds.of(thresholds)
     xv, zv = x.reset_index(drop=True), z.reset_index(drop=True)
     numeric = _numeric_set(schema)
     kinds = {c: _is_numeric(c, schema, numeric, xv, zv) for c in cols}
     hx, hz = _RowHashes(xv, kinds), _RowHashes(zv, kinds)
     n = len(zv)
     same: dict[str, np.ndarray] = {}
+    near_all = np.ones(n, dtype=bool) if record_aligned else np.zeros(n, dtype=bool)
+    dec = release_decimals(zv, kinds) if decimals is None and record_aligned else dict(decimals or {})
     rows = []
     for c in cols:
         if record_aligned:
             same[c] = unchanged_cells(xv[c], zv[c], kinds[c], tolerance)
+            near_all &= same[c] | near_cells(xv[c], zv[c], kinds[c], t.near_verbatim, decimals=dec.get(c))
             share = float(same[c].mean())
         else:
             share = multiset_matches(hx.of([c]), hz.of([c])) / n
@@ -421,7 +520,10 @@ def release_check(
     copied = multiset_matches(full_x, full_z)
     qi_x = hx.of(qi) if qi else np.zeros(len(xv), dtype=np.uint64)
     unique_x = _unique_mask(qi_x) if qi else np.zeros(len(xv), dtype=bool)
-    # a record unique in x on its quasi-identifiers is unique on every column too: at most one copy matches it
+    # verbatim and unique is judged on all compared columns: a record unique in x on its
+    # quasi-identifiers is unique on all of them, and one unique only on all of them is still a
+    # true record of one person in full (at most one copy matches it)
+    unique_all = _unique_mask(full_x)
     has_copy = np.isin(full_x, full_z)
     if record_aligned:
         all_same = np.ones(n, dtype=bool)
@@ -432,14 +534,20 @@ def release_check(
             qi_same &= same[c]
         paired = int(all_same.sum())
         records_unchanged = int(qi_same.sum()) if qi else n
-        verbatim_unique = int(((all_same | has_copy) & unique_x).sum())
+        verbatim_unique = int(((all_same | has_copy) & unique_all).sum())
+        near_unique = int(((near_all | all_same | has_copy) & unique_all).sum())
     else:
         paired = 0
         records_unchanged = multiset_matches(qi_x, hz.of(qi)) if qi else n
-        verbatim_unique = int((has_copy & unique_x).sum())
+        verbatim_unique = near_unique = int((has_copy & unique_all).sum())
     verbatim = max(paired, copied)
-    keys = _per_key(xv, hx, qi, per_column)
+    # without a pairing a column's values matched as multisets say nothing of a record keeping
+    # its own: only a column matched in full counts as untouched there
+    share_untouched = t.untouched_share if record_aligned else 1.0
+    keys = _per_key(xv, hx, qi, per_column, share_untouched)
     untouched_keys = [r.column for r in keys.itertuples() if r.untouched]
+    alone = ({r["column"]: _unique_share(hx.of([r["column"]])) for r in rows
+              if r["share_unchanged"] >= share_untouched} if record_aligned else {})
     return ReleaseCheck(
         value=records_unchanged / n if qi else 1.0,
         n_records=n,
@@ -461,6 +569,13 @@ def release_check(
         untouched_keys=untouched_keys,
         untouched_keys_unique=_unique_share(hx.of(untouched_keys)) if untouched_keys else 0.0,
         per_key=keys,
+        untouched_share=float(share_untouched),
+        near_tolerance=float(t.near_verbatim),
+        records_near_verbatim=int(near_all.sum()),
+        records_near_verbatim_unique=near_unique,
+        share_near_verbatim_unique=near_unique / n,
+        unique_in_x_all=int(unique_all.sum()),
+        untouched_alone=alone,
     )
 
 
@@ -518,10 +633,12 @@ def _unique_share(h: np.ndarray) -> float:
     return float(_unique_mask(h).mean()) if h.size else 0.0
 
 
-def _per_key(xv: pd.DataFrame, hx: _RowHashes, qi: Sequence[str], per_column: pd.DataFrame) -> pd.DataFrame:
-    """The per-quasi-identifier table (see :class:`ReleaseCheck`)."""
+def _per_key(xv: pd.DataFrame, hx: _RowHashes, qi: Sequence[str], per_column: pd.DataFrame,
+             untouched_share: float = UNTOUCHED_SHARE) -> pd.DataFrame:
+    """The per-quasi-identifier table (see :class:`ReleaseCheck`); a key is untouched from
+    ``untouched_share`` of unchanged cells."""
     share = dict(zip(per_column["column"], per_column["share_unchanged"], strict=True))
-    untouched = [c for c in qi if share.get(c, 0.0) >= 1.0]
+    untouched = [c for c in qi if share.get(c, 0.0) >= untouched_share]
     together = _unique_share(hx.of(untouched)) if untouched else 0.0
     rows = []
     for c in qi:
@@ -557,7 +674,8 @@ def qi_hashes(z: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
 
 
 def release_check_dask(x: Any, z: Any, schema: Schema, *, columns: Sequence[str] | None = None,
-                       tolerance: float = TOLERANCE, record_aligned: bool = True) -> ReleaseCheck:
+                       tolerance: float = TOLERANCE, record_aligned: bool = True,
+                       thresholds: GateThresholds | dict[str, Any] | None = None) -> ReleaseCheck:
     """:func:`release_check` of two Dask DataFrames, exactly. Paired (partitioned alike, row
     ``i`` of each partition of z made from row ``i`` of x's): column moments of x in a first
     pass, the record-by-record counts per partition pair in a second, x's records counted by
@@ -586,7 +704,7 @@ def release_check_dask(x: Any, z: Any, schema: Schema, *, columns: Sequence[str]
     def part(i: int) -> CheckPart:
         xi = working_frame(read_partition(x, i), schema.numeric)
         zi = working_frame(read_partition(z, i), schema.numeric)
-        return check_partition(xi, zi, schema, cols, spreads, tolerance)
+        return check_partition(xi, zi, schema, cols, spreads, tolerance, thresholds)
 
     parts = run_partitions(part, x.npartitions, name="ppdm-check")
     unique = 0
@@ -594,8 +712,9 @@ def release_check_dask(x: Any, z: Any, schema: Schema, *, columns: Sequence[str]
         h = z[qi].map_partitions(lambda p: pd.Series(qi_hashes(p, qi), dtype="uint64"), meta=("h", "uint64"))
         unique = int((h.value_counts(split_out=max(1, z.npartitions // 8)) == 1).sum().compute())
     keys = np.unique(np.concatenate([p.verbatim_keys for p in parts])) if parts else None
+    near = np.unique(np.concatenate([p.near_keys for p in parts])) if parts else None
     return release_check_from_parts(parts, schema, cols, unique, tolerance, keys=KeyCounts(x, kinds),
-                                    copies=dask_copies(x, z, cols, qi, kinds, keys))
+                                    copies=dask_copies(x, z, cols, kinds, keys, near), thresholds=thresholds)
 
 
 def _release_check_dask_unpaired(x: Any, z: Any, schema: Schema, cols: list[str], qi: list[str],
@@ -621,7 +740,7 @@ def _release_check_dask_unpaired(x: Any, z: Any, schema: Schema, cols: list[str]
         rows.append({"column": c, "role": role, "kind": "numeric" if kinds[c] else "categorical",
                      "share_unchanged": share, "touched": bool(share < 1.0)})
     per_column = pd.DataFrame(rows, columns=["column", "role", "kind", "share_unchanged", "touched"])
-    copied, verbatim_unique = dask_copies(x, z, cols, qi, kinds)
+    copied, verbatim_unique, _ = dask_copies(x, z, cols, kinds)
     qi_n = matched(qi) if qi else n
     unique_z = kz.stats(qi)[2] if qi else 0
     check = ReleaseCheck(
@@ -631,6 +750,8 @@ def _release_check_dask_unpaired(x: Any, z: Any, schema: Schema, cols: list[str]
         untouched_columns=[r["column"] for r in rows if not r["touched"]], tolerance=float(tolerance),
         per_column=per_column, record_aligned=False, records_copied=copied, records_verbatim_unique=verbatim_unique,
         share_verbatim_unique=verbatim_unique / n, unique_in_x=kx.stats(qi)[2] if qi else 0,
+        untouched_share=1.0, records_near_verbatim_unique=verbatim_unique,
+        share_near_verbatim_unique=verbatim_unique / n, unique_in_x_all=kx.stats(cols)[2],
     )
     return check
 
@@ -648,7 +769,15 @@ class GateThresholds:
     * ``untouched_unique`` — the quasi-identifiers no technique touched make more than this
       share of the original records unique;
     * ``pass_through_distinct`` — a column no technique models (the weight) has at least this
-      share of distinct values, so joining on it finds people (checked before anonymizing).
+      share of distinct values, so joining on it finds people (checked before anonymizing);
+    * ``untouched_column_unique`` — any other released column that is untouched (below) and
+      whose value alone makes more than this share of x's records unique: a join key like a
+      weight, refused like one.
+
+    Measuring: a column counts as untouched from ``untouched_share`` of unchanged cells, and
+    a record as near-verbatim when every numeric value is within ``near_verbatim`` standard
+    deviations of its original (or within the release's precision) and every categorical one
+    equal; near-verbatim records unique in x count with the verbatim ones in ``verbatim_unique``.
 
     Warnings, below the refusal lines: ``warn_verbatim`` (records unchanged on every column),
     ``warn_unchanged_keys`` (records whose quasi-identifiers are all unchanged),
@@ -664,6 +793,9 @@ class GateThresholds:
     warn_unchanged_keys: float = 0.05
     warn_untouched_unique: float = 0.05
     warn_pass_through_unique: float = 0.05
+    untouched_share: float = UNTOUCHED_SHARE
+    near_verbatim: float = NEAR_TOLERANCE
+    untouched_column_unique: float = 0.05
 
     @classmethod
     def of(cls, value: GateThresholds | dict[str, Any] | None) -> GateThresholds:
@@ -699,7 +831,55 @@ GATE_OVERRIDES = {
     "verbatim_unique": ("allow_verbatim=True", "--allow-verbatim"),
     "untouched_unique": ("allow_untouched_keys=True", "--allow-untouched-keys"),
     "pass_through_distinct": ("allow_pass_through=[...]", "--allow-pass-through COLUMN"),
+    "untouched_column_unique": ("allow_pass_through=[...]", "--allow-pass-through COLUMN"),
 }
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Everything the gate is told, as one object from the command line (``--gate``,
+    ``--allow-...``) or the library down to the check: the ``thresholds`` and the refusals
+    the owner overrides. ``allow_pass_through`` names the columns declared safe although
+    they pass into the release (nearly) unchanged and single records out. ``suggest`` lets a
+    refusal of :func:`ppdm.experiments.release.release` re-run the technique to name a setting
+    that passes (off for searches that make many releases, such as ``ppdm recommend``)."""
+
+    thresholds: GateThresholds = field(default_factory=GateThresholds)
+    allow_unchanged: bool = False
+    allow_verbatim: bool = False
+    allow_untouched_keys: bool = False
+    allow_pass_through: tuple[str, ...] = ()
+    suggest: bool = True
+
+    @classmethod
+    def of(cls, value: GateOptions | GateThresholds | dict[str, Any] | None = None, **overrides: Any) -> GateOptions:
+        """Options from themselves, thresholds (or a dict of some of them), or ``None``; keyword
+        ``overrides`` set the ``allow_...`` fields (``True`` ones add to those given, columns
+        of ``allow_pass_through`` too)."""
+        from dataclasses import replace
+
+        from ppdm.data.roles import split_names
+
+        base = value if isinstance(value, GateOptions) else cls(thresholds=GateThresholds.of(value))
+        out: dict[str, Any] = {}
+        for k, v in overrides.items():
+            if k == "allow_pass_through":
+                names = tuple(dict.fromkeys([*base.allow_pass_through, *split_names(v)]))
+                out[k] = names
+            elif k in ("allow_unchanged", "allow_verbatim", "allow_untouched_keys"):
+                out[k] = bool(v) or getattr(base, k)
+            else:
+                from ppdm.errors import ParameterError
+
+                raise ParameterError(f"unknown gate option {k!r}")
+        return replace(base, **out)
+
+    def allows(self, finding: Finding) -> bool:
+        """Whether the owner overrides this refusal."""
+        if finding.rule in ("pass_through_distinct", "untouched_column_unique"):
+            return bool(finding.columns) and all(c in self.allow_pass_through for c in finding.columns)
+        return bool({"unchanged": self.allow_unchanged, "verbatim_unique": self.allow_verbatim,
+                     "untouched_unique": self.allow_untouched_keys}.get(finding.rule, False))
 
 
 @dataclass
@@ -756,22 +936,49 @@ def gate(check: ReleaseCheck, thresholds: GateThresholds | dict[str, Any] | None
         refused.add("verbatim")
     # a release refused as (almost) the original is not refused again for its verbatim records:
     # allowing the one (allow_unchanged) allows the other
-    if "verbatim" not in refused and check.share_verbatim_unique > t.verbatim_unique:
+    # near-verbatim records count with the verbatim ones: noise of a hundredth of a standard
+    # deviation hides nobody (a check made before near-verbatim records were counted has 0 of them)
+    near = max(check.records_near_verbatim_unique, check.records_verbatim_unique)
+    if "verbatim" not in refused and near / n > t.verbatim_unique:
         cols, text = _top_unchanged(check.per_key if not check.per_key.empty else check.per_column)
-        out.append(Finding("verbatim_unique", "refuse", check.share_verbatim_unique, t.verbatim_unique, cols,
-                           f"{_pct(check.share_verbatim_unique)} of the records ({check.records_verbatim_unique} of "
-                           f"{check.n_records}) come out unchanged on every column while no other original record "
-                           f"has their quasi-identifiers (refused above {_pct(t.verbatim_unique)}): whoever knows "
-                           "those finds the record, and all of it is true"
-                           + (f"; quasi-identifiers most often unchanged: {text}" if text else "")))
+        extra = near - check.records_verbatim_unique
+        how = (f"unchanged on every column ({check.records_verbatim_unique}) or within "
+               f"{check.near_tolerance:g} standard deviations of their original ({extra})" if extra else
+               "unchanged on every column")
+        out.append(Finding("verbatim_unique", "refuse", near / n, t.verbatim_unique, cols,
+                           f"{_pct(near / n)} of the records ({near} of {check.n_records}) come out {how} while no "
+                           "other original record has their quasi-identifiers or all their values (refused above "
+                           f"{_pct(t.verbatim_unique)}): whoever knows those finds the record, and all of it is "
+                           "(nearly) true" + (f"; quasi-identifiers most often unchanged: {text}" if text else "")))
         refused.add("verbatim")
-    if check.untouched_keys and check.untouched_keys_unique > t.untouched_unique:
+    # without a pairing a key "untouched" only has x's multiset of values, which tells nothing of
+    # a record keeping its own: the copies are judged above, as whole records
+    keyed = check.record_aligned and bool(check.untouched_keys)
+    if keyed and check.untouched_keys_unique > t.untouched_unique:
         keys = _responsible_keys(check)
         out.append(Finding("untouched_unique", "refuse", check.untouched_keys_unique, t.untouched_unique, keys,
                            f"quasi-identifier(s) {', '.join(keys)} pass into the release untouched and make "
                            f"{_pct(check.untouched_keys_unique)} of the original records unique (refused above "
-                           f"{_pct(t.untouched_unique)}); {keys[0]!r} matters most"))
+                           f"{_pct(t.untouched_unique)}); {keys[0]!r} matters most"
+                           + _untouched_note(check)))
         refused.add("untouched")
+    # any other column that passes (nearly) unchanged and singles records out alone is a join key,
+    # like a weight; the weight itself is screened before anonymizing
+    named = set(_responsible_keys(check)) if "untouched" in refused else set()
+    roles = dict(zip(check.per_column["column"], check.per_column["role"], strict=True)) \
+        if not check.per_column.empty else {}
+    joins = sorted(((c, u) for c, u in check.untouched_alone.items()
+                    if u > t.untouched_column_unique and c not in named and roles.get(c) != "weight"),
+                   key=lambda cu: -cu[1])
+    if joins:
+        share_of = dict(zip(check.per_column["column"], check.per_column["share_unchanged"], strict=True))
+        text = ", ".join(f"{c!r} ({_pct(share_of.get(c, 1.0))} unchanged, {_pct(u)} unique)" for c, u in joins)
+        out.append(Finding("untouched_column_unique", "refuse", joins[0][1], t.untouched_column_unique,
+                           [c for c, _ in joins],
+                           f"column(s) {text} pass into the release (nearly) unchanged and alone make more than "
+                           f"{_pct(t.untouched_column_unique)} of the original records unique: joining the release "
+                           "with the original on them finds those people, as on a weight; round or group them, or "
+                           "perturb them"))
     if "verbatim" not in refused and check.share_verbatim > t.warn_verbatim:
         cols, text = _top_unchanged(check.per_column)
         out.append(Finding("warn_verbatim", "warn", check.share_verbatim, t.warn_verbatim, cols,
@@ -785,13 +992,24 @@ def gate(check: ReleaseCheck, thresholds: GateThresholds | dict[str, Any] | None
                            f"{_pct(check.value)} of the records ({check.records_unchanged} of {n}) keep all their "
                            f"quasi-identifiers unchanged (warned above {_pct(t.warn_unchanged_keys)})"
                            + (f"; most often unchanged: {text}" if text else "")))
-    if "untouched" not in refused and check.untouched_keys and check.untouched_keys_unique > t.warn_untouched_unique:
+    if "untouched" not in refused and keyed and check.untouched_keys_unique > t.warn_untouched_unique:
         keys = _responsible_keys(check)
         out.append(Finding("warn_untouched_unique", "warn", check.untouched_keys_unique, t.warn_untouched_unique, keys,
                            f"quasi-identifier(s) {', '.join(keys)} pass into the release untouched and make "
                            f"{_pct(check.untouched_keys_unique)} of the original records unique (warned above "
-                           f"{_pct(t.warn_untouched_unique)}); {keys[0]!r} matters most"))
+                           f"{_pct(t.warn_untouched_unique)}); {keys[0]!r} matters most" + _untouched_note(check)))
     return out
+
+
+def _untouched_note(check: ReleaseCheck) -> str:
+    """Says when a key counts as untouched although a few of its cells changed."""
+    if check.untouched_share >= 1.0 or check.per_key.empty:
+        return ""
+    part = check.per_key[check.per_key["untouched"].astype(bool) & (check.per_key["share_unchanged"] < 1.0)]
+    if part.empty:
+        return ""
+    return (" (a key counts as untouched from " + _pct(check.untouched_share) + " of unchanged cells: "
+            + ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in part.itertuples()) + ")")
 
 
 @register_measure(
