@@ -104,8 +104,8 @@ class RestorableKeysResult(RecordDetailMixin):
 def _shared_codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of two columns' values on one coding (−1 for a missing value), and the values.
 
-    Values are compared as Python objects, so 5, 5.0 and an Int64 5 are one value whatever the
-    columns' dtypes."""
+    Two numeric columns are compared as float64, anything else as Python objects, so 5, 5.0 and
+    an Int64 5 are one value whatever the columns' dtypes."""
     if all(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) for s in (a, b)):
         # numbers as float64 (exact for the integers a key holds), far faster than objects
         both: Any = np.concatenate([a.to_numpy(dtype=float, na_value=np.nan), b.to_numpy(dtype=float, na_value=np.nan)])
@@ -233,7 +233,7 @@ def restorable_pairs(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any =
     """Which released columns restore which blanked or recoded keys (the detection of
     :func:`restorable_keys`, without k-anonymity): the ``pairs`` and ``per_key`` tables of
     :class:`RestorableKeysResult`, and per restorable key the restoration its best column
-    makes (for the restored view)."""
+    makes (for the restored view): key → (affected rows of z it determines, the values implied)."""
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.5 < float(share) <= 1.0:
         raise ParameterError(f"restorable keys: share must be a number in (0.5, 1], got {share!r}")
     if isinstance(usable, bool) or not isinstance(usable, (int, float)) or not 0.0 < float(usable) <= 1.0:
@@ -258,7 +258,7 @@ def restorable_pairs(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any =
     changed = [kk for kk in (_affected_key(x[c], z[c], paired) for c in keys) if kk is not None]
     pair_rows: list[dict[str, Any]] = []
     key_rows: list[dict[str, Any]] = []
-    best: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    best: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if changed:
         coded = {c: _shared_codes(x[c], z[c]) for c in columns}  # each column coded once
         # a column can restore only if the release keeps it
@@ -285,7 +285,7 @@ def restorable_pairs(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any =
                 if row["key"] == key.name and row["column"] == col:
                     row["used"] = True
             rows = key.affected[determined]
-            best[key.name] = (rows, key.values[mode[determined]], np.array([col]))
+            best[key.name] = (rows, key.values[mode[determined]])
         key_rows.append({"key": key.name, "change": key.change, "blanked": key.blanked, "recoded": key.recoded,
                          "best_column": top_col, "share_restored": top_share, "baseline": key.baseline,
                          "restorable": bool(found)})
@@ -298,7 +298,7 @@ def restored_view(z: pd.DataFrame, keys: list[str], restoration: dict) -> pd.Dat
     """z's key columns with every restorable key's affected cells replaced by the value its
     best column implies (:func:`restorable_pairs`' third result)."""
     view = z[list(keys)].reset_index(drop=True).copy()
-    for name, (rows, values, _) in restoration.items():
+    for name, (rows, values) in restoration.items():
         col = view[name].astype(object).to_numpy(copy=True)
         col[rows] = values
         view[name] = col
