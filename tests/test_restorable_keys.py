@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -156,3 +158,21 @@ def test_registered_measure(adult_suppressed) -> None:
     # a release that blanks nothing is left out of the verdict
     same = spec.fn(EvaluationContext(x=x, z=x.copy(), schema=sch))
     assert same.value == 0.0 and result_not_judged(same) == NOTHING_CHANGED
+
+
+def test_release_warns_and_keeps_the_pairs_in_its_check() -> None:
+    from ppdm.experiments.release import ReleaseWarning, release
+
+    ages = np.repeat(np.arange(20, 50), 2)
+    x = pd.DataFrame({"age": ages, "birth_year": 2020 - ages, "sex": np.tile(["m", "f"], 30)})
+    t = make_technique("recode", params={"columns": ["age"], "breaks": [19, 29, 39, 49]}, random_state=0)
+    with pytest.warns(ReleaseWarning, match="'age' recoded in 60 cell"):
+        rel = release(x, t, quasi_identifiers=["age", "sex"])
+    assert [f["rule"] for f in rel.findings] == ["warn_restorable_key"]
+    assert rel.findings[0]["columns"] == ["birth_year", "age"]
+    assert rel.check.restorable_keys[["key", "column"]].values.tolist() == [["age", "birth_year"]]
+    # leaving birth_year out of the release leaves nothing to warn about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReleaseWarning)
+        rel = release(x.drop(columns=["birth_year"]), t, quasi_identifiers=["age", "sex"])
+    assert rel.findings == [] and rel.check.restorable_keys.empty
