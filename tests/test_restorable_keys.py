@@ -71,7 +71,7 @@ def test_an_unrelated_column_restores_nothing() -> None:
     z.loc[rng.choice(n, 40, replace=False), "A"] = np.nan
     r = restorable_keys(x, z, ["A", "S"])
     assert r.pairs.empty and r.restored_keys == [] and r.changed_keys == ["A"]
-    assert r.per_key["share_restored"].iloc[0] < 0.6
+    assert r.key_changes["share_restored"].iloc[0] < 0.6
     assert r.value == r.before and r.not_judged == NOTHING_RESTORED
     # a column unique per record (a serial number) restores nothing: no other record vouches for a value
     x["serial"] = np.arange(n)
@@ -88,7 +88,7 @@ def test_an_unrelated_column_restores_nothing() -> None:
 def test_nothing_blanked_is_not_judged() -> None:
     x, _ = _tiny()
     r = restorable_keys(x, x.copy(), ["A", "S"])
-    assert r.value == 0.0 and r.not_judged == NOTHING_CHANGED and r.pairs.empty and r.per_key.empty
+    assert r.value == 0.0 and r.not_judged == NOTHING_CHANGED and r.pairs.empty and r.key_changes.empty
     assert result_not_judged(r) == NOTHING_CHANGED
 
 

@@ -61,7 +61,7 @@ from ppdm.metrics.keyvar import _finish, _opt, check_keys, judged_keys, k_anonym
 
 #: columns of :attr:`RestorableKeysResult.pairs` (one row per restoring pair)
 PAIR_COLUMNS = ["key", "column", "change", "affected", "restored", "share_restored", "baseline", "used"]
-#: columns of :attr:`RestorableKeysResult.per_key` (one row per blanked or recoded key)
+#: columns of :attr:`RestorableKeysResult.key_changes` (one row per blanked or recoded key)
 KEY_COLUMNS = ["key", "change", "blanked", "recoded", "best_column", "share_restored", "baseline", "restorable"]
 
 NOTHING_CHANGED = ("no quasi-identifier was blanked or recoded, so none can be restored from another column "
@@ -79,7 +79,7 @@ class RestorableKeysResult(RecordDetailMixin):
     (blanked, recoded or both), ``affected`` cells, ``restored`` cells (an expected count
     without a pairing), ``share_restored``, ``baseline`` (the share guessing the key's most
     frequent value would restore) and ``used`` (the column the restored view takes the key
-    from: the best one). ``per_key`` has a row per blanked or recoded key with its best
+    from: the best one). ``key_changes`` has a row per blanked or recoded key with its best
     column, restorable or not. ``not_judged`` says why a verdict leaves the value out.
     """
 
@@ -97,7 +97,8 @@ class RestorableKeysResult(RecordDetailMixin):
     key_source: str = ""
     perturbed_keys: list[str] = field(default_factory=list)
     pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PAIR_COLUMNS))
-    per_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=KEY_COLUMNS))
+    # not named per_key: reports read a risk measure's per_key table as the sample uniques each key causes
+    key_changes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=KEY_COLUMNS))
 
 
 # ------------------------------------------------------------------ building blocks
@@ -231,7 +232,7 @@ def _restore(key: _Key, xb: np.ndarray, zb: np.ndarray, n_values: int, share: fl
 def restorable_pairs(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any = None, *, share: float = 0.95,
                      paired: bool = True, usable: float = 0.99) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Which released columns restore which blanked or recoded keys (the detection of
-    :func:`restorable_keys`, without k-anonymity): the ``pairs`` and ``per_key`` tables of
+    :func:`restorable_keys`, without k-anonymity): the ``pairs`` and ``key_changes`` tables of
     :class:`RestorableKeysResult`, and per restorable key the restoration its best column
     makes (for the restored view): key → (affected rows of z it determines, the values implied)."""
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.5 < float(share) <= 1.0:
@@ -290,8 +291,8 @@ def restorable_pairs(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any =
                          "best_column": top_col, "share_restored": top_share, "baseline": key.baseline,
                          "restorable": bool(found)})
     pairs = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
-    per_key = pd.DataFrame(key_rows, columns=KEY_COLUMNS)
-    return pairs, per_key, best
+    key_changes = pd.DataFrame(key_rows, columns=KEY_COLUMNS)
+    return pairs, key_changes, best
 
 
 def restored_view(z: pd.DataFrame, keys: list[str], restoration: dict) -> pd.DataFrame:
@@ -324,11 +325,11 @@ def restorable_keys(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any = 
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ParameterError(f"restorable keys: k must be an integer ≥ 1, got {k!r}")
     keys = check_keys(z, keys, measure="restorable keys")
-    pairs, per_key, restoration = restorable_pairs(x, z, keys, columns, share=share, paired=paired, usable=usable)
+    pairs, changes, restoration = restorable_pairs(x, z, keys, columns, share=share, paired=paired, usable=usable)
     out = RestorableKeysResult(value=0.0, keys=keys, k=int(k), share=float(share), n=len(z), paired=bool(paired),
-                               changed_keys=list(per_key["key"]), restored_keys=list(restoration),
-                               pairs=pairs, per_key=per_key)
-    if per_key.empty:
+                               changed_keys=list(changes["key"]), restored_keys=list(restoration),
+                               pairs=pairs, key_changes=changes)
+    if changes.empty:
         out.not_judged = NOTHING_CHANGED
         return out
     zv = z[keys].reset_index(drop=True)
