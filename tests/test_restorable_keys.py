@@ -176,3 +176,19 @@ def test_release_warns_and_keeps_the_pairs_in_its_check() -> None:
         warnings.simplefilter("error", ReleaseWarning)
         rel = release(x.drop(columns=["birth_year"]), t, quasi_identifiers=["age", "sex"])
     assert rel.findings == [] and rel.check.restorable_keys.empty
+
+
+def test_registered_measure_options_and_pairing() -> None:
+    # the tiny table of test_by_hand_paired: with k = 2 the restored view has 2 of 8 records alone
+    x, z = _tiny()
+    sch = Schema(categorical=["A", "S"], numeric=["B"], quasi_identifiers=["A", "S"])
+    spec = MEASURES["restorable_keys"]
+    r = spec.fn(EvaluationContext(x=x, z=z, schema=sch, options={"restorable_keys.k": 2}))
+    assert r.paired and r.value == pytest.approx(0.25) and r.before == 0.0
+    # a z the owner did not pair with x: the pairing-free form, from z's blanks
+    zs = z.iloc[::-1].reset_index(drop=True)
+    u = spec.fn(EvaluationContext(x=x, z=zs, schema=sch, paired=False, options={"restorable_keys.k": 2}))
+    assert not u.paired and u.pairs["column"].tolist() == ["B"] and u.value == pytest.approx(0.25)
+    # B left out of the columns that may restore: nothing is restorable, and the result is not judged
+    c = spec.fn(EvaluationContext(x=x, z=z, schema=sch, options={"restorable_keys.columns": "S"}))
+    assert c.pairs.empty and result_not_judged(c) == NOTHING_RESTORED

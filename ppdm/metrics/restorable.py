@@ -44,6 +44,15 @@ Paired or not (:attr:`ppdm.metrics.base.EvaluationContext.is_paired`):
   value, (c − 1)/(n − 1) on the others being at least ``share`` (c of the n records of x with B = b
   carry it). The restored share is that expectation; it assumes the blanked originals were
   present (x complete on A) and that z's records come from x's population.
+
+The registered measure ``restorable_keys`` takes the quasi-identifiers as the key-variable
+measures do (:func:`ppdm.metrics.keyvar.judged_keys`: declared, else inferred for the default
+set; perturbed keys left out, so ``before`` is ``k_anonymity``'s value) and the options ``share``,
+``k`` and ``columns``. A release that blanks or recodes no key, or none restorably, gets a
+result with ``not_judged`` set rather than :class:`ppdm.errors.ScenarioNotApplicable`: the
+measure did apply and found nothing to restore, which the reader should see (the keys it
+checked, the best column for each changed key), while the verdict leaves the value to
+``k_anonymity``, which already judges that release as it is.
 """
 
 from __future__ import annotations
@@ -354,8 +363,8 @@ def restorable_keys(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any = 
 def _restorable_keys_measure(ctx: EvaluationContext) -> RestorableKeysResult:
     keys, perturbed = judged_keys(ctx, "restorable_keys")
     res = restorable_keys(ctx.x, ctx.z, keys, _opt(ctx, "restorable_keys", "columns", None),
-                          share=float(_opt(ctx, "restorable_keys", "share", 0.95)),
-                          k=int(_opt(ctx, "restorable_keys", "k", 3)), paired=ctx.is_paired)
+                          share=_opt(ctx, "restorable_keys", "share", 0.95), k=_opt(ctx, "restorable_keys", "k", 3),
+                          paired=ctx.is_paired)
     return _finish(res, ctx, perturbed)
 
 
