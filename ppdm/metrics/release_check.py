@@ -455,16 +455,17 @@ def release_check(
         untouched_keys=untouched_keys,
         untouched_keys_unique=_unique_share(hx.of(untouched_keys)) if untouched_keys else 0.0,
         per_key=keys,
-        restorable_keys=_restorable_keys(xv, zv, qi, record_aligned),
+        restorable_keys=_restorable_keys(xv, zv, qi, cols, record_aligned),
     )
 
 
-def _restorable_keys(x: pd.DataFrame, z: pd.DataFrame, qi: list[str], paired: bool) -> pd.DataFrame:
-    """The pairs (key, released column) where the column gives a blanked or recoded key back
+def _restorable_keys(x: pd.DataFrame, z: pd.DataFrame, qi: list[str], columns: list[str],
+                     paired: bool) -> pd.DataFrame:
+    """The pairs (key, compared column) where the column gives a blanked or recoded key back
     (:func:`ppdm.metrics.restorable.restorable_pairs`), for the ``warn_restorable_key`` finding."""
     from ppdm.metrics.restorable import restorable_pairs  # loaded only when a check runs
 
-    return restorable_pairs(x, z, qi, paired=paired)[0] if qi else pd.DataFrame()
+    return restorable_pairs(x, z, qi, columns, paired=paired)[0] if qi else pd.DataFrame()
 
 
 class _RowHashes:
