@@ -300,7 +300,8 @@ def measure_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[P
 NEEDS: dict[str, list[str]] = {
     # the noise release perturbs c: the key-variable measures are asked for on it all the same
     **{m: ["--qi", "c", "-p", f"{m}.all_keys=true"] for m in ("k_anonymity", "sample_uniques",
-                                                               "reidentification_risk", "suda2")},
+                                                               "reidentification_risk", "suda2",
+                                                               "restorable_keys")},
     "l_diversity": ["--qi", "c", "--sensitive", "b", "-p", "l_diversity.all_keys=true"],
 }
 CONTROLLED = {"singling_out_univariate", "singling_out_multivariate", "linkability", "inference"}

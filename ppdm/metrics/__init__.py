@@ -52,6 +52,7 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "eduds": ("structure", "eduds"),
     "edusc": ("structure", "edusc"),
     "suda2": ("suda", "suda2"),
+    "restorable_keys": ("restorable", "restorable_keys"),
 }
 
 #: public building blocks besides the measures: function → module

@@ -46,7 +46,8 @@ from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 
 #: the registered measures that read quasi-identifiers (named on the command line, they need
 #: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
-KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2")
+KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2",
+                         "restorable_keys")
 
 HOW_TO_DECLARE = ("declare them with --qi or with quasi_identifiers in a schema file "
                   "(Schema(quasi_identifiers=[...]) in Python)")

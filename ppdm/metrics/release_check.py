@@ -125,6 +125,9 @@ class ReleaseCheck(MeasureResult):
             return None
         return ("without the pairing only records copied verbatim are counted; the release's private log "
                 "(--private) gives the exact share")
+    #: blanked or recoded quasi-identifiers another released column restores (in-memory checks only;
+    #: :func:`ppdm.metrics.restorable.restorable_pairs`: key, column, change, affected, share_restored...)
+    restorable_keys: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
 
     def summary_lines(self) -> list[str]:
         """The check as a few short lines (what ``ppdm anonymize`` prints)."""
@@ -576,7 +579,17 @@ def release_check(
         share_near_verbatim_unique=near_unique / n,
         unique_in_x_all=int(unique_all.sum()),
         untouched_alone=alone,
+        restorable_keys=_restorable_keys(xv, zv, qi, cols, record_aligned),
     )
+
+
+def _restorable_keys(x: pd.DataFrame, z: pd.DataFrame, qi: list[str], columns: list[str],
+                     paired: bool) -> pd.DataFrame:
+    """The pairs (key, compared column) where the column gives a blanked or recoded key back
+    (:func:`ppdm.metrics.restorable.restorable_pairs`), for the ``warn_restorable_key`` finding."""
+    from ppdm.metrics.restorable import restorable_pairs  # loaded only when a check runs
+
+    return restorable_pairs(x, z, qi, columns, paired=paired)[0] if qi else pd.DataFrame()
 
 
 class _RowHashes:
@@ -782,7 +795,9 @@ class GateThresholds:
     Warnings, below the refusal lines: ``warn_verbatim`` (records unchanged on every column),
     ``warn_unchanged_keys`` (records whose quasi-identifiers are all unchanged),
     ``warn_untouched_unique`` (records the untouched quasi-identifiers make unique) and
-    ``warn_pass_through_unique`` (records a pass-through column makes unique).
+    ``warn_pass_through_unique`` (records a pass-through column makes unique) and
+    ``warn_restorable_key`` (at least this share of a blanked or recoded quasi-identifier's cells
+    are given back by another released column, :mod:`ppdm.metrics.restorable`).
     """
 
     unchanged: float = 0.95
@@ -796,6 +811,7 @@ class GateThresholds:
     untouched_share: float = UNTOUCHED_SHARE
     near_verbatim: float = NEAR_TOLERANCE
     untouched_column_unique: float = 0.05
+    warn_restorable_key: float = 0.95
 
     @classmethod
     def of(cls, value: GateThresholds | dict[str, Any] | None) -> GateThresholds:
@@ -998,6 +1014,27 @@ def gate(check: ReleaseCheck, thresholds: GateThresholds | dict[str, Any] | None
                            f"quasi-identifier(s) {', '.join(keys)} pass into the release untouched and make "
                            f"{_pct(check.untouched_keys_unique)} of the original records unique (warned above "
                            f"{_pct(t.warn_untouched_unique)}); {keys[0]!r} matters most" + _untouched_note(check)))
+    out.extend(_restorable_findings(check, t))
+    return out
+
+
+def _restorable_findings(check: ReleaseCheck, t: GateThresholds) -> list[Finding]:
+    """A warning per blanked or recoded quasi-identifier that a released column gives back in at
+    least ``warn_restorable_key`` of its changed cells (the column restoring most of them named)."""
+    table = check.restorable_keys
+    if table is None or table.empty:
+        return []
+    out = []
+    best = table.sort_values("share_restored", ascending=False, kind="stable").drop_duplicates("key")
+    for r in best.itertuples():
+        if r.share_restored < t.warn_restorable_key:
+            continue
+        cells = f"{int(r.affected)} cell(s)"
+        out.append(Finding("warn_restorable_key", "warn", float(r.share_restored), t.warn_restorable_key,
+                           [str(r.column), str(r.key)],
+                           f"{r.key!r} {r.change} in {cells} is restored by the released {r.column!r} in "
+                           f"{_pct(r.share_restored)} of them (warned from {_pct(t.warn_restorable_key)}); release "
+                           f"{r.column} recoded too, or leave it out"))
     return out
 
 
