@@ -11,7 +11,7 @@ import pytest
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
-from ppdm.experiments.evaluation import load_all_measures, run_measure
+from ppdm.experiments.evaluation import load_all_measures, resolve_measures, run_measure
 from ppdm.metrics.base import MEASURES, EvaluationContext, judge, result_interval
 from ppdm.metrics.closeness import (
     OriginalIndex,
@@ -178,6 +178,21 @@ def test_tarragona_with_one_percent_noise_shuffled_is_caught() -> None:
     got = _judged(x, z, sch)
     assert got["verbatim_copies"] == (0.0, "meets")  # no value is kept as it was
     assert got["nearest_record_distance"][1] == "misses" and got["nearest_record_distance"][0] > 0.9
+
+
+def test_the_risk_verdict_of_a_shuffled_noisy_release_without_its_log_is_high() -> None:
+    """The default risk measures on tarragona with 1 %-of-sd noise, shuffled, no private log:
+    without the closeness measures the verdict was LOW (record linkage sees copies only)."""
+    from ppdm.report.evaluation import evaluation_document
+
+    x, z, sch = _noisy("tarragona", 0.01, 1)
+    ctx = EvaluationContext(x=x, z=z, schema=sch, paired=False, random_state=0)
+    outcomes = {m.name: run_measure(m, ctx) for m in resolve_measures(None) if m.kind == "risk"}
+    risk = evaluation_document(outcomes)["summary"]["risk"]
+    assert risk["status"] == "high"
+    assert {j["measure"] for j in risk["judged"] if j["judgement"] == "misses"} == {"nearest_record_distance"}
+    before = evaluation_document({k: o for k, o in outcomes.items() if k not in NAMES})["summary"]["risk"]
+    assert before["status"] == "low"
 
 
 def test_banknote_with_tiny_noise_is_caught() -> None:
