@@ -126,8 +126,8 @@ def unique_verbatim_copies(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str] 
     pairing. Copies are counted as multisets — each unique original is used once, so two
     released copies of the same original count once — and divided by the number of released
     records. A release equal to x in any order gives 1 − (share of x's records that are not
-    unique); copies of records x holds twice or more are not counted (they are :func:`nearest_record_distance`'s
-    concern as near records, not a singled-out person).
+    unique). Copies of records that x holds twice or more are not counted: they single out
+    nobody (:func:`nearest_record_distance` sees them as near records).
     """
     numeric, categorical = compared_attributes(x, z, numeric, categorical, measure="verbatim_copies")
     if len(x) == 0 or len(z) == 0:
