@@ -326,12 +326,13 @@ def nearest_record_distance(
 
     The distance to the closest record (DCR) of a released record is its Gower distance (module
     docstring) to the nearest original. Park et al. (2018, "Data synthesis based on generative
-    adversarial networks", PVLDB 11(10), §5 privacy evaluation) judge a synthetic table by it:
-    a release whose records sit at DCR 0 or far closer to originals than originals sit to one
-    another reproduces people rather than their distribution. Their nearest-neighbour distance
-    ratio (NNDR: nearest over second-nearest original) is a variant of the same idea; here the
-    reference is the originals' own nearest-other-original distances (NN), taken as the
-    distances a record drawn afresh from x's distribution would have.
+    adversarial networks", PVLDB 11(10), in their privacy evaluation) judge a synthetic table by
+    it: a release whose records sit at DCR 0, or far closer to originals than originals sit to
+    one another, reproduces people rather than their distribution. The nearest-neighbour
+    distance ratio (NNDR: nearest over second-nearest original, used beside DCR by e.g. Zhao et
+    al. 2021, CTAB-GAN) is a variant of the same idea. Here the reference is the originals' own
+    nearest-other-original distances (NN), taken as the distances a record drawn afresh from x's
+    distribution would have.
 
     Let Q be the ``quantile`` q of the originals' positive NN distances and p0 the share of
     originals with an identical other original (NN = 0; 0 for most tables). A released record
