@@ -72,6 +72,8 @@ def test_a_shuffled_dataframe_is_refused_for_a_named_paired_measure(wine) -> Non
         evaluate(x, rel.data, schema, options=EvaluateOptions(measures=["il1s"]))
     with pytest.raises(ParameterError, match=r"il1s, ddr compare each released record"):
         evaluate(x, rel.data, schema, options=EvaluateOptions(measures=["il1s", "record_linkage", "ddr"]))
+    with pytest.raises(ParameterError, match="pairing='none' leaves out the pairing"):
+        evaluate(x, rel, options=EvaluateOptions(measures=["il1s"], pairing="none"))
     # a measure with a pairing-free form runs on the unpaired rows
     ev = evaluate(x, rel.data, schema, options=EvaluateOptions(measures=["record_linkage"]))
     assert ev.pairing.mode == "none" and not ev.outcomes["record_linkage"].skipped

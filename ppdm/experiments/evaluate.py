@@ -248,6 +248,10 @@ def check_paired(specs: list[Any], pairing: Pairing) -> None:
     if pairing.mode == "synthetic":
         raise ParameterError(f"{', '.join(names)} {verb} each released record with its own original, but z is "
                              "synthetic: its records are not made from particular records of x")
+    if pairing.private is not None:  # the release's pairing was there, and left out on purpose
+        raise ParameterError(f"{', '.join(names)} {verb} each released record with its own original, but "
+                             "pairing='none' leaves out the pairing the release's private log holds: use "
+                             "pairing='auto'")
     raise ParameterError(f"{', '.join(names)} {verb} each released record with its own original, but z's rows are "
                          "not paired with x's: pass the Release (or the release file with its private log), or "
                          "pairing='position' when z's rows are x's in order")
