@@ -107,9 +107,8 @@ def _x_sha256(private: dict[str, Any], original: str) -> str | None:
 
 
 def _z_sha256(anonymized: str) -> str | None:
-    """The SHA-256 of release z as the private log records it, or None (a shipped dataset)."""
-    if anonymized.startswith(BUILTIN):
-        return None
+    """The SHA-256 of release z as the private log records it, or None when z is no file or
+    dataset folder."""
     if Path(anonymized).is_dir():
         from ppdm.data.partitions import dataset_files
         from ppdm.experiments.out_of_core import dataset_sha256
@@ -269,8 +268,13 @@ def evaluate(
                                                  pairing)
     pair = pairing_of(private_log, private_file, pairing, provenance)
     if private_log is not None:
-        check_private_input(private_log, private_file, x_sha256=_x_sha256(private_log, original),
-                            z_sha256=_z_sha256(anonymized), pairs=pair.mode == "private log")
+        pairs = pair.mode == "private log"
+        # hashed only when the log records a hash to check against (a partitioned table is many files);
+        # a table whose hash cannot be taken (a glob) is not the one recorded
+        x_sha = (_x_sha256(private_log, original) or "") if (private_log.get("input") or {}).get("sha256") else None
+        z_sha = ((_z_sha256(anonymized) or "") if private_log.get("release_sha256") and pairs
+                 and not anonymized.startswith(BUILTIN) else None)
+        check_private_input(private_log, private_file, x_sha256=x_sha, z_sha256=z_sha, pairs=pairs)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     from ppdm.data.partitions import wants_dask
 
