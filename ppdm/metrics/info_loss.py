@@ -95,6 +95,11 @@ def il1s(
     column makes the measure undefined (ParameterError naming it). With missing cells the
     sum runs over the cells observed in x and z, S_j over the observed cells of x, and the
     mean divides by the number of cells compared.
+
+    Row i of ``z`` must be the release of row i of ``x``: the function cannot tell. A release
+    is shuffled (:func:`ppdm.experiments.release.release`), so ``il1s(x, rel.data)`` compares
+    different people; evaluate it with :func:`ppdm.experiments.evaluate.evaluate`, which pairs
+    the rows through the release's private log, or on ``rel.in_input_order()``.
     """
     if form not in ("sum", "mean"):
         raise ParameterError(f"IL1s form must be 'sum' or 'mean', got {form!r}")
@@ -125,7 +130,8 @@ def il1s(
 
 
 def il1s_mean(x: Any, z: Any, columns: list[str] | None = None) -> IL1sResult:
-    """IL1s in its published per-cell mean form, (1/(n·m)) Σ_j Σ_i |x_ij − z_ij| / (√2·S_j)."""
+    """IL1s in its published per-cell mean form, (1/(n·m)) Σ_j Σ_i |x_ij − z_ij| / (√2·S_j);
+    rows paired as for :func:`il1s`."""
     return il1s(x, z, columns, form="mean")
 
 

@@ -228,13 +228,16 @@ class TechniqueVerdict:
 def comparison_verdicts(result: Any, summary: Any | None = None) -> list[TechniqueVerdict]:
     """One risk verdict and one utility verdict per technique setting of a comparison
     (:class:`ppdm.experiments.compare.ComparisonResult`), judged as ``ppdm evaluate`` judges
-    one release (:func:`ppdm.report.evaluation.verdicts`), on the mean of each measure over
-    folds × repeats; the mean's confidence interval goes with it (``ci_low``, ``ci_high``)."""
+    one release (the library's single judge, :func:`ppdm.metrics.judgement.verdicts`), on the
+    mean of each measure over folds × repeats; the mean's confidence interval goes with it
+    (``ci_low``, ``ci_high``), and each risk measure with the intruder scenario it models."""
     from ppdm.experiments.compare import measure_info
-    from ppdm.report.evaluation import verdicts
+    from ppdm.experiments.evaluation import load_all_measures
+    from ppdm.metrics.judgement import verdicts
 
     s = result.summary() if summary is None else summary
     info = {m: measure_info(result, m) for m in result.measures}
+    registry = load_all_measures()
     cells = {(r["label"], r["measure"]): r for r in s.to_dict(orient="records")}
     out = []
     for t in result.meta["techniques"]:
@@ -247,7 +250,8 @@ def comparison_verdicts(result: Any, summary: Any | None = None) -> list[Techniq
                        if row.get(k) is not None and math.isfinite(float(row[k]))}
             measures[m] = {"kind": info[m]["kind"], "direction": info[m]["direction"],
                            "threshold": info[m]["threshold"], "value": float(mean) if ok else None,
-                           "status": "computed" if ok else "skipped", "details": details}
+                           "status": "computed" if ok else "skipped", "details": details,
+                           "range": info[m]["range"], "scenario": getattr(registry.get(m), "scenario", None)}
         v = verdicts(measures)
         out.append(TechniqueVerdict(t["label"], t["technique"], t["technique"] == "original",
                                     t.get("changes_data"), v["risk"].to_dict(), v["utility"].to_dict()))
