@@ -245,7 +245,8 @@ def test_out_of_core_measures_equal_the_in_memory_ones(name: str, tmp_path: Path
     spec = MEASURES[name]
     # the noise release perturbs the categorical keys too: the key-variable measures are asked for
     # on every key, and l-diversity gets a sensitive attribute
-    opts = {**{f"{m}.all_keys": True for m in KEY_VARIABLE_MEASURES}, "l_diversity.sensitive": "label"}
+    opts = {**{f"{m}.all_keys": True for m in KEY_VARIABLE_MEASURES}, "l_diversity.sensitive": "label",
+            "attribute_disclosure.sensitive": "label"}
     mem = spec.fn(EvaluationContext(x=x, z=z, schema=sch, rules=rules, random_state=0, options=dict(opts)))
     import dask
 
@@ -390,7 +391,7 @@ def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Pa
     keyvar = [a for m in KEY_VARIABLE_MEASURES for a in ("-p", f"{m}.all_keys=true")]
     common = ["-x", str(src), "-z", str(zp), "--class", "label", "--missing", "keep", "--categorical", "grade",
               "--measures", exact, "--json", "--seed", "1", "--qi", "zip,grade,member", *keyvar,
-              "-p", "l_diversity.sensitive=age"]
+              "-p", "l_diversity.sensitive=age", "-p", "attribute_disclosure.sensitive=age"]
     mem = runner.invoke(app, ["evaluate", *common])
     ooc = runner.invoke(app, ["evaluate", *common, "--engine", "dask", "--blocksize", "20KB"])
     assert mem.exit_code == 0 and ooc.exit_code == 0, (mem.output, ooc.output)

@@ -47,7 +47,7 @@ from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 #: the registered measures that read quasi-identifiers (named on the command line, they need
 #: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
 KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2",
-                         "restorable_keys")
+                         "restorable_keys", "attribute_disclosure")
 
 HOW_TO_DECLARE = ("declare them with --qi or with quasi_identifiers in a schema file "
                   "(Schema(quasi_identifiers=[...]) in Python)")
@@ -943,6 +943,8 @@ def _attribute_disclosure_measure(ctx: EvaluationContext) -> AttributeDisclosure
     original: float | None = None
     if is_dask(ctx.z):
         ld = l_diversity_parts(ctx, keys, sens, l_target)
+        per_x, _ = _ldiversity_table(ctx.x, keys, list(ld.sensitive), int(l_target))
+        original = float(per_x["records_below_l_target"].max())
     else:
         ld = l_diversity(ctx.z, keys, sens, l_target)
         original = float(l_diversity(ctx.x, keys, sens, l_target).per_sensitive["records_below_l_target"].max())
