@@ -1,9 +1,19 @@
 """Record linkage over mixed attributes: can an intruder holding x find each record's own original?
 
-DDR (:func:`ppdm.metrics.risk.ddr`) links on numeric attributes only. Here each released
-record z_i is compared with every original record x_j on numeric *and* categorical
-attributes with a Gower distance (Gower 1971; the distance-based record linkage of
-Domingo-Ferrer & Torra 2001, applied to mixed data):
+The intruder modelled is the maximum-knowledge one: it holds x's records, so it knows every
+attribute z shares with x and links on all of them (the class included), not only on declared
+quasi-identifiers. It links in two stages, and a record's credit is the larger of the two.
+
+First, exact joins (:func:`exact_join`): the columns z appears to keep verbatim, judged from
+the values alone, are joined on, most identifying first, and a released record equal to a
+single original on its longest matching prefix of them is linked to it. A distance averages
+one verbatim column with many noisy ones and misses such joins (a release that keeps only a
+near-unique weight column intact is linked through it).
+
+Then the nearest distance. DDR (:func:`ppdm.metrics.risk.ddr`) links on numeric attributes
+only. Here each released record z_i is compared with every original record x_j on numeric
+*and* categorical attributes with a Gower distance (Gower 1971; the distance-based record
+linkage of Domingo-Ferrer & Torra 2001, applied to mixed data):
 
     d(z_i, x_j) = Σ_categorical [z_ic ≠ x_jc] + Σ_numeric |z_ia − x_ja| / range_a,
 
@@ -63,8 +73,183 @@ class LinkageResult(RecordDetailMixin):
     confidence: float = 0.95
     ci_low: float = float("nan")  # Wilson interval when sampled, missing when exact
     ci_high: float = float("nan")
+    exact_join_linked: int = 0  # records the exact join tied to one original (right or wrong)
+    exact_join_correct: int | None = None  # of them, linked to their own original (paired only)
+    exact_join_columns: list[str] = field(default_factory=list)  # the columns joined on (K), most identifying first
+    lower_bound: str | None = None  # when the value only bounds the risk from below: what would settle it
     credit: np.ndarray | None = record_field()
     tie_count: np.ndarray | None = record_field()
+
+
+#: multiset overlap of a column's released and original values from which the release is taken
+#: to keep the column verbatim, so that the intruder joins on it (:func:`exact_join`)
+VERBATIM_OVERLAP = 0.9
+
+#: what settles a linkage measured without a pairing
+UNPAIRED_LOWER_BOUND = "the release's private log (--private) pairs z with x and gives the exact linkage"
+
+
+@dataclass
+class ExactJoin:
+    """The intruder's exact joins of z to x (:func:`exact_join`): per released record, how many
+    originals equal it on its longest matching prefix of ``columns`` (0: none on the first) and,
+    when exactly one does, which (its row in x; −1 otherwise)."""
+
+    columns: list[str]
+    count: np.ndarray
+    target: np.ndarray
+
+    @property
+    def linked(self) -> np.ndarray:
+        """Released records the exact join ties to a single original."""
+        return self.count == 1
+
+
+def verbatim_columns(x: pd.DataFrame, z: pd.DataFrame, columns: list[str]) -> tuple[list[str], list[np.ndarray]]:
+    """The columns z appears to keep verbatim, judged from the values alone (no pairing): those
+    whose multiset overlap Σ_v min(count_x(v), count_z(v)) / |z| is at least
+    :data:`VERBATIM_OVERLAP`, ordered by their number of distinct values in x, most first (the
+    most identifying). Also returns each kept column's codes over x then z (a missing value is a
+    code of its own, equal to a missing value only, as in the Gower distance)."""
+    nx = len(x)
+    kept: list[tuple[int, int, str, np.ndarray]] = []
+    for pos, c in enumerate(columns):
+        codes, _ = pd.factorize(pd.concat([x[c], z[c]], ignore_index=True), use_na_sentinel=False)
+        codes = np.asarray(codes, dtype=np.int64)
+        m = int(codes.max()) + 1 if codes.size else 0
+        bx = np.bincount(codes[:nx], minlength=m)
+        bz = np.bincount(codes[nx:], minlength=m)
+        if len(z) and np.minimum(bx, bz).sum() >= VERBATIM_OVERLAP * len(z):
+            kept.append((-int((bx > 0).sum()), pos, c, codes))
+    kept.sort(key=lambda t: (t[0], t[1]))
+    return [t[2] for t in kept], [t[3] for t in kept]
+
+
+def exact_join(x: pd.DataFrame, z: pd.DataFrame, columns: list[str]) -> ExactJoin:
+    """The maximum-knowledge intruder's exact joins of z to x, made before any distance.
+
+    A Gower distance averages one column kept verbatim with many noisy ones, so an intruder
+    who joins on the verbatim columns finds records the nearest-neighbour link misses. The
+    intruder has no pairing, so the join columns K are judged from the values alone
+    (:func:`verbatim_columns`). For the prefixes S_1 ⊂ S_2 ⊂ … of K, each released record's
+    originals equal to it on S_j are counted (hash joins: one factorisation per prefix, never
+    an n × n comparison); the record's link is made at the longest prefix on which it still
+    matches some original, and is a link to one person when exactly one original matches there.
+    """
+    nx, nz = len(x), len(z)
+    cols, codes = verbatim_columns(x, z, columns)
+    count = np.zeros(nz, dtype=np.int64)
+    target = np.full(nz, -1, dtype=np.int64)
+    key = np.zeros(nx + nz, dtype=np.int64)
+    for code in codes:
+        # the prefix's key: the previous key and this column's code, renumbered densely
+        key, _ = pd.factorize(key * (int(code.max()) + 1) + code)
+        key = np.asarray(key, dtype=np.int64)
+        kx, kz = key[:nx], key[nx:]
+        nk = int(key.max()) + 1
+        c = np.bincount(kx, minlength=nk)[kz]
+        hit = c > 0
+        if not hit.any():
+            break  # no record matches a longer prefix either
+        who = np.empty(nk, dtype=np.int64)
+        who[kx] = np.arange(nx)  # an original of each key (the only one where the count is 1)
+        count[hit] = c[hit]
+        target[hit] = who[kz[hit]]
+    target[count != 1] = -1
+    return ExactJoin(cols, count, target)
+
+
+def _value_hashes(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """A 64-bit hash of every value of ``cols`` (rows × columns), for joins across partitions:
+    numbers as float64 (1 equals 1.0, −0.0 equals 0.0), every missing value one hash — the
+    equality :func:`verbatim_columns` uses, up to a collision of two 64-bit hashes."""
+    out = np.empty((len(df), len(cols)), dtype=np.uint64)
+    for a, c in enumerate(cols):
+        v = df[c]
+        if _numeric_dtype(v.dtype):
+            f = v.to_numpy(dtype=float, na_value=np.nan)
+            out[:, a] = pd.util.hash_array(np.where(np.isnan(f), np.nan, f))
+        else:
+            out[:, a] = pd.util.hash_array(v.astype(object).where(v.notna(), None).to_numpy(), categorize=False)
+    return out
+
+
+def _prefix_hashes(h: np.ndarray) -> np.ndarray:
+    """Column j: a hash of the values on the first j + 1 columns of ``h``."""
+    out = h.copy()
+    for j in range(1, h.shape[1]):
+        with np.errstate(over="ignore"):  # wrapping multiplication, then mixed by the hash
+            out[:, j] = pd.util.hash_array(out[:, j - 1] * np.uint64(0x9E3779B97F4A7C15) + h[:, j])
+    return out
+
+
+def exact_join_parts(x: Any, z: Any, columns: list[str], picks: list[np.ndarray],
+                     offsets: np.ndarray) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+    """:func:`exact_join` of partitioned tables, for the released rows ``picks`` (positions in
+    each partition of z): the join columns K, and per partition the picked rows' match counts
+    and unique matches (global rows of x, −1 when the count is not 1).
+
+    The candidate columns come from the value counts of the values' hashes, per partition, then
+    summed column by column (memory: the partitions' distinct values). The picked records' prefix
+    hashes are gathered (they are few: every record up to ``exact_rows``, else a sample), and
+    one pass over x counts, per prefix, the originals whose hash a picked record has — the
+    same counts as in memory, up to hash collisions, reading one partition at a time.
+    """
+    from ppdm.data.partitions import read_partition, run_partitions
+
+    def tally(i: int) -> list[tuple[pd.Series, pd.Series]]:
+        hx = _value_hashes(read_partition(x, i)[columns], columns)
+        hz = _value_hashes(read_partition(z, i)[columns], columns)
+        return [(pd.Series(hx[:, a]).value_counts(), pd.Series(hz[:, a]).value_counts()) for a in range(len(columns))]
+
+    per_part = run_partitions(tally, len(picks), name="ppdm-linkage-join-values")
+    kept = []
+    for pos, c in enumerate(columns):
+        vx = pd.concat([p[pos][0] for p in per_part]).groupby(level=0).sum()
+        vz = pd.concat([p[pos][1] for p in per_part]).groupby(level=0).sum()
+        for p in per_part:
+            p[pos] = None  # this column's counts are summed: let the partitions' go
+        nz = int(vz.sum())
+        overlap = int(np.minimum(vx.reindex(vz.index, fill_value=0).to_numpy(), vz.to_numpy()).sum())
+        if nz and overlap >= VERBATIM_OVERLAP * nz:
+            kept.append((-len(vx), pos, c))
+    cols = [t[2] for t in sorted(kept)]
+    nparts = len(picks)
+    if not cols:
+        return cols, [np.zeros(len(r), np.int64) for r in picks], [np.full(len(r), -1, np.int64) for r in picks]
+
+    def gather(i: int) -> np.ndarray:
+        part = read_partition(z, i)[cols].iloc[picks[i]]
+        return _prefix_hashes(_value_hashes(part, cols))
+
+    zh = run_partitions(gather, nparts, name="ppdm-linkage-join-z")
+    allz = np.concatenate(zh)
+    wanted = [pd.unique(allz[:, j]) for j in range(len(cols))]
+
+    def count(b: int) -> list[pd.DataFrame]:
+        xh = _prefix_hashes(_value_hashes(read_partition(x, b)[cols], cols))
+        out = []
+        for j in range(len(cols)):
+            sel = np.flatnonzero(np.isin(xh[:, j], wanted[j]))
+            df = pd.DataFrame({"h": xh[sel, j], "row": offsets[b] + sel})
+            out.append(df.groupby("h")["row"].agg(["size", "min"]))
+        return out
+
+    per = run_partitions(count, nparts, name="ppdm-linkage-join-x")
+    n_all = len(allz)
+    count_all = np.zeros(n_all, np.int64)
+    target_all = np.full(n_all, -1, np.int64)
+    for j in range(len(cols)):
+        agg = pd.concat([p[j] for p in per]).groupby(level=0).agg({"size": "sum", "min": "min"})
+        c = agg["size"].reindex(allz[:, j]).fillna(0).to_numpy(dtype=np.int64)
+        hit = c > 0
+        if not hit.any():
+            break
+        count_all[hit] = c[hit]
+        target_all[hit] = agg["min"].reindex(allz[hit, j]).to_numpy(dtype=np.int64)
+    target_all[count_all != 1] = -1
+    cuts = np.cumsum([len(r) for r in picks])[:-1]
+    return cols, np.split(count_all, cuts), np.split(target_all, cuts)
 
 
 @njit(cache=True, inline="always")
@@ -563,29 +748,44 @@ def record_linkage(
     sample: int | None = None,
     random_state: int | None = 0,
     confidence: float = 0.95,
+    exact_joins: bool = True,
 ) -> LinkageResult:
-    """Distance-based record linkage of z to x over numeric and categorical attributes.
+    """Record linkage of z to x by the maximum-knowledge intruder: exact joins, then distance.
 
-    ``value`` is the share of released records correctly linked to their own original
-    (row i of z masks row i of x, as every ppdm technique keeps rows in order), with the
-    Gower distance and the tie rules of the module docstring. ``numeric``/``categorical``
-    name the linking attributes (default: numeric dtypes of x are numeric, the rest
-    categorical). Assumes an intruder who holds the original records themselves — the
-    strongest linkage scenario; per-record credit and tie counts stay on the result.
+    The intruder holds the original records themselves and knows every attribute z shares
+    with x; ``numeric``/``categorical`` name those linking attributes (default: numeric
+    dtypes of x are numeric, the rest categorical). ``value`` is the share of released
+    records correctly linked to their own original (row i of z masks row i of x, as every
+    ppdm technique keeps rows in order). Each record is linked in two stages, and its credit
+    is the larger of the two:
 
-    ``sample=s`` links s released records drawn at random (seed ``random_state``), each
-    against every original, and gives a Wilson ``confidence`` interval. ``paired=False``
-    (a release whose rows are not in x's order and whose pairing is not given) credits a
-    released record only when it is a verbatim copy of an original (equal on every column
-    both tables have), with 1/|T| for the originals it cannot be told from on the linking
-    attributes: the pairing-free form, which sees copies only.
+    1. exact joins (:func:`exact_join`, unless ``exact_joins=False``): a record equal to
+       exactly one original on its longest matching prefix of the columns z appears to keep
+       verbatim is linked to it, credit 1 when that original is its own;
+    2. the rest are linked by the nearest Gower distance with the tie rules of the module
+       docstring (credit 1, 1/|T| or 0).
+
+    Per-record credit and tie counts stay on the result. ``sample=s`` links s released
+    records drawn at random (seed ``random_state``), each against every original, and gives
+    a Wilson ``confidence`` interval.
+
+    ``paired=False`` (a release whose rows are not in x's order and whose pairing is not
+    given) cannot tell whether a link is right. It credits a released record that is a
+    verbatim copy of an original (equal on every column both tables have) 1/|T| for the
+    originals it cannot be told from on the linking attributes, and a record the exact join
+    ties to a single original 1: an intruder who finds one person matching a record on every
+    column the release seems to keep will take it for that person. Links the distance stage
+    would make are not counted, so the value estimates the risk from below and the result's
+    ``lower_bound`` says what would settle it (a verdict never lets it meet a threshold). It
+    is not a strict bound: a column shuffled among the records keeps its values, looks
+    verbatim and can join a record to the wrong person, which is counted as a link.
     """
     _check_ties(ties)
     numeric, categorical = mixed_attributes(x, z, numeric, categorical, measure="record linkage", z_label="released")
     if len(x) == 0 or len(z) == 0:
         raise SchemaError("record linkage: the tables have no rows")
     if not paired:
-        return _unpaired_linkage(x, z, numeric, categorical, ties)
+        return _unpaired_linkage(x, z, numeric, categorical, ties, exact_joins)
     if len(x) != len(z):
         # a synthetic release with its own number of records has no record pairs to link
         raise MeasureNotApplicable(f"record linkage compares records one to one, but the original has {len(x)} rows "
@@ -595,16 +795,30 @@ def record_linkage(
     rows = np.arange(n)
     if sample is not None and int(sample) < n:
         rows = np.sort(np.random.default_rng([int(random_state or 0), 17]).choice(n, int(sample), replace=False))
+    join = exact_join(x, z, numeric + categorical) if exact_joins else None
+    right = np.zeros(len(rows), dtype=bool) if join is None else join.target[rows] == rows
     own_d = own_distances(zn[rows], zc[rows], xn[rows], xc[rows])
-    own, count, first = link_against_blocks(zn, zc, rows, own_d, np.zeros(len(rows), np.int64), rows,
-                                            [_Block(xn, xc, 0)], 1)
-    count = np.where(own, count + 1, 0)  # the own original is one of the nearest
-    first = np.where(own, np.minimum(first, rows), 0)
-    credit = credits(own, count, first, rows, ties)
+    # records the exact join links to their own original need no distance search
+    at = np.flatnonzero(~right)
+    own = np.zeros(len(rows), dtype=bool)
+    count = np.ones(len(rows), dtype=np.int64)
+    first = rows.copy()
+    if at.size:
+        o, c, f = link_against_blocks(zn, zc, rows[at], own_d[at], np.zeros(at.size, np.int64), rows[at],
+                                      [_Block(xn, xc, 0)], 1)
+        own[at] = o
+        count[at] = np.where(o, c + 1, 0)  # the own original is one of the nearest
+        first[at] = np.where(o, np.minimum(f, rows[at]), 0)
+    credit = np.maximum(credits(own, count, first, rows, ties), right.astype(float))
+    count[right] = 1
     linked = float(credit.sum())
-    res = LinkageResult(value=linked / len(rows), linked=linked, n=len(rows), tied=int((own & (count > 1)).sum()),
-                        exact=int((own_d == 0).sum()), numeric=numeric, categorical=categorical, ties=ties,
-                        credit=credit, tie_count=count)
+    res = LinkageResult(value=linked / len(rows), linked=linked, n=len(rows),
+                        tied=int((own & ~right & (count > 1)).sum()), exact=int((own_d == 0).sum()),
+                        numeric=numeric, categorical=categorical, ties=ties, credit=credit, tie_count=count)
+    if join is not None:
+        res.exact_join_linked = int(join.linked[rows].sum())
+        res.exact_join_correct = int(right.sum())
+        res.exact_join_columns = join.columns
     if len(rows) < n:
         res.sample_size, res.population, res.confidence = len(rows), n, confidence
         res.ci_low, res.ci_high = wilson_interval(linked, len(rows), confidence)
@@ -612,9 +826,10 @@ def record_linkage(
 
 
 def _unpaired_linkage(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], categorical: list[str],
-                      ties: str) -> LinkageResult:
+                      ties: str, exact_joins: bool = True) -> LinkageResult:
     """Record linkage without a pairing: verbatim copies, each tied with the originals equal to it
-    on the linking attributes (see :func:`record_linkage`)."""
+    on the linking attributes, and the records the exact join ties to a single original (see
+    :func:`record_linkage`); a lower bound of the risk."""
     cols = [c for c in x.columns if c in z.columns]
     link = numeric + categorical
 
@@ -629,10 +844,18 @@ def _unpaired_linkage(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], cate
     count = np.where(copy & (uniq[pos] == hz), cnt[pos], 0)
     credit = np.where(count > 0, 1.0 / np.maximum(count, 1), 0.0) if ties != "strict" else \
         (count == 1).astype(float)
-    linked = float(credit.sum())
-    return LinkageResult(value=linked / len(z), linked=linked, n=len(z), tied=int((count > 1).sum()),
-                         exact=int(copy.sum()), numeric=numeric, categorical=categorical, ties=ties, paired=False,
-                         credit=credit, tie_count=count)
+    res = LinkageResult(value=0.0, numeric=numeric, categorical=categorical, ties=ties, paired=False, n=len(z),
+                        tied=int((count > 1).sum()), exact=int(copy.sum()), lower_bound=UNPAIRED_LOWER_BOUND)
+    if exact_joins:
+        join = exact_join(x, z, link)
+        credit = np.maximum(credit, join.linked.astype(float))
+        count = np.where(join.linked & (count == 0), 1, count)
+        res.exact_join_linked = int(join.linked.sum())
+        res.exact_join_columns = join.columns
+    res.linked = float(credit.sum())
+    res.value = res.linked / len(z)
+    res.credit, res.tie_count = credit, count
+    return res
 
 
 #: records above which a partitioned evaluation links a sample of released records (against all of x)
@@ -641,15 +864,19 @@ EXACT_ROWS = 200_000
 
 @register_measure("record_linkage", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
                   threshold=0.05, out_of_core=True,
-                  meaning="The share of released records an intruder who holds the originals links to the right person "
-                  "by the nearest Gower distance on numeric and categorical attributes; 0 is best.",
-                  description="distance-based record linkage over numeric and categorical attributes (Gower "
-                              "distance): share of released records whose own original is nearest")
+                  meaning="The share of released records an intruder who holds the original records links to the right "
+                  "person, joining exactly on the columns the release keeps verbatim first, then by the nearest Gower "
+                  "distance on every attribute the release shares with the originals; 0 is best.",
+                  description="record linkage by the intruder who holds the originals: exact joins, then the nearest "
+                              "Gower distance on every shared attribute; share of released records linked to their "
+                              "own original")
 def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
-    """Links on the declared quasi-identifiers, or on every attribute (not the class) when none
-    are declared: an intruder who knows all of them is the strongest linkage scenario."""
+    """Models the maximum-knowledge intruder: one who holds x's records and so knows every
+    attribute z shares with x. It links on all of the schema's attributes z has, the class
+    included (it is released too; identifiers never are), whatever quasi-identifiers are
+    declared — they say what an outsider may know, not what this intruder knows. The option
+    ``record_linkage.columns=a,b`` narrows the linking attributes explicitly."""
     sch = ctx.schema
-    cols = list(sch.quasi_identifiers) or [c for c in sch.attributes if c != sch.class_column]
     nested = ctx.options.get("record_linkage")
 
     def opt(name: str, default: Any) -> Any:
@@ -657,10 +884,11 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
             return nested[name]
         return ctx.options.get(f"record_linkage.{name}", default)
 
+    cols = linking_columns(ctx, opt("columns", None))
     ties = opt("ties", ctx.options.get("ties", "fractional"))
     sample = opt("sample", None)
-    numeric = [c for c in cols if c in sch.numeric]
-    categorical = [c for c in cols if c not in sch.numeric]
+    numeric = [c for c in cols if c in sch.numeric or (c == sch.class_column and _numeric_dtype(ctx.x.dtypes[c]))]
+    categorical = [c for c in cols if c not in numeric]
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.x) or is_dask(ctx.z):
@@ -674,15 +902,46 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
                           sample=None if sample is None else int(sample), random_state=ctx.random_state)
 
 
-__all__ = ["EXACT_ROWS", "LinkageResult", "encode_part", "link_against_blocks", "numeric_scales", "record_linkage"]
+def _numeric_dtype(dtype: Any) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def linking_columns(ctx: EvaluationContext, columns: Any = None) -> list[str]:
+    """The attributes the maximum-knowledge intruder links on: every schema attribute and the
+    class column that both x and z hold, in schema order; or ``columns`` (a list or a
+    comma-separated string), checked to be such attributes."""
+    sch = ctx.schema
+    shared = [c for c in sch.columns if c in ctx.z.columns and c in ctx.x.columns]
+    if columns is None:
+        if not shared:
+            raise MeasureNotApplicable("record linkage: the released table holds none of the schema's attributes")
+        return shared
+    if isinstance(columns, str):
+        columns = [c.strip() for c in columns.replace(";", ",").split(",") if c.strip()]
+    columns = list(columns)
+    if not columns:
+        raise ParameterError("record_linkage.columns names no column")
+    bad = [c for c in columns if c not in shared]
+    if bad:
+        raise ParameterError(f"record_linkage.columns: {', '.join(map(repr, bad))} not among the attributes both "
+                             f"tables hold ({', '.join(shared)})")
+    if len(set(columns)) != len(columns):
+        raise ParameterError("record_linkage.columns names a column twice")
+    return columns
+
+
+__all__ = ["EXACT_ROWS", "VERBATIM_OVERLAP", "ExactJoin", "LinkageResult", "encode_part", "exact_join",
+           "link_against_blocks", "linking_columns", "numeric_scales", "record_linkage", "verbatim_columns"]
 
 
 # ------------------------------------------------------------------ record linkage (mixed)
 def record_linkage_parts(x: Any, z: Any, numeric: list[str], categorical: list[str], *, ties: str,
                          sample: int | None, default_sample: int, exact_rows: int,
-                         random_state: int | None) -> Any:
+                         random_state: int | None, exact_joins: bool = True) -> Any:
     """:func:`ppdm.metrics.linkage.record_linkage` of partitioned tables, block by block.
 
+    The exact joins come first (:func:`exact_join_parts`, Dask value counts and one pass over
+    x); the records they do not link to their own original are then linked by distance.
     Every released record is linked against every block of originals (a k-d tree per block,
     :func:`ppdm.metrics.linkage.link_against_blocks`): the same links as in memory, whatever
     the partitions. Up to ``exact_rows`` records (or with ``sample=0``) every released record
@@ -743,8 +1002,23 @@ def record_linkage_parts(x: Any, z: Any, numeric: list[str], categorical: list[s
         xn, xc = encode_part(read_partition(x, b)[cols], numeric, scales, categorical, categories)
         return _Block(xn, xc, int(offsets[b]))
 
+    if exact_joins:
+        join_cols, join_count, join_target = exact_join_parts(x, z, cols, picks, offsets)
+    else:
+        join_cols, join_count, join_target = [], [np.zeros(len(r), np.int64) for r in picks], \
+            [np.full(len(r), -1, np.int64) for r in picks]
+    right = [join_target[i] == offsets[i] + picks[i] for i in range(nparts)]
+
+    def joined(res: LinkageResult) -> LinkageResult:
+        if exact_joins:
+            res.exact_join_columns = join_cols
+            res.exact_join_linked = int(sum(int((c == 1).sum()) for c in join_count))
+            res.exact_join_correct = int(sum(int(r.sum()) for r in right))
+        return res
+
     if k < n:
-        return _sampled_linkage(x, z, cols, picks, offsets, block, numeric, scales, categorical, categories, ties, n)
+        return joined(_sampled_linkage(x, z, cols, picks, offsets, block, numeric, scales, categorical, categories,
+                                       ties, n, np.concatenate(right)))
 
     def task(j: int) -> tuple[float, int, int, int]:
         """(credit summed, records tied, records equal to their own original, records linked) of block j."""
@@ -756,29 +1030,36 @@ def record_linkage_parts(x: Any, z: Any, numeric: list[str], categorical: list[s
         xn, xc = encode_part(xj, numeric, scales, categorical, categories)
         zn, zc = encode_part(zj, numeric, scales, categorical, categories)
         d_own = own_distances(zn, zc, xn, xc)
-        at = np.arange(len(rows))
-        own, cnt, first = link_against_blocks(zn, zc, at, d_own, np.full(len(rows), j, np.int64), rows,
-                                              block, nparts)
         mine = offsets[j] + rows
-        cnt = np.where(own, cnt + 1, 0)
-        first = np.where(own, np.minimum(first, mine), 0)
-        credit = credits(own, cnt, first, mine, ties)
-        return float(credit.sum()), int((cnt > 1).sum()), int((d_own == 0).sum()), len(rows)
+        ok = right[j]
+        at = np.flatnonzero(~ok)  # records the exact join links to their own original need no search
+        own = np.zeros(len(rows), dtype=bool)
+        cnt = np.ones(len(rows), dtype=np.int64)
+        first = mine.copy()
+        if at.size:
+            o, c, f = link_against_blocks(zn, zc, at, d_own[at], np.full(at.size, j, np.int64), rows[at],
+                                          block, nparts)
+            own[at] = o
+            cnt[at] = np.where(o, c + 1, 0)
+            first[at] = np.where(o, np.minimum(f, mine[at]), 0)
+        credit = np.maximum(credits(own, cnt, first, mine, ties), ok.astype(float))
+        return float(credit.sum()), int((own & ~ok & (cnt > 1)).sum()), int((d_own == 0).sum()), len(rows)
 
     out = run_partitions(task, nparts, name="ppdm-record-linkage")
     linked = float(sum(o[0] for o in out))
     m = int(sum(o[3] for o in out))
-    return LinkageResult(value=linked / m, linked=linked, n=m, tied=int(sum(o[1] for o in out)),
-                         exact=int(sum(o[2] for o in out)), numeric=list(numeric), categorical=list(categorical),
-                         ties=ties)
+    return joined(LinkageResult(value=linked / m, linked=linked, n=m, tied=int(sum(o[1] for o in out)),
+                                exact=int(sum(o[2] for o in out)), numeric=list(numeric),
+                                categorical=list(categorical), ties=ties))
 
 
 def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], offsets: np.ndarray, block: Any,
                      numeric: list[str], scales: np.ndarray, categorical: list[str], categories: list[Any],
-                     ties: str, n: int) -> Any:
+                     ties: str, n: int, right: np.ndarray) -> Any:
     """Record linkage of a sample of released records, each against every block of originals: the
     sample and its own originals are gathered (small), then each block of x is read and searched
-    once per pass — 2 × partitions block reads in all."""
+    once per pass — 2 × partitions block reads in all. ``right``: the sampled records the exact
+    join links to their own original (credit 1, no search)."""
     from ppdm.data.partitions import read_partition, run_partitions
     from ppdm.metrics.risk import _threads
 
@@ -799,20 +1080,23 @@ def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], o
     d_own = own_distances(zn, zc, xn, xc)
     keys = _group_keys(zn, zc)
     m = len(zs)
-    at = np.arange(m)
+    at = np.flatnonzero(~right)
     chunks = max(1, min(m, 8 * _threads()))
 
     def refute(b: int) -> tuple[np.ndarray, np.ndarray]:
         blk = block(b)
-        if len(blk.xn) == 0:
-            return np.ones(m, np.int64), np.full(m, np.inf)
-        oj = np.where(own_block == b, own_local, -1)
-        st, bd, _ = mixed_block_search(zn, zc, blk.group_of(keys), at, d_own, oj, 1, d_own, blk.xn, blk.xc,
-                                       blk.tree, TIE_REL_TOL, TIE_ABS_TOL, blk.budget, blk.offset, chunks)
+        st, bd = np.ones(m, np.int64), np.full(m, np.inf)
+        if len(blk.xn) == 0 or at.size == 0:
+            return st, bd
+        oj = np.where(own_block[at] == b, own_local[at], -1)
+        gz = np.full(m, -1, np.int64)
+        gz[at] = blk.group_of(keys.iloc[at])
+        st[at], bd[at], _ = mixed_block_search(zn, zc, gz, at, d_own[at], oj, 1, d_own[at], blk.xn, blk.xc,
+                                               blk.tree, TIE_REL_TOL, TIE_ABS_TOL, blk.budget, blk.offset, chunks)
         return st, bd
 
     p1 = run_partitions(refute, nparts, name="ppdm-linkage-refute")
-    own = np.all([st != 0 for st, _ in p1], axis=0)
+    own = np.all([st != 0 for st, _ in p1], axis=0) & ~right
     best = np.minimum(d_own, np.min([np.where(st == 1, bd, np.inf) for st, bd in p1], axis=0))
     lim = best * (1.0 + TIE_REL_TOL) + TIE_ABS_TOL
     sel = np.flatnonzero(own)
@@ -834,9 +1118,11 @@ def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], o
     if sel.size:
         cnt[sel] = 1 + np.sum([c for c, _ in p2], axis=0)
         first[sel] = np.minimum(mine[sel], np.min([f for _, f in p2], axis=0))
-    credit = credits(own, cnt, first, mine, ties)
+    credit = np.maximum(credits(own, cnt, first, mine, ties), right.astype(float))
+    tied = int((cnt > 1).sum())
+    cnt[right] = 1
     linked = float(credit.sum())
-    res = LinkageResult(value=linked / m, linked=linked, n=m, tied=int((cnt > 1).sum()), exact=int((d_own == 0).sum()),
+    res = LinkageResult(value=linked / m, linked=linked, n=m, tied=tied, exact=int((d_own == 0).sum()),
                         numeric=list(numeric), categorical=list(categorical), ties=ties, credit=credit, tie_count=cnt)
     res.sample_size, res.population = m, n
     res.ci_low, res.ci_high = wilson_interval(linked, m, res.confidence)
