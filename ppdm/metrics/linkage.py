@@ -916,9 +916,9 @@ def linking_columns(ctx: EvaluationContext, columns: Any = None) -> list[str]:
         if not shared:
             raise MeasureNotApplicable("record linkage: the released table holds none of the schema's attributes")
         return shared
-    if isinstance(columns, str):
-        columns = [c.strip() for c in columns.replace(";", ",").split(",") if c.strip()]
-    columns = list(columns)
+    if not isinstance(columns, (list, tuple)):
+        columns = [c.strip() for c in str(columns).replace(";", ",").split(",") if c.strip()]
+    columns = [str(c) for c in columns]
     if not columns:
         raise ParameterError("record_linkage.columns names no column")
     bad = [c for c in columns if c not in shared]
