@@ -150,7 +150,7 @@ def test_exact_join_by_hand():
 
 def test_partitioned_exact_join_and_linkage_equal_in_memory():
     dd = pytest.importorskip("dask.dataframe")
-    from ppdm.metrics.linkage import exact_join_parts
+    from ppdm.metrics.linkage import join_against_parts, join_columns_parts
 
     x = pd.DataFrame({"n": np.arange(16.0), "k1": [1, 1, 2, 2, 3, 3, *range(4, 14)],
                       "k2": list("abaaab") + ["a"] * 10})
@@ -161,10 +161,10 @@ def test_partitioned_exact_join_and_linkage_equal_in_memory():
     want = exact_join(x, z, ["n", "k2", "k1"])
     X, Z = dd.from_pandas(x, npartitions=3), dd.from_pandas(z, npartitions=3)
     lengths = [len(p) for p in X.partitions]
-    picks = [np.arange(k) for k in lengths]
-    cols, count, target = exact_join_parts(X, Z, ["n", "k2", "k1"], picks, np.cumsum([0, *lengths[:-1]]))
-    assert cols == want.columns and np.concatenate(count).tolist() == want.count.tolist()
-    assert np.concatenate(target).tolist() == want.target.tolist()
+    cols = join_columns_parts(X, Z, ["n", "k2", "k1"])
+    got = [join_against_parts(X, Z.partitions[i].compute(), cols, np.cumsum([0, *lengths[:-1]])) for i in range(3)]
+    assert cols == want.columns and np.concatenate([g[0] for g in got]).tolist() == want.count.tolist()
+    assert np.concatenate([g[1] for g in got]).tolist() == want.target.tolist()
     # the measure on partitions: exact joins first, then distance, the in-memory value and counts
     sch = Schema(numeric=["n"], categorical=["k2"], class_column="k1")
     load_all_measures()
