@@ -62,7 +62,6 @@ def test_the_original_itself_is_high(adult, qi, order) -> None:
         assert v["status"] == "high", (order, paired, qi, v["sentence"])
 
 
-@pytest.mark.xfail(strict=True, reason="record linkage on every shared attribute, exact joins first")
 def test_one_column_redrawn_and_the_rest_verbatim_is_high(adult) -> None:
     """Only age redrawn at random: the intruder who holds x links on the 14 columns left as they were,
     however narrow the declared quasi-identifiers."""
@@ -74,7 +73,6 @@ def test_one_column_redrawn_and_the_rest_verbatim_is_high(adult) -> None:
     assert v["measures"]["record_linkage"]["value"] > 0.9
 
 
-@pytest.mark.xfail(strict=True, reason="record linkage on every shared attribute, exact joins first")
 def test_two_verbatim_columns_joined_exactly_are_high(adult) -> None:
     """Every column but fnlwgt and income redrawn: nearest-neighbour distance drowns the two exact
     columns in noise, an exact join on them re-identifies most records."""

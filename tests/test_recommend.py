@@ -45,6 +45,8 @@ from ppdm.metrics.info_loss import sse_sst
 from ppdm.metrics.linkage import record_linkage
 
 ATTRS = ["a", "b", "c"]
+#: what record linkage links on: every attribute the release shares with x, the class included
+LINKED = [*ATTRS, "label"]
 
 
 def tiny(n: int = 60, seed: int = 0) -> pd.DataFrame:
@@ -71,7 +73,7 @@ def enumerate_space(train: pd.DataFrame) -> dict[tuple[str, int], tuple[float, f
         params = {"k": k, **({"method": "optimal"} if tech == "rounding" else {})}
         z = release(train, make_technique(tech, class_column="label", schema=SCHEMA, params=params),
                     schema=SCHEMA).in_input_order()[0]  # paired with train, as the measures need
-        out[(tech, k)] = (record_linkage(train[ATTRS], z[ATTRS]).value, sse_sst(train[ATTRS], z[ATTRS]).value)
+        out[(tech, k)] = (record_linkage(train[LINKED], z[LINKED]).value, sse_sst(train[ATTRS], z[ATTRS]).value)
     return out
 
 
@@ -179,7 +181,9 @@ def test_trials_left_running_by_an_interrupted_run_are_closed(tmp_path: Path) ->
 
 
 def test_the_same_seed_gives_the_same_search_and_release(tmp_path: Path) -> None:
-    pol = {**POLICY, "techniques": {"mdav": {"k": {"low": 2, "high": 12}}, "gaussian-noise": None}}
+    # a line MDAV meets from k = 6 on (linking on the class too), so that there is a release to compare
+    pol = {**POLICY, "risk": {"record_linkage": 0.2},
+           "techniques": {"mdav": {"k": {"low": 2, "high": 12}}, "gaussian-noise": None}}
     runs = [recommend(X, pol, schema=SCHEMA, n_trials=12, random_state=7) for _ in range(2)]
     assert [t.to_dict() | {"seconds": None} for t in runs[0].trials] == \
         [t.to_dict() | {"seconds": None} for t in runs[1].trials]
@@ -235,9 +239,9 @@ def test_a_fresh_draw_that_misses_the_policy_is_not_released() -> None:
         if res.release is not None:
             assert res.verification.feasible
             z = res.release.in_input_order()[0]  # published shuffled; paired with x through the private pairing
-            assert record_linkage(without_held_out(X, res.control)[ATTRS], z[ATTRS]).value <= 0.2
+            assert record_linkage(without_held_out(X, res.control)[LINKED], z[LINKED]).value <= 0.2
             assert res.verification.lines[0].value == pytest.approx(
-                record_linkage(without_held_out(X, res.control)[ATTRS], z[ATTRS]).value)
+                record_linkage(without_held_out(X, res.control)[LINKED], z[LINKED]).value)
 
 
 def test_trials_in_worker_processes_and_on_an_executor() -> None:
@@ -491,12 +495,12 @@ def test_a_recoded_release_is_judged_on_its_labels_and_costed_against_the_origin
     assert out.categories["age"] == ["(0,40]", "(40,100]"]
     zr = rel.in_input_order()[0]  # the published release is shuffled; measures pair it with x
     got = measure_release(zr, data, out)
-    # risk: the intruder recodes the ages he knows the same way and links on the labels
-    keys = ["age", "sex"]
+    # risk: the intruder holding x recodes the ages the same way and links on the labels and on
+    # every other attribute (not only the declared keys age and sex)
     xr = data.train.assign(age=generalise(data.train["age"], out.categories["age"]).to_numpy())
     z = zr.assign(age=zr["age"].astype(object))
     assert got["record_linkage"]["value"] == pytest.approx(
-        record_linkage(xr[keys], z[keys], numeric=[], categorical=keys).value)
+        record_linkage(xr, z[xr.columns], numeric=["hours"], categorical=["age", "sex", "label"]).value)
     # utility: against the original, each label read as its midpoint (20 and 70)
     mid = np.where(data.train["age"] <= 40, 20.0, 70.0)
     num = ["age", "hours"]

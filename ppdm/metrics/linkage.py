@@ -1,9 +1,19 @@
 """Record linkage over mixed attributes: can an intruder holding x find each record's own original?
 
-DDR (:func:`ppdm.metrics.risk.ddr`) links on numeric attributes only. Here each released
-record z_i is compared with every original record x_j on numeric *and* categorical
-attributes with a Gower distance (Gower 1971; the distance-based record linkage of
-Domingo-Ferrer & Torra 2001, applied to mixed data):
+The intruder modelled is the maximum-knowledge one: it holds x's records, so it knows every
+attribute z shares with x and links on all of them (the class included), not only on declared
+quasi-identifiers. It links in two stages, and a record's credit is the larger of the two.
+
+First, exact joins (:func:`exact_join`): the columns z appears to keep verbatim, judged from
+the values alone, are joined on, most identifying first, and a released record equal to a
+single original on its longest matching prefix of them is linked to it. A distance averages
+one verbatim column with many noisy ones and misses such joins (a release that keeps only a
+near-unique weight column intact is linked through it).
+
+Then the nearest distance. DDR (:func:`ppdm.metrics.risk.ddr`) links on numeric attributes
+only. Here each released record z_i is compared with every original record x_j on numeric
+*and* categorical attributes with a Gower distance (Gower 1971; the distance-based record
+linkage of Domingo-Ferrer & Torra 2001, applied to mixed data):
 
     d(z_i, x_j) = Σ_categorical [z_ic ≠ x_jc] + Σ_numeric |z_ia − x_ja| / range_a,
 
@@ -47,8 +57,10 @@ TIE_ABS_TOL = 1e-15
 
 @dataclass
 class LinkageResult(RecordDetailMixin):
-    """Share of released records whose own original is their nearest original (Gower distance on
-    numeric and categorical attributes); lower is better."""
+    """Share of released records the maximum-knowledge intruder links to their own original: by
+    an exact join on the columns z seems to keep verbatim, else as their nearest original (Gower
+    distance on numeric and categorical attributes); lower is better. ``lower_bound`` is set when
+    the value only bounds the risk from below (no pairing) and says what would settle it."""
 
     linked: float = 0.0
     n: int = 0
@@ -63,8 +75,182 @@ class LinkageResult(RecordDetailMixin):
     confidence: float = 0.95
     ci_low: float = float("nan")  # Wilson interval when sampled, missing when exact
     ci_high: float = float("nan")
+    exact_join_linked: int = 0  # records the exact join tied to one original (right or wrong)
+    exact_join_correct: int | None = None  # of them, linked to their own original (paired only)
+    exact_join_columns: list[str] = field(default_factory=list)  # the columns joined on (K), most identifying first
+    lower_bound: str | None = None  # when the value only bounds the risk from below: what would settle it
     credit: np.ndarray | None = record_field()
     tie_count: np.ndarray | None = record_field()
+
+
+#: multiset overlap of a column's released and original values from which the release is taken
+#: to keep the column verbatim, so that the intruder joins on it (:func:`exact_join`)
+VERBATIM_OVERLAP = 0.9
+
+#: what settles a linkage measured without a pairing
+UNPAIRED_LOWER_BOUND = "the release's private log (--private) pairs z with x and gives the exact linkage"
+
+
+@dataclass
+class ExactJoin:
+    """The intruder's exact joins of z to x (:func:`exact_join`): per released record, how many
+    originals equal it on its longest matching prefix of ``columns`` (0: none on the first) and,
+    when exactly one does, which (its row in x; −1 otherwise)."""
+
+    columns: list[str]
+    count: np.ndarray
+    target: np.ndarray
+
+    @property
+    def linked(self) -> np.ndarray:
+        """Released records the exact join ties to a single original."""
+        return self.count == 1
+
+
+def verbatim_columns(x: pd.DataFrame, z: pd.DataFrame, columns: list[str]) -> tuple[list[str], list[np.ndarray]]:
+    """The columns z appears to keep verbatim, judged from the values alone (no pairing): those
+    whose multiset overlap Σ_v min(count_x(v), count_z(v)) / |z| is at least
+    :data:`VERBATIM_OVERLAP`, ordered by their number of distinct values in x, most first (the
+    most identifying). Also returns each kept column's codes over x then z (a missing value is a
+    code of its own, equal to a missing value only, as in the Gower distance)."""
+    nx = len(x)
+    kept: list[tuple[int, int, str, np.ndarray]] = []
+    for pos, c in enumerate(columns):
+        codes, _ = pd.factorize(pd.concat([x[c], z[c]], ignore_index=True), use_na_sentinel=False)
+        codes = np.asarray(codes, dtype=np.int64)
+        m = int(codes.max()) + 1 if codes.size else 0
+        bx = np.bincount(codes[:nx], minlength=m)
+        bz = np.bincount(codes[nx:], minlength=m)
+        if len(z) and np.minimum(bx, bz).sum() >= VERBATIM_OVERLAP * len(z):
+            kept.append((-int((bx > 0).sum()), pos, c, codes))
+    kept.sort(key=lambda t: (t[0], t[1]))
+    return [t[2] for t in kept], [t[3] for t in kept]
+
+
+def exact_join(x: pd.DataFrame, z: pd.DataFrame, columns: list[str]) -> ExactJoin:
+    """The maximum-knowledge intruder's exact joins of z to x, made before any distance.
+
+    A Gower distance averages one column kept verbatim with many noisy ones, so an intruder
+    who joins on the verbatim columns finds records the nearest-neighbour link misses. The
+    intruder has no pairing, so the join columns K are judged from the values alone
+    (:func:`verbatim_columns`). For the prefixes S_1 ⊂ S_2 ⊂ … of K, each released record's
+    originals equal to it on S_j are counted (hash joins: one factorisation per prefix, never
+    an n × n comparison); the record's link is made at the longest prefix on which it still
+    matches some original, and is a link to one person when exactly one original matches there.
+    """
+    nx, nz = len(x), len(z)
+    cols, codes = verbatim_columns(x, z, columns)
+    count = np.zeros(nz, dtype=np.int64)
+    target = np.full(nz, -1, dtype=np.int64)
+    key = np.zeros(nx + nz, dtype=np.int64)
+    for code in codes:
+        # the prefix's key: the previous key and this column's code, renumbered densely
+        key, _ = pd.factorize(key * (int(code.max()) + 1) + code)
+        key = np.asarray(key, dtype=np.int64)
+        kx, kz = key[:nx], key[nx:]
+        nk = int(key.max()) + 1
+        c = np.bincount(kx, minlength=nk)[kz]
+        hit = c > 0
+        if not hit.any():
+            break  # no record matches a longer prefix either
+        who = np.empty(nk, dtype=np.int64)
+        who[kx] = np.arange(nx)  # an original of each key (the only one where the count is 1)
+        count[hit] = c[hit]
+        target[hit] = who[kz[hit]]
+    target[count != 1] = -1
+    return ExactJoin(cols, count, target)
+
+
+def _value_hashes(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """A 64-bit hash of every value of ``cols`` (rows × columns), for joins across partitions:
+    numbers as float64 (1 equals 1.0, −0.0 equals 0.0), every missing value one hash — the
+    equality :func:`verbatim_columns` uses, up to a collision of two 64-bit hashes."""
+    out = np.empty((len(df), len(cols)), dtype=np.uint64)
+    for a, c in enumerate(cols):
+        v = df[c]
+        if _numeric_dtype(v.dtype):
+            f = v.to_numpy(dtype=float, na_value=np.nan)
+            out[:, a] = pd.util.hash_array(np.where(np.isnan(f), np.nan, f))
+        else:
+            out[:, a] = pd.util.hash_array(v.astype(object).where(v.notna(), None).to_numpy(), categorize=False)
+    return out
+
+
+def _prefix_hashes(h: np.ndarray) -> np.ndarray:
+    """Column j: a hash of the values on the first j + 1 columns of ``h``."""
+    out = h.copy()
+    for j in range(1, h.shape[1]):
+        with np.errstate(over="ignore"):  # wrapping multiplication, then mixed by the hash
+            out[:, j] = pd.util.hash_array(out[:, j - 1] * np.uint64(0x9E3779B97F4A7C15) + h[:, j])
+    return out
+
+
+def join_columns_parts(x: Any, z: Any, columns: list[str]) -> list[str]:
+    """:func:`verbatim_columns` of partitioned tables: the multiset overlap of every column from
+    Dask value counts of its values' hashes, joined per value inside the graph, so that only
+    three numbers per column are computed."""
+    import dask
+
+    meta = pd.DataFrame({c: pd.Series(dtype="uint64") for c in columns})
+
+    def hashed(df: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame(_value_hashes(df, columns), columns=columns, index=df.index)
+
+    hx = x[columns].map_partitions(hashed, meta=meta)
+    hz = z[columns].map_partitions(hashed, meta=meta)
+    todo = []
+    for c in columns:
+        vx, vz = hx[c].value_counts(), hz[c].value_counts()
+        both = vx.to_frame("x").join(vz.to_frame("z"), how="inner")
+        todo += [both.min(axis=1).sum(), vx.size, hz[c].size]
+    got = dask.compute(*todo)
+    kept = []
+    for pos, c in enumerate(columns):
+        overlap, distinct, nz = (int(v) for v in got[3 * pos:3 * pos + 3])
+        if nz and overlap >= VERBATIM_OVERLAP * nz:
+            kept.append((-distinct, pos, c))
+    return [t[2] for t in sorted(kept)]
+
+
+def join_block(zh: np.ndarray, block: pd.DataFrame, cols: list[str], offset: int, cnt: np.ndarray,
+               who: np.ndarray) -> None:
+    """Adds one block of originals (its first row is row ``offset`` of x) to the prefix match
+    counts ``cnt`` and smallest matching rows ``who`` (released records × prefixes) of the
+    released records whose prefix hashes are ``zh``."""
+    xh = _prefix_hashes(_value_hashes(block, cols))
+    for j in range(len(cols)):
+        g = pd.DataFrame({"h": xh[:, j], "row": offset + np.arange(len(xh))}).groupby("h")["row"].agg(["size", "min"])
+        pos = np.asarray(g.index.get_indexer(zh[:, j]))
+        ok = pos >= 0
+        if not ok.any():
+            break  # no released record matches this block on a longer prefix either
+        cnt[ok, j] += g["size"].to_numpy()[pos[ok]]
+        who[ok, j] = np.minimum(who[ok, j], g["min"].to_numpy()[pos[ok]])
+
+
+def join_finish(cnt: np.ndarray, who: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Count and unique match (−1 when the count is not 1) at each record's longest matching
+    prefix, from the per-prefix counts of :func:`join_block` (they never grow with the prefix)."""
+    last = (cnt > 0).sum(axis=1) - 1
+    r = np.arange(len(cnt))
+    count = np.where(last >= 0, cnt[r, np.maximum(last, 0)], 0) if cnt.shape[1] else np.zeros(len(cnt), np.int64)
+    target = np.where(count == 1, who[r, np.maximum(last, 0)], -1) if cnt.shape[1] else np.full(len(cnt), -1)
+    return count.astype(np.int64), target.astype(np.int64)
+
+
+def join_against_parts(x: Any, zpart: pd.DataFrame, cols: list[str], offsets: np.ndarray) -> tuple[np.ndarray,
+                                                                                                 np.ndarray]:
+    """:func:`exact_join` of the released records ``zpart`` against every partition of x, read
+    one at a time (the exact-join stage of :func:`record_linkage_parts`)."""
+    from ppdm.data.partitions import read_partition
+
+    zh = _prefix_hashes(_value_hashes(zpart, cols))
+    cnt = np.zeros((len(zpart), len(cols)), np.int64)
+    who = np.full((len(zpart), len(cols)), np.iinfo(np.int64).max, np.int64)
+    if len(zpart):
+        for b in range(len(offsets)):
+            join_block(zh, read_partition(x, b)[cols], cols, int(offsets[b]), cnt, who)
+    return join_finish(cnt, who)
 
 
 @njit(cache=True, inline="always")
@@ -563,29 +749,43 @@ def record_linkage(
     sample: int | None = None,
     random_state: int | None = 0,
     confidence: float = 0.95,
+    exact_joins: bool = True,
 ) -> LinkageResult:
-    """Distance-based record linkage of z to x over numeric and categorical attributes.
+    """Record linkage of z to x by the maximum-knowledge intruder: exact joins, then distance.
 
-    ``value`` is the share of released records correctly linked to their own original
-    (row i of z masks row i of x, as every ppdm technique keeps rows in order), with the
-    Gower distance and the tie rules of the module docstring. ``numeric``/``categorical``
-    name the linking attributes (default: numeric dtypes of x are numeric, the rest
-    categorical). Assumes an intruder who holds the original records themselves — the
-    strongest linkage scenario; per-record credit and tie counts stay on the result.
+    The intruder holds the original records themselves and knows every attribute z shares
+    with x; ``numeric``/``categorical`` name those linking attributes (default: numeric
+    dtypes of x are numeric, the rest categorical). ``value`` is the share of released
+    records correctly linked to their own original (row i of z masks row i of x, as every
+    ppdm technique keeps rows in order). Each record is linked in two stages, and its credit
+    is the larger of the two:
 
-    ``sample=s`` links s released records drawn at random (seed ``random_state``), each
-    against every original, and gives a Wilson ``confidence`` interval. ``paired=False``
-    (a release whose rows are not in x's order and whose pairing is not given) credits a
-    released record only when it is a verbatim copy of an original (equal on every column
-    both tables have), with 1/|T| for the originals it cannot be told from on the linking
-    attributes: the pairing-free form, which sees copies only.
+    1. exact joins (:func:`exact_join`, unless ``exact_joins=False``): a record equal to
+       exactly one original on its longest matching prefix of the columns z appears to keep
+       verbatim is linked to it, credit 1 when that original is its own;
+    2. the rest are linked by the nearest Gower distance with the tie rules of the module
+       docstring (credit 1, 1/|T| or 0).
+
+    Per-record credit and tie counts stay on the result. ``sample=s`` links s released
+    records drawn at random (seed ``random_state``), each against every original, and gives
+    a Wilson ``confidence`` interval.
+
+    ``paired=False`` (a release whose rows are not in x's order and whose pairing is not
+    given) cannot tell whether a link is right. It credits a released record that is a
+    verbatim copy of an original (equal on every column both tables have) 1/|T| for the
+    originals it cannot be told from on the linking attributes. The exact joins are made and
+    counted (``exact_join_linked``) but not credited: a column shuffled among the records keeps
+    its values, looks verbatim and joins a record to the wrong person (on adult with every
+    column shuffled on its own, which links nobody, 62 % of the records are tied to one
+    original). So the value is a lower bound of the risk, and the result's ``lower_bound``
+    says what would settle it (a verdict never lets it meet a threshold).
     """
     _check_ties(ties)
     numeric, categorical = mixed_attributes(x, z, numeric, categorical, measure="record linkage", z_label="released")
     if len(x) == 0 or len(z) == 0:
         raise SchemaError("record linkage: the tables have no rows")
     if not paired:
-        return _unpaired_linkage(x, z, numeric, categorical, ties)
+        return _unpaired_linkage(x, z, numeric, categorical, ties, exact_joins)
     if len(x) != len(z):
         # a synthetic release with its own number of records has no record pairs to link
         raise MeasureNotApplicable(f"record linkage compares records one to one, but the original has {len(x)} rows "
@@ -595,16 +795,30 @@ def record_linkage(
     rows = np.arange(n)
     if sample is not None and int(sample) < n:
         rows = np.sort(np.random.default_rng([int(random_state or 0), 17]).choice(n, int(sample), replace=False))
+    join = exact_join(x, z, numeric + categorical) if exact_joins else None
+    right = np.zeros(len(rows), dtype=bool) if join is None else join.target[rows] == rows
     own_d = own_distances(zn[rows], zc[rows], xn[rows], xc[rows])
-    own, count, first = link_against_blocks(zn, zc, rows, own_d, np.zeros(len(rows), np.int64), rows,
-                                            [_Block(xn, xc, 0)], 1)
-    count = np.where(own, count + 1, 0)  # the own original is one of the nearest
-    first = np.where(own, np.minimum(first, rows), 0)
-    credit = credits(own, count, first, rows, ties)
+    # records the exact join links to their own original need no distance search
+    at = np.flatnonzero(~right)
+    own = np.zeros(len(rows), dtype=bool)
+    count = np.ones(len(rows), dtype=np.int64)
+    first = rows.copy()
+    if at.size:
+        o, c, f = link_against_blocks(zn, zc, rows[at], own_d[at], np.zeros(at.size, np.int64), rows[at],
+                                      [_Block(xn, xc, 0)], 1)
+        own[at] = o
+        count[at] = np.where(o, c + 1, 0)  # the own original is one of the nearest
+        first[at] = np.where(o, np.minimum(f, rows[at]), 0)
+    credit = np.maximum(credits(own, count, first, rows, ties), right.astype(float))
+    count[right] = 1
     linked = float(credit.sum())
-    res = LinkageResult(value=linked / len(rows), linked=linked, n=len(rows), tied=int((own & (count > 1)).sum()),
-                        exact=int((own_d == 0).sum()), numeric=numeric, categorical=categorical, ties=ties,
-                        credit=credit, tie_count=count)
+    res = LinkageResult(value=linked / len(rows), linked=linked, n=len(rows),
+                        tied=int((own & ~right & (count > 1)).sum()), exact=int((own_d == 0).sum()),
+                        numeric=numeric, categorical=categorical, ties=ties, credit=credit, tie_count=count)
+    if join is not None:
+        res.exact_join_linked = int(join.linked[rows].sum())
+        res.exact_join_correct = int(right.sum())
+        res.exact_join_columns = join.columns
     if len(rows) < n:
         res.sample_size, res.population, res.confidence = len(rows), n, confidence
         res.ci_low, res.ci_high = wilson_interval(linked, len(rows), confidence)
@@ -612,9 +826,11 @@ def record_linkage(
 
 
 def _unpaired_linkage(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], categorical: list[str],
-                      ties: str) -> LinkageResult:
+                      ties: str, exact_joins: bool = True) -> LinkageResult:
     """Record linkage without a pairing: verbatim copies, each tied with the originals equal to it
-    on the linking attributes (see :func:`record_linkage`)."""
+    on the linking attributes (see :func:`record_linkage`); a lower bound of the risk. The records
+    the exact join ties to a single original are counted (``exact_join_linked``) but not credited:
+    only the pairing tells a right join from a column shuffled on its own."""
     cols = [c for c in x.columns if c in z.columns]
     link = numeric + categorical
 
@@ -629,10 +845,19 @@ def _unpaired_linkage(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], cate
     count = np.where(copy & (uniq[pos] == hz), cnt[pos], 0)
     credit = np.where(count > 0, 1.0 / np.maximum(count, 1), 0.0) if ties != "strict" else \
         (count == 1).astype(float)
-    linked = float(credit.sum())
-    return LinkageResult(value=linked / len(z), linked=linked, n=len(z), tied=int((count > 1).sum()),
-                         exact=int(copy.sum()), numeric=numeric, categorical=categorical, ties=ties, paired=False,
-                         credit=credit, tie_count=count)
+    res = LinkageResult(value=0.0, numeric=numeric, categorical=categorical, ties=ties, paired=False, n=len(z),
+                        tied=int((count > 1).sum()), exact=int(copy.sum()), lower_bound=UNPAIRED_LOWER_BOUND)
+    if exact_joins:
+        # reported, not credited: without the pairing a join tied to one original may be the wrong
+        # person (columns shuffled one by one keep their values), so crediting it would overstate
+        # the risk of a safe release and the value would no longer be a lower bound
+        join = exact_join(x, z, link)
+        res.exact_join_linked = int(join.linked.sum())
+        res.exact_join_columns = join.columns
+    res.linked = float(credit.sum())
+    res.value = res.linked / len(z)
+    res.credit, res.tie_count = credit, count
+    return res
 
 
 #: records above which a partitioned evaluation links a sample of released records (against all of x)
@@ -641,15 +866,19 @@ EXACT_ROWS = 200_000
 
 @register_measure("record_linkage", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
                   threshold=0.05, out_of_core=True,
-                  meaning="The share of released records an intruder who holds the originals links to the right person "
-                  "by the nearest Gower distance on numeric and categorical attributes; 0 is best.",
-                  description="distance-based record linkage over numeric and categorical attributes (Gower "
-                              "distance): share of released records whose own original is nearest")
+                  meaning="The share of released records an intruder who holds the original records links to the right "
+                  "person, joining exactly on the columns the release keeps verbatim first, then by the nearest Gower "
+                  "distance on every attribute the release shares with the originals; 0 is best.",
+                  description="record linkage by the intruder who holds the originals: exact joins, then the nearest "
+                              "Gower distance on every shared attribute; share of released records linked to their "
+                              "own original")
 def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
-    """Links on the declared quasi-identifiers, or on every attribute (not the class) when none
-    are declared: an intruder who knows all of them is the strongest linkage scenario."""
+    """Models the maximum-knowledge intruder: one who holds x's records and so knows every
+    attribute z shares with x. It links on all of the schema's attributes z has, the class
+    included (it is released too; identifiers never are), whatever quasi-identifiers are
+    declared — they say what an outsider may know, not what this intruder knows. The option
+    ``record_linkage.columns=a,b`` narrows the linking attributes explicitly."""
     sch = ctx.schema
-    cols = list(sch.quasi_identifiers) or [c for c in sch.attributes if c != sch.class_column]
     nested = ctx.options.get("record_linkage")
 
     def opt(name: str, default: Any) -> Any:
@@ -657,10 +886,11 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
             return nested[name]
         return ctx.options.get(f"record_linkage.{name}", default)
 
+    cols = linking_columns(ctx, opt("columns", None))
     ties = opt("ties", ctx.options.get("ties", "fractional"))
     sample = opt("sample", None)
-    numeric = [c for c in cols if c in sch.numeric]
-    categorical = [c for c in cols if c not in sch.numeric]
+    numeric = [c for c in cols if c in sch.numeric or (c == sch.class_column and _numeric_dtype(ctx.x.dtypes[c]))]
+    categorical = [c for c in cols if c not in numeric]
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.x) or is_dask(ctx.z):
@@ -674,21 +904,55 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
                           sample=None if sample is None else int(sample), random_state=ctx.random_state)
 
 
-__all__ = ["EXACT_ROWS", "LinkageResult", "encode_part", "link_against_blocks", "numeric_scales", "record_linkage"]
+def _numeric_dtype(dtype: Any) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def linking_columns(ctx: EvaluationContext, columns: Any = None) -> list[str]:
+    """The attributes the maximum-knowledge intruder links on: every schema attribute and the
+    class column that both x and z hold, in schema order; or ``columns`` (a list or a
+    comma-separated string), checked to be such attributes."""
+    sch = ctx.schema
+    shared = [c for c in sch.columns if c in ctx.z.columns and c in ctx.x.columns]
+    if columns is None:
+        if not shared:
+            raise MeasureNotApplicable("record linkage: the released table holds none of the schema's attributes")
+        return shared
+    if not isinstance(columns, (list, tuple)):
+        columns = [c.strip() for c in str(columns).replace(";", ",").split(",") if c.strip()]
+    columns = [str(c) for c in columns]
+    if not columns:
+        raise ParameterError("record_linkage.columns names no column")
+    bad = [c for c in columns if c not in shared]
+    if bad:
+        raise ParameterError(f"record_linkage.columns: {', '.join(map(repr, bad))} not among the attributes both "
+                             f"tables hold ({', '.join(shared)})")
+    if len(set(columns)) != len(columns):
+        raise ParameterError("record_linkage.columns names a column twice")
+    return columns
+
+
+__all__ = ["EXACT_ROWS", "VERBATIM_OVERLAP", "ExactJoin", "LinkageResult", "encode_part", "exact_join",
+           "link_against_blocks", "linking_columns", "numeric_scales", "record_linkage", "verbatim_columns"]
 
 
 # ------------------------------------------------------------------ record linkage (mixed)
 def record_linkage_parts(x: Any, z: Any, numeric: list[str], categorical: list[str], *, ties: str,
                          sample: int | None, default_sample: int, exact_rows: int,
-                         random_state: int | None) -> Any:
+                         random_state: int | None, exact_joins: bool = True) -> Any:
     """:func:`ppdm.metrics.linkage.record_linkage` of partitioned tables, block by block.
 
+    The exact joins come first: the join columns from Dask value counts
+    (:func:`join_columns_parts`), then each released record's prefix matches counted against
+    every block of x (:func:`join_against_parts`); the records they do not link to their own
+    original are then linked by distance.
     Every released record is linked against every block of originals (a k-d tree per block,
     :func:`ppdm.metrics.linkage.link_against_blocks`): the same links as in memory, whatever
     the partitions. Up to ``exact_rows`` records (or with ``sample=0``) every released record
     is linked — exact; above it (or with ``sample=s``) a uniform sample of released records
     is linked, each against ALL originals, and a Wilson interval is given. A task holds one
-    block of z and one block of x at a time, reading each block of x twice.
+    block of z and one block of x at a time, reading each block of x three times (once for
+    the exact joins).
     """
     from ppdm.data.partitions import read_partition, run_partitions, sample_counts
     from ppdm.metrics._common import mixed_attributes
@@ -743,42 +1007,63 @@ def record_linkage_parts(x: Any, z: Any, numeric: list[str], categorical: list[s
         xn, xc = encode_part(read_partition(x, b)[cols], numeric, scales, categorical, categories)
         return _Block(xn, xc, int(offsets[b]))
 
-    if k < n:
-        return _sampled_linkage(x, z, cols, picks, offsets, block, numeric, scales, categorical, categories, ties, n)
+    join_cols = join_columns_parts(x, z, cols) if exact_joins else []
 
-    def task(j: int) -> tuple[float, int, int, int]:
-        """(credit summed, records tied, records equal to their own original, records linked) of block j."""
+    def joined(res: LinkageResult, linked: int, correct: int) -> LinkageResult:
+        if exact_joins:
+            res.exact_join_columns, res.exact_join_linked, res.exact_join_correct = join_cols, linked, correct
+        return res
+
+    if k < n:
+        res, jl, jc = _sampled_linkage(x, z, cols, picks, offsets, block, numeric, scales, categorical, categories,
+                                       ties, n, join_cols)
+        return joined(res, jl, jc)
+
+    def task(j: int) -> tuple[float, int, int, int, int, int]:
+        """(credit summed, records tied, records equal to their own original, records linked,
+        records joined, rightly) of block j."""
         rows = picks[j]
         if rows.size == 0:
-            return 0.0, 0, 0, 0
+            return 0.0, 0, 0, 0, 0, 0
         xj = read_partition(x, j)[cols].iloc[rows]
         zj = read_partition(z, j)[cols].iloc[rows]
         xn, xc = encode_part(xj, numeric, scales, categorical, categories)
         zn, zc = encode_part(zj, numeric, scales, categorical, categories)
         d_own = own_distances(zn, zc, xn, xc)
-        at = np.arange(len(rows))
-        own, cnt, first = link_against_blocks(zn, zc, at, d_own, np.full(len(rows), j, np.int64), rows,
-                                              block, nparts)
         mine = offsets[j] + rows
-        cnt = np.where(own, cnt + 1, 0)
-        first = np.where(own, np.minimum(first, mine), 0)
-        credit = credits(own, cnt, first, mine, ties)
-        return float(credit.sum()), int((cnt > 1).sum()), int((d_own == 0).sum()), len(rows)
+        count, target = join_against_parts(x, zj[join_cols], join_cols, offsets)
+        ok = target == mine
+        at = np.flatnonzero(~ok)  # records the exact join links to their own original need no search
+        own = np.zeros(len(rows), dtype=bool)
+        cnt = np.ones(len(rows), dtype=np.int64)
+        first = mine.copy()
+        if at.size:
+            o, c, f = link_against_blocks(zn, zc, at, d_own[at], np.full(at.size, j, np.int64), rows[at],
+                                          block, nparts)
+            own[at] = o
+            cnt[at] = np.where(o, c + 1, 0)
+            first[at] = np.where(o, np.minimum(f, mine[at]), 0)
+        credit = np.maximum(credits(own, cnt, first, mine, ties), ok.astype(float))
+        return (float(credit.sum()), int((own & ~ok & (cnt > 1)).sum()), int((d_own == 0).sum()), len(rows),
+                int((count == 1).sum()), int(ok.sum()))
 
     out = run_partitions(task, nparts, name="ppdm-record-linkage")
     linked = float(sum(o[0] for o in out))
     m = int(sum(o[3] for o in out))
-    return LinkageResult(value=linked / m, linked=linked, n=m, tied=int(sum(o[1] for o in out)),
-                         exact=int(sum(o[2] for o in out)), numeric=list(numeric), categorical=list(categorical),
-                         ties=ties)
+    return joined(LinkageResult(value=linked / m, linked=linked, n=m, tied=int(sum(o[1] for o in out)),
+                                exact=int(sum(o[2] for o in out)), numeric=list(numeric),
+                                categorical=list(categorical), ties=ties),
+                  int(sum(o[4] for o in out)), int(sum(o[5] for o in out)))
 
 
 def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], offsets: np.ndarray, block: Any,
                      numeric: list[str], scales: np.ndarray, categorical: list[str], categories: list[Any],
-                     ties: str, n: int) -> Any:
+                     ties: str, n: int, join_cols: list[str]) -> tuple[Any, int, int]:
     """Record linkage of a sample of released records, each against every block of originals: the
     sample and its own originals are gathered (small), then each block of x is read and searched
-    once per pass — 2 × partitions block reads in all."""
+    once per pass — 2 × partitions block reads in all, 3 × with exact joins on ``join_cols``
+    (a sampled record they link to its own original is credited 1 and not searched). Returns
+    the result, the records joined and those joined rightly."""
     from ppdm.data.partitions import read_partition, run_partitions
     from ppdm.metrics.risk import _threads
 
@@ -799,20 +1084,36 @@ def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], o
     d_own = own_distances(zn, zc, xn, xc)
     keys = _group_keys(zn, zc)
     m = len(zs)
-    at = np.arange(m)
+    zh = _prefix_hashes(_value_hashes(zs, join_cols))
+
+    def join(b: int) -> tuple[np.ndarray, np.ndarray]:
+        cnt = np.zeros((m, len(join_cols)), np.int64)
+        who = np.full((m, len(join_cols)), np.iinfo(np.int64).max, np.int64)
+        if join_cols and m:
+            join_block(zh, read_partition(x, b)[join_cols], join_cols, int(offsets[b]), cnt, who)
+        return cnt, who
+
+    pj = run_partitions(join, nparts, name="ppdm-linkage-join") if join_cols else []
+    jcount, jtarget = join_finish(np.sum([c for c, _ in pj], axis=0), np.min([w for _, w in pj], axis=0)) \
+        if join_cols else (np.zeros(m, np.int64), np.full(m, -1, np.int64))
+    right = jtarget == mine
+    at = np.flatnonzero(~right)
     chunks = max(1, min(m, 8 * _threads()))
 
     def refute(b: int) -> tuple[np.ndarray, np.ndarray]:
         blk = block(b)
-        if len(blk.xn) == 0:
-            return np.ones(m, np.int64), np.full(m, np.inf)
-        oj = np.where(own_block == b, own_local, -1)
-        st, bd, _ = mixed_block_search(zn, zc, blk.group_of(keys), at, d_own, oj, 1, d_own, blk.xn, blk.xc,
-                                       blk.tree, TIE_REL_TOL, TIE_ABS_TOL, blk.budget, blk.offset, chunks)
+        st, bd = np.ones(m, np.int64), np.full(m, np.inf)
+        if len(blk.xn) == 0 or at.size == 0:
+            return st, bd
+        oj = np.where(own_block[at] == b, own_local[at], -1)
+        gz = np.full(m, -1, np.int64)
+        gz[at] = blk.group_of(keys.iloc[at])
+        st[at], bd[at], _ = mixed_block_search(zn, zc, gz, at, d_own[at], oj, 1, d_own[at], blk.xn, blk.xc,
+                                               blk.tree, TIE_REL_TOL, TIE_ABS_TOL, blk.budget, blk.offset, chunks)
         return st, bd
 
     p1 = run_partitions(refute, nparts, name="ppdm-linkage-refute")
-    own = np.all([st != 0 for st, _ in p1], axis=0)
+    own = np.all([st != 0 for st, _ in p1], axis=0) & ~right
     best = np.minimum(d_own, np.min([np.where(st == 1, bd, np.inf) for st, bd in p1], axis=0))
     lim = best * (1.0 + TIE_REL_TOL) + TIE_ABS_TOL
     sel = np.flatnonzero(own)
@@ -834,10 +1135,12 @@ def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], o
     if sel.size:
         cnt[sel] = 1 + np.sum([c for c, _ in p2], axis=0)
         first[sel] = np.minimum(mine[sel], np.min([f for _, f in p2], axis=0))
-    credit = credits(own, cnt, first, mine, ties)
+    credit = np.maximum(credits(own, cnt, first, mine, ties), right.astype(float))
+    tied = int((cnt > 1).sum())
+    cnt[right] = 1
     linked = float(credit.sum())
-    res = LinkageResult(value=linked / m, linked=linked, n=m, tied=int((cnt > 1).sum()), exact=int((d_own == 0).sum()),
+    res = LinkageResult(value=linked / m, linked=linked, n=m, tied=tied, exact=int((d_own == 0).sum()),
                         numeric=list(numeric), categorical=list(categorical), ties=ties, credit=credit, tie_count=cnt)
     res.sample_size, res.population = m, n
     res.ci_low, res.ci_high = wilson_interval(linked, m, res.confidence)
-    return res
+    return res, int((jcount == 1).sum()), int(right.sum())
