@@ -501,6 +501,9 @@ def evaluate(
                                              if s is not None and not s.startswith(BUILTIN)))
     specs = resolve_measures(measures)
     options = parse_params(param)
+    from ppdm.experiments.evaluation import check_measure_options
+
+    check_measure_options(specs, options)  # a mistyped option would otherwise be ignored, silently
     limits = _thresholds(threshold, [s.name for s in specs])
     provenance = _provenance(anonymized)
     private_log, private_file = _read_private_log(anonymized, private, pairing)
