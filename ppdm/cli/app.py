@@ -214,7 +214,10 @@ def measures(
         from ppdm.cli.common import print_json
         from ppdm.report.evaluation import json_header
 
-        print_json({**json_header("measures"), "measures": {name: m.info() for name, m in registry.items()}})
+        # the options it reads (null: declares none, accepts any) — for this listing, not every evaluation document
+        print_json({**json_header("measures"), "measures": {
+            name: {**m.info(), "options": None if m.options is None else list(m.options)}
+            for name, m in registry.items()}})
         return
     rows = []
     for m in registry.values():

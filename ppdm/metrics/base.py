@@ -214,7 +214,7 @@ class MeasureSpec:
                 "threshold": self.threshold, "default": self.default, "needs_class": self.needs_class,
                 "requires": list(self.requires), "description": self.description, "meaning": self.meaning,
                 "out_of_core": self.out_of_core, "scenario": self.scenario,
-                "paired": self.paired, "options": None if self.options is None else list(self.options)}
+                "paired": self.paired}
 
 
 def result_not_judged(result: Any) -> str | None:
