@@ -300,3 +300,21 @@ def test_evaluate_and_recommend_judge_one_outcome_alike() -> None:
         n: s for n, s in expected.items() if s in ("meets", "misses", "uncertain")}
     assert [d["measure"] for d in v.not_measured] == ["inference"]
     assert [d["measure"] for d in v.not_judged] == ["k_anonymity"]
+
+
+def test_ppdm_measures_lists_the_options() -> None:
+    import json
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "ppdm.schema.json").read_text())
+    r = runner.invoke(app, ["measures", "--json"])
+    assert r.exit_code == 0, r.output
+    listing = json.loads(r.output)
+    assert not list(jsonschema.Draft202012Validator(schema).iter_errors(listing))
+    registry = load_all_measures()
+    assert {n: m["options"] for n, m in listing["measures"].items()} == {
+        n: None if s.options is None else list(s.options) for n, s in registry.items()}
+    assert listing["measures"]["k_anonymity"]["options"][:3] == ["keys", "infer_keys", "all_keys"]
+    r = runner.invoke(app, ["measures"])
+    assert r.exit_code == 0 and "options" in r.output

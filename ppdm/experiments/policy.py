@@ -39,7 +39,7 @@ from typing import Any
 
 from ppdm.errors import ParameterError
 from ppdm.experiments.evaluation import load_all_measures, unknown_option
-from ppdm.metrics.base import MeasureSpec
+from ppdm.metrics.base import MEASURES, MeasureSpec
 
 POLICY_FORMAT = "ppdm.policy"
 POLICY_VERSION = 1
@@ -167,7 +167,10 @@ class Policy:
     def rules_out(self, measure: str) -> bool:
         """Whether the risk line of ``measure`` is left unjudged: the intruder scenario its measure
         models is one the policy rules out."""
-        return bool(self.ruled_out) and load_all_measures()[measure].scenario in self.ruled_out
+        if not self.ruled_out:
+            return False
+        spec = MEASURES.get(measure) or load_all_measures().get(measure)  # registered once the policy was read
+        return spec is not None and spec.scenario in self.ruled_out
 
     def measure_options(self) -> dict[str, dict[str, Any]]:
         """Options of every measure of the policy, by measure (``EvaluationContext.options``)."""
