@@ -215,3 +215,29 @@ def test_doc_anonymize_params_exist() -> None:
                 assert key in params, f"{where}: {method} has no parameter {key!r}"
                 checked += 1
     assert checked >= 5
+
+
+def test_doc_measure_options_exist() -> None:
+    """``ppdm evaluate``/``ppdm compare`` with ``--param``/``-p`` in the docs give only options the
+    measures they evaluate declare (as the commands themselves check before any work)."""
+    from ppdm.errors import ParameterError
+    from ppdm.experiments.evaluation import check_measure_options, resolve_measures
+    from ppdm.utils import parse_params
+
+    checked = 0
+    for where, command in COMMANDS:
+        words = shlex.split(command.replace("[", " ").replace("]", " "))
+        if "evaluate" not in words and "compare" not in words:
+            continue
+        params = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--param", "-p") and "=" in words[i + 1]]
+        params = [p for p in params if not p.split("=", 1)[0].replace(".", "_").isupper()
+                  and p.split("=", 1)[0] not in ("key", "NAME.key")]
+        if not params:
+            continue
+        names = next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--measures", "-m")), None)
+        try:
+            check_measure_options(resolve_measures(names), parse_params(params))
+        except ParameterError as e:
+            raise AssertionError(f"{where}: {e}") from None
+        checked += 1
+    assert checked >= 1

@@ -149,6 +149,18 @@ BAD = [
     ({"risk": {"record_linkage": 0.05}, "utility": {"weights": {"auc": 1}}, "risk_axis": "auc"},
      "risk_axis must be 'max' or a measure of the risk lines"),
     ([1, 2], "must be a mapping with 'risk' and 'utility'"),
+    # an option the measure does not read would be ignored: refused, with a close name and the known ones
+    ({"risk": {"k_anonymity": {"at_most": 0.01, "options": {"kk": 5}}}, "utility": {"weights": {"auc": 1}}},
+     r"risk line 'k_anonymity': unknown k_anonymity option 'kk'; did you mean 'k'\? \(known: all_keys, infer_keys, "
+     r"k, keys, weight, weighted\)"),
+    ({"risk": {"k_anonymity": 0.01}, "utility": {"weights": {"auc": 1}, "options": {"auc": {"averge": "macro"}}}},
+     r"the utility options of 'auc': unknown auc option 'averge'; did you mean 'average'\?"),
+    ({"risk": {"k_anonymity": 0.01}, "utility": {"weights": {"auc": 1}}, "rule_out": ["origin"]},
+     r"rule_out: unknown intruder scenario 'origin'; did you mean 'originals'\?"),
+    ({"risk": {"k_anonymity": 0.01}, "utility": {"weights": {"auc": 1}}, "rule_out": "originals"},
+     "'rule_out' must list intruder scenarios"),
+    ({"risk": {"record_linkage": 0.05, "ddr": 0.05}, "utility": {"weights": {"auc": 1}}, "rule_out": ["originals"]},
+     "rules out the scenario of every risk line, so the policy would judge nothing"),
 ]
 
 
@@ -160,7 +172,7 @@ def test_policy_errors_name_the_problem(data: object, message: str) -> None:
 
 
 # the structural mistakes among BAD, which the JSON Schema also refuses (names and ranges need the registries)
-STRUCTURAL = [0, 1, 10, 11, 12, 13, 14, 20, 21, 25, 27, 28, 30]
+STRUCTURAL = [0, 1, 10, 11, 12, 13, 14, 20, 21, 25, 27, 28, 30, 33, 34]
 
 
 @pytest.mark.parametrize("i", STRUCTURAL)
@@ -196,3 +208,40 @@ def test_the_documented_policies_are_valid() -> None:
         data = yaml.safe_load(block)
         assert not schema_errors(data), head
         assert isinstance(parse_policy(data, where=head), Policy)
+
+
+def test_rule_out_excludes_a_scenario_explicitly() -> None:
+    """``rule_out: [originals]``: the record-linkage line is measured and shown but not judged (a
+    value that would miss does not fail the release), the fingerprint of a policy without it is
+    unchanged, and the canonical form reads back to the same policy."""
+    from ppdm.experiments.recommend import judge_lines
+
+    base = {"risk": {"k_anonymity": 0.05, "record_linkage": 0.05}, "utility": {"weights": {"auc": 1}}}
+    plain = parse_policy(base)
+    ruled = parse_policy({**base, "rule_out": ["originals", "originals"]})
+    assert ruled.ruled_out == ("originals",) and plain.ruled_out == ()
+    assert ruled.to_dict()["rule_out"] == ["originals"] and "rule_out" not in plain.to_dict()
+    assert parse_policy(ruled.to_dict()) == ruled and not schema_errors(ruled.to_dict())
+    assert ruled.sha256() != plain.sha256()
+    assert ruled.rules_out("record_linkage") and not ruled.rules_out("k_anonymity")
+    outcome = {"measures": {"k_anonymity": {"value": 0.01}, "record_linkage": {"value": 0.5}}}
+    assert [v.verdict for v in judge_lines(outcome, plain)] == ["meets", "misses"]
+    k, rl = judge_lines(outcome, ruled)
+    assert (k.verdict, rl.verdict, rl.reason) == ("meets", "not applicable", "ruled out by the policy")
+    assert rl.met
+
+
+def test_a_ruled_out_scenario_is_not_turned_into_not_judged() -> None:
+    """Key frequencies of perturbed quasi-identifiers do not apply: without another line on that
+    intruder the policy says "not judged" (a miss); an owner who rules the intruder out says
+    so, and the line is "not applicable", met."""
+    from ppdm.experiments.recommend import judge_lines
+
+    base = {"risk": {"k_anonymity": 0.05, "record_linkage": 0.05}, "utility": {"weights": {"auc": 1}}}
+    outcome = {"measures": {"k_anonymity": {"value": None, "not_applicable": True,
+                                            "reason": "all quasi-identifiers are perturbed"},
+                            "record_linkage": {"value": 0.01}}}
+    k, _ = judge_lines(outcome, parse_policy(base))
+    assert k.verdict == "not judged" and not k.met
+    k, rl = judge_lines(outcome, parse_policy({**base, "rule_out": ["quasi-identifiers"]}))
+    assert (k.verdict, k.reason, rl.verdict) == ("not applicable", "ruled out by the policy", "meets") and k.met

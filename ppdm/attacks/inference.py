@@ -148,7 +148,11 @@ def _secrets(ctx: EvaluationContext, opts: dict[str, Any]) -> list[str]:
     return secrets
 
 
+_INFERENCE_OPTIONS = ("secret", "n_attacks", "regression", "tolerance", "confidence")
+
+
 @register_measure("inference", kind="risk", needs_class=False, default=True, direction="lower",
+                  options=_INFERENCE_OPTIONS,
                   value_range=(0.0, 1.0), threshold=0.05,
                   meaning="How much better the release lets an attacker guess a sensitive value of original people "
                   "than of control people, as a share (largest over the secrets); 0 is best.",
@@ -157,7 +161,7 @@ def _secrets(ctx: EvaluationContext, opts: dict[str, Any]) -> list[str]:
                               "secrets")
 def _inference_measure(ctx: EvaluationContext) -> InferenceResult:
     x, z, control, num = attack_tables(ctx)
-    opts = measure_options(ctx, "inference", ["secret", "n_attacks", "regression", "tolerance", "confidence"])
+    opts = measure_options(ctx, "inference", _INFERENCE_OPTIONS)
     # every record a target (up to EVALUATE_ATTACKS): a guess of a common secret succeeds often for
     # original and control people alike, and the residual risk divides the difference by the
     # control's failures, so a sample of targets would make the verdict depend on the draw

@@ -106,10 +106,13 @@ def linkability(
                        settings=settings, detail=detail)
 
 
+_LINKABILITY_OPTIONS = ("aux_cols", "n_attacks", "n_neighbors", "confidence")
+
+
 def default_aux_cols(ctx: EvaluationContext, columns: list[str]) -> tuple[list[str], list[str]]:
     """The ``aux_cols`` option (``a,b|c,d``), else the quasi-identifiers against the other
     attributes, else the attributes split in two halves in table order (class excluded)."""
-    opts = measure_options(ctx, "linkability", ["aux_cols", "n_attacks", "n_neighbors", "confidence"])
+    opts = measure_options(ctx, "linkability", _LINKABILITY_OPTIONS)
     if "aux_cols" in opts:
         return check_aux_cols(opts["aux_cols"], columns)
     sch = ctx.schema
@@ -124,6 +127,7 @@ def default_aux_cols(ctx: EvaluationContext, columns: list[str]) -> tuple[list[s
 
 
 @register_measure("linkability", kind="risk", needs_class=False, default=True, direction="lower",
+                  options=_LINKABILITY_OPTIONS,
                   value_range=(0.0, 1.0), threshold=0.05,
                   meaning="How much more often the release joins two partial records of the same original person "
                   "than of a control person, as a share; 0 is best.",
@@ -132,7 +136,7 @@ def default_aux_cols(ctx: EvaluationContext, columns: list[str]) -> tuple[list[s
 def _linkability_measure(ctx: EvaluationContext) -> AttackResult:
     x, z, control, num = attack_tables(ctx)
     aux = default_aux_cols(ctx, list(x.columns))
-    opts = measure_options(ctx, "linkability", ["aux_cols", "n_attacks", "n_neighbors", "confidence"])
+    opts = measure_options(ctx, "linkability", _LINKABILITY_OPTIONS)
     opts.pop("aux_cols", None)
     return linkability(x, z, control, aux, numeric=num, random_state=ctx.random_state, **opts)
 

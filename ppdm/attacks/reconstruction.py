@@ -373,7 +373,7 @@ def repeated_perturbation_attack(
 
 # ------------------------------------------------------------------ evaluate adapters
 @register_measure(
-    "spectral_filtering", paired=True,
+    "spectral_filtering", paired=True, options=("noise_std",),
     kind="risk",
     description="Spectral-filtering data recovery (Kargupta et al. 2003): RMSE(attack, x)/RMSE(z, x); "
     "option noise_std (default: median-eigenvalue noise floor)",
@@ -397,7 +397,7 @@ def _complete_pair(x: pd.DataFrame, z: pd.DataFrame, cols: list[str]) -> tuple[p
 
 
 @register_measure(
-    "repeated_perturbation", paired=True,
+    "repeated_perturbation", paired=True, options=("matrices", "steps"),
     kind="risk",
     description="Repeated-perturbation attack on a random-substitution release (001 §4): best gain in exact "
     "recovery; option matrices=<release>.matrices.json",

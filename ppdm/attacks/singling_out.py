@@ -462,18 +462,23 @@ def query_text(detail: dict, i: int) -> str:
 
 
 # ------------------------------------------------------------ registrations
-@register_measure("singling_out_univariate", kind="risk", needs_class=False, default=True,
+_UNIVARIATE_OPTIONS = ("n_attacks", "confidence")
+_MULTIVARIATE_OPTIONS = ("n_attacks", "n_cols", "max_attempts", "confidence")
+
+
+@register_measure("singling_out_univariate", kind="risk", needs_class=False, default=True, options=_UNIVARIATE_OPTIONS,
                   direction="lower", value_range=(0.0, 1.0), threshold=0.05,
                   meaning="How much more often one-attribute predicates learnt from the release isolate a single "
                   "original record than a control record, as a share; 0 is best.",
                   description="singling-out risk, one-attribute queries (Giomi et al. 2023, anonymeter)")
 def _so_uni_measure(ctx: EvaluationContext) -> AttackResult:
     x, z, control, num = attack_tables(ctx)
-    opts = measure_options(ctx, "singling_out_univariate", ["n_attacks", "confidence"])
+    opts = measure_options(ctx, "singling_out_univariate", _UNIVARIATE_OPTIONS)
     return singling_out(x, z, control, mode="univariate", numeric=num, random_state=ctx.random_state, **opts)
 
 
 @register_measure("singling_out_multivariate", kind="risk", needs_class=False, default=True,
+                  options=_MULTIVARIATE_OPTIONS,
                   direction="lower", value_range=(0.0, 1.0), threshold=0.05,
                   meaning="How much more often three-attribute predicates learnt from the release isolate a single "
                   "original record than a control record, as a share; 0 is best.",
@@ -481,7 +486,7 @@ def _so_uni_measure(ctx: EvaluationContext) -> AttackResult:
                               "2023, anonymeter)")
 def _so_multi_measure(ctx: EvaluationContext) -> AttackResult:
     x, z, control, num = attack_tables(ctx)
-    opts = measure_options(ctx, "singling_out_multivariate", ["n_attacks", "n_cols", "max_attempts", "confidence"])
+    opts = measure_options(ctx, "singling_out_multivariate", _MULTIVARIATE_OPTIONS)
     # more queries than anonymeter's 500: their random choice otherwise moves the interval across
     # the verdict's threshold from one measurement seed to the next
     opts.setdefault("n_attacks", EVALUATE_MULTIVARIATE_QUERIES)

@@ -214,15 +214,20 @@ def measures(
         from ppdm.cli.common import print_json
         from ppdm.report.evaluation import json_header
 
-        print_json({**json_header("measures"), "measures": {name: m.info() for name, m in registry.items()}})
+        # the options it reads (null: declares none, accepts any) — for this listing, not every evaluation document
+        print_json({**json_header("measures"), "measures": {
+            name: {**m.info(), "options": None if m.options is None else list(m.options)}
+            for name, m in registry.items()}})
         return
     rows = []
     for m in registry.values():
         better = {"higher": "higher", "lower": "lower"}.get(m.direction or "", "neither")
-        rows.append([m.name, m.kind, better, "yes" if m.default else "",
+        # the options it reads (-p NAME.option=value); "any" for a measure that declares none
+        opts = "any" if m.options is None else ", ".join(m.options) or "—"
+        rows.append([m.name, m.kind, better, "yes" if m.default else "", opts,
                      m.description + (f" (needs option {', '.join(m.requires)})" if m.requires else "")])
-    print_table(console, "ppdm measures (ppdm evaluate --measures a,b,c | all)",
-                ["measure", "kind", "better", "default", "description"], rows)
+    print_table(console, "ppdm measures (ppdm evaluate --measures a,b,c | all; -p NAME.option=value)",
+                ["measure", "kind", "better", "default", "options", "description"], rows)
 
 
 def _search_space_text(cls: type) -> dict[str, str] | str:

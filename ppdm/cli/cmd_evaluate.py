@@ -258,6 +258,9 @@ def evaluate(
                                              if s is not None and not s.startswith(BUILTIN)))
     specs = resolve_measures(measures)
     options = parse_params(param)
+    from ppdm.experiments.evaluation import check_measure_options
+
+    check_measure_options(specs, options)  # a mistyped option would otherwise be ignored, silently
     limits = _thresholds(threshold, [s.name for s in specs])
     ruled = check_scenarios(rule_out or [])
     opts = EvaluateOptions(measures=measures, measure_options=options, thresholds=limits, pairing=pairing,

@@ -44,6 +44,7 @@ from ppdm.data.io import atomic_write_text, read_table, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import (
+    check_measure_options,
     group_reasons,
     load_all_measures,
     measurement_context,
@@ -779,7 +780,8 @@ def compare(
     baseline:
         Add the ``original`` row (z = x) once per fold, repeat 0.
     measure_options:
-        Passed to every measure as ``ctx.options``.
+        Passed to every measure as ``ctx.options``; an option no measure of ``measures`` reads is
+        refused (:func:`~ppdm.experiments.evaluation.check_measure_options`).
     dataset_name:
         The table's name in the result's dataset summary.
     missing:
@@ -812,6 +814,7 @@ def compare(
         raise ParameterError(f"random_state must be a non-negative integer, got {random_state!r}")
     specs = _resolve_specs(techniques)
     mlist = _resolve_measure_list(measures, schema)
+    check_measure_options(mlist, measure_options or {})
     if missing not in ("error", "drop", "keep"):
         raise ParameterError(f"missing must be 'error', 'drop' or 'keep', got {missing!r}")
     x, schema, identifiers = without_identifiers(x, schema)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -170,6 +170,63 @@ def evaluate_measures(
             on_measure(spec)
         out[spec.name] = run_measure(spec, ctx)
     return out
+
+
+# ------------------------------------------------------------- the options given
+#: options the evaluation itself reads, whichever measures run: the records CART finds Ψx in for a
+#: partitioned x (:meth:`ppdm.metrics.base.EvaluationContext.get_rules`) and the CART settings
+#: ``ppdm evaluate`` finds Ψx with
+EVALUATION_OPTIONS = ("rule_rows", "min_leaf_frac", "max_depth")
+
+
+def unknown_option(what: str, name: str, known: Iterable[str]) -> str:
+    """One line naming an unknown option, a close known name when there is one, and every known one."""
+    known = sorted(set(known))
+    if not known:
+        return f"{what} {name!r} is unknown: it takes no options"
+    msg = unknown_name(what, name, known)
+    return msg if "; known:" in msg else f"{msg} (known: {', '.join(known)})"
+
+
+def check_measure_options(specs: Iterable[MeasureSpec], options: Mapping[str, Any]) -> None:
+    """Refuse an option no evaluated measure reads, before any measure runs.
+
+    ``NAME.key`` (or ``{NAME: {key: ...}}``) must name a measure of ``specs`` and one of the
+    options it declares (:attr:`MeasureSpec.options`); a plain ``key`` must be declared by at
+    least one measure of ``specs`` or be an option of the evaluation itself
+    (:data:`EVALUATION_OPTIONS`). A measure registered without ``options`` (``None``) declares
+    nothing: any ``NAME.key`` is accepted for it, and so is any plain key while it is evaluated
+    (it may read it). A typo would otherwise be ignored silently: the measure runs with its
+    default and the report looks as if the option had been applied.
+
+    Raises :class:`~ppdm.errors.ParameterError` naming the option and the known ones.
+    """
+    specs = list(specs)
+    by_name = {s.name: s for s in specs}
+    open_ended = any(s.options is None for s in specs)
+    plain = set(EVALUATION_OPTIONS).union(*(s.options or () for s in specs))
+
+    def check_one(measure: str, key: str, shown: str) -> None:
+        spec = by_name.get(measure)
+        if spec is None:
+            load_all_measures()
+            if measure in MEASURES:
+                raise ParameterError(f"option {shown!r} is for measure {measure!r}, which this evaluation does not "
+                                     "run; add it to the measures (--measures)")
+            raise ParameterError(f"option {shown!r}: " + unknown_name("measure", measure, sorted(MEASURES)))
+        if spec.options is not None and key not in spec.options:
+            raise ParameterError(unknown_option(f"{measure} option", key, spec.options))
+
+    for key, value in options.items():
+        key = str(key)
+        if "." in key:
+            measure, sub = key.split(".", 1)
+            check_one(measure, sub, key)
+        elif isinstance(value, Mapping) and (key in by_name or key in MEASURES):
+            for sub in value:
+                check_one(key, str(sub), f"{key}.{sub}")
+        elif key not in plain and not open_ended:
+            raise ParameterError(unknown_option("option", key, plain))
 
 
 # ------------------------------------------------------------- the tables measured

@@ -9,6 +9,7 @@ A policy is a small YAML or JSON file (JSON Schema: ``docs/policy.schema.json``;
       record_linkage: 0.05                   # a number: at most (or at least) this, in the measure's direction
       k_anonymity: {at_most: 0.01, options: {k: 5}}
       attacks: {at_most: 0.05}               # every attack with a control set
+    rule_out: [originals]                    # no intruder can hold the original records
     epsilon: 1.0                             # a differentially private technique spends at most ε = 1
     utility:
       weights: {auc: 1, rule_accuracy: 1}    # or  priority: [auc, rule_accuracy]
@@ -18,8 +19,12 @@ Risk lines name registered measures (:mod:`ppdm.metrics`, :mod:`ppdm.attacks`) a
 judged with :func:`ppdm.metrics.base.judge`: a line is met only when the whole confidence
 interval of the measured value is within the threshold. Every name and number is checked
 when the policy is read: an unknown measure or technique, a utility measure in the risk
-lines, a threshold outside the measure's range or the wrong direction raise
-:class:`~ppdm.errors.ParameterError` with one sentence naming the problem.
+lines, an option the measure does not read, a threshold outside the measure's range or the
+wrong direction raise :class:`~ppdm.errors.ParameterError` with one sentence naming the problem.
+
+``rule_out`` names intruder scenarios (:data:`ppdm.metrics.base.SCENARIOS`) the owner excludes
+explicitly: risk lines whose measure models one are shown but not judged ("not applicable",
+ruled out by the policy), as ``ppdm evaluate --rule-out`` leaves them out of its verdict.
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from ppdm.errors import ParameterError
-from ppdm.experiments.evaluation import load_all_measures
-from ppdm.metrics.base import MeasureSpec
+from ppdm.experiments.evaluation import load_all_measures, unknown_option
+from ppdm.metrics.base import MEASURES, MeasureSpec
 
 POLICY_FORMAT = "ppdm.policy"
 POLICY_VERSION = 1
@@ -47,7 +52,8 @@ GROUPS = {"attacks": ATTACKS}
 #: what the risk axis of the front may be besides a measure name
 RISK_AXIS_MAX = "max"
 
-_TOP_KEYS = ("format", "version", "name", "description", "risk", "epsilon", "utility", "techniques", "risk_axis")
+_TOP_KEYS = ("format", "version", "name", "description", "risk", "rule_out", "epsilon", "utility", "techniques",
+             "risk_axis")
 
 
 # ----------------------------------------------------------------------------- lines
@@ -142,7 +148,8 @@ class Policy:
     the first measure decides, the next breaks near-ties within the first's tolerance, ...);
     ``techniques`` the allowed techniques (``None``: every technique that fits the table);
     ``risk_axis`` the risk shown across the front (``"max"``: the largest upper interval end
-    among the share-valued lines, or a measure of the lines).
+    among the share-valued lines, or a measure of the lines); ``ruled_out`` the intruder
+    scenarios the owner excludes (their lines are not judged, see :meth:`rules_out`).
     """
 
     risk: tuple[RiskLine, ...]
@@ -154,8 +161,17 @@ class Policy:
     name: str | None = None
     description: str | None = None
     source: str | None = None  # the file it was read from, for messages and provenance
+    ruled_out: tuple[str, ...] = ()  # intruder scenarios the owner rules out (keys of SCENARIOS)
 
     # ------------------------------------------------------------------ views
+    def rules_out(self, measure: str) -> bool:
+        """Whether the risk line of ``measure`` is left unjudged: the intruder scenario its measure
+        models is one the policy rules out."""
+        if not self.ruled_out:
+            return False
+        spec = MEASURES.get(measure) or load_all_measures().get(measure)  # registered once the policy was read
+        return spec is not None and spec.scenario in self.ruled_out
+
     def measure_options(self) -> dict[str, dict[str, Any]]:
         """Options of every measure of the policy, by measure (``EvaluationContext.options``)."""
         out: dict[str, dict[str, Any]] = {}
@@ -188,6 +204,8 @@ class Policy:
         if self.description is not None:
             out["description"] = self.description
         out["risk"] = risk
+        if self.ruled_out:  # only when given, so that the fingerprint of every other policy stays the same
+            out["rule_out"] = list(self.ruled_out)
         if self.epsilon is not None:
             out["epsilon"] = {"at_most": self.epsilon.at_most, "required": self.epsilon.required}
         if self.mode == "weights":
@@ -288,6 +306,7 @@ def parse_policy(data: Any, *, where: str = "the policy", source: str | None = N
     if "risk" not in data:
         raise ParameterError(f"{where} has no 'risk' lines: name at least one risk measure and its threshold")
     risk = _risk_lines(data["risk"], registry, where)
+    ruled_out = _rule_out(data.get("rule_out"), risk, registry, where)
     epsilon = _epsilon(data.get("epsilon"), where)
     if "utility" not in data:
         raise ParameterError(f"{where} has no 'utility': name the utility measure(s) the search keeps, "
@@ -305,7 +324,37 @@ def parse_policy(data: Any, *, where: str = "the policy", source: str | None = N
     if not isinstance(axis, str) or (axis != RISK_AXIS_MAX and axis not in {line.measure for line in risk}):
         raise ParameterError(f"{where}: risk_axis must be {RISK_AXIS_MAX!r} or a measure of the risk lines "
                              f"({', '.join(line.measure for line in risk)}), got {axis!r}")
-    return Policy(tuple(risk), tuple(utility), mode, epsilon, techniques, axis, name, description, source)
+    return Policy(tuple(risk), tuple(utility), mode, epsilon, techniques, axis, name, description, source,
+                  ruled_out)
+
+
+def _rule_out(raw: Any, risk: list[RiskLine], registry: Mapping[str, MeasureSpec], where: str) -> tuple[str, ...]:
+    """The intruder scenarios ``rule_out`` names, checked; a policy that rules out the scenario of
+    every risk line would judge nothing, so it is refused."""
+    from ppdm.metrics.judgement import check_scenarios
+
+    if raw is None:
+        return ()
+    if isinstance(raw, str) or not isinstance(raw, Sequence) or not all(isinstance(s, str) for s in raw):
+        raise ParameterError(f"{where}: 'rule_out' must list intruder scenarios, e.g. rule_out: [originals], "
+                             f"got {_kind(raw)}")
+    try:
+        ruled = tuple(dict.fromkeys(check_scenarios(raw)))
+    except ParameterError as e:
+        raise ParameterError(f"{where}: rule_out: {e}") from None
+    if ruled and all(registry[ln.measure].scenario in ruled for ln in risk):
+        raise ParameterError(f"{where}: rule_out ({', '.join(ruled)}) rules out the scenario of every risk line, "
+                             "so the policy would judge nothing; keep a line on a scenario that is not ruled out")
+    return ruled
+
+
+def _check_options(spec: MeasureSpec, options: Mapping[str, Any], label: str, where: str) -> None:
+    """Refuse an option the measure does not read (it would be ignored, silently)."""
+    if spec.options is None:  # the measure declares nothing: any option is accepted
+        return
+    bad = [k for k in options if k not in spec.options]
+    if bad:
+        raise ParameterError(f"{where}: {label}: {unknown_option(f'{spec.name} option', bad[0], spec.options)}")
 
 
 def _kind(v: Any) -> str:
@@ -392,6 +441,7 @@ def _risk_line(name: str, spec: MeasureSpec, raw: Any, group: str | None, where:
             raise ParameterError(f"{where}: {label} stands for several measures and takes no options; "
                                  "give each measure its own line to set options")
         options = _options(raw.get("options"), label, where)
+        _check_options(spec, options, label, where)
     else:
         threshold = _number(raw, f"the threshold of {label}", where)
         direction = str(spec.direction)
@@ -472,6 +522,8 @@ def _utility(raw: Any, registry: Mapping[str, MeasureSpec], where: str) -> tuple
             if t < 0:
                 raise ParameterError(f"{where}: the tolerance of {name!r} must be 0 or more, got {t:g}")
             terms.append(UtilityTerm(name, 1.0, t, _options(opts_raw.get(name), repr(name), where)))
+    for term in terms:
+        _check_options(registry[term.measure], term.options, f"the utility options of {term.measure!r}", where)
     names = [t.measure for t in terms]
     dup = [n for n in names if names.count(n) > 1]
     if dup:

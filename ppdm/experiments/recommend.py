@@ -700,11 +700,15 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
     key-variable measures judge quasi-identifiers that reach the release unchanged or
     generalised, ``qi_matching`` perturbed ones. A line that does not apply is "not applicable"
     while another line of its scenario applies, and "not judged" (a miss) when none does, so a
-    release cannot meet a policy by leaving its intruder unmeasured."""
+    release cannot meet a policy by leaving its intruder unmeasured. A line whose scenario the
+    policy rules out (``rule_out``) is "not applicable", ruled out by the policy, whatever its value."""
     out: list[LineVerdict] = []
     measures = outcome.get("measures") or {}
     registry = load_all_measures()
     for line in policy.risk:
+        if policy.rules_out(line.measure):  # the owner excludes its intruder: shown, not judged
+            out.append(LineVerdict(line.text(), line.measure, "not applicable", reason="ruled out by the policy"))
+            continue
         m = measures.get(line.measure) or {}
         meas = read_entry(line.measure, m)
         if meas.value is None and not meas.not_judged and not meas.reason:
@@ -738,7 +742,7 @@ def _unjudged_scenarios(lines: list[LineVerdict], policy: Policy, registry: Mapp
     by: dict[str, list[LineVerdict]] = {}
     for line, v in zip(policy.risk, lines, strict=False):
         scenario = registry[line.measure].scenario
-        if scenario is not None:
+        if scenario is not None and scenario not in policy.ruled_out:  # a ruled-out scenario needs no line
             by.setdefault(scenario, []).append(v)
     for scenario, vs in by.items():
         if any(v.verdict != "not applicable" for v in vs):
@@ -1294,7 +1298,8 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
     options: dict[str, Any] = {"infer_keys": False, **pol.measure_options()}
     return SearchData(train, control, sch, rules, tuple(pol.measures()), options, measure_seed,
                       {**dict(base_info), "rows_used": int(len(train))},
-                      tuple((ln.measure, float(ln.threshold), ln.direction) for ln in pol.risk))
+                      tuple((ln.measure, float(ln.threshold), ln.direction) for ln in pol.risk
+                            if not pol.rules_out(ln.measure)))  # a ruled-out line never stops a trial
 
 
 def search_data(

@@ -197,6 +197,9 @@ class MeasureSpec:
     out_of_core: bool = False  # fn computes the measure exactly when x and z are Dask DataFrames
     scenario: str | None = None  # the intruder scenario it models (a key of SCENARIOS), if any
     paired: bool = False  # compares each released record with its own original by row position only
+    #: the option names ``fn`` reads from ``EvaluationContext.options`` (as ``name.key``, ``{name: {key: ...}}``
+    #: or a plain ``key``); ``None``: not declared, so any option is accepted for it
+    options: tuple[str, ...] | None = None
 
     def within(self, value: float) -> bool | None:
         """Whether ``value`` meets ``threshold`` in this measure's direction (``None`` when
@@ -287,6 +290,7 @@ def register_measure(
     out_of_core: bool = False,
     scenario: str | None = None,
     paired: bool = False,
+    options: tuple[str, ...] | list[str] | None = None,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
@@ -304,6 +308,10 @@ def register_measure(
     declares that ``fn`` compares each released record with its own original by row position
     and has no pairing-free form; an evaluation whose z is not paired with x
     (:attr:`EvaluationContext.is_paired`) skips it, saying so, rather than trust row positions.
+    ``options`` names every option ``fn`` reads from the context (``ppdm evaluate -p``, a policy
+    line's ``options``): an evaluation refuses any other option given for the measure
+    (:func:`ppdm.experiments.evaluation.check_measure_options`); ``None`` declares nothing and
+    accepts any option.
 
     A measure that cannot be computed on the table it is given (no numeric attribute, a
     single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
@@ -322,10 +330,17 @@ def register_measure(
     if scenario is not None and scenario not in SCENARIOS:
         raise ValueError(f"scenario of {name!r} must be one of {sorted(SCENARIOS)}, got {scenario!r}")
 
+    if isinstance(options, str):
+        raise ValueError(f"options of {name!r} must be a tuple of option names, not the text {options!r}")
+    declared = None if options is None else tuple(dict.fromkeys(str(o) for o in options))
+    missing = [o for o in requires if declared is not None and o not in declared]
+    if missing:
+        raise ValueError(f"measure {name!r} requires the option {missing[0]!r} but does not declare it in options")
+
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
                                      direction, (lo, hi), meaning, threshold, bool(out_of_core), scenario,
-                                     bool(paired))
+                                     bool(paired), declared)
         return fn
 
     return deco

@@ -401,7 +401,7 @@ def context_attributes(ctx: EvaluationContext, measure: str) -> tuple[list[str],
 
 
 @register_measure("verbatim_copies", kind="risk", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.05, scenario="originals",
+                  value_range=(0.0, 1.0), threshold=0.05, scenario="originals", options=(),
                   meaning="The share of released records that are exact copies of an original record unique in x, "
                           "which an intruder holding x finds without any pairing; 0 is best.",
                   description="verbatim copies of originals unique in x (on every shared attribute), counted one "
@@ -412,7 +412,7 @@ def _verbatim_copies_measure(ctx: EvaluationContext) -> VerbatimCopiesResult:
 
 
 @register_measure("nearest_record_distance", kind="risk", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.05, scenario="originals",
+                  value_range=(0.0, 1.0), threshold=0.05, scenario="originals", options=("quantile", "sample"),
                   meaning="The share of released records closer to an original than originals are to each other "
                           "(distance to the closest record), beyond what a fresh draw from x gives; 0 is best.",
                   description="distance to the closest original (DCR, Gower distance) against the originals' "

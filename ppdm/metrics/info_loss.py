@@ -621,12 +621,16 @@ def _correlation_result(names: list[str], V: Any, Vz: Any, r_xz: Any, variant: s
 
 
 # --------------------------------------------------------------- CLI registrations
+_IL_METRICS_OPTIONS = ("scale", "r_divisor", "r_term_p1", "il_form")
+
+
 def _num_ctx(ctx: EvaluationContext, name: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     cols = context_numeric(ctx, name)
     return ctx.x, ctx.z, cols
 
 
 @register_measure("il_metrics", paired=True, kind="utility", needs_class=False, out_of_core=True,
+                  options=_IL_METRICS_OPTIONS,
                   description="IL metrics of Domingo-Ferrer & Torra in percent (paper 003 §3.3.1), robust form "
                   "(relative to the attribute's spread where a value is near 0; the paper's form is in the details, "
                   "or with option il_form=paper); lower is better",
@@ -636,13 +640,13 @@ def _num_ctx(ctx: EvaluationContext, name: str) -> tuple[pd.DataFrame, pd.DataFr
                   "table.")
 def _il_metrics_measure(ctx: EvaluationContext) -> ILMetricsResult:
     x, z, cols = _num_ctx(ctx, "il_metrics")
-    opts = pick_options(ctx.options, "il_metrics", ["scale", "r_divisor", "r_term_p1", "il_form"])
+    opts = pick_options(ctx.options, "il_metrics", _IL_METRICS_OPTIONS)
     # evaluate reports the robust form (a mean near 0 made the paper's form read 74 320 %); the option
     # is named il_form because il1s's "form" (sum/mean) is another parameter
     return il_metrics(x, z, cols, form=opts.pop("il_form", "robust"), **opts)
 
 
-@register_measure("il1s", paired=True, kind="utility", needs_class=False, out_of_core=True,
+@register_measure("il1s", paired=True, kind="utility", needs_class=False, out_of_core=True, options=("form",),
                   description="IL1s, sdcMicro's sum form (paper 003 §3.3.1); lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means every numeric value is released unchanged; it grows with the distance between "
@@ -652,7 +656,7 @@ def _il1s_measure(ctx: EvaluationContext) -> IL1sResult:
     return il1s(x, z, cols, **pick_options(ctx.options, "il1s", ["form"]))
 
 
-@register_measure("il1s_mean", paired=True, kind="utility", needs_class=False, out_of_core=True,
+@register_measure("il1s_mean", paired=True, kind="utility", needs_class=False, out_of_core=True, options=(),
                   description="IL1s, per-cell mean form as printed in paper 003 §3.3.1; lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means every numeric value is released unchanged; the value is the mean distance of a "
@@ -663,6 +667,7 @@ def _il1s_mean_measure(ctx: EvaluationContext) -> IL1sResult:
 
 
 @register_measure("sse_sst", paired=True, kind="utility", needs_class=False, out_of_core=True,
+                  options=("standardize",),
                   description="100·SSE/SST of the numeric attributes (microaggregation loss); lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="0 means the numeric values are unchanged; 100 means they lost as much as if every value "
@@ -672,7 +677,7 @@ def _sse_sst_measure(ctx: EvaluationContext) -> SseSstResult:
     return sse_sst(x, z, cols, **pick_options(ctx.options, "sse_sst", ["standardize"]))
 
 
-@register_measure("entropy", kind="utility", needs_class=False, out_of_core=True,
+@register_measure("entropy", kind="utility", needs_class=False, out_of_core=True, options=("base", "normalized"),
                   description="mean Shannon entropy (bits) of the released numeric attributes",
                   direction=None, value_range=(0.0, None),
                   meaning="Neither higher nor lower is better in itself: compare it with the original's entropy "
@@ -682,7 +687,7 @@ def _entropy_measure(ctx: EvaluationContext) -> EntropyResult:
     return entropy(x, z, cols, **pick_options(ctx.options, "entropy", ["base", "normalized"]))
 
 
-@register_measure("correlation_difference", kind="utility", needs_class=False, out_of_core=True,
+@register_measure("correlation_difference", kind="utility", needs_class=False, out_of_core=True, options=("variant",),
                   description="mean |r_ij − r'_ij| over pairs of numeric attributes; lower is better",
                   direction="lower", value_range=(0.0, 2.0),
                   meaning="0 means every correlation between two numeric attributes is kept (with option "

@@ -48,6 +48,8 @@ from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 #: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
 KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2",
                          "restorable_keys", "attribute_disclosure")
+#: the options every key-variable measure reads (:func:`context_keys`, :func:`judged_keys`)
+KEY_OPTIONS = ("keys", "infer_keys", "all_keys")
 
 HOW_TO_DECLARE = ("declare them with --qi or with quasi_identifiers in a schema file "
                   "(Schema(quasi_identifiers=[...]) in Python)")
@@ -817,7 +819,7 @@ def _finish(res: Any, ctx: EvaluationContext, perturbed: list[str]) -> Any:
 
 
 @register_measure("k_anonymity", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-                  threshold=0.05, out_of_core=True,
+                  threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "k", "weighted", "weight"),
                   meaning="The share of released records that share their quasi-identifier values with fewer than "
                   "k records (k = 3), so an intruder who knows them narrows the person down to under k; 0 is best. "
                   "Judged on quasi-identifiers that reach the release unchanged or generalised.",
@@ -846,7 +848,7 @@ def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
 
 
 @register_measure("sample_uniques", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-                  out_of_core=True,
+                  out_of_core=True, options=KEY_OPTIONS,
                   description="share of released records unique on the quasi-identifiers (fk = 1)",
                   meaning="The share of released records no other record matches on the quasi-identifiers; each "
                   "is a candidate for re-identification, 0 is best.")
@@ -863,7 +865,7 @@ def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
 
 
 @register_measure("reidentification_risk", kind="risk", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True,
+                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "weight"),
                   meaning="The expected share of records an intruder who knows their quasi-identifiers (and, with "
                   "weights, that they are in the population) re-identifies correctly; 0 is best. Judged on "
                   "quasi-identifiers that reach the release unchanged or generalised.",
@@ -884,7 +886,7 @@ def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
 
 
 @register_measure("l_diversity", kind="risk", needs_class=False, direction="higher", value_range=(1.0, None),
-                  threshold=2.0, out_of_core=True,
+                  threshold=2.0, out_of_core=True, options=(*KEY_OPTIONS, "sensitive", "l"),
                   meaning="The fewest distinct sensitive values in a group of records sharing their quasi-identifiers; "
                   "1 means some group gives its sensitive value away, higher is better.",
                   description="distinct l-diversity: fewest distinct sensitive values in a quasi-identifier group "
@@ -918,7 +920,7 @@ class AttributeDisclosureResult(MeasureResult):
 
 
 @register_measure("attribute_disclosure", kind="risk", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True,
+                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "sensitive", "l"),
                   meaning="The share of released records in a quasi-identifier group with fewer than l (= 2) distinct "
                   "values of a sensitive attribute, so an intruder who knows a person's quasi-identifiers learns "
                   "the sensitive value; 0 is best. Judged when a sensitive attribute is declared.",

@@ -865,7 +865,7 @@ EXACT_ROWS = 200_000
 
 
 @register_measure("record_linkage", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-                  threshold=0.05, out_of_core=True,
+                  threshold=0.05, out_of_core=True, options=("ties", "sample", "exact_rows", "columns"),
                   meaning="The share of released records an intruder who holds the original records links to the right "
                   "person, joining exactly on the columns the release keeps verbatim first, then by the nearest Gower "
                   "distance on every attribute the release shares with the originals; 0 is best.",

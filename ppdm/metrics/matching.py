@@ -545,6 +545,7 @@ def _opt(ctx: EvaluationContext, name: str, default: Any) -> Any:
 
 @register_measure("qi_matching", kind="risk", needs_class=False, default=True, direction="lower",
                   value_range=(0.0, 1.0), threshold=0.05, out_of_core=True,
+                  options=("keys", "infer_keys", "tolerance", "sample"),
                   meaning="The expected share of original records an intruder who knows their quasi-identifiers "
                   "re-identifies, matching them to the release exactly, on generalised values, or within a "
                   "tolerance on perturbed ones; 0 is best. Judged when some quasi-identifier is perturbed.",

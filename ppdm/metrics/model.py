@@ -312,6 +312,10 @@ def f_measure(
 
 
 # ----------------------------------------------------------------- CLI registration
+#: the options :func:`comparison_from_context` reads, shared by the three model measures
+MODEL_OPTIONS = ("test_size", "min_leaf_frac", "max_depth")
+
+
 def comparison_from_context(ctx: EvaluationContext) -> ModelComparison:
     """Ψx and Ψz trained once per context and shared by the three model measures.
 
@@ -339,7 +343,7 @@ def comparison_from_context(ctx: EvaluationContext) -> ModelComparison:
 
 
 @register_measure(
-    "prediction_accuracy", kind="utility", default=True,
+    "prediction_accuracy", kind="utility", default=True, options=MODEL_OPTIONS,
     description="Prediction Accuracy α(Ψx|t) − α(Ψz|t) of CART trained on x and on z (paper 000 §3)",
     direction="lower", value_range=(-1.0, 1.0), threshold=0.02,
     meaning="0 means a model trained on z classifies the test records as well as one trained on x; 0.02 means it "
@@ -350,7 +354,7 @@ def _prediction_accuracy_measure(ctx: EvaluationContext) -> ModelMeasureResult:
 
 
 @register_measure(
-    "auc", kind="utility", default=True,
+    "auc", kind="utility", default=True, options=(*MODEL_OPTIONS, "pos_label", "average"),
     description="AUC of CART trained on x minus that of CART trained on z, tested on t (paper 000 §3); "
     "more than two classes: macro average",
     direction="lower", value_range=(-1.0, 1.0), threshold=0.02,
@@ -363,7 +367,7 @@ def _auc_measure(ctx: EvaluationContext) -> ModelMeasureResult:
 
 
 @register_measure(
-    "f_measure", kind="utility", default=True,
+    "f_measure", kind="utility", default=True, options=(*MODEL_OPTIONS, "pos_label", "average", "beta"),
     description="F-measure (β=1) of CART trained on x minus that of CART trained on z, tested on t (paper 000 §3); "
     "more than two classes: macro average",
     direction="lower", value_range=(-1.0, 1.0), threshold=0.05,

@@ -1052,6 +1052,7 @@ def _untouched_note(check: ReleaseCheck) -> str:
 @register_measure(
     "release_check",
     kind="risk",
+    options=(),
     description="share of records whose quasi-identifiers (all attributes if none declared) are unchanged in z "
                 "(without a pairing: occur in x), with verbatim records and copies as multisets",
     needs_class=False,

@@ -66,7 +66,7 @@ import pandas as pd
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics._records import RecordDetailMixin
 from ppdm.metrics.base import EvaluationContext, register_measure
-from ppdm.metrics.keyvar import _finish, _opt, check_keys, judged_keys, k_anonymity
+from ppdm.metrics.keyvar import KEY_OPTIONS, _finish, _opt, check_keys, judged_keys, k_anonymity
 
 #: columns of :attr:`RestorableKeysResult.pairs` (one row per restoring pair)
 PAIR_COLUMNS = ["key", "column", "change", "affected", "restored", "share_restored", "baseline", "used"]
@@ -353,7 +353,7 @@ def restorable_keys(x: pd.DataFrame, z: pd.DataFrame, keys: Any, columns: Any = 
 
 @register_measure(
     "restorable_keys", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-    threshold=0.05, scenario="quasi-identifiers",
+    threshold=0.05, scenario="quasi-identifiers", options=(*KEY_OPTIONS, "columns", "share", "k"),
     description="share of released records with fk < k (k = 3) once every blanked or recoded quasi-identifier "
                 "that another released column determines is restored from it",
     meaning="The share of released records that share their quasi-identifiers with fewer than k records after "

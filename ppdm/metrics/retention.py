@@ -442,6 +442,11 @@ def _int_option(ctx: EvaluationContext, name: str, default: int) -> int:
     return int(v)
 
 
+#: the options :func:`retention_from_context` reads, shared by the three rule measures (Ψx itself is
+#: found with the evaluation-wide options rule_rows, min_leaf_frac and max_depth)
+RETENTION_OPTIONS = ("min_support", "zero_support", "default_class")
+
+
 def retention_from_context(ctx: EvaluationContext) -> RuleRetention:
     """Ψx|x and Ψx|z computed once per context and shared by the three measures.
 
@@ -466,7 +471,7 @@ def retention_from_context(ctx: EvaluationContext) -> RuleRetention:
 
 
 @register_measure(
-    "rule_accuracy", kind="utility", default=True, out_of_core=True,
+    "rule_accuracy", kind="utility", default=True, out_of_core=True, options=RETENTION_OPTIONS,
     description="Rule Accuracy |α(Ψx|x) − α(Ψx|z)|: change in how well x's rules predict (paper 000 §5.1)",
     direction="lower", value_range=(0.0, 1.0), threshold=0.05,
     meaning="0 means the rules found in x predict the class on z exactly as well as on x; 0.05 means their "
@@ -477,7 +482,7 @@ def _rule_accuracy_measure(ctx: EvaluationContext) -> RuleAccuracyResult:
 
 
 @register_measure(
-    "rule_support_distance", kind="utility", default=True, out_of_core=True,
+    "rule_support_distance", kind="utility", default=True, out_of_core=True, options=RETENTION_OPTIONS,
     description="RSD: mean change in rule support, as a fraction of |x| (paper 000 §5.2)",
     direction="lower", value_range=(0.0, None), threshold=0.01,
     meaning="0 means every rule of x covers as many records in z as in x; 0.01 means a rule gains or loses on "
@@ -488,7 +493,7 @@ def _rule_support_distance_measure(ctx: EvaluationContext) -> RuleSupportDistanc
 
 
 @register_measure(
-    "rule_label_distance", kind="utility", default=True, out_of_core=True,
+    "rule_label_distance", kind="utility", default=True, out_of_core=True, options=RETENTION_OPTIONS,
     description="RLD: mean χ² distance of the class frequencies each rule covers (paper 000 §5.3)",
     direction="lower", value_range=(0.0, 1.0), threshold=0.05,
     meaning="0 means the records each rule covers have the same class mix in z as in x; 1 means the mixes share "

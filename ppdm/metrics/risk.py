@@ -604,47 +604,53 @@ def sers(
 
 
 # --------------------------------------------------------------- CLI registrations
-@register_measure("ddr", paired=True, kind="risk", needs_class=False, out_of_core=True,
+_DDR_OPTIONS = ("standardize", "ties", "method", "percent")
+_IDR_OPTIONS = ("k", "rule")
+_IL_DR_OPTIONS = ("dr_scale", "il1s_form", "idr_k", "idr_rule", "ddr_standardize", "ddr_ties")
+_SERS_OPTIONS = ("domain", "normalized", "sample", "confidence", "include_class")
+
+
+@register_measure("ddr", paired=True, kind="risk", needs_class=False, out_of_core=True, options=_DDR_OPTIONS,
                   description="distance-based record linkage: share of masked records linked to their own original",
                   direction="lower", value_range=(0.0, 1.0), threshold=0.05,
                   meaning="The share of released records an intruder who holds the original numeric values links "
                   "to the right person by nearest distance; 0 is best, 0.05 means one record in twenty.")
 def _ddr_measure(ctx: EvaluationContext) -> DDRResult:
     cols = context_numeric(ctx, "ddr")
-    return ddr(ctx.x, ctx.z, cols, **pick_options(ctx.options, "ddr", ["standardize", "ties", "method", "percent"]))
+    return ddr(ctx.x, ctx.z, cols, **pick_options(ctx.options, "ddr", _DDR_OPTIONS))
 
 
-@register_measure("idr", paired=True, kind="risk", needs_class=False, out_of_core=True,
+@register_measure("idr", paired=True, kind="risk", needs_class=False, out_of_core=True, options=_IDR_OPTIONS,
                   description="interval disclosure (sdcMicro dRisk, k = 0.05): share of records at risk",
                   direction="lower", value_range=(0.0, 1.0), threshold=0.10,
                   meaning="The share of records whose every original numeric value lies within 5 % of a standard "
                   "deviation of its released value, so the release discloses it closely; 0 is best.")
 def _idr_measure(ctx: EvaluationContext) -> IDRResult:
     cols = context_numeric(ctx, "idr")
-    opts = pick_options(ctx.options, "idr", ["k", "rule"])
+    opts = pick_options(ctx.options, "idr", _IDR_OPTIONS)
     return idr(ctx.x, ctx.z, opts.pop("k", 0.05), cols, **opts)
 
 
 @register_measure("il_dr_score", paired=True, kind="combined", needs_class=False, out_of_core=True,
+                  options=_IL_DR_OPTIONS,
                   description="IL-DR score 0.25·(IL metrics + IL1s + DDR + IDR) of paper 003 §3.3.3; lower is better",
                   direction="lower", value_range=(0.0, None),
                   meaning="A trade-off score: lower means less information lost and less disclosure together; "
                   "its terms have different scales, so compare releases of one table only.")
 def _il_dr_measure(ctx: EvaluationContext) -> ILDRResult:
     cols = context_numeric(ctx, "il_dr_score")
-    opts = pick_options(ctx.options, "il_dr_score",
-                        ["dr_scale", "il1s_form", "idr_k", "idr_rule", "ddr_standardize", "ddr_ties"])
+    opts = pick_options(ctx.options, "il_dr_score", _IL_DR_OPTIONS)
     return il_dr_score(ctx.x, ctx.z, cols, **opts)
 
 
-@register_measure("sers", kind="risk", needs_class=False,
+@register_measure("sers", kind="risk", needs_class=False, options=_SERS_OPTIONS,
                   description="SERS record-similarity entropy in bits (paper 004 §6), beside its ceiling log2 n; "
                               "higher is more uncertain for an intruder, not a re-identification risk",
                   direction="higher", value_range=(0.0, None),
                   meaning="Higher means each original record resembles many released records alike, up to the "
                   "ceiling log2 n; it is an intruder's uncertainty, not a probability of re-identification.")
 def _sers_measure(ctx: EvaluationContext) -> SERSResult:
-    opts = pick_options(ctx.options, "sers", ["domain", "normalized", "sample", "confidence", "include_class"])
+    opts = pick_options(ctx.options, "sers", _SERS_OPTIONS)
     include_class = bool(opts.pop("include_class", True))
     numeric, categorical = sers_attributes(ctx.schema, include_class=include_class)
     categorical = [c for c in categorical if c != ctx.schema.class_column or c in ctx.z.columns]

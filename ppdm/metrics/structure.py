@@ -744,23 +744,27 @@ def _structure_options(ctx: EvaluationContext, name: str, allowed: Sequence[str]
     return opts, factory
 
 
-@register_measure("eduds", kind="utility", needs_class=True,
+_EDUDS_OPTIONS = ("domain", "count_untested", "empty_records")
+_EDUSC_OPTIONS = ("criterion", "min_gain_ratio", "node_count")
+
+
+@register_measure("eduds", kind="utility", needs_class=True, options=(*_EDUDS_OPTIONS, "make_tree"),
                   description="EDUDS forest sub-domain similarity (paper 004 §4); 1 = same tree regions",
                   direction="higher", value_range=(0.0, 1.0),
                   meaning="1 means forests grown on z split the attribute domains into the same regions as forests "
                   "grown on x; 0 means they share none.")
 def _eduds_measure(ctx: EvaluationContext) -> EDUDSResult:
-    opts, factory = _structure_options(ctx, "eduds", ["domain", "count_untested", "empty_records"])
+    opts, factory = _structure_options(ctx, "eduds", _EDUDS_OPTIONS)
     return eduds(_complete(ctx, "x"), _complete(ctx, "z"), schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),
                  trees_z=_ctx_forest(ctx, "z", factory), **opts)
 
 
-@register_measure("edusc", kind="utility", needs_class=True,
+@register_measure("edusc", kind="utility", needs_class=True, options=(*_EDUSC_OPTIONS, "make_tree"),
                   description="EDUSC gain-ratio similarity of forced trees (paper 004 §5); 1 = same splitting criteria",
                   direction="higher", value_range=(0.0, 1.0),
                   meaning="1 means the splits of the forests of x are as informative on z as on x; 0 means they "
                   "tell nothing about the class on z.")
 def _edusc_measure(ctx: EvaluationContext) -> EDUSCResult:
-    opts, factory = _structure_options(ctx, "edusc", ["criterion", "min_gain_ratio", "node_count"])
+    opts, factory = _structure_options(ctx, "edusc", _EDUSC_OPTIONS)
     return edusc(_complete(ctx, "x"), _complete(ctx, "z"), schema=ctx.schema, trees_x=_ctx_forest(ctx, "x", factory),
                  **opts)

@@ -31,7 +31,7 @@ import pandas as pd
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
-from ppdm.metrics.keyvar import check_keys, group_codes, judged_keys, key_codes
+from ppdm.metrics.keyvar import KEY_OPTIONS, check_keys, group_codes, judged_keys, key_codes
 
 #: sdcMicro's SUDA2 needs three key variables and pads fewer with constant ones (which
 #: never form an MSU but raise M in the score weights); ppdm does the same for parity.
@@ -190,6 +190,7 @@ def suda2(df: pd.DataFrame, keys: Any, dis_fraction: float = 0.01) -> SUDA2Resul
 
 
 @register_measure("suda2", kind="risk", needs_class=False, direction="lower", value_range=(0.0, 1.0),
+                  options=(*KEY_OPTIONS, "dis_fraction"),
                   meaning="The mean probability, after the DIS model, that a record unique on few quasi-identifier "
                   "values is correctly matched to its person; 0 is best.",
                   description="SUDA2 special uniques on the quasi-identifiers: mean DIS-SUDA score of the "
