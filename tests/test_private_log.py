@@ -147,15 +147,15 @@ def test_seeded_releases_are_byte_identical_and_unseeded_ones_are_not(tmp_path: 
         _ok(["anonymize", str(x), "-m", "uniform-noise", "--class", "y", "--holdout", "0.2", "-o", str(out), *extra])
         return out.read_bytes(), read_private(out)
 
-    a, pa = run("a.csv", "--seed", "5")
-    b, pb = run("b.csv", "--seed", "5")
+    a, pa = run("a.csv", "--seed", "5", "--experiment-seed")
+    b, pb = run("b.csv", "--seed", "5", "--experiment-seed")
     assert a == b and pa["pairing"] == pb["pairing"] and pa["holdout"]["positions"] == pb["holdout"]["positions"]
     assert (tmp_path / "a.control.csv").read_bytes() == (tmp_path / "b.control.csv").read_bytes()
     c, pc = run("c.csv")
     d, pd_ = run("d.csv")
     assert c != d and pc["pairing"] != pd_["pairing"]
     # --keep-order: the rows stay in the input's order, and the public record says so
-    _, pk = run("k.csv", "--seed", "5", "--keep-order")
+    _, pk = run("k.csv", "--seed", "5", "--experiment-seed", "--keep-order")
     held = set(decode_positions(pk["holdout"]["positions"]).tolist())
     assert decode_positions(pk["pairing"]["positions"]).tolist() == [i for i in range(300) if i not in held]
     assert json.loads((tmp_path / "k.provenance.json").read_text())["output"]["row_order"] == "as the input"
@@ -165,7 +165,7 @@ def test_evaluate_pairs_z_with_x_through_the_private_log(tmp_path: Path) -> None
     x = tmp_path / "x.csv"
     _table().to_csv(x, index=False)
     z = tmp_path / "z.csv"
-    _ok(["anonymize", str(x), "-m", "gaussian-noise", "-p", "level=0.3", "--class", "y", "--seed", "2", "-o", str(z)])
+    _ok(["anonymize", str(x), "-m", "gaussian-noise", "-p", "level=0.3", "--class", "y", "--seed", "2", "--experiment-seed", "-o", str(z)])
     recorded = read_private(z)["release_check"]
     common = ["evaluate", "-x", str(x), "-z", str(z), "--class", "y", "--seed", "1",
               "--measures", "release_check,il1s,record_linkage"]
@@ -239,7 +239,7 @@ def test_dpcube_holdout_control_records_leave_x_by_identity(tmp_path: Path) -> N
     z = tmp_path / "d.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _ok(["anonymize", str(x), "-m", "dpcube", "--class", "y", "--holdout", "0.25", "--seed", "1", "-o", str(z),
+        _ok(["anonymize", str(x), "-m", "dpcube", "--class", "y", "--holdout", "0.25", "--seed", "1", "--experiment-seed", "-o", str(z),
              "--domain-from-data"])
     n_z = len(pd.read_csv(z))
     assert n_z != 225  # the count is noisy
@@ -265,7 +265,7 @@ def test_duplicate_records_are_held_out_by_identity(tmp_path: Path) -> None:
     pd.concat([t, t]).to_csv(x, index=False)
     z = tmp_path / "z.csv"
     out = _ok(["anonymize", str(x), "-m", "gaussian-noise", "-p", "level=0.03", "--class", "y", "--holdout",
-               "0.25", "--seed", "1", "-o", str(z)])
+               "0.25", "--seed", "1", "--experiment-seed", "-o", str(z)])
     at_release = read_private(z)["release_check"]
     assert at_release["share_verbatim"] > 0.85 and "unchanged on every column: " in out
     doc = _json(["evaluate", "-x", str(x), "-z", str(z), "--class", "y", "--seed", "0", "--measures", "release_check"])

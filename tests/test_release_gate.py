@@ -116,7 +116,7 @@ def test_a_90_percent_verbatim_release_is_refused(tmp_path: Path) -> None:
     # the command line: one line, exit 2, nothing written
     src = tmp_path / "x.csv"
     x.to_csv(src, index=False)
-    args = ["anonymize", str(src), "-m", "uniform-noise", "-p", "level=0.026", "--class", "y", "--seed", "1", "-o",
+    args = ["anonymize", str(src), "-m", "uniform-noise", "-p", "level=0.026", "--class", "y", "--seed", "1", "--experiment-seed", "-o",
             str(tmp_path / "z.csv")]
     _one_line(runner.invoke(app, args), "--allow-verbatim", "raise level")
     assert {p.name for p in tmp_path.iterdir()} == {"x.csv"}
@@ -192,7 +192,7 @@ def test_weak_releases_are_warned_naming_the_column_and_a_fix(tmp_path: Path) ->
     x = pd.concat([t, t], ignore_index=True)
     src = tmp_path / "x.csv"
     x.to_csv(src, index=False)
-    r = runner.invoke(app, ["anonymize", str(src), "-m", "gaussian-noise", "--class", "y", "--seed", "4", "-o",
+    r = runner.invoke(app, ["anonymize", str(src), "-m", "gaussian-noise", "--class", "y", "--seed", "4", "--experiment-seed", "-o",
                             str(tmp_path / "z.csv")])
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())

@@ -87,6 +87,10 @@ def progress_bar(description: str, total: float | None = None) -> Iterator[progr
     (call it per step; ``reset(total)`` once the number of steps is known)."""
     from rich.progress import Progress
 
+    if not _drawn():
+        with progress.steps(total, description) as outer:
+            yield outer
+        return
     with Progress(*_columns(), console=err_console.real, transient=True) as bar:
         listener = _RichListener(bar)
         with progress.listening(listener), progress.steps(total, description) as outer:
@@ -100,6 +104,16 @@ def progress_of_library() -> Iterator[None]:
     steps) is the one that stays on screen."""
     from rich.progress import Progress
 
+    if not _drawn():
+        yield
+        return
     with Progress(*_columns(), console=err_console.real, transient=True) as bar:
         with progress.listening(_RichListener(bar)):
             yield
+
+
+def _drawn() -> bool:
+    """Whether stderr is a terminal a bar can be drawn on. Written to a file or a pipe, rich's
+    display has nothing to show that lasts (the bars are transient) and leaves an empty line
+    behind, which would stand before a refusal's one line."""
+    return bool(err_console.real.is_terminal)

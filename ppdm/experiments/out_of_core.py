@@ -49,6 +49,7 @@ from ppdm.data.partitions import (
 from ppdm.data.provenance import (
     build_private,
     build_provenance,
+    check_sidecars_free,
     file_sha256,
     private_path,
     private_text,
@@ -67,6 +68,7 @@ from ppdm.experiments.release import (
     _screen_pass_through,
     judge_release,
     pairing_record,
+    public_output_schema,
     technique_record,
 )
 from ppdm.metrics.release_check import (
@@ -282,6 +284,7 @@ def release_dataset(
                         "which a release partition by partition cannot do; for DPCube use neighbouring='replace' "
                         "(the table size public), or release an in-memory table")
     out = check_output_dataset(out, inputs=[str(f) for f in ds.files])
+    check_sidecars_free(out)
     prov_path = provenance_path(out)
     priv_path = private_path(out)
     for side in (prov_path, priv_path):
@@ -360,18 +363,19 @@ def release_dataset(
                 "rows_used": n_rows - dropped, "files": len(ds.files), "partitions": n_parts,
                 "blocksize": ds.blocksize, "fit_rows": k, **(input_info or {})}
         record = build_provenance(
-            technique=technique_record(tech), seeded=seeded, schema=sch.to_dict(),
+            technique=technique_record(tech), schema=sch.to_dict(),
             removed_identifiers=[] if keep_identifiers else ids,
             privacy=getattr(tech, "privacy_report_", None), kept_identifiers=ids if keep_identifiers else [],
             output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
                     "date_formats": {c: f for c, f in zsch.dates.items() if c in columns},
                     "format": "parquet dataset", "partitions": n_parts,
-                    **({"schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {})},
+                    **({"schema": public_output_schema(zsch, sch)} if zsch.to_dict() != sch.to_dict() else {})},
         )
         pairing = {"partitions": [r[2] for r in results]}
         private = build_private(input_info=info, release_check=check, pairing=pairing,
-                                technique=getattr(tech, "private_report_", None), warnings=lines,
-                                gate={"thresholds": thresholds, "findings": findings})
+                                technique=getattr(tech, "private_report_", None), warnings=lines, seeded=seeded,
+                                gate={"thresholds": thresholds, "findings": findings},
+                                **({"output_schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {}))
         written = _commit(writer, prov_path, record, tech, out, priv_path, private)
     return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],
                           seeded, n_rows - dropped, n_parts, k, lines, record, dec, written, private, findings)
