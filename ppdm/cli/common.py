@@ -153,7 +153,8 @@ def stage_progress() -> Any:
     to :mod:`ppdm.progress`, so a command's progress bar shows them with the time left."""
     from ppdm import progress
 
-    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "check": "checking"}
+    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "mix": "mixing records across parts",
+              "check": "checking"}
     open_: dict[str, Any] = {}
 
     def report(stage: str, done: int, total: int) -> None:

@@ -54,8 +54,11 @@ The private record (``format`` ``"ppdm-private"``, :data:`PRIVATE_VERSION`):
 ``pairing``
     Which record of x each row of z was made from: ``positions`` — row ``j`` of z was made
     from row ``positions[j]`` (0-based) of x as read after the missing-value policy — encoded
-    by :func:`encode_positions`. A partitioned release has ``partitions``: one such object per
-    partition, positions counted within x's partition. ``null`` for a synthetic release
+    by :func:`encode_positions`. A partitioned release's rows are mixed across its parts: its
+    ``positions`` count z's rows with its parts read in order and x's rows as read, *before*
+    the missing-value policy (``"counted": "as read"``), and ``parts`` gives each part's number
+    of rows. (Releases written before the parts were mixed have ``partitions``: one object per
+    partition, positions counted within x's partition; they are still read.) ``null`` for a synthetic release
     (DPCube under add/remove-one neighbours), whose records are not made from particular
     records of x.
 ``holdout``
@@ -226,8 +229,10 @@ def decode_positions(obj: Any, what: str = "positions") -> np.ndarray:
 def in_input_order(z: pd.DataFrame, private: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
     """``(z sorted back into x's order, positions)`` from a release read whole and its private
     log: row ``k`` of the result was made from row ``positions[k]`` of x as read after the
-    missing-value policy. A partitioned release's parts are taken in order, each sorted
-    within itself (positions then count within x's partition)."""
+    missing-value policy (before it, for a partitioned release: ``"counted": "as read"``; z's
+    parts read in order). A release written before partitioned parts were mixed has one
+    pairing per partition: its parts are taken in order, each sorted within itself (positions
+    then count within x's partition)."""
     rec = private.get("pairing")
     if rec is None:
         raise PPDMError("the private log records no pairing: the release's records are synthetic")
