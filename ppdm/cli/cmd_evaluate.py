@@ -283,6 +283,9 @@ def _pair_in_memory(x: pd.DataFrame, z: pd.DataFrame, c: pd.DataFrame | None, pa
         held = (_positions(hold["positions"], "held-out positions", len(x), path=path)
                 if isinstance(hold, dict) and hold.get("positions") else None)
         rec = private.get("pairing")
+        if rec is not None and rec.get("counted") == "as read" and (private.get("input") or {}).get("rows_dropped"):
+            raise PPDMError("the private log pairs this partitioned release with x's rows as read, before the "
+                            "incomplete ones were left out; evaluate it partition by partition (--engine dask)")
         if rec is not None and pairing.mode == "private log":
             pos = _positions(rec.get("positions"), "pairing", len(x), len(z), path)
             order = np.argsort(pos, kind="stable")
