@@ -158,7 +158,7 @@ def _anonymize_cli(tmp_path: Path, name: str, df: pd.DataFrame | None, extra: di
         src = tmp_path / "in.csv"
         df.to_csv(src, index=False)
     params = {**BASE_PARAMS.get(name, {}), **(extra or {})}
-    args = ["anonymize", str(src), "-m", name, "-o", str(tmp_path / "out.csv"), "--class", "label", "--seed", "7",
+    args = ["anonymize", str(src), "-m", name, "-o", str(tmp_path / "out.csv"), "--class", "label", "--seed", "7", "--experiment-seed",
             *GATE_OFF]
     return runner.invoke(app, args + _param_args(params))
 
@@ -477,7 +477,7 @@ def test_cli_same_seed_same_file(name: str, tmp_path: Path) -> None:
     outs = []
     for i in range(2):
         out = tmp_path / f"z{i}.csv"
-        args = ["anonymize", str(src), "-m", name, "-o", str(out), "--class", "class", "--seed", "7", *GATE_OFF]
+        args = ["anonymize", str(src), "-m", name, "-o", str(out), "--class", "class", "--seed", "7", "--experiment-seed", *GATE_OFF]
         res = runner.invoke(app, args + _param_args(BASE_PARAMS.get(name, {})))
         assert res.exit_code == 0, res.output
         outs.append(out.read_bytes())

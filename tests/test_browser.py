@@ -94,14 +94,14 @@ def reports(tmp_path_factory) -> dict[str, Path]:
 
     d = tmp_path_factory.mktemp("reports")
     ppdm("anonymize", "builtin:adult", "--missing", "drop", "--method", "mdav", "--param", "k=5",
-         "--seed", "1", "--out", "z.csv", cwd=d)
+         "--seed", "1", "--experiment-seed", "--out", "z.csv", cwd=d)
     terminal = ppdm("evaluate", "-x", "builtin:adult", "-z", "z.csv", "--missing", "drop", "--seed", "1",
                     "--html", "evaluation.html", cwd=d)
     (d / "evaluation.txt").write_text(terminal)
     # every measure there is, on a smaller table
     # a weak release on purpose, so that every measure has something to find: the gate is told so
     ppdm("anonymize", "builtin:credit", "--missing", "drop", "--method", "gaussian-noise", "--param", "level=0.2",
-         "--seed", "1", "--out", "z_credit.csv", "--allow-verbatim", cwd=d)
+         "--seed", "1", "--experiment-seed", "--out", "z_credit.csv", "--allow-verbatim", cwd=d)
     ppdm("evaluate", "-x", "builtin:credit", "-z", "z_credit.csv", "--missing", "drop", "--measures", "all",
          "--html", "evaluation_all.html", cwd=d)
     write_survey(d / "survey.csv", n=2000)

@@ -63,7 +63,7 @@ def _validate(doc: dict) -> None:
 
 
 def test_a_policy_file_gives_a_release_a_report_and_a_study(d: Path) -> None:
-    r = _run(d, "--trials", "6", "--seed", "1", "--report", str(d / "r.html"))
+    r = _run(d, "--trials", "6", "--seed", "1", "--experiment-seed", "--report", str(d / "r.html"))
     assert r.exit_code == 0, r.output
     assert {"z.csv", "z.provenance.json", "z.control.csv", "z.study.db", "r.html"} <= _files(d)
     prov = json.loads((d / "z.provenance.json").read_text())
@@ -81,7 +81,7 @@ def test_a_policy_file_gives_a_release_a_report_and_a_study(d: Path) -> None:
 
 
 def test_json_follows_the_schema(d: Path) -> None:
-    r = _run(d, "--trials", "5", "--seed", "2", "--json")
+    r = _run(d, "--trials", "5", "--seed", "2", "--experiment-seed", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     _validate(doc)
@@ -94,7 +94,7 @@ def test_json_follows_the_schema(d: Path) -> None:
 
 def test_flags_instead_of_a_file(d: Path) -> None:
     r = _run(d, "--max", "record_linkage=0.6", "--max", "k_anonymity=0.5", "--option", "k_anonymity.k=2",
-             "--utility", "sse_sst=1", "--techniques", "mdav", "--trials", "4", "--seed", "3", "--json",
+             "--utility", "sse_sst=1", "--techniques", "mdav", "--trials", "4", "--seed", "3", "--experiment-seed", "--json",
              policy=False)
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
@@ -105,14 +105,14 @@ def test_flags_instead_of_a_file(d: Path) -> None:
 def test_nothing_meets_the_policy_exit_3_and_no_release(d: Path) -> None:
     (d / "policy.yaml").write_text(POLICY.replace("record_linkage: 0.6", "record_linkage: 0.0"))
     before = _files(d)
-    r = _run(d, "--trials", "4", "--seed", "1", "--report", str(d / "r.html"))
+    r = _run(d, "--trials", "4", "--seed", "1", "--experiment-seed", "--report", str(d / "r.html"))
     assert r.exit_code == 3, r.output
     assert "no trial met record_linkage ≤ 0" in r.output and "no release written (exit code 3)" in r.output
     # the study and the report say why; nothing of a release is written
     assert _files(d) - before == {"z.study.db", "r.html"}
     assert "No release meets the policy" in (d / "r.html").read_text()
     (d / "z.study.db").unlink()
-    r = _run(d, "--trials", "4", "--seed", "1", "--json")
+    r = _run(d, "--trials", "4", "--seed", "1", "--experiment-seed", "--json")
     assert r.exit_code == 3
     doc = json.loads(r.stdout)
     _validate(doc)
@@ -122,7 +122,7 @@ def test_nothing_meets_the_policy_exit_3_and_no_release(d: Path) -> None:
 
 
 def test_resume_continues_the_study(d: Path) -> None:
-    r = _run(d, "--trials", "3", "--seed", "4", "--json")
+    r = _run(d, "--trials", "3", "--seed", "4", "--experiment-seed", "--json")
     assert r.exit_code == 0, r.output
     first = json.loads(r.stdout)
     (d / "z.csv").unlink()

@@ -73,7 +73,7 @@ def test_rules_single_class_exits_2(tables):
 def test_anonymize_with_noise(tables, method):
     tmp, xp, x = tables
     out = tmp / "z.csv"
-    r = run("anonymize", str(xp), "--class", "label", "--method", method, "--param", "level=0.2", "--seed", "1",
+    r = run("anonymize", str(xp), "--class", "label", "--method", method, "--param", "level=0.2", "--seed", "1", "--experiment-seed",
             "--allow-verbatim", "--out", str(out))
     assert r.exit_code == 0, r.output
     z = pd.read_csv(out)
@@ -82,7 +82,7 @@ def test_anonymize_with_noise(tables, method):
     z, pos = in_input_order(z, read_private(out))
     assert (z["label"].to_numpy() == x["label"].to_numpy()[pos]).all()
     again = tmp / "z2.csv"
-    run("anonymize", str(xp), "--class", "label", "--method", method, "--param", "level=0.2", "--seed", "1",
+    run("anonymize", str(xp), "--class", "label", "--method", method, "--param", "level=0.2", "--seed", "1", "--experiment-seed",
         "--allow-verbatim", "--out", str(again))
     assert again.read_bytes() == out.read_bytes()
 
@@ -123,7 +123,7 @@ def test_anonymize_bad_file_and_nan(tables):
 def _anonymized(tmp, xp, level="0.2"):
     z = tmp / "z.csv"
     r = run("anonymize", str(xp), "--class", "label", "--method", "uniform-noise", "--param", f"level={level}",
-            "--seed", "3", "--allow-verbatim", "--out", str(z))
+            "--seed", "3", "--experiment-seed", "--allow-verbatim", "--out", str(z))
     assert r.exit_code == 0, r.output
     return z
 

@@ -54,7 +54,7 @@ def test_holdout_writes_the_control_set_and_evaluate_finds_it(xfile: Path) -> No
     z = d / "z.csv"
     r = runner.invoke(app, ["anonymize", str(xfile), "--class", "y", "--method", "uniform-noise", "-p", "level=0.3",
                             "--allow-verbatim",
-                            "--holdout", "0.25", "--seed", "1", "--out", str(z)])
+                            "--holdout", "0.25", "--seed", "1", "--experiment-seed", "--out", str(z)])
     assert r.exit_code == 0, r.output
     assert {"z.csv", "z.provenance.json", "z.private.json", "z.control.csv"} <= _files(d)
     prov = json.loads((d / "z.provenance.json").read_text())

@@ -53,7 +53,8 @@ def test_a_pipeline_of_techniques_is_a_release() -> None:
     assert z["ill"].isin(["flu", "none", "cold"]).all()
     steps = rel.provenance["privacy"]["composition"]
     assert [s["step"] for s in steps] == ["bands", "suppress", "pram"]
-    assert steps[1]["privacy"]["k"] == 5 and steps[1]["privacy"]["records_below_k"] == 0
+    assert steps[1]["privacy"]["k"] == 5 and "records_below_k" not in steps[1]["privacy"]
+    assert rel.private["technique"]["composition"]["suppress"]["records_below_k"] == 0  # a count: the owner's
     assert rel.provenance["output"]["schema"]["categories"]["age"][0] == "(10,30]"
     assert "age" in rel.provenance["output"]["schema"]["categorical"]
 
@@ -83,7 +84,7 @@ def test_parameters_are_routed_to_their_step() -> None:
     with pytest.raises(ParameterError, match="'mdav'"):
         make_composition(["recode", "pram"], params={"mdav.k": 2})
     with pytest.raises(ParameterError, match="both write"):
-        Composition(steps=[Pram(), RandomSubstitution(gamma=5.0)]).fit(_table())
+        Composition(steps=[("a", RandomSubstitution(gamma=5.0)), ("b", RandomSubstitution(gamma=3.0))]).fit(_table())
 
 
 def test_then_on_the_command_line_and_evaluate_on_the_release(tmp_path: Path) -> None:
@@ -93,11 +94,11 @@ def test_then_on_the_command_line_and_evaluate_on_the_release(tmp_path: Path) ->
     res = runner.invoke(app, ["anonymize", str(src), "--class", "y", "--qi", ",".join(KEYS), "--sensitive", "ill",
                               "-m", "recode", "--then", "local-suppression", "--then", "pram",
                               "-p", "recode.columns=age", "-p", "breaks=[10,30,50,70,90]", "-p", "k=5",
-                              "-p", "pram.columns=ill", "--seed", "2", "-o", str(out)])
+                              "-p", "pram.columns=ill", "--seed", "2", "--experiment-seed", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "recode then local-suppression then pram" in " ".join(res.output.split())
-    assert {p.name for p in tmp_path.iterdir()} == {"x.csv", "z.csv", "z.provenance.json", "z.private.json",
-                                                   "z.matrices.json"}
+    # PRAM's matrices are built from x's frequencies: no public sidecar
+    assert {p.name for p in tmp_path.iterdir()} == {"x.csv", "z.csv", "z.provenance.json", "z.private.json"}
     z = pd.read_csv(out, dtype=str, keep_default_na=False, na_values=[""])
     assert (key_frequencies(z, KEYS).fk >= 5).all()
     res = runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(out), "--class", "y", "--qi", ",".join(KEYS),
@@ -112,5 +113,5 @@ def test_then_on_the_command_line_and_evaluate_on_the_release(tmp_path: Path) ->
     res = runner.invoke(app, ["anonymize", str(src), "--class", "y", "--qi", ",".join(KEYS), "--sensitive", "ill",
                               "-m", "recode", "--then", "local-suppression", "--then", "pram",
                               "-p", "recode.columns=age", "-p", "breaks=[10,30,50,70,90]", "-p", "k=5",
-                              "-p", "pram.columns=ill", "--seed", "2", "-o", str(out2)])
+                              "-p", "pram.columns=ill", "--seed", "2", "--experiment-seed", "-o", str(out2)])
     assert res.exit_code == 0 and out.read_bytes() == out2.read_bytes()

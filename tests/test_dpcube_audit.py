@@ -136,7 +136,7 @@ class Audit:
     def run(self, which: int, seed: int) -> Files:
         out = self.folder / "z.csv"
         res = self.runner.invoke(_CMD, ["anonymize", str(self.paths[which]), "--class", "y", "-m", "dpcube",
-                                        "-o", str(out), "--schema", str(self.schema), "--seed", str(seed),
+                                        "-o", str(out), "--schema", str(self.schema), "--seed", str(seed), "--experiment-seed",
                                         *self.args])
         assert res.exit_code == 0, res.output
         read = json.loads

@@ -64,7 +64,7 @@ def release(tmp_path_factory) -> dict[str, Path]:
     xp, zp = d / "x.csv", d / "z.csv"
     x.to_csv(xp, index=False)
     r = runner.invoke(app, ["anonymize", *GATE_OFF, str(xp), "--class", "label", "--method", "gaussian-noise",
-                            "--param", "level=0.3", "--seed", "3", "--out", str(zp)])
+                            "--param", "level=0.3", "--seed", "3", "--experiment-seed", "--out", str(zp)])
     assert r.exit_code == 0, r.output
     return {"dir": d, "x": xp, "z": zp}
 

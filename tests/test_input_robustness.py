@@ -116,7 +116,7 @@ def test_spaces_in_names_and_values_are_kept(tmp_path: Path) -> None:
     # the class named without its spaces: the message points at the spaced column
     with pytest.raises(SchemaError, match="' a' differs from it by spaces"):
         Schema.infer(df, "a")
-    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(p), "-m", "uniform-noise", "--class", "label", "--seed", "1",
+    res = runner.invoke(app, ["anonymize", *GATE_OFF, str(p), "-m", "uniform-noise", "--class", "label", "--seed", "1", "--experiment-seed",
                               "-o", str(tmp_path / "z.csv")])
     assert res.exit_code == 0, res.output
     z = pd.read_csv(tmp_path / "z.csv")

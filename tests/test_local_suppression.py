@@ -64,7 +64,7 @@ def test_sdcmicro_mode_reproduces_every_oracle_run_cell_for_cell(shared_dir: Pat
         ref = pd.read_csv(shared_dir / "oracles" / "sdcmicro_sdc" / run["csv"], dtype=str, keep_default_na=False,
                           na_values=[""])
         np.testing.assert_array_equal(z.isna().to_numpy(), ref[keys].isna().to_numpy(), err_msg=f"{tag} k={k} {var}")
-        rep = t.privacy_report_
+        rep = t.private_report_  # counts of x's records: the owner's private log
         assert rep["suppressed_cells"] == run["suppressed_total"]
         assert rep["suppressed_by_key"] == run["suppressed_by_key"]
         assert rep["records_with_suppression"] == run["records_with_suppression"]
@@ -141,7 +141,7 @@ def test_cover_mode_blanks_at_most_0_7_of_sdcmicros_cells_on_every_run(shared_di
         z = t.fit_transform(x[keys])
         cells = int(z.isna().to_numpy().sum())
         assert cells <= 0.7 * run["suppressed_total"], (tag, k, var, cells, run["suppressed_total"])
-        assert t.privacy_report_["suppressed_cells"] == cells
+        assert t.private_report_["suppressed_cells"] == cells
         subsets = [list(s) for c in (run["combs"] or [len(keys)]) for s in combinations(keys, c)]
         for sub in subsets:
             assert (_fk_after(z, sub) >= k).all(), (tag, k, var, sub)
@@ -156,7 +156,7 @@ def test_intruder_criterion_protects_original_key_values(shared_dir: Path) -> No
     released = np.where(z.isna().to_numpy(), -1, codes)
     assert (alg.intruder_frequencies(codes, released) >= 3).all()
     assert (_fk_after(z, keys) >= 3).all()
-    assert t.privacy_report_["records_below_k_for_intruder"] == 0
+    assert t.private_report_["records_below_k_for_intruder"] == 0
     assert int(z.isna().to_numpy().sum()) <= 0.7 * meta["localSuppression"]["runs"]["k3"]["default"]["suppressed_total"]
 
 
@@ -299,7 +299,7 @@ def test_a_million_records_with_six_keys_in_ten_seconds() -> None:
     cpu = time.process_time() - start
     assert cpu <= 10.0, cpu
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 <= 2048
-    assert t.privacy_report_["records_below_k"] == 0
+    assert t.private_report_["records_below_k"] == 0
     assert (alg.record_frequencies(alg.encode_keys(z, keys)) >= 3).all()
 
 
@@ -325,7 +325,7 @@ def test_importance_class_blanks_what_the_class_needs_least() -> None:
     ls = LocalSuppression(class_column="label", schema=schema, k=5, mode="sdcmicro", importance="class")
     out = ls.fit_transform(df)
     blanked = ls.suppressed_.sum(axis=0)
-    assert ls.privacy_report_["importance"] == {"edu": 1.0, "town": 2.0}
+    assert ls.private_report_["importance"] == {"edu": 1.0, "town": 2.0}  # worked out from x: the owner's
     default = LocalSuppression(class_column="label", schema=schema, k=5, mode="sdcmicro")
     default.fit_transform(df)
     by_default = default.suppressed_.sum(axis=0)

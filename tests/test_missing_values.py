@@ -92,7 +92,7 @@ def test_mixed_table_round_trip_through_the_cli(name: str, tmp_path: Path) -> No
     src, out = tmp_path / "x.csv", tmp_path / "z.csv"
     x.to_csv(src, index=False)
     params = [a for k, v in PARAMS.get(name, {}).items() for a in ("-p", f"{k}={v!r}")]
-    res = runner.invoke(app, ["anonymize", str(src), "-m", name, "-o", str(out), "--class", "label", "--seed", "3",
+    res = runner.invoke(app, ["anonymize", str(src), "-m", name, "-o", str(out), "--class", "label", "--seed", "3", "--experiment-seed",
                               "--missing", "keep", "--categorical", "grade", "--allow-unchanged", "--allow-verbatim",
                               "--allow-untouched-keys", *params])
     assert res.exit_code == 0, res.output
@@ -251,7 +251,7 @@ def test_noise_on_a_date_is_noise_on_its_time_axis(tmp_path: Path) -> None:
     src.write_text("when,v,y\n" + "".join(f"{d:02d}/03/2021 10:{d:02d},{d % 5},{'ab'[d % 2]}\n" for d in range(1, 29)))
     out = tmp_path / "z.csv"
     res = runner.invoke(app, ["anonymize", str(src), "-m", "gaussian-noise", "-p", "level=1.0", "--class", "y",
-                              "--date", "when=%d/%m/%Y %H:%M", "--seed", "1", "-o", str(out)])
+                              "--date", "when=%d/%m/%Y %H:%M", "--seed", "1", "--experiment-seed", "-o", str(out)])
     assert res.exit_code == 0, res.output
     text = pd.read_csv(out, dtype=str)["when"]
     assert text.str.fullmatch(r"\d{2}/\d{2}/\d{4} \d{2}:\d{2}").all()  # written back in the source format
@@ -339,7 +339,7 @@ def test_reconstruction_keeps_missing_cells_dates_and_precision(tmp_path: Path) 
     src, z, r = tmp_path / "x.csv", tmp_path / "z.csv", tmp_path / "r.csv"
     x.to_csv(src, index=False)
     res = runner.invoke(app, ["anonymize", str(src), "-m", "random-substitution", "-p", "gamma=5", "-o", str(z),
-                              "--class", "label", "--missing", "keep", "--categorical", "grade", "--seed", "2"])
+                              "--class", "label", "--missing", "keep", "--categorical", "grade", "--seed", "2", "--experiment-seed"])
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["reconstruct", str(z), "--out", str(r)])
     assert res.exit_code == 0, res.output

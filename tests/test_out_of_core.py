@@ -156,7 +156,7 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     assert all(same) and not all(filecmp.cmp(tmp_path / "a" / f, tmp_path / "c" / f, shallow=False) for f in names)
     # progress: every partition of every pass
     assert [(d, n) for s, d, n in seen if s == "release"][-1] == (ds.npartitions, ds.npartitions)
-    assert {s for s, _, _ in seen} == {"scan", "sample", "release", "check"}
+    assert {s for s, _, _ in seen} == {"scan", "sample", "release", "mix", "check"}
     # the release check computed partition by partition is the in-memory one
     x = pd.concat([ds.partition(i) for i in range(ds.npartitions)], ignore_index=True)
     # each partition was shuffled on its own; the private log puts its rows back beside their originals
@@ -178,8 +178,8 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     mine = read_private(tmp_path / "a")
     assert mine["input"]["partitions"] == ds.npartitions and mine["input"]["fit_rows"] == 1000
     assert "input" not in prov and prov["output"]["partitions"] == ds.npartitions
-    assert len(mine["pairing"]["partitions"]) == ds.npartitions
-    assert prov["seeded"] is True and "random_state" not in prov["technique"]["parameters"]
+    assert len(mine["pairing"]["parts"]) == ds.npartitions and mine["pairing"]["counted"] == "as read"
+    assert "seeded" not in prov and mine["seeded"] is True and "random_state" not in prov["technique"]["parameters"]
     assert a.fit_rows == 1000 and a.n_records == len(x)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
 
@@ -330,7 +330,7 @@ def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> N
     with dask.config.set(scheduler=guard):
         res = runner.invoke(app, ["anonymize", *GATE_FLAGS, str(src), "--engine", "dask", "--blocksize", "60KB", "-m",
                                   "gaussian-noise", "-p", "level=0.4", "--class", "label", "--missing", "keep",
-                                  "--categorical", "grade", "--fit-rows", "1000", "--seed", "4", "-o", str(out)])
+                                  "--categorical", "grade", "--fit-rows", "1000", "--seed", "4", "--experiment-seed", "-o", str(out)])
         assert res.exit_code == 0, res.output
         res = runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(out), "--engine", "dask", "--class", "label",
                                   "--missing", "keep", "--categorical", "grade", "--measures", "all", "--json",
@@ -384,7 +384,7 @@ def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Pa
     zp = tmp_path / "z.csv"
     res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
                                            str(src), "-m", "gaussian-noise", "-p", "level=0.4", "--class", "label",
-                              "--missing", "keep", "--categorical", "grade", "--seed", "3", "-o", str(zp)])
+                              "--missing", "keep", "--categorical", "grade", "--seed", "3", "--experiment-seed", "-o", str(zp)])
     assert res.exit_code == 0, res.output
     exact = ",".join(EXACT)
     # the noise release perturbs every key: the key-variable measures are asked for on all of them

@@ -100,25 +100,29 @@ def test_invariance_p_times_r_equals_p(drawn, alpha) -> None:
     np.testing.assert_allclose(p @ R, p, rtol=1e-9, atol=1e-9)
 
 
-def test_sidecar_is_random_substitutions_format_and_reconstruct_reads_it(tmp_path: Path) -> None:
+def test_matrices_stay_with_the_owner_and_rebuild_random_substitutions_format(tmp_path: Path) -> None:
+    """The matrices are built from x's frequencies: no public sidecar, the private log keeps them
+    in random substitution's format (from which reconstruction still works for the owner)."""
     rng = np.random.default_rng(0)
     x = pd.DataFrame({"race": rng.choice(["a", "b", "c"], 500, p=[0.7, 0.2, 0.1]), "v": rng.normal(size=500),
                       "y": rng.choice(["p", "q"], 500)})
     src, out = tmp_path / "x.csv", tmp_path / "z.csv"
     x.to_csv(src, index=False)
     res = runner.invoke(app, ["anonymize", str(src), "-m", "pram", "-p", "columns=race", "-p", "pd=0.6",
-                              "--class", "y", "--seed", "3", "--allow-verbatim", "--allow-untouched-keys",
-                              "-o", str(out)])
+                              "--class", "y", "--seed", "3", "--experiment-seed", "--allow-verbatim",
+                              "--allow-untouched-keys", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    meta = SubstitutionMetadata.load(tmp_path / "z.matrices.json")
+    assert not (tmp_path / "z.matrices.json").exists()
+    private = json.loads((tmp_path / "z.private.json").read_text())
+    meta = SubstitutionMetadata.from_json(json.dumps(private["technique"]["metadata"]))
     assert meta.method == "pram" and list(meta.attributes) == ["race"]
     M = meta.attributes["race"].matrix  # column-stochastic: M[h, k] = p(k -> h) = R[k, h]
     counts = x["race"].value_counts().reindex(["a", "b", "c"]).to_numpy(dtype=float)
-    np.testing.assert_allclose(M @ counts, counts, rtol=1e-9)  # invariance seen from the sidecar
-    res = runner.invoke(app, ["reconstruct", str(out), "-o", str(tmp_path / "r.csv")])
-    assert res.exit_code == 0, res.output
+    np.testing.assert_allclose(M @ counts, counts, rtol=1e-9)  # invariance seen from the private log
+    assert private["technique"]["variables"]["race"]["categories"] == 3
     prov = json.loads((tmp_path / "z.provenance.json").read_text())
     assert prov["privacy"]["technique"] == "invariant PRAM"
+    assert "variables" not in prov["privacy"] and prov["privacy"]["pd"] == 0.6
 
 
 def test_strata_missing_values_and_determinism() -> None:

@@ -147,15 +147,15 @@ def test_seeded_releases_are_byte_identical_and_unseeded_ones_are_not(tmp_path: 
         _ok(["anonymize", str(x), "-m", "uniform-noise", "--class", "y", "--holdout", "0.2", "-o", str(out), *extra])
         return out.read_bytes(), read_private(out)
 
-    a, pa = run("a.csv", "--seed", "5")
-    b, pb = run("b.csv", "--seed", "5")
+    a, pa = run("a.csv", "--seed", "5", "--experiment-seed")
+    b, pb = run("b.csv", "--seed", "5", "--experiment-seed")
     assert a == b and pa["pairing"] == pb["pairing"] and pa["holdout"]["positions"] == pb["holdout"]["positions"]
     assert (tmp_path / "a.control.csv").read_bytes() == (tmp_path / "b.control.csv").read_bytes()
     c, pc = run("c.csv")
     d, pd_ = run("d.csv")
     assert c != d and pc["pairing"] != pd_["pairing"]
     # --keep-order: the rows stay in the input's order, and the public record says so
-    _, pk = run("k.csv", "--seed", "5", "--keep-order")
+    _, pk = run("k.csv", "--seed", "5", "--experiment-seed", "--keep-order")
     held = set(decode_positions(pk["holdout"]["positions"]).tolist())
     assert decode_positions(pk["pairing"]["positions"]).tolist() == [i for i in range(300) if i not in held]
     assert json.loads((tmp_path / "k.provenance.json").read_text())["output"]["row_order"] == "as the input"
@@ -165,7 +165,7 @@ def test_evaluate_pairs_z_with_x_through_the_private_log(tmp_path: Path) -> None
     x = tmp_path / "x.csv"
     _table().to_csv(x, index=False)
     z = tmp_path / "z.csv"
-    _ok(["anonymize", str(x), "-m", "gaussian-noise", "-p", "level=0.3", "--class", "y", "--seed", "2", "-o", str(z)])
+    _ok(["anonymize", str(x), "-m", "gaussian-noise", "-p", "level=0.3", "--class", "y", "--seed", "2", "--experiment-seed", "-o", str(z)])
     recorded = read_private(z)["release_check"]
     common = ["evaluate", "-x", str(x), "-z", str(z), "--class", "y", "--seed", "1",
               "--measures", "release_check,il1s,record_linkage"]
@@ -239,7 +239,7 @@ def test_dpcube_holdout_control_records_leave_x_by_identity(tmp_path: Path) -> N
     z = tmp_path / "d.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _ok(["anonymize", str(x), "-m", "dpcube", "--class", "y", "--holdout", "0.25", "--seed", "1", "-o", str(z),
+        _ok(["anonymize", str(x), "-m", "dpcube", "--class", "y", "--holdout", "0.25", "--seed", "1", "--experiment-seed", "-o", str(z),
              "--domain-from-data"])
     n_z = len(pd.read_csv(z))
     assert n_z != 225  # the count is noisy
@@ -265,7 +265,7 @@ def test_duplicate_records_are_held_out_by_identity(tmp_path: Path) -> None:
     pd.concat([t, t]).to_csv(x, index=False)
     z = tmp_path / "z.csv"
     out = _ok(["anonymize", str(x), "-m", "gaussian-noise", "-p", "level=0.03", "--class", "y", "--holdout",
-               "0.25", "--seed", "1", "-o", str(z)])
+               "0.25", "--seed", "1", "--experiment-seed", "-o", str(z)])
     at_release = read_private(z)["release_check"]
     assert at_release["share_verbatim"] > 0.85 and "unchanged on every column: " in out
     doc = _json(["evaluate", "-x", str(x), "-z", str(z), "--class", "y", "--seed", "0", "--measures", "release_check"])
@@ -310,10 +310,10 @@ def test_a_partitioned_release_is_shuffled_per_partition_and_evaluate_pairs_it(t
     assert all((tmp_path / "z" / f).read_bytes() == (tmp_path / "z2" / f).read_bytes() for f in parts)
     assert again.private["pairing"] == rel.private["pairing"]
     mine = read_private(tmp_path / "z")
-    assert len(mine["pairing"]["partitions"]) == ds.npartitions
-    for i, part in enumerate(mine["pairing"]["partitions"]):
-        order = decode_positions(part["positions"])
-        assert sorted(order) == list(range(len(ds.partition(i)))) and (order != np.arange(len(order))).any()
+    # the parts are mixed: row k of z (parts in order) was made from row positions[k] of x as read
+    pos = decode_positions(mine["pairing"]["positions"])
+    assert sorted(pos) == list(range(len(t))) and (pos != np.arange(len(pos))).any()
+    assert len(mine["pairing"]["parts"]) == ds.npartitions and sum(mine["pairing"]["parts"]) == len(t)
     # every released row sits beside its original again
     z, _ = in_input_order(pd.read_parquet(tmp_path / "z"), mine)
     assert (z["y"].to_numpy() == t["y"].to_numpy()).all()
@@ -338,3 +338,38 @@ def test_a_partitioned_release_is_shuffled_per_partition_and_evaluate_pairs_it(t
     assert doc["measures"]["il1s"]["value"] == pytest.approx(_json(
         ["evaluate", "-x", str(src), "-z", str(tmp_path / "z"), "--class", "y", "--missing", "keep", "--measures",
          "il1s", "--seed", "1"])["measures"]["il1s"]["value"])
+
+
+def test_a_partitioned_release_mixes_records_across_its_parts(tmp_path: Path) -> None:
+    """An output part holding exactly its input partition's records would publish which records
+    of x share a file (a region, a month). Each part of z holds records of every partition of x,
+    in about the shares of a random draw, and the pairing in the private log still puts every
+    released row beside its original; with --keep-order each part keeps its partition."""
+    from ppdm.data.partitions import open_dataset
+    from ppdm.experiments.out_of_core import release_dataset
+
+    t = _table(1200)
+    src = tmp_path / "x.csv"
+    t.to_csv(src, index=False)
+    ds = open_dataset(str(src), blocksize="4KB")
+    n_parts = ds.npartitions
+    bounds = np.cumsum([0, *[len(ds.partition(i)) for i in range(n_parts)]])
+    tech = make_technique("gaussian-noise", class_column="y", params={"level": 0.9})
+    release_dataset(ds, tech, tmp_path / "z", missing="keep", fit_rows=500, allow_verbatim=True)
+    mine = read_private(tmp_path / "z")
+    pos = decode_positions(mine["pairing"]["positions"])
+    cuts = np.cumsum([0, *mine["pairing"]["parts"]])
+    files = sorted((tmp_path / "z").glob("*.parquet"))
+    assert len(files) == n_parts
+    for j, f in enumerate(files):
+        assert len(pd.read_parquet(f)) == cuts[j + 1] - cuts[j]
+        origin = np.searchsorted(bounds, pos[cuts[j]:cuts[j + 1]], side="right") - 1
+        # every partition of x sends records to every part (each row draws its part: about n/parts² each)
+        assert set(origin) == set(range(n_parts)), (j, sorted(set(origin)))
+    z, _ = in_input_order(pd.read_parquet(tmp_path / "z"), mine)
+    assert (z["y"].to_numpy() == t["y"].to_numpy()).all()
+    # kept in order (a release that stays with the owner): part i is partition i
+    release_dataset(ds, tech, tmp_path / "k", missing="keep", fit_rows=500, allow_verbatim=True, shuffle=False)
+    kept = read_private(tmp_path / "k")["pairing"]
+    assert (decode_positions(kept["positions"]) == np.arange(len(t))).all()
+    assert kept["parts"] == [int(b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

@@ -186,10 +186,11 @@ def test_integer_column_representatives_are_whole_and_distinct():
     reps = np.asarray(age.values)
     assert np.all(reps == np.round(reps)) and len(set(reps)) == 20
     # x's ages span [18, 89]; bins over it would publish the youngest and the oldest, so the range is
-    # narrowed to the grid of 2 (1, 2 or 5 × 10^k at most the width 3.55): [18, 88], bins of 3.5,
-    # centres rounded half up (an end on the grid says only that the youngest is 17 or 18)
-    assert age.edges[0] == 18 and age.edges[-1] == 88
-    edges = np.linspace(18, 88, 21)
+    # narrowed to the grid of 2 (1, 2 or 5 × 10^k at most the width 3.55) strictly inside: 18 is on
+    # the grid, so the low end moves to 20; 89 is not, so the high end is 88: [20, 88], bins of 3.4,
+    # centres rounded half up (the ends say only that the youngest is 18 or 19 and the oldest 88 or 89)
+    assert age.edges[0] == 20 and age.edges[-1] == 88
+    edges = np.linspace(20, 88, 21)
     assert np.array_equal(reps, np.floor((edges[:-1] + edges[1:]) / 2 + 0.5))
     # a column with few values uses them as its domain (001 §6)
     assert t.metadata_.attributes["code"].kind == "distinct"

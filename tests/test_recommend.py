@@ -20,7 +20,7 @@ import pytest
 from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import TECHNIQUES, make_technique, register
 from ppdm.anonymize.search_space import Integer, Real, SearchSpace
-from ppdm.data.provenance import read_provenance
+from ppdm.data.provenance import read_private, read_provenance
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.experiments.policy import parse_policy
@@ -108,7 +108,7 @@ def test_the_search_finds_the_optimum_an_enumeration_finds(seed: int) -> None:
     assert res.verification.utility_loss == pytest.approx(w.utility_loss, rel=1e-12)
     assert res.release is not None and len(res.release.data) == 30
     assert res.release.provenance["technique"]["name"] == best[0]
-    assert res.release.provenance["seeded"] is True
+    assert "seeded" not in res.release.provenance and res.release.private["seeded"] is True
     # a release made outside the search is measured exactly as the search measures its trials
     data = search_data(X, POLICY, schema=SCHEMA, random_state=seed)
     assert data.control.equals(res.control) and data.train.equals(train)
@@ -210,8 +210,11 @@ def test_the_recommended_release_is_written_like_any_release(tmp_path: Path) -> 
     assert rec["policy"]["sha256"] == parse_policy(pol).sha256() and rec["policy"]["lines"] == [
         "record_linkage ≤ 0.6"]
     assert rec["study"] == {"name": STUDY_NAME, "file": "s.db", "trial": res.chosen.number, "trials": 10}
-    assert rec["refit"] is False and prov["seeded"] is False  # a fresh seed from the OS, stored nowhere
-    assert prov["holdout"] == {"fraction": 0.5, "rows": 30, "control": "z.control.csv"}
+    # a fresh seed from the OS, stored nowhere; only the private log says that no seed was given
+    assert rec["refit"] is False and "seeded" not in prov and read_private(tmp_path / "z.csv")["seeded"] is False
+    # the split's sizes are counts of x: the owner's
+    assert prov["holdout"] == {"fraction": 0.5, "control": "z.control.csv"}
+    assert read_private(tmp_path / "z.csv")["holdout"]["rows"] == 30
     assert pd.read_csv(tmp_path / "z.control.csv").shape == (30, 4)
     # the study keeps no seed of the release: the final draw is not derived from the study's seed
     stu = optuna.load_study(study_name=STUDY_NAME, storage=study_storage(tmp_path / "s.db"))
@@ -226,7 +229,10 @@ def test_refit_releases_the_whole_table_with_the_trial_figures(tmp_path: Path) -
     written = res.save(tmp_path / "z.csv")
     assert [p.name for p in written] == ["z.csv", "z.provenance.json", "z.private.json"]
     rec = read_provenance(tmp_path / "z.csv")["recommendation"]
-    assert rec["refit"] is True and "refitted on all 60 records" in rec["meets_policy"]
+    assert rec["refit"] is True and "refitted on all the records" in rec["meets_policy"]
+    # how many records the split held is the owner's to know
+    assert read_private(tmp_path / "z.csv")["recommendation"]["split"]["rows"] == 60
+    assert "refitted on all 60" not in rec["meets_policy"]
 
 
 def test_a_fresh_draw_that_misses_the_policy_is_not_released() -> None:

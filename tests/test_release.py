@@ -36,11 +36,11 @@ runner = CliRunner()
 GATE_OFF = ["--allow-verbatim", "--allow-untouched-keys"]
 
 #: the keys every provenance record carries (names fixed for the other tools that read them)
-KEYS = {"format", "version", "ppdm_version", "created", "technique", "seeded", "schema", "removed_identifiers",
+KEYS = {"format", "version", "ppdm_version", "created", "technique", "schema", "removed_identifiers",
         "privacy", "kept_identifiers", "output"}
 #: ... and the owner's private log
 PRIVATE_KEYS = {"format", "version", "notice", "ppdm_version", "created", "release", "release_sha256", "input",
-                "release_check", "pairing", "holdout", "technique", "warnings", "gate"}
+                "release_check", "pairing", "holdout", "technique", "warnings", "gate", "seeded"}
 
 
 def named_records(n_distinct: int = 1462, n_copies: int = 22, seed: int = 1) -> pd.DataFrame:
@@ -156,7 +156,8 @@ def test_provenance_record(tmp_path: Path) -> None:
     assert p["technique"]["name"] == "rounding" and p["technique"]["class"].endswith("Rounding")
     # every parameter, defaults resolved, never the seed
     assert p["technique"]["parameters"]["k"] == 5 and p["technique"]["parameters"]["method"] == "optimal"
-    assert "random_state" not in json.dumps(p) and p["seeded"] is False
+    # nor whether one was given: that is the owner's to know (the private log)
+    assert "random_state" not in json.dumps(p) and "seeded" not in p and rel.private["seeded"] is False
     assert p["schema"]["quasi_identifiers"] == ["age", "group"] and p["removed_identifiers"] == ["record"]
     assert p["privacy"] is None and p["output"]["row_order"] == "shuffled"
     # nothing counted, hashed or checked on x is public
@@ -171,7 +172,7 @@ def test_provenance_record(tmp_path: Path) -> None:
     assert [q.name for q in paths] == ["z.csv.gz", "z.provenance.json", "z.private.json"]
     back = read_provenance(tmp_path / "z.csv.gz")
     assert back == json.loads(json.dumps(p))
-    assert "rounding" in describe(back) and "seeded: no" in describe(back) and "rows shuffled" in describe(back)
+    assert "rounding" in describe(back) and "seeded" not in describe(back) and "rows shuffled" in describe(back)
     mine = read_private(tmp_path / "z.csv.gz")
     assert mine["release"] == "z.csv.gz" and mine["release_sha256"] == file_sha256(tmp_path / "z.csv.gz")
     assert "people.csv" in describe_private(mine)
@@ -227,12 +228,14 @@ def test_unseeded_release_cannot_be_reproduced_from_seed_0(tmp_path: Path) -> No
         return out.read_bytes()
 
     free1, free2 = run("f1.csv"), run("f2.csv")
-    zero, zero2 = run("s0.csv", "--seed", "0"), run("s0b.csv", "--seed", "0")
+    zero = run("s0.csv", "--seed", "0", "--experiment-seed")
+    zero2 = run("s0b.csv", "--seed", "0", "--experiment-seed")
     assert zero == zero2
     assert free1 != zero and free2 != zero and free1 != free2
-    assert json.loads((tmp_path / "f1.provenance.json").read_text())["seeded"] is False
-    p0 = json.loads((tmp_path / "s0.provenance.json").read_text())
-    assert p0["seeded"] is True and '"seed"' not in (tmp_path / "s0.provenance.json").read_text()
+    assert json.loads((tmp_path / "f1.private.json").read_text())["seeded"] is False
+    assert json.loads((tmp_path / "s0.private.json").read_text())["seeded"] is True
+    for name in ("f1", "s0"):  # neither the seed nor whether one was given is public
+        assert '"seed' not in (tmp_path / f"{name}.provenance.json").read_text()
     # the library default is OS entropy too
     df = load("wine")[0]
     a = make_technique("gaussian-noise", class_column="class").fit_transform(df)
@@ -262,7 +265,7 @@ def test_anonymize_prints_the_release_check_and_warnings(tmp_path: Path) -> None
     prov = json.loads((tmp_path / "z.provenance.json").read_text())
     assert KEYS <= set(prov) and prov["privacy"]["epsilon_spent"] > 0
     res = runner.invoke(app, ["anonymize", *GATE_OFF, str(x), "-m", "uniform-noise", "--class", "label", "-o", str(out),
-                              "--seed", "3"])
+                              "--seed", "3", "--experiment-seed"])
     assert "keep it secret" in res.output
     for needle in ("records with unchanged quasi-identifiers:", "unchanged cells per column:",
                    "columns no technique touched:"):

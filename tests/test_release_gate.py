@@ -122,7 +122,7 @@ def test_a_90_percent_verbatim_release_is_refused(tmp_path: Path) -> None:
     # the command line: one line, exit 2, nothing written
     src = tmp_path / "x.csv"
     x.to_csv(src, index=False)
-    args = ["anonymize", str(src), "-m", "uniform-noise", "-p", "level=0.026", "--class", "y", "--seed", "1", "-o",
+    args = ["anonymize", str(src), "-m", "uniform-noise", "-p", "level=0.026", "--class", "y", "--seed", "1", "--experiment-seed", "-o",
             str(tmp_path / "z.csv")]
     _one_line(runner.invoke(app, args), "--allow-verbatim", "passes on this table")
     assert {p.name for p in tmp_path.iterdir()} == {"x.csv"}
@@ -199,7 +199,7 @@ def test_weak_releases_are_warned_naming_the_column_and_a_fix(tmp_path: Path) ->
     src = tmp_path / "x.csv"
     x.to_csv(src, index=False)
     r = runner.invoke(app, ["anonymize", str(src), "-m", "gaussian-noise", "-p", "level=0.1", "--class", "y",
-                            "--seed", "4", "-o", str(tmp_path / "z.csv")])
+                            "--seed", "4", "--experiment-seed", "-o", str(tmp_path / "z.csv")])
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
     assert "warning: " in text and "of the records" in text and "come out unchanged on every column" in text

@@ -119,7 +119,7 @@ def test_type_flags_and_their_conflict_with_a_schema(tmp_path: Path) -> None:
                               "-o", str(out)])
     assert res.exit_code == 2 and "'nope'" in res.output
     res = runner.invoke(app, ["anonymize", *GATE_OFF, str(src), "-m", "uniform-noise", "--class", "y", "--categorical", "grade",
-                              "--seed", "1", "-p", "level=0.5", "-o", str(out)])
+                              "--seed", "1", "--experiment-seed", "-p", "level=0.5", "-o", str(out)])
     assert res.exit_code == 0, res.output
     z = pd.read_csv(out, dtype=str)
     assert z["day"].str.fullmatch(r"2021-\d{2}-\d{2}").all() and z["grade"].isin(list("1234")).all()

@@ -208,7 +208,7 @@ def test_a_value_outside_its_declared_bounds_is_refused_at_the_command_line(tmp_
     x.to_csv(src, index=False)
     schema.save(sch)
     res = runner.invoke(app, ["anonymize", str(src), "--schema", str(sch), "-m", "gaussian-noise", "-o", str(out),
-                              "--seed", "1"])
+                              "--seed", "1", "--experiment-seed"])
     assert res.exit_code == 2, res.output
     text = " ".join(res.output.split())
     assert "'age'" in text and "declared bounds [0, 120]" in text and "row 17" in text and "130" not in text

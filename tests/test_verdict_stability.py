@@ -21,7 +21,7 @@ runner = CliRunner()
 def test_readme_example_gives_the_same_verdict_under_ten_measurement_seeds(tmp_path: Path) -> None:
     out = tmp_path / "adult_ff.csv"
     res = runner.invoke(app, ["anonymize", "builtin:adult", "--class", "income", "--missing", "drop", "--method",
-                              "forest-framework", "--holdout", "0.5", "--seed", "1", "--out", str(out)])
+                              "forest-framework", "--holdout", "0.5", "--seed", "1", "--experiment-seed", "--out", str(out)])
     assert res.exit_code == 0, res.output
     risk, utility = Counter(), Counter()
     for seed in range(10):

@@ -1343,14 +1343,14 @@ class DPCube(Technique):
         eps = float(self.epsilon)
         noise = not math.isinf(eps)
         private = noise and not dom.from_data
-        seeded = self.random_state is not None
         relation = _RELATION[self.neighbouring]
         phases = [{**asdict(s), "epsilon": _json_float(s.epsilon), "noise_scale": _json_float(s.noise_scale)}
                   for s in self.privacy_steps_]
         assumptions = [
             "the declared types, bounds and categories are public and were not chosen by looking at the records",
-            "the random draws are unpredictable to whoever sees the release"
-            + (" (a fixed seed was used: the guarantee holds only while the seed stays secret)" if seeded else ""),
+            # whether a seed was given is not said here (public): the private log says it to the owner
+            "the random draws are unpredictable to whoever sees the release (a seed, when one is given, must be a "
+            "secret too large to try one by one)",
             "each person contributes one record (someone with k records is protected with k·ε)",
             "the noise samplers are NumPy's, exact up to floating-point rounding of their probabilities",
         ]
@@ -1369,9 +1369,7 @@ class DPCube(Technique):
             guarantee = (
                 f"The release is {eps:g}-differentially private for {relation}: any one person's record changes the "
                 f"probability of any output by at most a factor e^{eps:g}{_approx_exp(eps)}, assuming the declared "
-                "domain is public and data-independent and the random draws"
-                + (" (made from a fixed seed, which must stay secret)" if seeded else "")
-                + " are unknown to the attacker."
+                "domain is public and data-independent and the random draws are unknown to the attacker."
             )
         return {
             "mechanism": ("DPCube (Xiao, Xiong & Yuan 2010): noisy cell histogram, kd-tree partitioning, noisy "
@@ -1402,7 +1400,6 @@ class DPCube(Technique):
                                           + "; a record missing a value of a column not declared nullable is "
                                             "dropped")},
             "selected_attributes": list(self.selected_),
-            "seeded": bool(seeded),
             "assumptions": assumptions,
             "guarantee": guarantee,
         }

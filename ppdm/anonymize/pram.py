@@ -13,22 +13,26 @@ stay unbiased without any correction:
 3. Q, the backward matrix of P under the category frequencies p;
 4. R = alpha·(P Q) + (1 − alpha)·I.
 
-Both techniques draw the new values with :func:`ppdm.anonymize.perturbation_matrix.substitute`
-and write their matrices beside the release in the same sidecar format
-(``<stem>.matrices.json``, method ``"pram"``; ``matrix[h][k]`` = p(k → h), the transpose of R), so
-``ppdm reconstruct`` and the reconstruction attacks read both.
+Both techniques draw the new values with :func:`ppdm.anonymize.perturbation_matrix.substitute`.
 
-The matrices depend on the original frequencies, and R's stationary distribution is p: the
-sidecar states each variable's category frequencies (per stratum with strata), which the
-release itself shows on average anyway.
+**What is published.** R is built from x's category frequencies p, and p is R's stationary
+distribution (p R = p): a published R, with the number of expected changes Σ n_i(1 − R_ii),
+would give x's exact category counts. Invariant PRAM exists so that analysts need no matrix:
+counts and shares read from the release are unbiased estimates of x's as they stand. So the
+public provenance states only the invariance property and the parameters (``pd``, ``alpha``,
+the strata's column names); the matrices, the drawn diagonals, the number of categories and
+the expected changes go to the owner's private log (``private_report_``), and no
+``<stem>.matrices.json`` is written (random substitution's gamma-diagonal matrices, built from
+parameters alone, still are). The owner can rebuild :class:`SubstitutionMetadata` from the
+private log's ``technique.metadata`` (:meth:`SubstitutionMetadata.from_json` of its JSON).
 
 Missing values stay missing and are not counted in the frequencies (as sdcMicro).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,7 +45,6 @@ from ppdm.anonymize.random_substitution import (
     SubstitutionMetadata,
     _py,
     _sort_key,
-    sidecar_path,
 )
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Real, SearchSpace
@@ -77,7 +80,8 @@ class Pram(Technique):
         Post-randomise the class column too (default ``False``).
 
     After ``fit``: ``matrices_`` (column → R, rows = original categories, or with strata
-    (column, stratum) → R), ``levels_`` and ``metadata_`` (what :meth:`write_sidecars` writes).
+    (column, stratum) → R), ``levels_`` and ``metadata_`` (the matrices in random substitution's format), all
+    for the owner only: they go to the private log (``private_report_``), never beside the release.
     """
 
     handles_missing = True
@@ -194,11 +198,12 @@ class Pram(Technique):
                 raise SchemaError(f"column {c!r} has no observed value to post-randomise")
         self.metadata_ = self._metadata(schema)
         self.privacy_report_ = self._report()
+        self.private_report_ = self._private()
 
     def _metadata(self, schema: Schema) -> SubstitutionMetadata:
         def domain(name: Any, column: str) -> AttributeDomain:
             vals = [_py(v) for v in self.levels_[name]]
-            # the sidecar's matrix is column-stochastic: M[h, k] = p(k -> h) = R[k, h]
+            # random substitution's format is column-stochastic: M[h, k] = p(k -> h) = R[k, h]
             return AttributeDomain(column, "categorical", vals, self.matrices_[name].T.copy())
 
         extra = {"pd": self.pd if not isinstance(self.pd, Mapping) else dict(self.pd), "alpha": float(self.alpha),
@@ -247,15 +252,26 @@ class Pram(Technique):
         return {name: float(self._counts[name] @ (1.0 - np.diag(R))) for name, R in self.matrices_.items()}
 
     def _report(self) -> dict[str, Any]:
+        """The public claim: the invariance property and the parameters, nothing counted on x."""
+        return {"technique": "invariant PRAM", "pd": self.metadata_.extra["pd"], "alpha": float(self.alpha),
+                "strata": list(self.strata_), "columns": list(self.columns_),
+                "invariance": "p·R = p for every matrix: the expected category frequencies (and shares) of the "
+                              "release equal the original ones, so counts read from the release are unbiased "
+                              "estimates of the original counts without any matrix",
+                "retention": "each category i is kept with probability alpha·(PQ)[i, i] + 1 − alpha, where P keeps "
+                             "i with a probability drawn uniformly on [pd, 1]",
+                "note": "the matrices are built from the original category frequencies (their stationary "
+                        "distribution is the original shares), so they stay in the owner's private log"}
+
+    def _private(self) -> dict[str, Any]:
+        """What only the owner may see: per variable (and stratum) the number of categories, the
+        smallest keep probability, the expected number of changes, and the matrices themselves."""
         per: dict[str, Any] = {}
         for name, R in self.matrices_.items():
             label = name if isinstance(name, str) else f"{name[0]} | {name[1]}"
             per[label] = {"categories": len(self.levels_[name]), "min_keep_probability": float(np.diag(R).min()),
                           "expected_changes": float(self._counts[name] @ (1.0 - np.diag(R)))}
-        return {"technique": "invariant PRAM", "pd": self.metadata_.extra["pd"], "alpha": float(self.alpha),
-                "strata": list(self.strata_), "variables": per,
-                "note": "p·R = p for every matrix: expected category frequencies equal the original ones; the "
-                        "matrices (<stem>.matrices.json) let analysts correct other estimates"}
+        return {"technique": "invariant PRAM", "variables": per, "metadata": json.loads(self.metadata_.to_json())}
 
     def to_json(self) -> str:
         """The fitted matrices as JSON (random substitution's format, method ``"pram"``)."""
@@ -263,14 +279,6 @@ class Pram(Technique):
 
         check_is_fitted(self, "metadata_")
         return self.metadata_.to_json()
-
-    def write_sidecars(self, out_path: str | Path) -> list[Path]:
-        """Write ``<out stem>.matrices.json`` beside the release, atomically."""
-        from ppdm.data.io import atomic_write_text
-
-        p = sidecar_path(out_path)
-        atomic_write_text(p, self.to_json())
-        return [p]
 
 
 def _names(value: Any) -> list[str] | None:

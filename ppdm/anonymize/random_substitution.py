@@ -293,8 +293,9 @@ def public_range(lo: float, hi: float, n: int, integer: bool = False) -> tuple[f
     """The range ``(low, high, unit)`` whose ``n`` bins a numeric attribute observed over
     ``[lo, hi]`` is binned in, when no bounds are given or declared: x's range narrowed to
     the multiples of ``unit``, the largest 1, 2 or 5 × 10^k at most one bin width (at
-    least 1 for whole numbers). Neither end is then a value of x unless it falls on the
-    grid by chance, and the grid says where the extremes lie only to within ``unit``.
+    least 1 for whole numbers), strictly inside: an extreme that falls on the grid moves one
+    unit in. Neither end is then a value of x, and the grid says where the extremes lie only
+    to within about ``unit``.
     The unit is halved while the narrowed range is too short for ``n`` bins (whole numbers
     need one unit per bin); a whole-number range of width 1 per bin is then x's own.
     """
@@ -304,6 +305,11 @@ def public_range(lo: float, hi: float, n: int, integer: bool = False) -> tuple[f
         if integer:
             unit = max(unit, 1.0)
         low, high = np.ceil(lo / unit) * unit, np.floor(hi / unit) * unit
+        # an extreme of x that falls on the grid is not published: the edge moves one unit inside
+        if low == lo:
+            low += unit
+        if high == hi:
+            high -= unit
         if high > low and (not integer or high - low >= n):
             return float(low), float(high), float(unit)
         if integer and unit <= 1.0:

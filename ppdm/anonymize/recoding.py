@@ -364,7 +364,9 @@ class Recode(Technique):
         self.mapping_: dict[str, dict[Any, Any]] = {}
         self.periods_: dict[str, str] = {}
         self.levels_: dict[str, int] = {}
-        for c in self._targets(schema):
+        self.merged_: dict[str, list[Any]] = {}
+        targets = self._targets(schema)
+        for c in targets:
             s = df[c]
             obs = s.dropna()
             if len(obs) == 0:
@@ -380,6 +382,19 @@ class Recode(Technique):
                 self._fit_numeric(c, x, rng, schema.bounds.get(c))
             else:
                 self._fit_categorical(c, obs, schema)
+        self._rare_reports([c for c in targets if c not in schema.numeric and c not in schema.dates])
+
+    def _rare_reports(self, categorical: list[str]) -> None:
+        """The rule for rare categories (public) and the categories it merged (the owner's).
+
+        Which categories were merged, and in what order they occur in x, names categories held by
+        a handful of people, which may be absent from the release: only the rule is public."""
+        rules = {c: f"categories of {c!r} with fewer than min_count={int(m)} records (with the next rarest, until "
+                    f"the group has min_count records) become {self.other!r}"
+                 for c in categorical if (m := _per_column(self.min_count, c, None)) is not None}
+        self.privacy_report_ = {"technique": "recode", "rare_categories": rules} if rules else None
+        merged = {c: v for c, v in self.merged_.items() if v}
+        self.private_report_ = {"technique": "recode", "merged_into_other": merged} if merged else None
 
     def _fit_numeric(self, c: str, x: np.ndarray, rng: np.random.Generator,
                      bounds: tuple[float, float] | None = None) -> None:
@@ -452,6 +467,7 @@ class Recode(Technique):
         if self.other in set(counts.index) - set(merged):
             raise ParameterError(f"the label {self.other!r} for merged rare categories of {c!r} is already one of its "
                                  "categories; choose another with other=...")
+        self.merged_[c] = sorted(({_py_value(k) for k, v in mapping.items() if v in merged}), key=str)
         return {k: (self.other if v in merged else v) for k, v in mapping.items()}
 
     # ---------------------------------------------------------------- output
@@ -502,6 +518,10 @@ class Recode(Technique):
                                       "label is not among the fitted ones; fit on these records")
                 vals[i] = lab
         return vals
+
+
+def _py_value(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _label_order(c: str, mapping: dict[Any, Any], schema: Schema) -> list[Any]:

@@ -107,8 +107,9 @@ class LocalSuppression(Technique):
         column positions in the table, which picks other keys' importance unless the keys
         are the table's first columns; see docs/sdc.md).
 
-    After ``transform``: ``privacy_report_`` states the guarantee and counts the blanked
-    cells per key; ``suppressed_`` is the boolean mask of blanked cells of the last release
+    After ``transform``: ``privacy_report_`` states the guarantee (public), ``private_report_``
+    counts the blanked cells per key and the records left below k (the owner's private log:
+    they are counts of x's records); ``suppressed_`` is the boolean mask of blanked cells of the last release
     (not written anywhere).
     """
 
@@ -295,7 +296,7 @@ class LocalSuppression(Technique):
             below = int((alg.record_frequencies(new) < k).sum())
             scope = "all keys together"
             intruder = int((alg.intruder_frequencies(codes, new) < k).sum()) if len(codes) else 0
-        return {
+        public = {
             "guarantee": "k-anonymity",
             "k": int(k),
             "keys": list(keys),
@@ -303,6 +304,13 @@ class LocalSuppression(Technique):
             "rule": RULE,
             "mode": self.mode,
             "criterion": self.criterion,
+            "counts": "how many cells and records were blanked and how many stay below k are counted on the "
+                      "original records: they are in the owner's private log, not here",
+        }
+        # counts of x's records (and an importance worked out from x's keys) are the owner's: a small count
+        # says how many people have a rare combination, which the public files must not say
+        self.private_report_ = {
+            "technique": "local suppression",
             "importance": {c: float(v) for c, v in zip(keys, imp, strict=True)},
             "suppressed_cells": int(blank.sum()),
             "suppressed_by_key": {c: int(blank[:, j].sum()) for j, c in enumerate(keys)},
@@ -313,6 +321,7 @@ class LocalSuppression(Technique):
                      "under the rule; records_below_k_for_intruder those whose original keys do (an intruder "
                      "who knows the blanked values); criterion='intruder' brings the second to 0"),
         }
+        return public
 
 
 def _combs(value: Any) -> list[int]:

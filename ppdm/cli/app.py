@@ -117,11 +117,15 @@ app = typer.Typer(
 
 ClassOpt = Annotated[str | None, typer.Option("--class", "-c", help="Class (label) column.")]
 SeedOpt = Annotated[str | None, typer.Option(
-    "--seed", help="Seed of the release's random draws (default: fresh OS entropy). Anyone who knows the seed "
-                   "can redo the draws and undo much of the release: keep it secret, with x.")]
+    "--seed", help="Seed of the release's random draws (default: fresh OS entropy): a secret of at least 2^64 "
+                   "(anyone who knows or guesses it can redo the draws and undo the release; keep it with x). "
+                   "A smaller seed needs --experiment-seed.")]
+ExperimentFlagOpt = Annotated[bool, typer.Option(
+    "--experiment-seed", help="Accept a --seed below 2^64: this run is a reproducible experiment, not a release to "
+                              "publish (such a seed can be brute-forced).")]
 MeasureSeedOpt = Annotated[str | None, typer.Option(
-    "--seed", help="Seed of the measurement (splits, tie-breaking); default: drawn from OS entropy and "
-                   "printed, so the run can be repeated.")]
+    "--seed", help="Measurement seed: the seed of the measurement's own draws (splits, tie-breaking), not of "
+                   "any release; default: drawn from OS entropy and printed, so the run can be repeated.")]
 ExperimentSeedOpt = Annotated[int, typer.Option(
     "--seed", help="Fixed seed of this research run (default 0): anyone can regenerate its draws.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", "-p", help="Technique parameter key=value (repeatable).")]

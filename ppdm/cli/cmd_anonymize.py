@@ -20,6 +20,7 @@ from ppdm.cli.app import (
     DateOpt,
     DecimalOpt,
     EngineOpt,
+    ExperimentFlagOpt,
     IdOpt,
     MissingKeepOpt,
     OtherOpt,
@@ -33,7 +34,7 @@ from ppdm.cli.app import (
     _missing,
     app,
 )
-from ppdm.cli.common import BUILTIN, console, err_console, load_input, parse_seed, roles_from_options
+from ppdm.cli.common import BUILTIN, console, err_console, load_input, release_seed, roles_from_options
 from ppdm.errors import PPDMError
 
 
@@ -49,6 +50,7 @@ def anonymize(
     class_column: ClassOpt = None,
     param: ParamOpt = None,
     seed: SeedOpt = None,
+    experiment_seed: ExperimentFlagOpt = False,
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
@@ -106,11 +108,11 @@ def anonymize(
     from ppdm.anonymize.registry import get_technique, make_technique
     from ppdm.data.io import check_output_path, check_output_table
     from ppdm.data.partitions import wants_dask
-    from ppdm.data.provenance import private_path, provenance_path
+    from ppdm.data.provenance import check_sidecars_free, private_path, provenance_path
     from ppdm.experiments.release import control_path, release, save_release
     from ppdm.utils import parse_params
 
-    random_state = parse_seed(seed)
+    random_state = release_seed(seed, experiment_seed)
     from ppdm.metrics.release_check import GateOptions
 
     # the gate's thresholds and overrides travel as one object down to the check
@@ -140,6 +142,7 @@ def anonymize(
     check_output_table(out, inputs=(src, schema))
     check_output_path(provenance_path(out), inputs=(src, schema))
     check_output_path(private_path(out), inputs=(src, schema))
+    check_sidecars_free(out)  # before any work: z.parquet must not replace z.csv's private log
     if holdout is not None:
         check_output_path(control_path(out), inputs=(src, schema))
     params = parse_params(param)

@@ -289,7 +289,10 @@ def evaluate(
         return
     x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
                                 categorical=categorical, dates=date, provenance=provenance, decimal=decimal)
-    x, sch, recode = recoded_view(x, sch, provenance)
+    from ppdm.data.provenance import owner_view
+
+    # the owner's view: the full output schema (recoding's merged categories) lives in the private log
+    x, sch, recode = recoded_view(x, sch, owner_view(provenance, pair.private))
     # a paired z is read with its incomplete rows, so that the pairs are dropped together
     z = load_like(anonymized, x, sch, "keep" if miss == "drop" and pair.paired else miss, "anonymized", sep, ids,
                   decimal=decimal)

@@ -18,6 +18,7 @@ from ppdm.cli.app import (
     CategoricalOpt,
     ClassOpt,
     DateOpt,
+    ExperimentFlagOpt,
     IdOpt,
     OtherOpt,
     QiOpt,
@@ -28,7 +29,7 @@ from ppdm.cli.app import (
     _missing,
     app,
 )
-from ppdm.cli.common import BUILTIN, console, err_console, load_input, parse_seed, roles_from_options
+from ppdm.cli.common import BUILTIN, console, err_console, load_input, release_seed, roles_from_options
 from ppdm.errors import PPDMError
 
 #: exit code when the search finds no release that meets the policy
@@ -134,8 +135,10 @@ def recommend(
         "--refit", help="Make the recommended release from the whole table (its risk is then that measured on "
                         "the training split's release; no control split is written).")] = False,
     seed: Annotated[str | None, typer.Option(
-        "--seed", help="Seed of the split, the search and the release (default: OS entropy). Anyone who knows it "
-                       "can redo the release's draws: keep it secret, with x.")] = None,
+        "--seed", help="Seed of the split, the search and the release (default: OS entropy): a secret of at least "
+                       "2^64 (anyone who knows or guesses it can redo the release's draws); a smaller seed needs "
+                       "--experiment-seed.")] = None,
+    experiment_seed: ExperimentFlagOpt = False,
     report: Annotated[Path | None, typer.Option("--report", help="Also write the HTML report.")] = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document (docs/ppdm.schema.json) instead of tables.")] = False,
@@ -152,13 +155,13 @@ def recommend(
 
     started = time.perf_counter()
     from ppdm.data.io import check_output_path, check_output_table
-    from ppdm.data.provenance import provenance_path
+    from ppdm.data.provenance import check_sidecars_free, provenance_path
     from ppdm.experiments.policy import load_policy, parse_policy
     from ppdm.experiments.recommend import parse_duration
     from ppdm.experiments.recommend import recommend as run
     from ppdm.experiments.release import control_path
 
-    random_state = parse_seed(seed)
+    random_state = release_seed(seed, experiment_seed)
     flags = any([at_most, at_least, option, epsilon is not None, utility, priority, techniques])
     if policy is not None and flags:
         raise PPDMError("give the policy either as a file (--policy) or as flags (--max, --utility, ...), not both")
@@ -179,6 +182,7 @@ def recommend(
     # every output is checked before any work: format, folder, and never one of the inputs
     check_output_table(out, inputs=inputs)
     check_output_path(provenance_path(out), inputs=inputs)
+    check_sidecars_free(out)
     if not refit:
         check_output_path(control_path(out), inputs=inputs)
     check_output_path(study_path, inputs=inputs)

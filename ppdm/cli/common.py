@@ -153,7 +153,8 @@ def stage_progress() -> Any:
     to :mod:`ppdm.progress`, so a command's progress bar shows them with the time left."""
     from ppdm import progress
 
-    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "check": "checking"}
+    labels = {"scan": "scanning", "sample": "sampling", "release": "releasing", "mix": "mixing records across parts",
+              "check": "checking"}
     open_: dict[str, Any] = {}
 
     def report(stage: str, done: int, total: int) -> None:
@@ -207,6 +208,26 @@ def parse_seed(text: str | None, option: str = "--seed") -> int | None:
     if not t.isdigit():
         raise PPDMError(f"{option} must be a non-negative whole number, got {text!r}")
     return int(t)
+
+
+#: the smallest seed a release accepts without --experiment-seed: 2^64 seeds cannot be tried one by one
+RELEASE_SEED_MIN = 2**64
+WEAK_SEED_MESSAGE = ("a seed below 2^64 can be brute-forced and undoes the release; give a 64-bit secret seed, or "
+                     "--experiment-seed for a reproducible experiment")
+
+
+def release_seed(text: str | None, experiment: bool) -> int | None:
+    """The seed of a release (``--seed``), or ``None`` for OS entropy.
+
+    Whoever finds a release's seed replays its draws and undoes it, and a seed below 2^64 can
+    be found by trying them all against the release (the draws it predicts either match or
+    not). Such a seed is refused unless ``experiment`` (``--experiment-seed``) marks the run as
+    a reproducible experiment rather than a release to publish.
+    """
+    seed = parse_seed(text)
+    if seed is not None and seed < RELEASE_SEED_MIN and not experiment:
+        raise PPDMError(WEAK_SEED_MESSAGE)
+    return seed
 
 
 def measurement_seed(text: str | None) -> tuple[int, bool]:

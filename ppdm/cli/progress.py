@@ -85,9 +85,7 @@ def _columns() -> list[Any]:
 def progress_bar(description: str, total: float | None = None) -> Iterator[progress.Steps]:
     """Show the progress of everything run inside the block; yields the command's own task
     (call it per step; ``reset(total)`` once the number of steps is known)."""
-    from rich.progress import Progress
-
-    with Progress(*_columns(), console=err_console.real, transient=True) as bar:
+    with _progress() as bar:
         listener = _RichListener(bar)
         with progress.listening(listener), progress.steps(total, description) as outer:
             yield outer
@@ -98,8 +96,22 @@ def progress_of_library() -> Iterator[None]:
     """Show the progress the library reports inside the block, with no task of the command's
     own: the first task the library opens (e.g. :func:`ppdm.experiments.release.release`'s
     steps) is the one that stays on screen."""
-    from rich.progress import Progress
-
-    with Progress(*_columns(), console=err_console.real, transient=True) as bar:
+    with _progress() as bar:
         with progress.listening(_RichListener(bar)):
             yield
+
+
+def _progress() -> Any:
+    """A transient rich ``Progress`` on stderr that leaves nothing behind.
+
+    Rich ends a display on a console that is not interactive (stderr a file or a pipe) with an
+    empty line; the bars are transient, so that line is all a script would see of them, and it
+    would stand before a refusal's one line."""
+    from rich.progress import Progress
+
+    class _Transient(Progress):
+        def stop(self) -> None:
+            if not self.disable:
+                self.live.stop()
+
+    return _Transient(*_columns(), console=err_console.real, transient=True)

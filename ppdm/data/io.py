@@ -120,13 +120,24 @@ def _open_text(p: Path) -> io.TextIOBase:
     return raw
 
 
+#: control characters no text table holds (tab, line feed, form feed and carriage return are text)
+_CONTROL = bytes([*range(0x01, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F])
+#: share of control characters in the first 8 KiB from which a file is binary (random bytes hold ~12%)
+_CONTROL_SHARE = 0.01
+
+
 def _binary(p: Path) -> bool:
-    """Whether the file's first 8 KiB hold a NUL byte, which no text table has."""
+    """Whether the file's first 8 KiB look binary: a NUL byte, or more than 1 % of control
+    characters (binary data without NUL bytes would otherwise reach the parser, whose guess
+    about separators, e.g. a tab among the bytes, is no help)."""
     try:
         with (gzip.open(p, "rb") if p.name.lower().endswith(".gz") else open(p, "rb")) as fh:
-            return b"\x00" in fh.read(8192)
+            head = fh.read(8192)
     except (OSError, EOFError):
         return False  # pandas names the problem
+    if b"\x00" in head:
+        return True
+    return bool(head) and len(head) - len(head.translate(None, _CONTROL)) > _CONTROL_SHARE * len(head)
 
 
 def _csv_header(p: Path, sep: str) -> list[str] | None:

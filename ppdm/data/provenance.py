@@ -19,9 +19,6 @@ The public record (``format`` ``"ppdm-provenance"``, :data:`VERSION`) has these 
 ``technique``
     ``name`` (as ``ppdm methods`` lists it), ``class`` and ``parameters``: every parameter
     of the technique with defaults resolved.
-``seeded``
-    Whether an explicit seed was given. The seed itself is never stored: whoever knows it
-    can regenerate the random draws and undo much of the release.
 ``schema``
     The schema with its roles (:meth:`ppdm.data.schema.Schema.to_dict`).
 ``removed_identifiers``
@@ -34,7 +31,9 @@ The public record (``format`` ``"ppdm-provenance"``, :data:`VERSION`) has these 
     owner kept it), ``decimals``, ``date_formats``, and for a partitioned release ``format``
     and ``partitions``.
 
-Further keys (``kept_identifiers``) may be added; these are never renamed. Version 1
+Further keys (``kept_identifiers``) may be added; these are never renamed. Whether a seed was
+given is not said (a seeded release invites a search for the seed): the private log's
+``seeded`` says it to the owner. Records written before said it as ``seeded``; they are still read. Version 1
 records (before the private log existed) also carried ``input``, ``release_check``,
 ``warnings`` and ``holdout``; they are still read.
 
@@ -55,8 +54,11 @@ The private record (``format`` ``"ppdm-private"``, :data:`PRIVATE_VERSION`):
 ``pairing``
     Which record of x each row of z was made from: ``positions`` — row ``j`` of z was made
     from row ``positions[j]`` (0-based) of x as read after the missing-value policy — encoded
-    by :func:`encode_positions`. A partitioned release has ``partitions``: one such object per
-    partition, positions counted within x's partition. ``null`` for a synthetic release
+    by :func:`encode_positions`. A partitioned release's rows are mixed across its parts: its
+    ``positions`` count z's rows with its parts read in order and x's rows as read, *before*
+    the missing-value policy (``"counted": "as read"``), and ``parts`` gives each part's number
+    of rows. (Releases written before the parts were mixed have ``partitions``: one object per
+    partition, positions counted within x's partition; they are still read.) ``null`` for a synthetic release
     (DPCube under add/remove-one neighbours), whose records are not made from particular
     records of x.
 ``holdout``
@@ -65,6 +67,8 @@ The private record (``format`` ``"ppdm-private"``, :data:`PRIVATE_VERSION`):
     increasing order, encoded like the pairing); else null.
 ``technique``
     The technique's ``private_report_`` when it has one (what only the owner may see), else null.
+``seeded``
+    Whether an explicit seed was given (never the seed).
 ``warnings``
     The technique's warnings (they may quote counts of x).
 
@@ -127,6 +131,49 @@ def private_path(release: str | Path) -> Path:
     return _beside(release, PRIVATE_SUFFIX)
 
 
+def _stem(release: Path) -> str:
+    name = release.name
+    for suf in _TABLE_SUFFIXES:
+        if name.lower().endswith(suf):
+            return name[: -len(suf)]
+    return release.stem
+
+
+def check_sidecars_free(release: str | Path) -> None:
+    """Refuse to write ``release`` when its sidecars belong to another release of the same stem.
+
+    ``z.csv`` and ``z.parquet`` (and a dataset folder ``z``) share ``z.provenance.json`` and
+    ``z.private.json``: a second release would silently replace the first one's private log,
+    the owner's only record of its pairing. The private log names its release; when it names
+    another file that still exists (or, without a readable log, when another table of the same
+    stem stands beside a provenance file), the release is refused with
+    :class:`PPDMError`. Writing the same release again is allowed.
+    """
+    p = Path(release)
+    priv, prov = private_path(p), provenance_path(p)
+    owner: str | None = None
+    if priv.is_file():
+        try:
+            record = json.loads(priv.read_text(encoding="utf-8"))
+            owner = record.get("release") if isinstance(record, dict) else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            owner = None
+        if isinstance(owner, str) and owner != p.name and (p.parent / owner).exists():
+            raise PPDMError(f"{priv.name} beside {str(p)!r} is the private log of the release {owner!r}, which a "
+                            f"release {p.name!r} would replace; choose another output name, or remove {owner!r} and "
+                            "its sidecars first")
+    if not isinstance(owner, str) and (prov.is_file() or priv.is_file()):
+        stem = _stem(p)
+        others = [q.name for q in (p.with_name(stem + suf) for suf in _TABLE_SUFFIXES) if q.exists() and q.name != p.name]
+        folder = p.with_name(stem)
+        if folder.is_dir() and folder.name != p.name:
+            others.append(folder.name)
+        if others:
+            raise PPDMError(f"{prov.name} beside {str(p)!r} may belong to the release {others[0]!r}, which a release "
+                            f"{p.name!r} would replace; choose another output name, or remove {others[0]!r} and its "
+                            "sidecars first")
+
+
 def file_sha256(path: str | Path) -> str:
     """SHA-256 of a file's bytes, read in blocks."""
     h = hashlib.sha256()
@@ -182,8 +229,10 @@ def decode_positions(obj: Any, what: str = "positions") -> np.ndarray:
 def in_input_order(z: pd.DataFrame, private: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
     """``(z sorted back into x's order, positions)`` from a release read whole and its private
     log: row ``k`` of the result was made from row ``positions[k]`` of x as read after the
-    missing-value policy. A partitioned release's parts are taken in order, each sorted
-    within itself (positions then count within x's partition)."""
+    missing-value policy (before it, for a partitioned release: ``"counted": "as read"``; z's
+    parts read in order). A release written before partitioned parts were mixed has one
+    pairing per partition: its parts are taken in order, each sorted within itself (positions
+    then count within x's partition)."""
     rec = private.get("pairing")
     if rec is None:
         raise PPDMError("the private log records no pairing: the release's records are synthetic")
@@ -240,7 +289,6 @@ def _now() -> str:
 def build_provenance(
     *,
     technique: dict[str, Any],
-    seeded: bool,
     schema: dict[str, Any],
     removed_identifiers: list[str],
     privacy: Any = None,
@@ -257,7 +305,6 @@ def build_provenance(
         "ppdm_version": __version__,
         "created": _now(),
         "technique": jsonable(technique),
-        "seeded": bool(seeded),
         "schema": jsonable(schema),
         "removed_identifiers": list(removed_identifiers),
         "privacy": jsonable(privacy) if privacy is not None else None,
@@ -275,6 +322,7 @@ def build_private(
     holdout: dict[str, Any] | None = None,
     technique: Any = None,
     warnings: list[str] | None = None,
+    seeded: bool | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """The owner's private log (keys as in the module docstring; ``pairing`` and the hold-out's
@@ -295,6 +343,7 @@ def build_private(
         "pairing": pairing,
         "holdout": holdout,
         "technique": jsonable(technique) if technique is not None else None,
+        "seeded": seeded,
         "warnings": list(warnings or []),
     }
     for k, v in extra.items():
@@ -352,6 +401,16 @@ def read_private(release: str | Path, path: str | Path | None = None) -> dict[st
     return record
 
 
+def owner_view(provenance: dict[str, Any] | None, private: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The public provenance as its owner reads it: the release's full output schema (what
+    recoding learnt from x, e.g. which categories became "Other") from the private log in place
+    of the public one, which leaves that out. Without a private log, the public record."""
+    full = (private or {}).get("output_schema")
+    if provenance is None or not full:
+        return provenance
+    return {**provenance, "output": {**(provenance.get("output") or {}), "schema": full}}
+
+
 def private_summary(record: dict[str, Any]) -> dict[str, Any]:
     """The private log without the pairing and the held-out positions: what an evaluation that
     was given the log may show (its input, release check, hold-out size and the technique's
@@ -370,7 +429,8 @@ def describe(record: dict[str, Any]) -> str:
     tech = record.get("technique") or {}
     parts = [f"made by ppdm {record.get('ppdm_version', '?')} on {record.get('created', '?')} "
              f"with {tech.get('name', '?')}"]
-    parts.append("seeded: " + ("yes (the seed is not stored)" if record.get("seeded") else "no (OS entropy)"))
+    if "seeded" in record:  # records written before it moved to the private log
+        parts.append("seeded: " + ("yes (the seed is not stored)" if record.get("seeded") else "no (OS entropy)"))
     order = (record.get("output") or {}).get("row_order")
     if order:
         parts.append(f"rows {order}")

@@ -458,7 +458,10 @@ def evaluate(
     x, _ = schema.validate(x, missing=miss)  # type: ignore[arg-type]
     x = x.reset_index(drop=True)
     x, sch, ids = without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
-    x, sch, recode = recoded_view(x, sch, provenance)
+    from ppdm.data.provenance import owner_view
+
+    # the owner's view: the full output schema (recoding's merged categories) lives in the private log
+    x, sch, recode = recoded_view(x, sch, owner_view(provenance, pair.private))
     if z is None:
         z, _ = _table(z_source, sch)  # type: ignore[arg-type]
     # a paired z is read with its incomplete rows, so that the pairs are dropped together

@@ -212,12 +212,15 @@ def repair_partitions(x: Any, z: Any, pair: Pairing, missing: str) -> tuple[Any,
         orders = [decode_positions(p.get("positions"), f"pairing of partition {i}") for i, p in enumerate(parts)]
         return x, z.map_partitions(_unshuffle_part, _array_parts(orders), str(pair.private_file), meta=z._meta,
                                    align_dataframes=False)
-    if missing == "drop" and (private.get("input") or {}).get("rows_dropped"):
+    # a partitioned release counts x's rows as read, before the missing-value policy, like x here
+    as_read = rec.get("counted") == "as read"
+    if missing == "drop" and (private.get("input") or {}).get("rows_dropped") and not as_read:
         raise PPDMError("a release made in memory from a table with incomplete records is evaluated in memory: "
                         "leave out --engine dask")
     lx = partition_lengths(x)
     n_x = int(sum(lx))
-    kept_rows(private, n_x, pair.private_file)
+    kept_rows({"input": {**(private.get("input") or {}), "rows_kept": rec.get("rows_of_x")}} if as_read else private,
+              n_x, pair.private_file)
     lz = partition_lengths(z)
     pos = positions(rec.get("positions"), "pairing", n_x, int(sum(lz)), pair.private_file)
     key = "__ppdm_position__"

@@ -14,16 +14,24 @@ more than one partition per task in memory:
    screened on it, and the technique is fitted on it;
 3. **release**: every partition is transformed with what was fitted, by a generator seeded
    from the release's seed and the partition's number (so the same seed gives the same
-   files), rounded to the source decimals, checked against its original records, shuffled
-   within the partition (another generator of the same seed and number) and written as one
-   Parquet part into a temporary folder beside the output; its release-check counts and its
-   pairing (which record of x's partition each released row was made from) are returned;
+   files), rounded to the source decimals and checked against its original records; its
+   release-check counts are returned. Each released row is then drawn an output part at
+   random (another generator of the same seed and number), and the partition is staged,
+   sorted by output part, in an Arrow file beside the output;
+3b. **mix**: output part j gathers the rows every staged partition drew into it (slices of
+   the memory-mapped files, so no task holds more than about one partition), shuffles them
+   and writes one Parquet part into a temporary folder beside the output. A part of z thus
+   holds records from every partition of x, not its input partition's records: which records
+   of x share a file (a registry's region, a month) is not published. ``shuffle=False`` keeps
+   each partition's records in its own part, in order. The pairing (which record of x each
+   released row was made from) is returned;
 4. **check**: the records unique on their quasi-identifiers in z are counted by Dask over
    the written parts (a hash per record, counted across partitions).
 
 Then the public provenance is written, the temporary folder renamed into place and the
-owner's private log written (input, release check and the pairing, partition by partition:
-:mod:`ppdm.data.provenance`); on any error all of it is removed and nothing is left behind.
+owner's private log written (input, release check and the pairing: row k of z, its parts
+read in order, was made from row ``positions[k]`` of x as read, before the missing-value policy,
+``"counted": "as read"``, with the number of rows of each part: :mod:`ppdm.data.provenance`); on any error all of it is removed and nothing is left behind.
 """
 
 from __future__ import annotations
@@ -49,6 +57,9 @@ from ppdm.data.partitions import (
 from ppdm.data.provenance import (
     build_private,
     build_provenance,
+    check_sidecars_free,
+    decode_positions,
+    encode_positions,
     file_sha256,
     private_path,
     private_text,
@@ -68,6 +79,7 @@ from ppdm.experiments.release import (
     gate_setup,
     judge_release,
     pairing_record,
+    public_output_schema,
     technique_record,
 )
 from ppdm.metrics.release_check import (
@@ -87,6 +99,8 @@ from ppdm.metrics.release_check import (
     release_check_from_parts,
 )
 
+#: a partitioned release's pairing counts x's rows as read, before the missing-value policy
+PAIRING_AS_READ = "as read"
 #: records the technique is fitted on, by default
 FIT_ROWS = 100_000
 
@@ -168,12 +182,33 @@ class _Job:
     tmp: Path
     shuffle: bool = True
     thresholds: GateThresholds = field(default_factory=GateThresholds)
+    #: where the released partitions wait, sorted by the output part each row goes to
+    stage: Path | None = None
+    #: the position in x (as read) of each partition's first row, once every partition is released
+    first_row: np.ndarray | None = None
 
 
-def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
-    x = job.ds.partition(i)
+#: the stream of the output part each released row is drawn into (the release's streams are 1 and 2)
+MIX_STREAM = 3
+#: the column of a staged row that keeps its position in x's partition (as read)
+_LOCAL = "__ppdm_local__"
+
+
+def _stage_path(job: _Job, i: int) -> Path:
+    return job.stage / f"stage.{i:05d}.arrow"  # type: ignore[operator]
+
+
+def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, int, np.ndarray]:
+    """Release x's partition ``i`` and stage it for mixing: every released row is drawn an
+    output part at random (the input's own part with ``shuffle=False``), and the rows are
+    written sorted by it, with their position in x's partition, to an Arrow file that the
+    mixing pass slices. Returns the check's counts, the rows dropped, the rows read and how
+    many rows go to each output part."""
+    x = job.ds.partition(i).reset_index(drop=True)
+    n_read = len(x)
     sch = job.schema
     x, dropped = sch.validate(x, missing=job.missing)
+    local = np.asarray(x.index, dtype=np.int64)  # positions in the partition as read (the policy drops some)
     work = x.drop(columns=job.ids) if job.ids else x
     z = job.tech.transform_partition(work, i, job.base)
     z = round_to_decimals(z, job.decimals)
@@ -186,11 +221,55 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, dict[str, Any]]:
     zsch = _released_schema(job.tech, sch)
     part = check_partition(working_frame(x, sch.numeric), working_frame(z, zsch.numeric), zsch, job.columns,
                            job.spreads, thresholds=job.thresholds, decimals=job.decimals)
-    # shuffled within the partition: row j of the part was made from row order[j] of x's partition
-    order = (np.random.default_rng([job.base, i, SHUFFLE_STREAM]).permutation(len(z)) if job.shuffle
-             else np.arange(len(z)))
-    write_part(z.iloc[order].reset_index(drop=True), job.tmp / f"part.{i:05d}.parquet")
-    return part, dropped, pairing_record(order, len(order))
+    n_out = job.ds.npartitions
+    # each released row goes to an output part drawn at random: a part of z holds no partition of x
+    dest = (np.random.default_rng([job.base, i, MIX_STREAM]).integers(0, n_out, len(z)) if job.shuffle
+            else np.full(len(z), i, dtype=np.int64))
+    order = np.argsort(dest, kind="stable")
+    staged = z.iloc[order].reset_index(drop=True)
+    staged[_LOCAL] = local[order]
+    _write_arrow(staged, _stage_path(job, i))
+    return part, dropped, n_read, np.bincount(dest, minlength=n_out)
+
+
+def _write_arrow(df: pd.DataFrame, path: Path) -> None:
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def _mix_part(j: int, job: _Job, cuts: np.ndarray) -> dict[str, Any]:
+    """Output part ``j``: the rows every staged partition drew into it (``cuts[i, j]`` to
+    ``cuts[i, j + 1]`` of staged partition ``i``, sliced from its memory-mapped Arrow file),
+    shuffled, written as ``part.j.parquet``. Returns the position in x (as read) of each
+    written row's original, encoded (:func:`ppdm.data.provenance.encode_positions`: a task
+    returns no column of a table)."""
+    import pyarrow as pa
+
+    frames, sources = [], []
+    empty = None
+    for i in range(cuts.shape[0]):
+        a, b = int(cuts[i, j]), int(cuts[i, j + 1])
+        if b <= a and empty is not None:
+            continue
+        with pa.memory_map(str(_stage_path(job, i))) as src:
+            table = pa.ipc.open_file(src).read_all()
+            if b <= a:
+                empty = table.slice(0, 0).to_pandas()
+                continue
+            frames.append(table.slice(a, b - a).to_pandas())
+        sources.append(np.full(b - a, i, dtype=np.int64))
+    z = pd.concat(frames, ignore_index=True) if frames else empty
+    assert z is not None
+    local = z.pop(_LOCAL).to_numpy(dtype=np.int64)
+    src = np.concatenate(sources) if sources else np.arange(0, dtype=np.int64)
+    # shuffled within the part too: its rows' order says nothing of where they came from
+    perm = (np.random.default_rng([job.base, j, SHUFFLE_STREAM]).permutation(len(z)) if job.shuffle
+            else np.arange(len(z)))
+    write_part(z.iloc[perm].reset_index(drop=True), job.tmp / f"part.{j:05d}.parquet")
+    return encode_positions(job.first_row[src[perm]] + local[perm])  # type: ignore[index]
 
 
 def _working_x(ds: Dataset, sch: Schema, missing: MissingPolicy, columns: list[str], meta: pd.DataFrame) -> Any:
@@ -286,6 +365,7 @@ def release_dataset(
                         "which a release partition by partition cannot do; for DPCube use neighbouring='replace' "
                         "(the table size public), or release an in-memory table")
     out = check_output_dataset(out, inputs=[str(f) for f in ds.files])
+    check_sidecars_free(out)
     prov_path = provenance_path(out)
     priv_path = private_path(out)
     for side in (prov_path, priv_path):
@@ -338,13 +418,34 @@ def release_dataset(
                for c in scans[0]["moments"]}
     spreads = {c: column_spread(m) for c, m in moments.items()}
     columns = [c for c in ds.columns if keep_identifiers or c not in ids]
+    import shutil
+    import tempfile
+
+    from ppdm.data.atomic import hold_temporary, release_temporary
+
     with DatasetWriter(out) as writer:
-        job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp, shuffle,
-                   thresholds)
-        results = run_partitions(_release_part, n_parts, args=(job,), progress=_stage(progress, "release"),
-                                 name="ppdm-release")
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".stage", dir=out.parent))
+        hold_temporary(stage)
+        try:
+            job = _Job(ds, tech, sch, base, missing, ids, keep_identifiers, dec, columns, spreads, writer.tmp,
+                       shuffle, thresholds, stage)
+            results = run_partitions(_release_part, n_parts, args=(job,), progress=_stage(progress, "release"),
+                                     name="ppdm-release")
+            # mixing: output part j gathers the rows every partition drew into it
+            cuts = np.zeros((n_parts, n_parts + 1), dtype=np.int64)
+            for i, r in enumerate(results):
+                cuts[i, 1:] = np.cumsum(r[3])
+            job = replace(job, first_row=np.concatenate([[0], np.cumsum([r[2] for r in results])]).astype(np.int64))
+            mixed = run_partitions(_mix_part, n_parts, args=(job, cuts), progress=_stage(progress, "mix"),
+                                   name="ppdm-mix")
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+            release_temporary(stage)
         checks = [r[0] for r in results]
         dropped = int(sum(r[1] for r in results))
+        # the pairing: row k of z (its parts read in order) was made from row positions[k] of x as read
+        positions = (np.concatenate([decode_positions(m, f"pairing of part {j}") for j, m in enumerate(mixed)])
+                     if mixed else np.arange(0, dtype=np.int64))
         qi = check_columns(sch, columns)[0]
         if progress is not None:
             progress("check", 0, 1)
@@ -368,18 +469,20 @@ def release_dataset(
                 "rows_used": n_rows - dropped, "files": len(ds.files), "partitions": n_parts,
                 "blocksize": ds.blocksize, "fit_rows": k, **(input_info or {})}
         record = build_provenance(
-            technique=technique_record(tech), seeded=seeded, schema=sch.to_dict(),
+            technique=technique_record(tech), schema=sch.to_dict(),
             removed_identifiers=[] if keep_identifiers else ids,
             privacy=getattr(tech, "privacy_report_", None), kept_identifiers=ids if keep_identifiers else [],
             output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
                     "date_formats": {c: f for c, f in zsch.dates.items() if c in columns},
                     "format": "parquet dataset", "partitions": n_parts,
-                    **({"schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {})},
+                    **({"schema": public_output_schema(zsch, sch)} if zsch.to_dict() != sch.to_dict() else {})},
         )
-        pairing = {"partitions": [r[2] for r in results]}
+        pairing = {**pairing_record(positions, n_rows), "counted": PAIRING_AS_READ,
+                   "parts": [int(m["count"]) for m in mixed]}
         private = build_private(input_info=info, release_check=check, pairing=pairing,
-                                technique=getattr(tech, "private_report_", None), warnings=lines,
-                                gate={"thresholds": thresholds, "findings": findings})
+                                technique=getattr(tech, "private_report_", None), warnings=lines, seeded=seeded,
+                                gate={"thresholds": thresholds, "findings": findings},
+                                **({"output_schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {}))
         written = _commit(writer, prov_path, record, tech, out, priv_path, private)
     return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],
                           seeded, n_rows - dropped, n_parts, k, lines, record, dec, written, private, findings)

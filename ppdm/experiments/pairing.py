@@ -166,6 +166,9 @@ def pair_in_memory(x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame | Non
         held = (positions(hold["positions"], "held-out positions", len(x), path=path)
                 if isinstance(hold, dict) and hold.get("positions") else None)
         rec = private.get("pairing")
+        if rec is not None and rec.get("counted") == "as read" and (private.get("input") or {}).get("rows_dropped"):
+            raise PPDMError("the private log pairs this partitioned release with x's rows as read, before the "
+                            "incomplete ones were left out; evaluate it partition by partition (--engine dask)")
         if rec is not None and pairing.mode == "private log":
             pos = positions(rec.get("positions"), "pairing", len(x), len(z), path)
             order = np.argsort(pos, kind="stable")

@@ -1010,13 +1010,10 @@ class RecommendResult:
         from ppdm.experiments.release import control_path
 
         if self.control is not None:
-            hold = {"fraction": self.split["holdout"], "rows": len(self.control), "control": control_path(out).name}
-            privacy = self.release.provenance.get("privacy")
-            if isinstance(privacy, dict) and privacy.get("differentially_private"):
-                # the number of held-out records tells the size of x, which a DP release counts with noise:
-                # it is the owner's (the private log's hold-out record), not public
-                del hold["rows"]
-            self.release.provenance["holdout"] = hold
+            # the number of held-out records, with the release's, tells the size of x: it is the owner's
+            # (the private log's hold-out record), never public
+            self.release.provenance["holdout"] = {"fraction": self.split["holdout"],
+                                                  "control": control_path(out).name}
         return save_release(self.release, out, self.control)
 
 
@@ -1704,12 +1701,12 @@ def _attach(rel: Release, result: RecommendResult, cand: TrialRecord, verificati
         "refit": result.refit,
         "meets_policy": "measured on this release against the control split" if not result.refit else
                         "measured on a release of the same technique and parameters made from the training split "
-                        f"({result.split['train_rows']} records) against the control split "
-                        f"({result.split['control_rows']} records); this release was refitted on all "
-                        f"{result.split['rows']} records",
+                        "against the control split; this release was refitted on all the records",
     }
     rel.provenance["recommendation"] = rec
     private = getattr(rel, "private", None)
     if isinstance(private, dict):
+        # the split's sizes are counts of x: the owner's only
         private["recommendation"] = {"lines": [v.to_dict() for v in verification.lines],
-                                     "utility": verification.utility}
+                                     "utility": verification.utility,
+                                     "split": {k: result.split.get(k) for k in ("rows", "train_rows", "control_rows")}}

@@ -45,7 +45,7 @@ one by one.
 About seeds: a technique built with ``random_state=None`` draws from the operating
 system's entropy, and so do the hold-out and the shuffle. With a known seed anyone can
 regenerate the random draws and undo much of the perturbation, so a seed is a secret kept
-with x; the provenance only says whether one was given. An explicit seed makes the whole
+with x; only the private log says whether one was given. An explicit seed makes the whole
 release (hold-out, technique, shuffle) byte-identical from run to run.
 """
 
@@ -67,6 +67,7 @@ from ppdm.data.codes import codes_read_as_numbers
 from ppdm.data.provenance import (
     build_private,
     build_provenance,
+    check_sidecars_free,
     encode_positions,
     file_sha256,
     jsonable,
@@ -385,14 +386,13 @@ def release(
                        "positions": encode_positions(held)}
     record = build_provenance(
         technique=technique_record(tech),
-        seeded=seeded,
         schema=sch.to_dict(),
         removed_identifiers=removed,
         privacy=getattr(tech, "privacy_report_", None),
         kept_identifiers=ids if keep_identifiers else [],
         output={"row_order": ROW_ORDER_SHUFFLED if shuffle else ROW_ORDER_KEPT, "decimals": dec,
                 "date_formats": {c: f for c, f in out_sch.dates.items() if c in z.columns},
-                **({"schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {})},
+                **({"schema": public_output_schema(out_sch, sch, z)} if out_sch.to_dict() != sch.to_dict() else {})},
     )
     private = build_private(
         input_info=info,
@@ -401,7 +401,10 @@ def release(
         holdout=hold_record,
         technique=getattr(tech, "private_report_", None),
         warnings=lines,
+        seeded=seeded,
         gate={"thresholds": jsonable(thresholds), "findings": findings},
+        # the release's schema in full (with what recoding learnt from x): evaluate reads x with it
+        **({"output_schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {}),
     )
     return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
                    private, pairing, control, held, bool(shuffle), findings)
@@ -541,6 +544,34 @@ def passing_strength(technique: Any, making: _Making, options: GateOptions,
 def _with(technique: Any, name: str, value: Any) -> Any:
     """A new, unfitted technique like ``technique`` with ``name`` set to ``value``."""
     return type(technique)(**{**technique.get_params(deep=False), name: value})
+
+
+def public_output_schema(out: Schema, given: Schema, z: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The release's schema as the public provenance may state it: nothing learnt from x that z
+    does not show.
+
+    A technique's output schema may name categories of x: recoding's hierarchy maps every
+    original category to its label (with ``min_count``, the rare ones merged into "Other", some
+    held by one person and absent from z), and its declared categories could list labels no
+    released record has. Public are the hierarchies the given schema declared (the user's) and,
+    per column, the categories the given schema declared or that z holds (all of them when z is
+    not at hand, e.g. a partitioned release: recoding's labels, each the label of some record).
+    The full schema goes to the private log (``output_schema``).
+    """
+    d = out.to_dict()
+    d["hierarchies"] = {c: h for c, h in given.to_dict().get("hierarchies", {}).items()
+                        if c in d.get("hierarchies", {})}
+    if z is not None:
+        declared = given.categories
+        cats = {}
+        for c, values in d.get("categories", {}).items():
+            if c in z.columns and list(values) != list(declared.get(c, [])):
+                present = {str(v) for v in pd.unique(z[c].dropna())}
+                mine = {str(v) for v in declared.get(c, [])}
+                values = [v for v in values if str(v) in present or str(v) in mine]
+            cats[c] = values
+        d["categories"] = cats
+    return d
 
 
 #: what a technique offers to fix a weak release: name → (parameter, how, what it does)
@@ -755,6 +786,7 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
     from ppdm.data.io import atomic_path, check_output_table, write_table
 
     out = check_output_table(out)
+    check_sidecars_free(out)
     prov = provenance_path(out)
     priv = private_path(out)
     ctrl = control if control is not None else rel.control
