@@ -192,3 +192,20 @@ def test_keys_redrawn_one_by_one_are_read_as_perturbed_without_the_pairing() -> 
     assert st["status"].tolist() == ["perturbed", "perturbed"]
     st = key_status(x, x.iloc[[3, 1, 0, 2]], ["sex", "race"], paired=False)
     assert st["status"].tolist() == ["unchanged", "unchanged"]
+
+
+def test_the_drivers_of_risk_name_the_columns_an_exact_join_uses(adult) -> None:
+    """A HIGH from the intruder who holds x names the columns behind it (never a value)."""
+    from ppdm.experiments.evaluation import evaluate_measures, measurement_context
+    from ppdm.report.summary import linkage_drivers
+
+    x, sch = adult
+    rng = np.random.default_rng(1)
+    z = x.copy()
+    for c in x.columns:
+        if c not in ("fnlwgt", "income"):
+            z[c] = rng.permutation(z[c].to_numpy())
+    doc = evaluation_document(evaluate_measures(measurement_context(x, z, sch, random_state=0), RISK))
+    text = linkage_drivers(doc)
+    assert text is not None and text.startswith("An intruder who holds x links")
+    assert "(fnlwgt," in text and "re-identifies" in text

@@ -378,11 +378,21 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
 
     from ppdm.cli.tables import print_table
     from ppdm.report.evaluation import fmt_number
-    from ppdm.report.summary import group_reasons, measure_rows, plain_columns, risk_drivers, status_class
+    from ppdm.report.summary import (
+        group_reasons,
+        linkage_drivers,
+        measure_rows,
+        plain_columns,
+        risk_drivers,
+        status_class,
+    )
 
     style = {"good": "green", "bad": "bold red"}
     for v in doc["summary"].values():
         console.print(Text(v["sentence"], style=style.get(status_class(v["status"]), "yellow")))
+    linked = linkage_drivers(doc)
+    if linked is not None:  # the intruder who holds x's records: the verbatim columns they join on
+        console.print(Text("Drivers of risk: ", style="bold") + Text(linked))
     drivers = risk_drivers(doc)
     if drivers is not None:
         console.print(Text("Drivers of risk: ", style="bold") + Text(drivers.sentence))

@@ -78,6 +78,7 @@ class LinkageResult(RecordDetailMixin):
     exact_join_linked: int = 0  # records the exact join tied to one original (right or wrong)
     exact_join_correct: int | None = None  # of them, linked to their own original (paired only)
     exact_join_columns: list[str] = field(default_factory=list)  # the columns joined on (K), most identifying first
+    joined_on: str = ""  # the same names, comma-joined (what a report's details can carry)
     lower_bound: str | None = None  # when the value only bounds the risk from below: what would settle it
     credit: np.ndarray | None = record_field()
     tie_count: np.ndarray | None = record_field()
@@ -818,7 +819,7 @@ def record_linkage(
     if join is not None:
         res.exact_join_linked = int(join.linked[rows].sum())
         res.exact_join_correct = int(right.sum())
-        res.exact_join_columns = join.columns
+        res.exact_join_columns, res.joined_on = join.columns, ", ".join(join.columns)
     if len(rows) < n:
         res.sample_size, res.population, res.confidence = len(rows), n, confidence
         res.ci_low, res.ci_high = wilson_interval(linked, len(rows), confidence)
@@ -853,7 +854,7 @@ def _unpaired_linkage(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], cate
         # the risk of a safe release and the value would no longer be a lower bound
         join = exact_join(x, z, link)
         res.exact_join_linked = int(join.linked.sum())
-        res.exact_join_columns = join.columns
+        res.exact_join_columns, res.joined_on = join.columns, ", ".join(join.columns)
     res.linked = float(credit.sum())
     res.value = res.linked / len(z)
     res.credit, res.tie_count = credit, count
@@ -1012,6 +1013,7 @@ def record_linkage_parts(x: Any, z: Any, numeric: list[str], categorical: list[s
     def joined(res: LinkageResult, linked: int, correct: int) -> LinkageResult:
         if exact_joins:
             res.exact_join_columns, res.exact_join_linked, res.exact_join_correct = join_cols, linked, correct
+            res.joined_on = ", ".join(join_cols)
         return res
 
     if k < n:

@@ -26,7 +26,7 @@ from typing import Any
 from ppdm.experiments.evaluation import group_reasons
 
 __all__ = ["GOOD", "BAD", "status_class", "status_slug", "judged_status", "fmt_value", "fmt_count", "threshold_text",
-           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "plain_columns", "TechniqueVerdict",
+           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "linkage_drivers", "plain_columns", "TechniqueVerdict",
            "comparison_verdicts", "pareto_front"]
 #: statuses that are good news (a verdict's or a measure's); everything else that is not bad
 #: news (``uncertain``, ``not judged``, ``skipped``, ...) is shown as neither
@@ -185,6 +185,38 @@ def risk_drivers(doc: Mapping[str, Any]) -> Drivers | None:
                                             (int, float))), None)
             return d
     return None
+
+
+def linkage_drivers(doc: Mapping[str, Any]) -> str | None:
+    """Why the intruder who holds x's records is judged as they are, when one of its measures misses
+    its threshold: the columns the release keeps verbatim that an exact join re-identifies on, or
+    the copies and near-copies behind the pairing-free measures. Column names and counts only."""
+    measures = doc.get("measures") or {}
+    judged = {j["measure"]: j for j in ((doc.get("summary") or {}).get("risk") or {}).get("judged") or []}
+    missed = [n for n, j in judged.items() if j.get("judgement") == "misses" and j.get("scenario") == "originals"]
+    if not missed:
+        return None
+    parts = []
+    rl = measures.get("record_linkage") or {}
+    d = rl.get("details") or {}
+    if "record_linkage" in missed:
+        share = f"{float(rl['value']):.0%}" if rl.get("value") is not None else "some"
+        names = [c for c in str(d.get("joined_on") or "").split(", ") if c]
+        cols = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        correct = d.get("exact_join_correct")
+        if names and isinstance(correct, (int, float)) and correct > 0:
+            parts.append(f"an intruder who holds x links {share} of the released records; an exact join on the "
+                         f"columns whose values the release keeps ({cols}, most identifying first) alone "
+                         f"re-identifies {fmt_count(int(correct))} of them")
+        else:
+            parts.append(f"an intruder who holds x links {share} of the released records to the right person")
+    for name, what in (("verbatim_copies", "are verbatim copies of records unique in x"),
+                       ("nearest_record_distance", "more than a fresh draw would lie as close to an original as "
+                                                   "originals lie to each other")):
+        if name in missed and measures.get(name, {}).get("value") is not None:
+            parts.append(f"{float(measures[name]['value']):.0%} of the released records {what} ({name})")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "." if text else None
 
 
 def plain_columns(columns: Sequence[str]) -> list[str]:
