@@ -228,6 +228,9 @@ def _release(technique: Any, table: tuple[pd.DataFrame, Any], folder: Path, stem
         rel = release(x, technique, schema=schema if declared else _undeclared(schema), holdout=0.1, **GATE_OFF)
         save_release(rel, folder / f"{stem}.csv")
     z = pd.read_csv(folder / f"{stem}.csv", dtype={c: str for c in [*CATEGORICAL, CLASS]})
+    if declared:
+        # a declared domain is the owner's public statement (hours_per_week ≤ 168), not a count of x
+        given = {**given, "declared_bounds": schema.to_dict().get("bounds", {})}
     return _audit(folder, stem, folder / f"{stem}.csv", x, z, given, noisy_counts=stem == "dpcube")
 
 
