@@ -149,7 +149,7 @@ def _param_args(params: dict[str, Any]) -> list[str]:
 
 
 #: these tests are about bad input and techniques' invariants on tiny tables, not the release gate
-GATE_OFF = ["--allow-unchanged", "--allow-verbatim", "--allow-untouched-keys"]
+GATE_OFF = ["--allow-unchanged", "--allow-verbatim", "--allow-untouched-keys", "--gate", "untouched_column_unique=1"]
 
 
 def _anonymize_cli(tmp_path: Path, name: str, df: pd.DataFrame | None, extra: dict[str, Any] | None = None,
@@ -303,6 +303,7 @@ NEEDS: dict[str, list[str]] = {
                                                                "reidentification_risk", "suda2",
                                                                "restorable_keys")},
     "l_diversity": ["--qi", "c", "--sensitive", "b", "-p", "l_diversity.all_keys=true"],
+    "attribute_disclosure": ["--qi", "c", "--sensitive", "b", "-p", "attribute_disclosure.all_keys=true"],
 }
 CONTROLLED = {"singling_out_univariate", "singling_out_multivariate", "linkability", "inference"}
 

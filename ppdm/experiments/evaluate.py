@@ -60,7 +60,8 @@ class EvaluateOptions:
     release's held-out records); ``test``: a test table for model measures (DataFrame or
     file); ``rules``: the rule set Ψx (a :class:`~ppdm.rules.core.RuleSet` or a rule file;
     default: CART rules of x); ``missing``: the missing-value policy (``"error"``, ``"drop"``,
-    ``"keep"``); ``random_state``: the *measurement* seed (the draws of the measures — held-out
+    ``"keep"``; default: as the release read x — its private log's policy, a library
+    :class:`~ppdm.experiments.release.Release`'s cells as given — else ``"error"``); ``random_state``: the *measurement* seed (the draws of the measures — held-out
     test split, attacks — never the release's); ``sample_rows``: records of the sample that
     measures without an exact partitioned form use (``ppdm evaluate --engine dask``);
     ``ruled_out``: intruder scenarios (:data:`ppdm.metrics.base.SCENARIOS`) the owner rules
@@ -75,7 +76,7 @@ class EvaluateOptions:
     control: pd.DataFrame | str | Path | None = None
     test: pd.DataFrame | str | Path | None = None
     rules: Any = None
-    missing: str = "error"
+    missing: str | None = None
     random_state: int = 0
     sample_rows: int = 20_000
     ruled_out: Sequence[str] = ()
@@ -454,6 +455,10 @@ def evaluate(
     specs = resolve_measures(opts.measure_spec)
     if opts.named:
         check_paired(specs, pair)
+    if opts.missing is None:
+        # read x as the release read it: a blank the release kept is a blank, not a dropped record
+        recorded = ((pair.private or {}).get("input") or {}).get("missing")
+        opts = replace(opts, missing=recorded or ("keep" if isinstance(z_or_release, Release) else "error"))
     miss = opts.missing
     x, _ = schema.validate(x, missing=miss)  # type: ignore[arg-type]
     x = x.reset_index(drop=True)

@@ -53,6 +53,9 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "edusc": ("structure", "edusc"),
     "suda2": ("suda", "suda2"),
     "restorable_keys": ("restorable", "restorable_keys"),
+    "attribute_disclosure": ("keyvar", "attribute_disclosure"),
+    "verbatim_copies": ("closeness", "unique_verbatim_copies"),
+    "nearest_record_distance": ("closeness", "nearest_record_distance"),
 }
 
 #: public building blocks besides the measures: function → module

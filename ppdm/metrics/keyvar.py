@@ -919,6 +919,23 @@ class AttributeDisclosureResult(MeasureResult):
     per_sensitive: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+def attribute_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) -> AttributeDisclosureResult:
+    """Attribute disclosure: the share of records whose group of equal ``keys`` holds fewer than
+    ``l_target`` distinct values of a sensitive attribute (the worst sensitive attribute counts).
+
+    These are the records distinct l-diversity (Machanavajjhala et al. 2007, §4) fails: an
+    intruder who knows a person's quasi-identifiers and finds their group learns the sensitive
+    value, or narrows it to fewer than ``l_target`` values. Groups and missing values are read as
+    :func:`l_diversity` reads them; ``per_sensitive`` gives the share per sensitive attribute.
+    """
+    ld = l_diversity(df, keys, sensitive, l_target)
+    per = ld.per_sensitive
+    worst = per.loc[per["records_below_l_target"].idxmax()]
+    return AttributeDisclosureResult(value=float(worst["records_below_l_target"]), keys=list(ld.keys),
+                                     sensitive=list(ld.sensitive), l_target=int(l_target),
+                                     worst=str(worst["sensitive"]), per_sensitive=per)
+
+
 @register_measure("attribute_disclosure", kind="risk", needs_class=False, default=True, direction="lower",
                   value_range=(0.0, 1.0), threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "sensitive", "l"),
                   meaning="The share of released records in a quasi-identifier group with fewer than l (= 2) distinct "
@@ -942,24 +959,23 @@ def _attribute_disclosure_measure(ctx: EvaluationContext) -> AttributeDisclosure
     l_target = _opt(ctx, "attribute_disclosure", "l", 2)
     from ppdm.metrics._common import is_dask
 
-    original: float | None = None
     if is_dask(ctx.z):
         ld = l_diversity_parts(ctx, keys, sens, l_target)
+        per = ld.per_sensitive
+        worst = per.loc[per["records_below_l_target"].idxmax()]
+        res = AttributeDisclosureResult(value=float(worst["records_below_l_target"]), keys=list(keys),
+                                        sensitive=list(ld.sensitive), l_target=int(l_target),
+                                        worst=str(worst["sensitive"]), per_sensitive=per)
         per_x, _ = _ldiversity_table(ctx.x, keys, list(ld.sensitive), int(l_target))
-        original = float(per_x["records_below_l_target"].max())
     else:
-        ld = l_diversity(ctx.z, keys, sens, l_target)
-        original = float(l_diversity(ctx.x, keys, sens, l_target).per_sensitive["records_below_l_target"].max())
-    per = ld.per_sensitive
-    worst = per.loc[per["records_below_l_target"].idxmax()]
-    res = AttributeDisclosureResult(value=float(worst["records_below_l_target"]), keys=list(keys),
-                                    sensitive=list(ld.sensitive), l_target=int(l_target), worst=str(worst["sensitive"]),
-                                    original=original, per_sensitive=per)
+        res = attribute_disclosure(ctx.z, keys, sens, l_target)
+        per_x = l_diversity(ctx.x, keys, sens, l_target).per_sensitive
+    res.original = float(per_x["records_below_l_target"].max())
     return _finish(res, ctx, perturbed)
 
 
 __all__ = [
-    "AttributeDisclosureResult", "KAnonymityResult", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
+    "AttributeDisclosureResult", "KAnonymityResult", "attribute_disclosure", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
     "KEY_STATUSES", "KEY_VARIABLE_MEASURES", "check_keys", "check_weights", "context_key_status", "context_keys",
     "infer_quasi_identifiers", "individual_risk", "judged_keys", "k_anonymity", "key_codes", "key_frequencies",
     "key_status", "l_diversity", "reidentification_risk", "released_covers", "sample_uniques",

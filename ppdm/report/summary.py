@@ -215,7 +215,8 @@ def linkage_drivers(doc: Mapping[str, Any]) -> str | None:
                                                    "originals lie to each other")):
         if name in missed and measures.get(name, {}).get("value") is not None:
             parts.append(f"{float(measures[name]['value']):.0%} of the released records {what} ({name})")
-    text = "; ".join(parts)
+    # the first reason is the one to act on: one line, not a list
+    text = parts[0] if parts else ""
     return text[:1].upper() + text[1:] + "." if text else None
 
 
