@@ -224,3 +224,26 @@ def test_attribute_disclosure_by_hand() -> None:
     assert both.value == pytest.approx(0.6) and both.worst == "s"
     assert attribute_disclosure(df, ["a"], ["t"]).value == pytest.approx(0.2)
     assert attribute_disclosure(df, ["a"], ["s"], l_target=3).value == pytest.approx(1.0)
+
+
+def test_a_dp_synthetic_release_with_a_holdout_is_not_high(adult) -> None:
+    """DPCube at ε = 0.1 with half the records held out: its records are made from no particular
+    original, so record linkage and intruder matching leave it to the copies and near-copies
+    measures (not judged, no lower bound to settle), and the attacks have their control set."""
+    import warnings
+
+    from ppdm.anonymize import make_technique
+    from ppdm.experiments.evaluate import EvaluateOptions, evaluate
+    from ppdm.experiments.release import release
+
+    x, sch = adult
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = release(x, make_technique("dpcube", class_column="income", params={"epsilon": 0.1}, random_state=3),
+                      schema=sch, holdout=0.5)
+    ev = evaluate(x, rel, options=EvaluateOptions(random_state=0))
+    risk = ev.verdicts["risk"]
+    assert ev.pairing.mode == "synthetic"
+    assert risk.status != "high", risk.sentence
+    assert {"verbatim_copies", "nearest_record_distance"} <= {j["measure"] for j in risk.judged}
+    assert {"record_linkage", "qi_matching"} <= {u["measure"] for u in risk.not_judged}

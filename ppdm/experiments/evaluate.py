@@ -296,7 +296,7 @@ def measure_release(
     # measures compute on numbers (dates on their time axis, missing cells as NaN): the same
     # working form as compare's
     ctx = measurement_context(x, z, schema, test=test, control=control, random_state=options.random_state,
-                              options=opts, paired=pairing.paired)
+                              options=opts, paired=pairing.paired, synthetic=pairing.mode == "synthetic")
     x, z, t, c = ctx.x, ctx.z, ctx.test, ctx.control
     check_class(specs, schema, options.named)
     if options.named:

@@ -265,6 +265,7 @@ def measurement_context(
     random_state: int | None = 0,
     options: dict[str, Any] | None = None,
     paired: bool = True,
+    synthetic: bool = False,
 ) -> EvaluationContext:
     """The context every measure of ``ppdm evaluate`` and ``ppdm compare`` computes on.
 
@@ -282,7 +283,7 @@ def measurement_context(
 
     return EvaluationContext(x=work(x), z=work(z), schema=schema, test=work(test), control=work(control),
                              rules=rules, random_state=random_state, options=dict(options or {}),
-                             paired=bool(paired))
+                             paired=bool(paired), synthetic=bool(synthetic))
 
 
 def group_reasons(items: Iterable[tuple[str, str]], *, min_shared: int = 30) -> list[tuple[list[str], str]]:

@@ -118,6 +118,9 @@ class EvaluationContext:
     options: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
     paired: bool = True
+    #: z is synthetic: its records are not made from particular records of x (DPCube), so no released
+    #: record has an own original to be linked to; copies and near-copies judge the intruder who holds x
+    synthetic: bool = False
 
     @property
     def is_paired(self) -> bool:
@@ -160,6 +163,10 @@ SCENARIOS: dict[str, str] = {
                  "quasi-identifiers (attribute disclosure)",
     "control": "an attacker who attacks the release, measured against a control set of people left out of it",
 }
+#: why record-to-record measures (record linkage, intruder matching) leave a synthetic release to the
+#: pairing-free ones
+SYNTHETIC_NOTE = ("z is synthetic: its records are not made from particular originals, so none has its own to "
+                  "be found; verbatim_copies and nearest_record_distance judge the intruder who holds x")
 #: the scenario of each registered risk measure that models one (a registration may also name it)
 SCENARIO_OF: dict[str, str] = {
     **{m: "quasi-identifiers" for m in ("k_anonymity", "sample_uniques", "reidentification_risk",

@@ -48,7 +48,7 @@ from numba import njit, prange
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics._common import mixed_attributes
 from ppdm.metrics._records import RecordDetailMixin, record_field
-from ppdm.metrics.base import EvaluationContext, register_measure
+from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 from ppdm.metrics.risk import _threads
 
 TIE_REL_TOL = 1e-12
@@ -80,6 +80,7 @@ class LinkageResult(RecordDetailMixin):
     exact_join_columns: list[str] = field(default_factory=list)  # the columns joined on (K), most identifying first
     joined_on: str = ""  # the same names, comma-joined (what a report's details can carry)
     lower_bound: str | None = None  # when the value only bounds the risk from below: what would settle it
+    not_judged: str = ""  # why a verdict does not hold the release to this measure (a synthetic release)
     credit: np.ndarray | None = record_field()
     tie_count: np.ndarray | None = record_field()
 
@@ -901,8 +902,11 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
                                     default_sample=int(ctx.cache.get("sample_rows", 20_000)),
                                     exact_rows=int(opt("exact_rows", EXACT_ROWS)),
                                     random_state=ctx.random_state)
-    return record_linkage(ctx.x, ctx.z, numeric, categorical, ties=ties, paired=ctx.is_paired,
-                          sample=None if sample is None else int(sample), random_state=ctx.random_state)
+    res = record_linkage(ctx.x, ctx.z, numeric, categorical, ties=ties, paired=ctx.is_paired,
+                         sample=None if sample is None else int(sample), random_state=ctx.random_state)
+    if ctx.synthetic:
+        res.lower_bound, res.not_judged = None, SYNTHETIC_NOTE
+    return res
 
 
 def _numeric_dtype(dtype: Any) -> bool:

@@ -54,7 +54,7 @@ from numba import njit
 
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics._records import RecordDetailMixin, record_field
-from ppdm.metrics.base import EvaluationContext, register_measure
+from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 
 #: tolerances (in standard deviations of the original attribute) the intruder tries by default
 TOLERANCES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -96,7 +96,7 @@ class MatchingResult(RecordDetailMixin):
     def lower_bound(self) -> str | None:
         """Without the pairing only verbatim copies are known to be the own record: the value then
         bounds the risk from below (:mod:`ppdm.metrics.judgement`)."""
-        if self.paired:
+        if self.paired or self.not_judged:
             return None
         return ("without the pairing only verbatim copies count as found; the release's private log (--private) "
                 "gives the exact value")
@@ -569,7 +569,9 @@ def _qi_matching_measure(ctx: EvaluationContext) -> MatchingResult:
                           hierarchies=context_hierarchies(ctx), sample=int(sample) if sample is not None else None,
                           random_state=ctx.random_state)
     res.key_source = ctx.cache.get("key_source", "")
-    if not any(v == "perturbed" for v in status.values()):
+    if getattr(ctx, "synthetic", False):
+        res.not_judged = SYNTHETIC_NOTE
+    elif not any(v == "perturbed" for v in status.values()):
         res.not_judged = ("every quasi-identifier reaches the release unchanged or generalised: the key-variable "
                           "measures (k_anonymity, reidentification_risk) judge this intruder")
     return res
