@@ -446,7 +446,7 @@ def test_banknote_under_a_tiny_noise_is_refused_naming_a_width_that_passes(tmp_p
         warnings.simplefilter("ignore")
         release(x, make_technique("random-technique", class_column=sch.class_column, random_state=0,
                                   params={"sigma_frac": width}), schema=sch)
-    args = ["anonymize", "builtin:banknote", "-m", "random-technique", "-p", "sigma_frac=0.0005", "--seed", "0",
+    args = ["anonymize", "builtin:banknote", "-m", "random-technique", "-p", "sigma_frac=0.0005", "--seed", "0", "--experiment-seed",
             "-o", str(tmp_path / "z.csv")]
     _one_line(runner.invoke(app, args), "standard deviations of their original", "passes on this table")
     r = runner.invoke(app, [*args, "--gate", "near_verbatim=0"])
