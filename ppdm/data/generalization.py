@@ -195,3 +195,40 @@ def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
                     break
     return pd.Series(out, index=pd.Series(original).index if isinstance(original, pd.Series) else None,
                      dtype=object)
+
+
+def recoded_view(schema: Any, released: Any, columns: Sequence[str]) -> tuple[list[str], Any, Any]:
+    """How to compare x with a release that recoded some columns, on the release's own categories.
+
+    ``schema`` is x's :class:`~ppdm.data.schema.Schema`, ``released`` the release's output schema
+    (recoding's interval labels and category groups, declared in order, with their hierarchies).
+    Returns ``(cols, recode, schema)``: the columns of ``columns`` the release recoded (categorical
+    in ``released``, not the class, and numeric in x or with other categories or hierarchy), a
+    function turning those columns of a table of x's records into the labels that stand for their
+    values (:func:`generalise`), and x's schema with those columns categorical on the labels. One
+    implementation for ``ppdm evaluate`` and for the trials of ``ppdm recommend``.
+    """
+    from dataclasses import replace
+
+    cols = [c for c in columns if c in released.categorical and c != schema.class_column
+            and (c in schema.numeric or released.categories.get(c) != schema.categories.get(c)
+                 or released.hierarchies.get(c) != schema.hierarchies.get(c))]
+
+    def labels(c: str) -> list[Any]:
+        return list(released.categories.get(c) or [])
+
+    def recode(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.copy()
+        for c in cols:
+            if c in df.columns:
+                df[c] = generalise(df[c], labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
+        return df
+
+    sch = replace(schema, numeric=[c for c in schema.numeric if c not in cols],
+                  categorical=[*schema.categorical, *[c for c in cols if c not in schema.categorical]],
+                  integer=[c for c in schema.integer if c not in cols],
+                  bounds={c: b for c, b in schema.bounds.items() if c not in cols},
+                  dates={c: f for c, f in schema.dates.items() if c not in cols},
+                  categories={**schema.categories, **{c: labels(c) for c in cols if labels(c)}},
+                  hierarchies={**schema.hierarchies, **{c: h for c, h in released.hierarchies.items() if c in cols}})
+    return cols, recode, sch

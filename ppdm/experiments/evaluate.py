@@ -127,36 +127,15 @@ def recoded_view(x: pd.DataFrame, schema: Schema,
     recode``) is compared on its own categories: those columns of x become the labels that stand
     for their values (:func:`ppdm.data.generalization.generalise`), categorical in the schema of
     the evaluation. Returns ``(x, schema, f)``, ``f`` doing the same to the test and control sets."""
-    from ppdm.data.generalization import generalise
+    from ppdm.data.generalization import recoded_view as view
     from ppdm.data.schema import Schema
 
     out = ((provenance or {}).get("output") or {}).get("schema")
     if not out:
         return x, schema, lambda df: df
-    released = Schema.from_dict(out)
-    cols = [c for c in x.columns if c in released.categorical and c != schema.class_column
-            and (c in schema.numeric or released.categories.get(c) != schema.categories.get(c)
-                 or released.hierarchies.get(c) != schema.hierarchies.get(c))]
+    cols, recode, sch = view(schema, Schema.from_dict(out), list(x.columns))
     if not cols:
         return x, schema, lambda df: df
-
-    def labels(c: str) -> list[Any]:
-        return list(released.categories.get(c) or [])
-
-    def recode(df: pd.DataFrame) -> pd.DataFrame:
-        df = df.copy()
-        for c in cols:
-            if c in df.columns:
-                df[c] = generalise(df[c], labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
-        return df
-
-    sch = replace(schema, numeric=[c for c in schema.numeric if c not in cols],
-                  categorical=[*schema.categorical, *[c for c in cols if c not in schema.categorical]],
-                  integer=[c for c in schema.integer if c not in cols],
-                  bounds={c: b for c, b in schema.bounds.items() if c not in cols},
-                  dates={c: f for c, f in schema.dates.items() if c not in cols},
-                  categories={**schema.categories, **{c: labels(c) for c in cols if labels(c)}},
-                  hierarchies={**schema.hierarchies, **{c: h for c, h in released.hierarchies.items() if c in cols}})
     return recode(x), sch, recode
 
 

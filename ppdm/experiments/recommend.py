@@ -489,30 +489,11 @@ def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None)
     if out_schema is None:
         return None
     sch = data.schema
-    cols = [c for c in z.columns if c in out_schema.categorical and c != sch.class_column
-            and (c in sch.numeric or out_schema.categories.get(c) != sch.categories.get(c)
-                 or out_schema.hierarchies.get(c) != sch.hierarchies.get(c))]
+    from ppdm.data.generalization import parse_interval, recoded_view
+
+    cols, recode, risk_schema = recoded_view(sch, out_schema, list(z.columns))
     if not cols:
         return None
-    from ppdm.data.generalization import generalise, parse_interval
-
-    def labels(c: str) -> list[Any]:
-        return list(out_schema.categories.get(c) or [])
-
-    def recode(df: pd.DataFrame) -> pd.DataFrame:
-        df = df.copy()
-        for c in cols:
-            df[c] = generalise(df[c], labels(c), ancestors=out_schema.hierarchies.get(c)).to_numpy()
-        return df
-
-    risk_schema = replace(sch, numeric=[c for c in sch.numeric if c not in cols],
-                          categorical=[*sch.categorical, *[c for c in cols if c not in sch.categorical]],
-                          integer=[c for c in sch.integer if c not in cols],
-                          bounds={c: b for c, b in sch.bounds.items() if c not in cols},
-                          dates={c: f for c, f in sch.dates.items() if c not in cols},
-                          categories={**sch.categories, **{c: labels(c) for c in cols if labels(c)}},
-                          hierarchies={**sch.hierarchies,
-                                       **{c: h for c, h in out_schema.hierarchies.items() if c in cols}})
 
     def point(label: Any) -> float:
         if label is None or (isinstance(label, float) and math.isnan(label)):
