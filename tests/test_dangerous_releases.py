@@ -247,3 +247,30 @@ def test_a_dp_synthetic_release_with_a_holdout_is_not_high(adult) -> None:
     assert risk.status != "high", risk.sentence
     assert {"verbatim_copies", "nearest_record_distance"} <= {j["measure"] for j in risk.judged}
     assert {"record_linkage", "qi_matching"} <= {u["measure"] for u in risk.not_judged}
+
+
+def test_a_risk_measure_that_could_not_run_leaves_the_verdict_uncertain_never_low() -> None:
+    """Hand-made document entries: record linkage meets its threshold, the attack could not run (no
+    control set). The risk verdict is UNCERTAIN and names what is missing; with the attack ruled out
+    (its scenario excluded by the owner) it is LOW and says so; a lower bound within the threshold
+    is UNCERTAIN too; utility keeps naming a skipped measure without judging it."""
+    from ppdm.metrics.judgement import verdict
+
+    def m(value: float | None, scenario: str, **kw: Any) -> dict[str, Any]:
+        return {"kind": "risk", "value": value, "threshold": 0.05, "direction": "lower", "range": [0, 1],
+                "scenario": scenario, **kw}
+
+    doc = {"record_linkage": m(0.01, "originals"),
+           "inference": m(None, "control", status="skipped", reason="needs a control set")}
+    v = verdict("risk", doc)
+    assert v.status == "uncertain" and "not measured: inference (needs a control set)" in v.sentence
+    v = verdict("risk", doc, ruled_out=["control"])
+    assert v.status == "low" and v.sentence.endswith("ruled out by the owner: attacks against a control set.")
+    v = verdict("risk", {"record_linkage": m(0.01, "originals", lower_bound="give the private log")})
+    assert v.status == "uncertain" and "(a lower bound)" in v.sentence
+    v = verdict("risk", {"record_linkage": m(0.2, "originals", lower_bound="give the private log")})
+    assert v.status == "high"  # a lower bound past the threshold already misses
+    u = verdict("utility", {"auc": {"kind": "utility", "value": None, "threshold": 0.02, "direction": "lower"},
+                            "rule_accuracy": {"kind": "utility", "value": 0.01, "threshold": 0.05,
+                                              "direction": "lower"}})
+    assert u.status == "kept" and u.not_measured == [{"measure": "auc", "reason": "not computed"}]
