@@ -254,8 +254,9 @@ def test_the_90_percent_verbatim_release_reads_high_at_evaluate(tmp_path: Path) 
     x = unique_records()
     src, zp = tmp_path / "x.csv", tmp_path / "z.csv"
     x.to_csv(src, index=False)
+    # unseeded: at this level a key may come out ≥ 99 % unchanged, which the untouched-key rule refuses too
     r = runner.invoke(app, ["anonymize", str(src), "-m", "uniform-noise", "-p", "level=0.026", "--class", "y",
-                            "--allow-verbatim", "-o", str(zp)])
+                            "--allow-verbatim", "--allow-untouched-keys", "-o", str(zp)])
     assert r.exit_code == 0, r.output
     for extra in ([], ["--pairing", "none"]):
         doc = json.loads(runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(zp), "--class", "y", "--seed", "1",
