@@ -47,6 +47,16 @@ def risk_verdict(x: pd.DataFrame, z: pd.DataFrame, sch: Schema, *, paired: bool,
     return doc["summary"]["risk"] | {"measures": doc["measures"]}
 
 
+def all_but_redrawn(x: pd.DataFrame, kept: tuple[str, ...], seed: int = 1) -> pd.DataFrame:
+    """x with every column but ``kept`` permuted on its own (each column's values, nobody's record)."""
+    rng = np.random.default_rng(seed)
+    z = x.copy()
+    for c in x.columns:
+        if c not in kept:
+            z[c] = rng.permutation(z[c].to_numpy())
+    return z
+
+
 def shuffled(df: pd.DataFrame, seed: int = 1) -> pd.DataFrame:
     return df.sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
@@ -77,11 +87,7 @@ def test_two_verbatim_columns_joined_exactly_are_high(adult) -> None:
     """Every column but fnlwgt and income redrawn: nearest-neighbour distance drowns the two exact
     columns in noise, an exact join on them re-identifies most records."""
     x, sch = adult
-    rng = np.random.default_rng(1)
-    z = x.copy()
-    for c in x.columns:
-        if c not in ("fnlwgt", "income"):
-            z[c] = rng.permutation(z[c].to_numpy())
+    z = all_but_redrawn(x, ("fnlwgt", "income"))
     v = risk_verdict(x, z, sch, paired=True)
     assert v["status"] == "high", v["sentence"]
     assert v["measures"]["record_linkage"]["value"] > 0.5
@@ -200,11 +206,7 @@ def test_the_drivers_of_risk_name_the_columns_an_exact_join_uses(adult) -> None:
     from ppdm.report.summary import linkage_drivers
 
     x, sch = adult
-    rng = np.random.default_rng(1)
-    z = x.copy()
-    for c in x.columns:
-        if c not in ("fnlwgt", "income"):
-            z[c] = rng.permutation(z[c].to_numpy())
+    z = all_but_redrawn(x, ("fnlwgt", "income"))
     doc = evaluation_document(evaluate_measures(measurement_context(x, z, sch, random_state=0), RISK))
     text = linkage_drivers(doc)
     assert text is not None and text.startswith("An intruder who holds x links")
