@@ -373,3 +373,28 @@ def test_a_partitioned_release_mixes_records_across_its_parts(tmp_path: Path) ->
     kept = read_private(tmp_path / "k")["pairing"]
     assert (decode_positions(kept["positions"]) == np.arange(len(t))).all()
     assert kept["parts"] == [int(b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def test_a_suppressed_release_made_with_missing_drop_is_evaluated_as_published(tmp_path: Path) -> None:
+    """x read with --missing drop leaves out x's incomplete records; local suppression then blanks
+    cells of the rest. Evaluated the same way, every released record is measured: a blank the
+    release made is part of what was published, not a dropped record."""
+    from ppdm.datasets import load
+
+    x, _ = load("adult")
+    x = x.sample(1500, random_state=2).reset_index(drop=True)
+    src, zp = tmp_path / "x.csv", tmp_path / "z.csv"
+    x.to_csv(src, index=False)
+    r = runner.invoke(app, ["anonymize", str(src), "--class", "income", "--missing", "drop", "--qi",
+                            "age,sex,race,education,marital_status", "-m", "local-suppression", "-p", "k=5",
+                            "--allow-verbatim", "--allow-unchanged", "--allow-untouched-keys",
+                            "--allow-pass-through", "fnlwgt", "--out", str(zp)])
+    assert r.exit_code == 0, r.output
+    z = pd.read_csv(zp)
+    assert z.isna().any(axis=1).sum() > 0  # the release blanked cells
+    r = runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(zp), "--class", "income", "--missing", "drop",
+                            "--measures", "k_anonymity,il1s", "--qi", "age,sex,race,education,marital_status",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout[r.stdout.index("{"):])
+    assert doc["inputs"]["anonymized"]["rows"] == len(z) == doc["inputs"]["original"]["rows"]

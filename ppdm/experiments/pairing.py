@@ -197,8 +197,10 @@ def pair_in_memory(x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame | Non
         pairing.notes.append(f"--pairing position, but x has {len(x)} records and z {len(z)}: measures that "
                              "compare records one by one cannot run")
     if missing == "drop" and pairing.paired and len(x) == len(z):
-        # a record is left out when it is incomplete in either table, so the pairs stay pairs
-        incomplete = x.isna().any(axis=1).to_numpy() | z.isna().any(axis=1).to_numpy()
+        # a record is left out when its original is incomplete, with its release, so the pairs stay
+        # pairs; a blank the release made (local suppression) is part of what was published, never a
+        # reason to leave the record out of the evaluation
+        incomplete = x.isna().any(axis=1).to_numpy()
         if incomplete.any():
             pairing.dropped_pairs = int(incomplete.sum())
             x = x.loc[~incomplete].reset_index(drop=True)
