@@ -282,7 +282,7 @@ def test_evaluate_and_recommend_judge_one_outcome_alike() -> None:
         return entry
 
     doc = {n: document_entry(n, m) for n, m in outcome["measures"].items()}
-    evaluated = {j.measure: j.state for j in judge_measures("risk", doc)[0]}
+    evaluated = {j.measure: j.state for j in judge_measures("risk", doc)}
     policy = parse_policy({"risk": {n: {"at_most": registry[n].threshold} for n in expected},
                            "utility": {"weights": {"auc": 1}}})
     judged = {v.measure: v.verdict for v in judge_lines(outcome, policy)}

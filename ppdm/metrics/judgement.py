@@ -63,8 +63,6 @@ def result_lower_bound(result: Any) -> str | None:
     why = getattr(result, "lower_bound", None)
     if why is None and getattr(result, "result", None) is not None:  # a sampled measure's own result
         why = getattr(result.result, "lower_bound", None)
-    if why is True:
-        return "the value counts verbatim copies only; the release's private log gives the exact value"
     return str(why) if why else None
 
 
@@ -262,24 +260,22 @@ def _show(j: LineJudgement, should: bool) -> str:
 
 
 def judge_measures(topic: str, measures: Mapping[str, Mapping[str, Any]],
-                   ruled_out: Iterable[str] = ()) -> tuple[list[LineJudgement], list[str]]:
-    """Every measure of ``topic`` with a threshold and a direction held to it; the names of the
-    risk measures left out because their scenario was ruled out."""
+                   ruled_out: Iterable[str] = ()) -> list[LineJudgement]:
+    """Every measure of ``topic`` with a threshold and a direction held to it, except risk measures
+    whose scenario is in ``ruled_out``."""
     out: list[LineJudgement] = []
-    excluded: list[str] = []
     ruled = set(ruled_out)
     for name, m in measures.items():
         if m.get("kind") != topic or m.get("threshold") is None or m.get("direction") not in ("higher", "lower"):
             continue
         if topic == "risk" and m.get("scenario") in ruled:
-            excluded.append(name)
             continue
         meas = read_entry(name, m)
         # thresholds are shares; a value printed in percent was read as its share
         out.append(judge_line(meas, float(m["threshold"]), m["direction"],
                               span=span_of(tuple(m.get("range") or (None, None)), float(m["threshold"])),  # type: ignore[arg-type]
                               scenario=m.get("scenario")))
-    return out, excluded
+    return out
 
 
 def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out: Iterable[str] = ()) -> Verdict:
@@ -293,7 +289,7 @@ def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out:
     """
     title, good, bad = _WORDS[topic]
     ruled = sorted(set(ruled_out)) if topic == "risk" else []
-    lines, _ = judge_measures(topic, measures, ruled)
+    lines = judge_measures(topic, measures, ruled)
     unjudged = [{"measure": j.measure, "reason": j.reason} for j in lines if j.state == NOT_APPLICABLE]
     missing = [j for j in lines if j.state == NOT_MEASURED]
     judged = [j for j in lines if j.state in (MEETS, MISSES, UNCERTAIN)]
