@@ -182,9 +182,26 @@ def test_knn_kernel_visits_groups_in_distance_order():
     g_codes = np.array([[0, 1, 2]], dtype=np.int32)
     g_start = np.array([0, 2, 3, 5])
     # grouped row j has priority j and original index 4 - j
-    idx = knn_gower(q_cat, q_num, g_codes, g_start, np.zeros((5, 0)), np.arange(5), np.array([4, 3, 2, 1, 0]), 2, 1)
+    idx = knn_gower(q_cat, q_num, g_codes, g_start, g_start[1:], -1, np.zeros((5, 0)), np.arange(5),
+                    np.array([4, 3, 2, 1, 0]), 2, 1)
     assert idx[0, 0] == 2  # row 2, the only member of group 1
     assert idx[0, 1] == 4  # then row 0, the lowest priority among the rest (all at distance 1)
+
+
+def test_knn_kernel_walks_out_from_the_query_on_the_pivot():
+    # one group, sorted by the pivot (column 0): 0.0, 0.2, 0.3, 0.9, then a record missing it.
+    # Query (0.25, 0.5): distances 0.25+0.5 = 0.75, 0.05+0.4 = 0.45, 0.05+0.0 = 0.05,
+    # 0.65+0.5 = 1.15, and 1 (missing pivot) + 0.1 = 1.1 → nearest rows 2, then 1
+    c_num = np.array([[0.0, 0.0], [0.2, 0.1], [0.3, 0.5], [0.9, 0.0], [np.nan, 0.4]])
+    g_start = np.array([0, 5])
+    g_present = np.array([4])
+    idx = knn_gower(np.zeros((1, 0), np.int32), np.array([[0.25, 0.5]]), np.zeros((0, 1), np.int32), g_start,
+                    g_present, 0, c_num, np.arange(5), np.arange(5), 2, 1)
+    assert idx[0].tolist() == [2, 1]
+    # a query missing the pivot scans every record: the missing one is nearest (0 + 0.1)
+    idx = knn_gower(np.zeros((1, 0), np.int32), np.array([[np.nan, 0.5]]), np.zeros((0, 1), np.int32), g_start,
+                    g_present, 0, c_num, np.arange(5), np.arange(5), 1, 1)
+    assert idx[0].tolist() == [4]
 
 
 # ------------------------------------------------------ attacks on made-up tables

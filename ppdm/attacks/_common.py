@@ -15,6 +15,7 @@ R and R ± e_R are clipped to [0, 1].
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,12 +211,43 @@ def rng_of(random_state: RandomState) -> np.random.Generator:
 
 
 # --------------------------------------------------------- nearest neighbours
+@njit(cache=True, inline="always")
+def _offer(j: int, base: float, q: int, q_num: np.ndarray, c_num: np.ndarray, c_prio: np.ndarray,
+           c_idx: np.ndarray, bd: np.ndarray, bp: np.ndarray, bi: np.ndarray) -> None:
+    """Put candidate ``j`` among the k best of query ``q`` if it is near enough."""
+    k = bd.shape[0]
+    worst = bd[k - 1]
+    d = base
+    for a in range(q_num.shape[1]):
+        u = q_num[q, a]
+        w = c_num[j, a]
+        if u != u or w != w:  # missing: 0 against missing, 1 against a value
+            d += 0.0 if (u != u and w != w) else 1.0
+        else:
+            d += abs(u - w)
+        if d > worst:
+            return
+    if d == worst and c_prio[j] > bp[k - 1]:
+        return
+    r = k - 1
+    while r > 0 and (bd[r - 1] > d or (bd[r - 1] == d and bp[r - 1] > c_prio[j])):
+        bd[r] = bd[r - 1]
+        bp[r] = bp[r - 1]
+        bi[r] = bi[r - 1]
+        r -= 1
+    bd[r] = d
+    bp[r] = c_prio[j]
+    bi[r] = c_idx[j]
+
+
 @njit(cache=True, parallel=True)
 def knn_gower(
     q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
     q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
     g_codes: np.ndarray,  # (C, G) int32 categorical codes of each group of candidates
     g_start: np.ndarray,  # (G + 1,) candidates of group g are rows g_start[g]:g_start[g + 1]
+    g_present: np.ndarray,  # (G,) rows g_start[g]:g_present[g] hold the pivot, ascending; the rest miss it
+    pivot: int,  # the numeric column the groups are sorted by (−1: none)
     c_num: np.ndarray,  # (n, P) numeric values of the candidates, grouped
     c_prio: np.ndarray,  # (n,) distinct random ranks: among equally near candidates, lower wins
     c_idx: np.ndarray,  # (n,) original index of each grouped candidate
@@ -228,11 +260,14 @@ def knn_gower(
     Candidates are grouped by their categorical values, so the categorical part of the
     distance is computed once per group; groups are visited level by level of categorical
     distance and the visit stops once a level alone exceeds the current k-th distance. Within
-    a group the numeric terms are added in column order and abandoned once the sum passes
-    the k-th distance. Every distance is the categorical count plus the numeric terms in
-    one fixed order, so equal distances are equal bit for bit."""
+    a group the candidates are sorted by one numeric column, the pivot: the visit starts at
+    the query's pivot value and walks outwards, and a direction ends once the categorical part
+    plus the pivot's term alone exceeds the k-th distance (every farther candidate's distance
+    is at least that). The numeric terms are added in column order and abandoned once the sum
+    passes the k-th distance. Every distance is the categorical count plus the numeric terms
+    in one fixed order, so equal distances are equal bit for bit, and the k best (distance,
+    rank) pairs do not depend on the order in which candidates are visited."""
     nq, n_cat = q_cat.shape
-    n_num = q_num.shape[1]
     n_groups = g_start.shape[0] - 1
     out = np.empty((nq, k), dtype=np.int64)
     chunk = (nq + n_chunks - 1) // n_chunks
@@ -253,6 +288,7 @@ def knn_gower(
                 bd[r] = np.inf
                 bp[r] = np.iinfo(np.int64).max
                 bi[r] = -1
+            u = q_num[q, pivot] if pivot >= 0 else np.nan
             # groups level by level of categorical distance, while a level can still beat the k-th
             for level in range(n_cat + 1):
                 base = float(level)
@@ -261,29 +297,32 @@ def knn_gower(
                 for g in range(n_groups):
                     if dc[g] != level:
                         continue
-                    for j in range(g_start[g], g_start[g + 1]):
-                        worst = bd[k - 1]
-                        d = base
-                        for a in range(n_num):
-                            u = q_num[q, a]
-                            w = c_num[j, a]
-                            if u != u or w != w:  # missing: 0 against missing, 1 against a value
-                                d += 0.0 if (u != u and w != w) else 1.0
+                    lo, mid, hi = g_start[g], g_present[g], g_start[g + 1]
+                    if u != u:  # the query misses the pivot: no order to use
+                        for j in range(lo, hi):
+                            _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                        continue
+                    # the candidates missing the pivot are 1 away on it alone
+                    if base + 1.0 <= bd[k - 1]:
+                        for j in range(mid, hi):
+                            _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                    # outwards from the query's value, nearest pivot first
+                    right = lo + np.searchsorted(c_num[lo:mid, pivot], u)
+                    left = right - 1
+                    while left >= lo or right < mid:
+                        go_right = left < lo or (right < mid and c_num[right, pivot] - u <= u - c_num[left, pivot])
+                        j = right if go_right else left
+                        if base + abs(c_num[j, pivot] - u) > bd[k - 1]:
+                            if go_right:
+                                right = mid  # that side is done: the other side only from now on
                             else:
-                                d += abs(u - w)
-                            if d > worst:
-                                break
-                        if d > worst or (d == worst and c_prio[j] > bp[k - 1]):
+                                left = lo - 1
                             continue
-                        r = k - 1
-                        while r > 0 and (bd[r - 1] > d or (bd[r - 1] == d and bp[r - 1] > c_prio[j])):
-                            bd[r] = bd[r - 1]
-                            bp[r] = bp[r - 1]
-                            bi[r] = bi[r - 1]
-                            r -= 1
-                        bd[r] = d
-                        bp[r] = c_prio[j]
-                        bi[r] = c_idx[j]
+                        _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                        if go_right:
+                            right += 1
+                        else:
+                            left -= 1
             for r in range(k):
                 out[q, r] = bi[r]
     return out
@@ -323,11 +362,25 @@ def nearest(
     first = order[g_start[:-1]]
     g_codes = np.ascontiguousarray(c_cat[first].T) if cat else np.zeros((0, n_groups), dtype=np.int32)
     scale = 1.0 / enc.ranges[num]
-    c_num = np.ascontiguousarray(cands[order][:, num] * scale)
+    c_all = cands[:, num] * scale
+    # the pivot: the numeric column whose values spread most, so walking out from a query's
+    # value on it reaches the k-th distance after the fewest candidates
+    with warnings.catch_warnings():  # a column missing everywhere has no spread: never the pivot
+        warnings.simplefilter("ignore", RuntimeWarning)
+        spread = np.nanstd(c_all, axis=0) if len(num) and n else np.zeros(0)
+    spread = np.where(np.isnan(spread), -1.0, spread)
+    pivot = int(np.argmax(spread)) if len(num) and n and spread.max() > 0 else -1
+    if pivot >= 0:  # within each group: the pivot ascending, then the records missing it
+        pv = c_all[:, pivot]
+        order = np.lexsort((np.where(np.isnan(pv), np.inf, pv), np.isnan(pv), group))
+        g_present = g_start[:-1] + np.bincount(group[~np.isnan(pv)], minlength=n_groups)
+    else:
+        g_present = g_start[1:].copy()
+    c_num = np.ascontiguousarray(c_all[order])
     q_num = np.ascontiguousarray(queries[:, num] * scale)
     prio = rng.permutation(n).astype(np.int64)[order]
-    return knn_gower(q_cat, q_num, g_codes, g_start, c_num, np.ascontiguousarray(prio), order.astype(np.int64), k,
-                     max(1, min(len(rows), 8 * threads())))
+    return knn_gower(q_cat, q_num, g_codes, g_start, g_present.astype(np.int64), pivot, c_num,
+                     np.ascontiguousarray(prio), order.astype(np.int64), k, max(1, min(len(rows), 8 * threads())))
 
 
 # ------------------------------------------------------------ registrations

@@ -44,6 +44,24 @@ def _links(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
 
 
+def _distinct_draws(rng: np.random.Generator, rows: int, n: int, k: int) -> np.ndarray:
+    """``rows`` draws of k distinct indices below n, each uniform over ordered k-tuples (the
+    baseline attacker's guesses). Few neighbours among many records: draw with replacement
+    and redraw the rows that repeat an index (rejection keeps every distinct tuple equally
+    likely); otherwise each row without replacement."""
+    if n <= 64:
+        return np.argsort(rng.random((rows, n)), axis=1)[:, :k]
+    if 2 * k * k > n:  # repeats would be common: draw each row without replacement
+        return np.array([rng.choice(n, size=k, replace=False) for _ in range(rows)])
+    out = rng.integers(0, n, size=(rows, k))
+    while True:
+        srt = np.sort(out, axis=1)
+        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
+        if bad.size == 0:
+            return out
+        out[bad] = rng.integers(0, n, size=(bad.size, k))
+
+
 def check_aux_cols(aux_cols: Any, columns: list[str]) -> tuple[list[str], list[str]]:
     """Two non-empty, disjoint lists of columns of the table."""
     if isinstance(aux_cols, str):  # "a,b|c,d" from the command line
@@ -96,8 +114,7 @@ def linkability(
     t_ctrl = rng.choice(len(control), size=n_ctrl, replace=False)
     main = _links(nearest(enc, 0, t_main, 1, first, k, rng), nearest(enc, 0, t_main, 1, second, k, rng))
     ctrl = _links(nearest(enc, 2, t_ctrl, 1, first, k, rng), nearest(enc, 2, t_ctrl, 1, second, k, rng))
-    pick = np.argsort(rng.random((2 * n_main, len(syn))), axis=1)[:, :k] if len(syn) <= 64 else np.array(
-        [rng.choice(len(syn), size=k, replace=False) for _ in range(2 * n_main)])
+    pick = _distinct_draws(rng, 2 * n_main, len(syn), k)
     base = _links(pick[:n_main], pick[n_main:])
     settings = {"aux_cols": [first, second], "n_neighbors": k}
     detail = {"targets": t_main, "linked": main, "control_targets": t_ctrl, "control_linked": ctrl}
