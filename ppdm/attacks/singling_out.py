@@ -304,8 +304,10 @@ def _multivariate_queries(
         ops = np.where(np.isnan(vals), ISNULL, np.where(num, np.where(vals > medians[cols], GE, LE), EQ))
         attempts += b
         counts = tab.count((cols, ops, vals), 2)
-        for i in np.flatnonzero(counts == 1):
-            key = cols[i].tobytes() + ops[i].tobytes() + np.nan_to_num(vals[i], nan=np.inf).tobytes()
+        singles = np.flatnonzero(counts == 1)
+        keyvals = np.nan_to_num(vals[singles], nan=np.inf)  # once per batch, not per query
+        for i, kv in zip(singles, keyvals, strict=True):
+            key = cols[i].tobytes() + ops[i].tobytes() + kv.tobytes()
             if key in seen:
                 continue
             seen.add(key)
