@@ -260,7 +260,8 @@ def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
                      dtype=object)
 
 
-def recoded_view(schema: Any, released: Any, columns: Sequence[str]) -> tuple[list[str], Any, Any]:
+def recoded_view(schema: Any, released: Any, columns: Sequence[str], *,
+                 ages: Mapping[str, float] | None = None) -> tuple[list[str], Any, Any]:
     """How to compare x with a release that recoded some columns, on the release's own categories.
 
     ``schema`` is x's :class:`~ppdm.data.schema.Schema`, ``released`` the release's output schema
@@ -269,7 +270,9 @@ def recoded_view(schema: Any, released: Any, columns: Sequence[str]) -> tuple[li
     in ``released``, not the class, and numeric in x or with other categories or hierarchy), a
     function turning those columns of a table of x's records into the labels that stand for their
     values (:func:`generalise`), and x's schema with those columns categorical on the labels. One
-    implementation for ``ppdm evaluate`` and for the trials of ``ppdm recommend``.
+    implementation for ``ppdm evaluate`` and for the trials of ``ppdm recommend``. ``ages`` gives
+    the reference date (days since 1970-01-01) of date columns released as ages (recoding's
+    ``age_at``): their dates become whole years of age before they are read on the labels.
     """
     from dataclasses import replace
 
@@ -284,7 +287,12 @@ def recoded_view(schema: Any, released: Any, columns: Sequence[str]) -> tuple[li
         df = df.copy()
         for c in cols:
             if c in df.columns:
-                df[c] = generalise(df[c], labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
+                col = df[c]
+                if ages and c in ages and pd.api.types.is_datetime64_any_dtype(col):
+                    from ppdm.data.types import age_in_years, to_time_axis
+
+                    col = pd.Series(age_in_years(to_time_axis(col), ages[c]), index=col.index)
+                df[c] = generalise(col, labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
         return df
 
     sch = replace(schema, numeric=[c for c in schema.numeric if c not in cols],
