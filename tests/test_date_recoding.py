@@ -235,3 +235,17 @@ def test_releases_of_cohorts_and_ages_are_evaluated_on_their_own_labels(tmp_path
         assert res.exit_code == 0, (name, res.output)
         # x's dates read on the release's labels: the records share their keys, so k-anonymity is measured
         assert "k_anonymity" in res.output and "internal error" not in res.output, res.output
+
+
+def test_parameters_for_other_columns_pass_a_date_by_when_it_has_its_own() -> None:
+    x = _table()
+    dates = ["-Inf", "1950-01-01", "Inf"]
+    # break dates for every column: the date is banded, the category is left to its own parameters
+    z = Recode(schema=SCH, columns=["birth", "sex"], breaks=dates, min_count=1).fit_transform(x)
+    assert z["birth"].iloc[0] == "(-Inf,1950-01-01)" and z["sex"].tolist() == x["sex"].tolist()
+    # numbers' breaks for every column, and the date its cohort: each takes its own
+    z = Recode(schema=SCH, columns=["birth", "v"], breaks=[-1, 5, 20], cohort=10).fit_transform(x)
+    assert z["birth"].iloc[0] == "1930-1939" and z["v"].astype(object).tolist()[:7] == ["(-1,5]"] * 6 + ["(5,20]"]
+    # a method named for a column cut into the default number of intervals is used, not refused
+    t = Recode(schema=SCH, columns=["birth", "v"], breaks={"birth": dates}, method={"v": "round-width"})
+    assert t.fit_transform(x)["v"].cat.categories[0] == "(-2,0]"

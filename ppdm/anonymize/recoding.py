@@ -572,7 +572,7 @@ class Recode(Technique):
                 bad = [n for n, how in named.items() if how == "named"]
                 if bad:
                     raise ParameterError(f"{bad[0]} names column {c!r}, which is not a date; {bad[0]} recodes dates")
-                if is_dates:
+                if is_dates and (c in schema.numeric or brk_how == "named"):
                     raise ParameterError(f"breaks for {c!r} are dates, and {c!r} is not a date column; give each "
                                          "column its breaks with a dict")
                 if c in schema.numeric:
@@ -586,7 +586,9 @@ class Recode(Technique):
             modes = [m for m, n in (("period", "date_period"), ("cohort", "cohort"), ("age", "age_at")) if n in named]
             if is_dates:
                 modes.append("breaks")
-            elif brk is not None and "age" not in modes and (brk_how == "named" or not isinstance(brk, (int, np.integer))):
+            elif brk is not None and "age" not in modes and (brk_how == "named" or (
+                    not isinstance(brk, (int, np.integer)) and not modes)):
+                # break points for every column reach a date given no way of its own: they look meant for it
                 raise ParameterError(
                     f"breaks {brk!r} would apply to the date column {c!r}, which they cannot cut: give break dates "
                     "(YYYY-MM-DD), a cohort, or age_at with breaks of ages; a dict gives each column its own")
@@ -634,8 +636,7 @@ class Recode(Technique):
             for c in self.method:
                 if c != "*" and c not in cut_by_number:
                     raise ParameterError(f"method names column {c!r}, which is not cut into intervals of numbers")
-                if c != "*" and not isinstance(_reaches(self.breaks, c)[0] if self.breaks is not None else 5,
-                                               (int, np.integer)):
+                if c != "*" and not isinstance(_per_column(self.breaks, c, 5), (int, np.integer)):
                     raise ParameterError(f"method names column {c!r}, whose breaks are given as break points; "
                                          "method cuts a number of intervals")
         equal_freq = [c for c in cut_by_number
