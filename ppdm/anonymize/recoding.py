@@ -359,8 +359,14 @@ class Recode(Technique):
     With a number of intervals, an end interval that sdcMicro's padding would stretch past a
     bound declared in the schema stops at the bound. A constant numeric attribute is left as
     it is (it tells nothing about anyone). After
-    ``fit``: ``breaks_`` (column → break points), ``labels_`` (column → labels in order),
-    ``mapping_`` (categorical column → {original: label}).
+    ``fit``: ``breaks_`` (column → break points; ages' for ``age_at``), ``labels_`` (column →
+    labels in order), ``mapping_`` (categorical column → {original: label}), ``periods_``,
+    ``cohorts_`` (date column → width in years), ``date_breaks_`` (date column → break dates as
+    days since 1970-01-01) and ``ages_`` (date column → its reference date, in days).
+
+    Output: intervals, break-date bands and ages are ordered categorical columns; months,
+    years and cohorts are text (a later partition may hold a later period), declared in the
+    release's schema as categories in the order fitted.
     """
 
     handles_missing = True
