@@ -73,6 +73,7 @@ from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Real, SearchSpace
 from ppdm.data.schema import Schema
+from ppdm.data.types import is_iso_date, parse_iso_date
 from ppdm.errors import ParameterError, SchemaError
 
 __all__ = [
@@ -878,9 +879,16 @@ class DPCube(Technique):
             if not isinstance(self.bounds, Mapping):
                 raise ParameterError(f"bounds must map column names to (low, high), got {self.bounds!r}")
             for c, b in self.bounds.items():
-                ok = isinstance(b, (tuple, list, np.ndarray)) and len(b) == 2 and all(_is_number(v) for v in b)
+                ok = isinstance(b, (tuple, list, np.ndarray)) and len(b) == 2 and all(
+                    _is_number(v) or is_iso_date(v) for v in b)
+                if ok and any(is_iso_date(v) for v in b):
+                    try:  # a date column's bounds as dates; a non-date column is refused when the schema is known
+                        b = [parse_iso_date(v, f"a bound of {c!r}") if isinstance(v, str) else v for v in b]
+                    except SchemaError as e:
+                        raise ParameterError(str(e)) from None
                 if not ok or not all(np.isfinite(b)) or b[0] > b[1]:
-                    raise ParameterError(f"bounds of {c!r} must be two finite numbers low ≤ high, got {b!r}")
+                    raise ParameterError(f"bounds of {c!r} must be two finite numbers low ≤ high (dates as YYYY-MM-DD), "
+                                         f"got {b!r}")
         if self.domains is not None:
             if not isinstance(self.domains, Mapping):
                 raise ParameterError(f"domains must map column names to lists of values, got {self.domains!r}")
@@ -950,7 +958,10 @@ class DPCube(Technique):
         for c in cols:
             if c in schema.numeric:
                 if c in bounds:
-                    lo, hi = (float(v) for v in bounds[c])
+                    if any(is_iso_date(v) for v in bounds[c]) and c not in schema.dates:
+                        raise ParameterError(f"bounds of {c!r} are dates, and {c!r} is not a date column")
+                    lo, hi = (parse_iso_date(v, f"a bound of {c!r}") if is_iso_date(v) else float(v)
+                              for v in bounds[c])
                 elif c in schema.bounds:
                     lo, hi = schema.bounds[c]
                 else:

@@ -12,7 +12,10 @@ one, the same way in every record:
 * a category becomes its label at a level of a hierarchy declared in the schema
   (``Schema.hierarchies``), or, with ``min_count``, joins the other rare categories under one label;
 * a date becomes its month (``2021-03``) or year (``2021``), by the period arithmetic rounding
-  uses (:func:`ppdm.data.types.generalize_dates`).
+  uses (:func:`ppdm.data.types.generalize_dates`); its birth cohort of 5 or 10 years
+  (``1940-1949``, cohorts starting at the years divisible by the width); the band between
+  break dates that holds it (``[1950-01-01,1960-01-01)``); or the whole years of age it gives
+  on a reference date, banded as numbers are (``(30,40]``).
 
 Recoded values are written as text labels in an ordered categorical column (the order of the
 intervals, of the hierarchy, of the periods), and the release's schema (:meth:`output_schema`)
@@ -44,8 +47,9 @@ import pandas as pd
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
-from ppdm.data.generalization import format_interval, parse_interval
+from ppdm.data.generalization import cohort_label, format_date_interval, format_interval, parse_interval
 from ppdm.data.schema import Schema
+from ppdm.data.types import age_in_years, cohort_start, is_iso_date, parse_iso_date
 from ppdm.errors import ParameterError, SchemaError
 
 NUMERIC_METHODS = ("equal-width", "log-equal-width", "equal-frequency", "round-width")
@@ -58,6 +62,8 @@ except TypeError:  # pragma: no cover - pandas < 2.3
 OUTSIDE = ("error", "missing")
 TIES = ("merge", "jitter")
 DATE_PERIODS = ("month", "year")
+#: what a date column may become, in the words refusals use
+DATE_MODES = {"period": "date_period", "cohort": "cohort", "age": "age_at", "breaks": "break dates"}
 #: significant digits of interval labels (R's cut: dig.lab = 8 in globalRecode), raised while two
 #: neighbouring break points would get the same label or a label would misstate its values
 LABEL_DIGITS = 8
@@ -220,11 +226,14 @@ def _check_breaks(column: str, value: Any) -> int | np.ndarray:
         if value < 1:
             raise ParameterError(f"breaks for {column!r} must be at least 1 interval, got {value}")
         return int(value)
+    if isinstance(value, (list, tuple, np.ndarray)) and any(isinstance(v, str) and is_iso_date(v) for v in value):
+        return _date_breaks(column, list(value))
     if isinstance(value, (list, tuple, np.ndarray)):
         try:
             b = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
-            raise ParameterError(f"breaks for {column!r} must be numbers, got {value!r}") from None
+            raise ParameterError(f"breaks for {column!r} must be numbers, or dates written as YYYY-MM-DD, "
+                                 f"got {value!r}") from None
         if b.ndim != 1 or b.size < 2 or np.isnan(b).any():
             raise ParameterError(f"breaks for {column!r} must list at least two break points, got {value!r}")
         if np.any(np.diff(b) <= 0):
@@ -232,6 +241,62 @@ def _check_breaks(column: str, value: Any) -> int | np.ndarray:
         return b
     raise ParameterError(f"breaks for {column!r} must be a number of intervals or a list of break points, "
                          f"got {value!r}")
+
+
+def _date_breaks(column: str, value: list[Any]) -> np.ndarray:
+    """Break dates (days since 1970-01-01) from ISO text, of a date column's bands ``[a,b)``; the
+    first may be ``"-Inf"`` and the last ``"Inf"`` (open ends, so no band's end is an extreme of x)."""
+    days = []
+    for i, v in enumerate(value):
+        end = str(v).strip() if isinstance(v, str) else None
+        if i == 0 and end in ("-Inf", "-inf") or i == len(value) - 1 and end in ("Inf", "inf"):
+            days.append(-math.inf if i == 0 else math.inf)
+            continue
+        if not is_iso_date(v):
+            raise ParameterError(f"breaks for {column!r} mix dates and other values ({v!r}); give every break as a "
+                                 "date written as YYYY-MM-DD (the first may be '-Inf', the last 'Inf')")
+        try:
+            days.append(parse_iso_date(v, f"the break {v!r} of {column!r}"))
+        except SchemaError as e:
+            raise ParameterError(str(e)) from None
+    b = np.asarray(days, dtype=float)
+    if b.size < 2:
+        raise ParameterError(f"breaks for {column!r} must list at least two break dates, got {value!r}")
+    if np.any(np.diff(b) <= 0):
+        raise ParameterError(f"break dates for {column!r} must increase strictly, got {value!r}")
+    return b
+
+
+def _check_cohort(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 2 <= value <= 100:
+        raise ParameterError(f"cohort must be a whole number of years from 2 to 100 (5 or 10 for birth cohorts), "
+                             f"got {value!r}")
+    return int(value)
+
+
+def _check_age_at(value: Any) -> float:
+    try:
+        return parse_iso_date(value, "age_at")
+    except SchemaError as e:
+        raise ParameterError(f"{e} (the date on which ages are counted)") from None
+
+
+def _reaches(value: Any, column: str) -> tuple[Any, str | None]:
+    """What a per-column parameter gives ``column`` and how: ``"named"`` (a dict key),
+    ``"all"`` (a single value, or a dict's ``"*"``), or ``None`` (nothing)."""
+    if value is None:
+        return None, None
+    if isinstance(value, Mapping):
+        if column in value:
+            return value[column], "named"
+        if "*" in value:
+            return value["*"], "all"
+        return None, None
+    return value, "all"
+
+
+def _values(value: Any) -> list[Any]:
+    return list(value.values()) if isinstance(value, Mapping) else [value]
 
 
 @register("recode")
@@ -245,7 +310,12 @@ class Recode(Technique):
         The class is recoded only when named.
     breaks:
         Numeric attributes: a number of intervals, or a list of break points (intervals
-        ``(a,b]``); a dict column → either (``"*"`` for the others). Default 5.
+        ``(a,b]``); a dict column → either (``"*"`` for the others). Default 5. Date
+        attributes: a list of break dates (``"1950-01-01"``; the first may be ``"-Inf"``, the
+        last ``"Inf"``), bands ``[a,b)`` labelled ``[1950-01-01,1960-01-01)``; with ``age_at``,
+        breaks of the ages as for numbers. A list of numbers or a named number of intervals for
+        a date column is refused (a number of intervals given to every column applies to the
+        numbers only).
     method:
         With a number of intervals: ``"equal-width"`` (sdcMicro's equidistant, default),
         ``"log-equal-width"`` (logEqui), ``"equal-frequency"`` (equalAmount), or
@@ -270,13 +340,33 @@ class Recode(Technique):
     other:
         Label of the merged rare categories (default ``"Other"``).
     date_period:
-        Date attributes: ``"month"`` (default) or ``"year"``, or a dict.
+        Date attributes: ``"month"`` (the default for a date given nothing else) or ``"year"``,
+        or a dict.
+    cohort:
+        Date attributes: birth cohorts of this many years (5 or 10; any whole number from 2 to
+        100), starting at the years divisible by the width and labelled by their first and last
+        year (``1940-1949``); or a dict.
+    age_at:
+        Date attributes: a date (``"2024-01-01"``) on which the whole years of age are counted
+        (:func:`ppdm.data.types.age_in_years`); the ages are released as labels (``"34"``), or
+        in bands when ``breaks`` gives them (as for numbers: ``(30,40]``); or a dict.
+
+    A date column takes one of ``date_period``, ``cohort``, ``age_at`` and break dates; a
+    parameter no recoded column would use (breaks on a column recoded to years, ``level`` on a
+    column without hierarchy, ``ties="jitter"`` without equal-frequency intervals, ``other``
+    without ``min_count``, …) is refused rather than ignored.
 
     With a number of intervals, an end interval that sdcMicro's padding would stretch past a
     bound declared in the schema stops at the bound. A constant numeric attribute is left as
     it is (it tells nothing about anyone). After
-    ``fit``: ``breaks_`` (column → break points), ``labels_`` (column → labels in order),
-    ``mapping_`` (categorical column → {original: label}).
+    ``fit``: ``breaks_`` (column → break points; ages' for ``age_at``), ``labels_`` (column →
+    labels in order), ``mapping_`` (categorical column → {original: label}), ``periods_``,
+    ``cohorts_`` (date column → width in years), ``date_breaks_`` (date column → break dates as
+    days since 1970-01-01) and ``ages_`` (date column → its reference date, in days).
+
+    Output: intervals, break-date bands and ages are ordered categorical columns; months,
+    years and cohorts are text (a later partition may hold a later period), declared in the
+    release's schema as categories in the order fitted.
     """
 
     handles_missing = True
@@ -292,14 +382,16 @@ class Recode(Technique):
         schema: Schema | dict | None = None,
         random_state: Any = None,
         columns: list[str] | str | None = None,
-        breaks: int | list[float] | dict[str, Any] = 5,
+        breaks: int | list[Any] | dict[str, Any] | None = None,
         method: str | dict[str, str] = "equal-width",
         outside: str = "error",
         ties: str = "merge",
         level: int | dict[str, int] = 1,
         min_count: int | dict[str, int] | None = None,
         other: str = "Other",
-        date_period: str | dict[str, str] = "month",
+        date_period: str | dict[str, str] | None = None,
+        cohort: int | dict[str, int] | None = None,
+        age_at: str | dict[str, str] | None = None,
     ) -> None:
         self.class_column = class_column
         self.schema = schema
@@ -313,6 +405,8 @@ class Recode(Technique):
         self.min_count = min_count
         self.other = other
         self.date_period = date_period
+        self.cohort = cohort
+        self.age_at = age_at
 
     # ------------------------------------------------------------------ checks
     def _validate_params(self) -> None:
@@ -324,8 +418,9 @@ class Recode(Technique):
             raise ParameterError(f"outside must be one of {', '.join(OUTSIDE)}, got {self.outside!r}")
         if self.ties not in TIES:
             raise ParameterError(f"ties must be one of {', '.join(TIES)}, got {self.ties!r}")
-        for v in (self.breaks.values() if isinstance(self.breaks, Mapping) else [self.breaks]):
-            _check_breaks("a column", v)
+        if self.breaks is not None:
+            for v in _values(self.breaks):
+                _check_breaks("a column", v)
         for v in (self.level.values() if isinstance(self.level, Mapping) else [self.level]):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ParameterError(f"level must be a whole number ≥ 0 (a hierarchy level), got {v!r}")
@@ -335,9 +430,16 @@ class Recode(Technique):
                     raise ParameterError(f"min_count must be a whole number ≥ 1, got {v!r}")
         if not isinstance(self.other, str) or not self.other:
             raise ParameterError(f"other must be a non-empty label, got {self.other!r}")
-        for v in (self.date_period.values() if isinstance(self.date_period, Mapping) else [self.date_period]):
-            if v not in DATE_PERIODS:
-                raise ParameterError(f"date_period must be 'month' or 'year', got {v!r}")
+        if self.date_period is not None:
+            for v in _values(self.date_period):
+                if v not in DATE_PERIODS:
+                    raise ParameterError(f"date_period must be 'month' or 'year', got {v!r}")
+        if self.cohort is not None:
+            for v in _values(self.cohort):
+                _check_cohort(v)
+        if self.age_at is not None:
+            for v in _values(self.age_at):
+                _check_age_at(v)
 
     def _targets(self, schema: Schema) -> list[str]:
         named = _names(self.columns)
@@ -348,7 +450,8 @@ class Recode(Technique):
             if c not in known:
                 raise ParameterError(f"columns names {c!r}, which is not an attribute of the table")
         for name, val in (("breaks", self.breaks), ("method", self.method), ("level", self.level),
-                          ("min_count", self.min_count), ("date_period", self.date_period)):
+                          ("min_count", self.min_count), ("date_period", self.date_period), ("cohort", self.cohort),
+                          ("age_at", self.age_at)):
             if isinstance(val, Mapping):
                 extra = sorted(set(val) - set(named) - {"*"})
                 if extra:
@@ -363,18 +466,43 @@ class Recode(Technique):
         self.labels_: dict[str, list[Any]] = {}
         self.mapping_: dict[str, dict[Any, Any]] = {}
         self.periods_: dict[str, str] = {}
+        self.cohorts_: dict[str, int] = {}
+        self.date_breaks_: dict[str, np.ndarray] = {}
+        self.ages_: dict[str, float] = {}
         self.levels_: dict[str, int] = {}
         self.merged_: dict[str, list[Any]] = {}
         targets = self._targets(schema)
+        plan = self._plan(targets, schema)
         for c in targets:
             s = df[c]
             obs = s.dropna()
             if len(obs) == 0:
                 raise SchemaError(f"column {c!r} has no observed value to recode")
-            if c in schema.dates:
+            mode = plan[c]
+            if mode == "period":
                 period = str(_per_column(self.date_period, c, "month"))
                 self.periods_[c] = period
                 self.labels_[c] = sorted(set(_period_labels(obs.to_numpy(dtype=float), period)))
+            elif mode == "cohort":
+                width = _check_cohort(_per_column(self.cohort, c))
+                self.cohorts_[c] = width
+                self.labels_[c] = sorted(set(_cohort_labels(obs.to_numpy(dtype=float), width)))
+            elif mode == "breaks":
+                b = np.asarray(_check_breaks(c, _per_column(self.breaks, c)), dtype=float)
+                self._check_outside(c, _cut_dates(obs.to_numpy(dtype=float), b), False)
+                self.date_breaks_[c] = b
+                self.labels_[c] = [format_date_interval(b[i], b[i + 1]) for i in range(b.size - 1)]
+            elif mode == "age":
+                at = _check_age_at(_per_column(self.age_at, c))
+                ages = age_in_years(obs.to_numpy(dtype=float), at)
+                if (ages < 0).any():
+                    raise ParameterError(f"age_at {_per_column(self.age_at, c)!r} comes before {int((ages < 0).sum())} "
+                                         f"date(s) of {c!r}; ages are counted on a date after every birth")
+                self.ages_[c] = at
+                if _reaches(self.breaks, c)[0] is not None:
+                    self._fit_numeric(c, ages, rng)
+                else:  # whole years of age, each its own label, in order of age
+                    self.labels_[c] = [_num_label(a) for a in np.unique(ages)]
             elif c in schema.numeric:
                 x = obs.to_numpy(dtype=float)
                 if np.unique(x).size == 1:
@@ -419,17 +547,118 @@ class Recode(Technique):
                     b, lowest = clipped, True
         else:
             b, lowest, jit = spec, False, False
-        idx = cut(x, b, lowest)
-        outside = int((idx < 0).sum())
-        if outside and self.outside == "error":
-            what = "the jittered break points" if jit else "the breaks"
-            raise ParameterError(
-                f"{what} of {c!r} leave {outside} value(s) outside every interval; widen the breaks, or let such "
-                "values become missing with outside='missing' (what sdcMicro does)")
+        self._check_outside(c, cut(x, b, lowest), jit)
         self.breaks_[c] = np.asarray(b, dtype=float)
         self.include_lowest_[c] = bool(lowest)
         self.jittered_[c] = bool(jit)
         self.labels_[c] = interval_labels(b, lowest, x)
+
+    def _check_outside(self, c: str, idx: np.ndarray, jittered: bool) -> None:
+        outside = int((idx < 0).sum())
+        if outside and self.outside == "error":
+            what = "the jittered break points" if jittered else "the breaks"
+            raise ParameterError(
+                f"{what} of {c!r} leave {outside} value(s) outside every interval; widen the breaks, or let such "
+                "values become missing with outside='missing' (what sdcMicro does)")
+
+    def _plan(self, targets: list[str], schema: Schema) -> dict[str, str]:
+        """What each recoded column becomes (``"numeric"``, ``"categorical"`` or a date's mode,
+        :data:`DATE_MODES`), refusing every parameter a column it reaches would ignore: a
+        parameter that is silently dropped leaves the owner believing the release says less
+        than it does."""
+        plan: dict[str, str] = {}
+        dates = [c for c in targets if c in schema.dates]
+        for c in targets:
+            brk, brk_how = _reaches(self.breaks, c)
+            is_dates = isinstance(brk, (list, tuple, np.ndarray)) and any(is_iso_date(v) for v in brk)
+            named = {n: how for n, v in (("date_period", self.date_period), ("cohort", self.cohort),
+                                         ("age_at", self.age_at))
+                     if (how := _reaches(v, c)[1]) is not None}
+            if c not in schema.dates:
+                bad = [n for n, how in named.items() if how == "named"]
+                if bad:
+                    raise ParameterError(f"{bad[0]} names column {c!r}, which is not a date; {bad[0]} recodes dates")
+                if is_dates and (c in schema.numeric or brk_how == "named"):
+                    raise ParameterError(f"breaks for {c!r} are dates, and {c!r} is not a date column; give each "
+                                         "column its breaks with a dict")
+                if c in schema.numeric:
+                    plan[c] = "numeric"
+                else:
+                    if brk_how == "named":
+                        raise ParameterError(f"breaks name column {c!r}, which is categorical; breaks cut numbers and "
+                                             "dates (recode categories with level or min_count)")
+                    plan[c] = "categorical"
+                continue
+            modes = [m for m, n in (("period", "date_period"), ("cohort", "cohort"), ("age", "age_at")) if n in named]
+            if is_dates:
+                modes.append("breaks")
+            elif brk is not None and "age" not in modes and (brk_how == "named" or (
+                    not isinstance(brk, (int, np.integer)) and not modes)):
+                # break points for every column reach a date given no way of its own: they look meant for it
+                raise ParameterError(
+                    f"breaks {brk!r} would apply to the date column {c!r}, which they cannot cut: give break dates "
+                    "(YYYY-MM-DD), a cohort, or age_at with breaks of ages; a dict gives each column its own")
+            if len(modes) > 1:
+                raise ParameterError(f"the date column {c!r} is given both {DATE_MODES[modes[0]]} and "
+                                     f"{DATE_MODES[modes[1]]}; a date is recoded one way (a dict gives each column its own)")
+            if "age" in modes and is_dates:  # pragma: no cover - counted as two modes above
+                raise ParameterError(f"breaks of {c!r} are dates, and age_at makes it ages")
+            plan[c] = modes[0] if modes else "period"
+        self._refuse_unused(plan, dates, schema)
+        return plan
+
+    def _refuse_unused(self, plan: dict[str, str], dates: list[str], schema: Schema) -> None:
+        """Single parameters that no recoded column takes, and dict entries of columns that cannot."""
+        cat = [c for c, m in plan.items() if m == "categorical"]
+        cut_by_number = [c for c, m in plan.items() if m == "numeric" or (m == "age" and
+                                                                           _reaches(self.breaks, c)[0] is not None)]
+        for name, val in (("date_period", self.date_period), ("cohort", self.cohort), ("age_at", self.age_at)):
+            if val is not None and not dates:
+                raise ParameterError(f"{name} recodes dates, and none of the recoded columns is a date")
+        # a number of intervals with only categories to recode is left alone: a search draws one for every table
+        if (self.breaks is not None and not cut_by_number and not any(m == "breaks" for m in plan.values())
+                and (dates or not isinstance(self.breaks, (int, np.integer)))):
+            raise ParameterError("breaks are given, and no recoded column is cut by them (they cut numbers, dates "
+                                 "into bands with break dates, and ages with age_at)")
+        if not isinstance(self.method, Mapping) and self.method != "equal-width" and not cut_by_number and dates:
+            raise ParameterError(f"method={self.method!r} cuts numbers into intervals, and no recoded column is a "
+                                 "number (dates take date_period, cohort, break dates or age_at)")
+        for name, val, takes in (("level", self.level, lambda c: c in schema.hierarchies),
+                                 ("min_count", self.min_count, lambda c: True)):
+            if isinstance(val, Mapping):
+                for c in val:
+                    if c == "*":
+                        continue
+                    if plan.get(c) != "categorical":
+                        raise ParameterError(f"{name} names column {c!r}, which is not categorical; {name} recodes "
+                                             "categories")
+                    if name == "level" and val[c] and not takes(c):
+                        raise ParameterError(f"level names column {c!r}, which has no hierarchy in the schema")
+        if not isinstance(self.level, Mapping) and self.level not in (0, 1) and not any(
+                c in schema.hierarchies for c in cat):
+            raise ParameterError(f"level={self.level!r} picks a hierarchy level, and no recoded column has a "
+                                 "hierarchy in the schema")
+        if isinstance(self.method, Mapping):
+            for c in self.method:
+                if c != "*" and c not in cut_by_number:
+                    raise ParameterError(f"method names column {c!r}, which is not cut into intervals of numbers")
+                if c != "*" and not isinstance(_per_column(self.breaks, c, 5), (int, np.integer)):
+                    raise ParameterError(f"method names column {c!r}, whose breaks are given as break points; "
+                                         "method cuts a number of intervals")
+        equal_freq = [c for c in cut_by_number
+                      if _per_column(self.method, c, "equal-width") == "equal-frequency"
+                      and isinstance(_per_column(self.breaks, c, 5), (int, np.integer))]
+        if self.ties != "merge" and not equal_freq:
+            raise ParameterError(f"ties={self.ties!r} concerns equal-frequency intervals, and no column is cut by "
+                                 "method='equal-frequency' into a number of intervals")
+        if self.other != "Other" and self.min_count is None:
+            raise ParameterError(f"other={self.other!r} labels the categories min_count merges, and min_count is not "
+                                 "given")
+        explicit = [c for c, m in plan.items() if m == "breaks" or (c in cut_by_number and not isinstance(
+            _per_column(self.breaks, c, 5), (int, np.integer)))]
+        if self.outside != "error" and not explicit and not (self.ties == "jitter" and equal_freq):
+            raise ParameterError(f"outside={self.outside!r} concerns values outside given break points (or jittered "
+                                 "ones), and no column has any")
 
     def _fit_categorical(self, c: str, obs: pd.Series, schema: Schema) -> None:
         values = pd.unique(obs).tolist()
@@ -473,7 +702,7 @@ class Recode(Technique):
     # ---------------------------------------------------------------- output
     def _output_dtypes(self, like: pd.DataFrame) -> dict[str, Any]:
         # periods are text (their order is the text's); a later month is no fitted category
-        return {c: (_TEXT if c in self.periods_ else pd.CategoricalDtype(labels, ordered=True))
+        return {c: (_TEXT if c in self.periods_ or c in self.cohorts_ else pd.CategoricalDtype(labels, ordered=True))
                 for c, labels in getattr(self, "labels_", {}).items() if c in like.columns}
 
     def _output_schema(self, schema: Schema) -> Schema:
@@ -485,8 +714,18 @@ class Recode(Technique):
         out = df.copy()
         for c, labels in self.labels_.items():
             s = df[c]
-            if c in self.breaks_:
+            if c in self.ages_ and c not in self.breaks_:
+                ages = age_in_years(s.to_numpy(dtype=float), self.ages_[c])
+                vals = np.array([_num_label(a) if np.isfinite(a) else None for a in ages], dtype=object)
+                unseen = pd.notna(vals) & ~pd.Series(vals, dtype=object).isin(labels).to_numpy()
+                if unseen.any():
+                    row = s.index[np.flatnonzero(unseen)[0]]
+                    raise SchemaError(f"column {c!r} holds an age fit did not see (first at row {row!r}); fit on these "
+                                      "records, or band the ages with breaks")
+            elif c in self.breaks_:
                 x = s.to_numpy(dtype=float)
+                if c in self.ages_:
+                    x = age_in_years(x, self.ages_[c])
                 idx = cut(x, self.breaks_[c], self.include_lowest_[c])
                 lost = (idx < 0) & ~np.isnan(x)
                 if lost.any() and self.outside == "error":
@@ -497,6 +736,18 @@ class Recode(Technique):
                 vals[idx < 0] = None
             elif c in self.periods_:
                 vals = np.asarray(_period_labels(s.to_numpy(dtype=float), self.periods_[c]), dtype=object)
+            elif c in self.cohorts_:
+                vals = np.asarray(_cohort_labels(s.to_numpy(dtype=float), self.cohorts_[c]), dtype=object)
+            elif c in self.date_breaks_:
+                x = s.to_numpy(dtype=float)
+                idx = _cut_dates(x, self.date_breaks_[c])
+                lost = (idx < 0) & ~np.isnan(x)
+                if lost.any() and self.outside == "error":
+                    row = s.index[np.flatnonzero(lost)[0]]
+                    raise SchemaError(f"column {c!r} has {int(lost.sum())} date(s) outside every band fitted "
+                                      f"(first at row {row!r}); widen the break dates, or use outside='missing'")
+                vals = np.asarray(labels, dtype=object)[np.maximum(idx, 0)]
+                vals[idx < 0] = None
             else:
                 vals = self._map_categories(c, s, schema)
             out[c] = pd.Series(vals, index=df.index, dtype=object)
@@ -547,6 +798,20 @@ def _period_labels(days: np.ndarray, period: str) -> list[Any]:
     d = (np.datetime64("1970-01-01", "D") + np.where(ok, start, 0).astype("timedelta64[D]")).astype(str)
     keep = 7 if period == "month" else 4
     return [s[:keep] if o else None for s, o in zip(d.tolist(), ok.tolist(), strict=True)]
+
+
+def _cohort_labels(days: np.ndarray, width: int) -> list[Any]:
+    start = cohort_start(days, width)
+    return [cohort_label(int(v), width) if np.isfinite(v) else None for v in start]
+
+
+def _cut_dates(days: np.ndarray, breaks: np.ndarray) -> np.ndarray:
+    """The band ``[a,b)`` of each date (−1 outside every band or missing)."""
+    v = np.asarray(days, dtype=float)
+    b = np.asarray(breaks, dtype=float)
+    idx = np.searchsorted(b, v, side="right") - 1
+    bad = (idx < 0) | (idx >= b.size - 1) | np.isnan(v)
+    return np.where(bad, -1, idx).astype(np.int64)
 
 
 def recoded_schema(schema: Schema, labels: Mapping[str, list[Any]],

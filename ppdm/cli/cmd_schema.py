@@ -149,13 +149,16 @@ def schema_cmd(
 def _domain_template(sch: Any) -> dict[str, Any]:
     """Placeholders for the public domain: declared bounds/categories are kept, the rest left
     empty (null bounds, no categories), so that nothing of the data enters the declaration."""
-    bounds = {c: list(sch.bounds[c]) if c in sch.bounds else [None, None]
-              for c in sch.numeric if c not in sch.dates}
+    from ppdm.data.schema import date_bounds
+
+    # a date's bounds are written as dates (``"1900-01-01"``), as a data owner would fill them in
+    bounds = {c: (date_bounds(sch.bounds[c]) if c in sch.dates else list(sch.bounds[c])) if c in sch.bounds
+              else [None, None] for c in sch.numeric}
     cats = [*sch.categorical, *([sch.class_column] if sch.class_column else [])]
     categories = {c: list(sch.categories.get(c, [])) for c in cats}
     return {
         "_domain": "The public domain of a differentially private release: replace every null in 'bounds' by the "
-                   "attribute's lowest and highest possible value, and list every value a categorical attribute or "
+                   "attribute's lowest and highest possible value (a date's as YYYY-MM-DD), and list every value a categorical attribute or "
                    "the class may take in 'categories', from documentation or a public standard - never from the "
                    "records. 'integer' names the whole-number attributes. Values outside the domain are clamped "
                    "(numbers) or dropped / sent to an 'other' cell (categories) when the release is made.",

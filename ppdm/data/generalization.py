@@ -139,13 +139,64 @@ def covers(released: pd.Series | Sequence[Any], original: pd.Series | Sequence[A
 
 
 _PERIOD = re.compile(r"^\d{4}(-\d{2})?$")
+_COHORT = re.compile(r"^(\d{4})-(\d{4})$")
+_DAY = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
+_DATE_INTERVAL = re.compile(rf"^\s*([\[(])\s*(-Inf|{_DAY})\s*,\s*(Inf|{_DAY})\s*([\])])\s*$")
+
+
+def cohort_label(start: int, width: int) -> str:
+    """The label of the birth cohort of ``width`` years starting in year ``start``: first and
+    last year, both included (``cohort_label(1940, 10) == "1940-1949"``), as offices write them."""
+    return f"{int(start):04d}-{int(start) + int(width) - 1:04d}"
+
+
+def format_date_interval(low: float, high: float) -> str:
+    """The label of the dates from ``low`` up to, not including, ``high`` (days since 1970-01-01;
+    ±inf for an open end): ``[1950-01-01,1960-01-01)``, ``(-Inf,1950-01-01)``, ``[2000-01-01,Inf)``.
+    Date intervals are closed on the left, as periods are: a break date starts a band."""
+    from ppdm.data.types import format_day
+
+    lo = "-Inf" if math.isinf(low) else format_day(low)
+    hi = "Inf" if math.isinf(high) else format_day(high)
+    return ("(" if math.isinf(low) else "[") + lo + "," + hi + ")"
+
+
+def parse_date_label(label: Any) -> Interval | None:
+    """The dates (days since 1970-01-01) a date label stands for, or ``None`` when ``label`` is
+    not one: a year (``2021``), a month (``2021-03``), a cohort (``1940-1949``, both years
+    included) or a date interval (``[1950-01-01,1960-01-01)``, :func:`format_date_interval`)."""
+    from ppdm.data.types import DAY, EPOCH
+
+    if not isinstance(label, str):
+        return None
+
+    def day(text: str) -> float:
+        return float((pd.Timestamp(text) - EPOCH) / DAY)
+
+    try:
+        m = _DATE_INTERVAL.match(label)
+        if m is not None:
+            lo = -math.inf if m.group(2) == "-Inf" else day(m.group(2))
+            hi = math.inf if m.group(3) == "Inf" else day(m.group(3))
+            return Interval(lo, hi, m.group(1) == "[", m.group(4) == "]") if lo <= hi else None
+        m = _COHORT.match(label)
+        if m is not None:
+            a, b = int(m.group(1)), int(m.group(2))
+            return Interval(day(f"{a:04d}-01-01"), day(f"{b + 1:04d}-01-01"), True, False) if a <= b else None
+        if _PERIOD.match(label):
+            start = pd.Period(label, freq="M" if len(label) == 7 else "Y")
+            return Interval(day(str(start.start_time.date())), day(str((start + 1).start_time.date())), True, False)
+    except (ValueError, OverflowError):  # an impossible month or a year pandas cannot hold
+        return None
+    return None
 
 
 def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
                ancestors: Mapping[Any, Sequence[Any]] | None = None) -> pd.Series:
     """Each original value as the released label that stands for it, given a column's labels
     (its recoded categories in order): the equal label, the interval label containing a number,
-    the month or year (``2021-03``, ``2021``) of a date, or the label among the value's
+    the month or year (``2021-03``, ``2021``), the birth cohort (``1940-1949``) or the date
+    interval (``[1950-01-01,1960-01-01)``, :func:`parse_date_label`) of a date, or the label among the value's
     ``ancestors`` (a hierarchy). A value no label stands for becomes missing, as recoding with
     ``outside="missing"`` publishes it. Used to compare an original with a recoded release on
     the release's own categories (what :func:`covers` does record by record)."""
@@ -177,6 +228,18 @@ def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
                 if stamp[i] in pset:
                     out[i] = stamp[i]
             todo = (out == None) & ~miss  # noqa: E711
+    if todo.any() and is_date:
+        # birth cohorts and date intervals: each label read once as the dates it stands for
+        from ppdm.data.types import to_time_axis
+
+        days = to_time_axis(x)
+        for lab in labs:
+            iv = parse_date_label(lab)
+            if iv is None:
+                continue
+            sel = todo & iv.contains(days)
+            out[sel] = lab
+            todo &= ~sel
     if todo.any():
         for lab in labs:
             iv = parse_interval(lab)
@@ -197,7 +260,8 @@ def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
                      dtype=object)
 
 
-def recoded_view(schema: Any, released: Any, columns: Sequence[str]) -> tuple[list[str], Any, Any]:
+def recoded_view(schema: Any, released: Any, columns: Sequence[str], *,
+                 ages: Mapping[str, float] | None = None) -> tuple[list[str], Any, Any]:
     """How to compare x with a release that recoded some columns, on the release's own categories.
 
     ``schema`` is x's :class:`~ppdm.data.schema.Schema`, ``released`` the release's output schema
@@ -206,7 +270,9 @@ def recoded_view(schema: Any, released: Any, columns: Sequence[str]) -> tuple[li
     in ``released``, not the class, and numeric in x or with other categories or hierarchy), a
     function turning those columns of a table of x's records into the labels that stand for their
     values (:func:`generalise`), and x's schema with those columns categorical on the labels. One
-    implementation for ``ppdm evaluate`` and for the trials of ``ppdm recommend``.
+    implementation for ``ppdm evaluate`` and for the trials of ``ppdm recommend``. ``ages`` gives
+    the reference date (days since 1970-01-01) of date columns released as ages (recoding's
+    ``age_at``): their dates become whole years of age before they are read on the labels.
     """
     from dataclasses import replace
 
@@ -221,7 +287,12 @@ def recoded_view(schema: Any, released: Any, columns: Sequence[str]) -> tuple[li
         df = df.copy()
         for c in cols:
             if c in df.columns:
-                df[c] = generalise(df[c], labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
+                col = df[c]
+                if ages and c in ages and pd.api.types.is_datetime64_any_dtype(col):
+                    from ppdm.data.types import age_in_years, to_time_axis
+
+                    col = pd.Series(age_in_years(to_time_axis(col), ages[c]), index=col.index)
+                df[c] = generalise(col, labels(c), ancestors=released.hierarchies.get(c)).to_numpy()
         return df
 
     sch = replace(schema, numeric=[c for c in schema.numeric if c not in cols],

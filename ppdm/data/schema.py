@@ -32,7 +32,15 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ppdm.data.types import default_date_format, is_date_dtype, resolution_of, whole_days
+from ppdm.data.types import (
+    default_date_format,
+    format_day,
+    is_date_dtype,
+    is_iso_date,
+    parse_iso_date,
+    resolution_of,
+    whole_days,
+)
 from ppdm.errors import SchemaError
 
 MissingPolicy = Literal["error", "drop", "keep"]
@@ -120,7 +128,7 @@ class Schema:
         bad = [c for c in self.sensitive if c not in seen and c != self.class_column]
         if bad:
             raise SchemaError(f"sensitive column(s) {bad} are neither attributes nor the class")
-        self.bounds = {str(c): _check_bounds(c, b) for c, b in dict(self.bounds).items()}
+        self.bounds = {str(c): _check_bounds(c, b, date=str(c) in self.dates) for c, b in dict(self.bounds).items()}
         bad = [c for c in self.bounds if c not in self.numeric]
         if bad:
             raise SchemaError(f"bounds are declared for {bad}, which are not numeric attributes")
@@ -441,10 +449,22 @@ def _refuse_stray_text(column: str, s: pd.Series) -> None:
     )
 
 
-def _check_bounds(column: str, b: object) -> tuple[float, float]:
+def date_bounds(bounds: tuple[float, float]) -> list[str]:
+    """A date column's bounds (days since 1970-01-01) as the ISO dates a schema file writes."""
+    return [format_day(v) for v in bounds]
+
+
+def _check_bounds(column: str, b: object, *, date: bool = False) -> tuple[float, float]:
+    """``[low, high]`` as two floats. A date column's bounds are dates (``"2020-01-01"``), or days
+    since 1970-01-01 as earlier schema files wrote them; a date for any other column is refused."""
     if isinstance(b, (list, tuple)) and any(v is None for v in b):
         raise SchemaError(f"bounds of {column!r} are not filled in: replace null by the public low and high "
                           "(from documentation, not from the records)")
+    if isinstance(b, (list, tuple)) and any(isinstance(v, str) and is_iso_date(v) for v in b):
+        if not date:
+            raise SchemaError(f"bounds of {column!r} are dates, and {column!r} is not a date column (declare it "
+                              "under 'dates')")
+        b = [parse_iso_date(v, f"a bound of {column!r}") if isinstance(v, str) else v for v in b]
     try:
         lo, hi = (float(v) for v in b)  # type: ignore[union-attr]
     except (TypeError, ValueError):

@@ -236,6 +236,66 @@ def generalize_dates(days: np.ndarray, period: str) -> np.ndarray:
     return np.where(finite, out, np.nan)
 
 
+_ISO_DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
+
+
+def is_iso_date(value: Any) -> bool:
+    """Whether ``value`` is a date written as ISO 8601 text (``2021-03-17``, optionally with a
+    time of day ``2021-03-17T08:30``), the form a date is given in parameters and domains."""
+    import re
+
+    return isinstance(value, str) and re.fullmatch(_ISO_DATE, value.strip()) is not None
+
+
+def parse_iso_date(value: Any, what: str) -> float:
+    """An ISO date (``"2021-03-17"``) as days since 1970-01-01 on the time axis; ``what`` names
+    the parameter in the one-line error a malformed or impossible date raises."""
+    if not is_iso_date(value):
+        raise SchemaError(f"{what} must be a date written as YYYY-MM-DD, got {value!r}")
+    try:
+        ts = pd.Timestamp(str(value).strip())
+    except (ValueError, OverflowError):
+        raise SchemaError(f"{what} is not a date of the calendar (years 1677 to 2262): {value!r}") from None
+    return float((ts - EPOCH) / DAY)
+
+
+def format_day(days: float) -> str:
+    """A point of the time axis as ISO text: the date alone at midnight, else date and time."""
+    ts = EPOCH + pd.Timedelta(microseconds=round(float(days) * 86_400_000_000.0))
+    return ts.strftime(DEFAULT_DATE_FORMAT if ts == ts.normalize() else DEFAULT_DATETIME_FORMAT)
+
+
+def _calendar(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(finite, year, month, day) of days since 1970-01-01 (a time of day is dropped)."""
+    v = np.asarray(days, dtype=float)
+    finite = np.isfinite(v)
+    d = np.datetime64("1970-01-01", "D") + np.where(finite, np.floor(v), 0).astype("timedelta64[D]")
+    year = d.astype("datetime64[Y]").astype(np.int64) + 1970
+    month = d.astype("datetime64[M]").astype(np.int64) % 12 + 1
+    day = (d - d.astype("datetime64[M]").astype("datetime64[D]")).astype(np.int64) + 1
+    return finite, year, month, day
+
+
+def cohort_start(days: np.ndarray, width: int) -> np.ndarray:
+    """The first year of each date's birth cohort of ``width`` years, cohorts starting at the
+    years divisible by ``width`` (1940–1949 for width 10, 1945–1949 for width 5); NaN where
+    the date is missing."""
+    finite, year, _, _ = _calendar(days)
+    start = (year // int(width)) * int(width)  # floor division: cohorts before year 0 stay aligned
+    return np.where(finite, start.astype(float), np.nan)
+
+
+def age_in_years(days: np.ndarray, at: float) -> np.ndarray:
+    """Whole years of age on the date ``at`` (days since 1970-01-01) of people born on ``days``:
+    the years between, less one when the birthday has not come yet that year (someone born on
+    29 February turns a year older on 1 March in other years). NaN where the date is missing."""
+    finite, year, month, day = _calendar(days)
+    _, ry, rm, rd = _calendar(np.array([at]))
+    before = (month > rm[0]) | ((month == rm[0]) & (day > rd[0]))
+    age = ry[0] - year - before.astype(np.int64)
+    return np.where(finite, age.astype(float), np.nan)
+
+
 # -------------------------------------------------------------------- working form
 def numeric_values(s: pd.Series) -> np.ndarray:
     """A numeric attribute as float64 with NaN for missing cells (dates on the time axis)."""

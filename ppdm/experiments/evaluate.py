@@ -133,10 +133,36 @@ def recoded_view(x: pd.DataFrame, schema: Schema,
     out = ((provenance or {}).get("output") or {}).get("schema")
     if not out:
         return x, schema, lambda df: df
-    cols, recode, sch = view(schema, Schema.from_dict(out), list(x.columns))
+    cols, recode, sch = view(schema, Schema.from_dict(out), list(x.columns), ages=_ages_at(provenance, schema))
     if not cols:
         return x, schema, lambda df: df
     return recode(x), sch, recode
+
+
+def _ages_at(provenance: Mapping[str, Any] | None, schema: Schema) -> dict[str, float]:
+    """The reference dates of date columns a recoding released as ages (its ``age_at``), from the
+    parameters the provenance records, in a chain's steps too."""
+    from ppdm.data.types import is_iso_date, parse_iso_date
+
+    found: dict[str, float] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, Mapping):
+            params = node.get("parameters")
+            if node.get("name") == "recode" and isinstance(params, Mapping) and params.get("age_at") is not None:
+                at = params["age_at"]
+                for c in schema.dates:
+                    v = at.get(c, at.get("*")) if isinstance(at, Mapping) else at
+                    if is_iso_date(v):
+                        found[c] = parse_iso_date(v, "age_at")
+            for v in node.values():
+                visit(v)
+        elif isinstance(node, list):
+            for v in node:
+                visit(v)
+
+    visit((provenance or {}).get("technique"))
+    return found
 
 
 def like_x(df: pd.DataFrame, x: pd.DataFrame, schema: Schema, missing: str, what: str,
