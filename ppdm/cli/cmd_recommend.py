@@ -298,6 +298,10 @@ def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
         console.print("the recommended release, measured against the control split:", highlight=False)
         for ln in (doc["release"]["measured"] or {}).get("lines", []):
             console.print(f"  {line_text(ln)}", highlight=False, markup=False, soft_wrap=True)
+    if result.accounting is not None and (doc["release"].get("epsilon") is not None):
+        from ppdm.experiments.recommend_accounting import summary
+
+        console.print(summary(result.accounting), highlight=False, markup=False, soft_wrap=True)
     console.print("release check:", highlight=False)
     for line in rel.check.summary_lines():
         console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)

@@ -78,6 +78,15 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
+from ppdm.experiments.recommend_accounting import (
+    Accounting,
+    epsilon_of,
+    judge_epsilon,
+    over_budget,
+    provenance_privacy,
+    search_accounting,
+    searched_privacy,
+)
 from ppdm.experiments.release import Release, ReleaseRefused, hold_out, release, save_release
 from ppdm.metrics.base import SCENARIOS, EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, result_lower_bound
@@ -711,10 +720,11 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
                                    reason="the release is not differentially private (its report says why: e.g. a "
                                           "domain read from the data)"))
         else:
-            eps = float(priv["epsilon"])
-            cap = policy.epsilon.at_most
-            out.append(LineVerdict(text, "epsilon", "meets" if eps <= cap else "misses", eps, None,
-                                   (eps - cap) / max(cap, 1e-12)))
+            # a searched release is judged on what the whole search spent (recommend_accounting)
+            total = priv.get("epsilon_total")
+            j = judge_epsilon(float(priv["epsilon"] if total is None else total), policy.epsilon.at_most)
+            why = None if total is None else f"total over {priv.get('draws')} draws: {priv.get('sum')}"
+            out.append(LineVerdict(text, "epsilon", j.state, j.value, None, j.margin, why))
     return out
 
 
@@ -969,6 +979,8 @@ class RecommendResult:
     spaces: dict[str, dict[str, Any]]
     left_out: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    #: what the search spent on the training records in ε (every differentially private draw)
+    accounting: Accounting | None = None
 
     @property
     def winner(self) -> TrialRecord | None:
@@ -1615,40 +1627,54 @@ def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
 def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root: int, seeded: bool,
            base_info: Mapping[str, Any]) -> None:
     """Make the recommended release with a fresh seed; by default measure it against the
-    control split and keep it only when it meets the policy itself."""
+    control split and keep it only when it meets the policy itself. Every differentially
+    private draw is added to what the search spent (:mod:`ppdm.experiments.recommend_accounting`),
+    and a draw that would take the total past the policy's ε is not made."""
     pol = result.policy
+    acc = result.accounting = search_accounting(result.trials)
+    cap = pol.epsilon.at_most if pol.epsilon is not None else None
     attempt = 0
     tried: list[str] = []
     with progress.steps(None, "making the recommended release") as step:
         for cand in result.ranking[:FINAL_CANDIDATES]:
             draws = 1 if _deterministic(cand.technique, result) else FINAL_DRAWS
+            eps = epsilon_of(cand.technique, cand.params, cand.privacy)
             for _ in range(draws):
+                over = None if eps is None else over_budget(acc, eps, cap)
+                if over is not None:
+                    tried.append(f"{cand.label}: not drawn: {over}")
+                    break
                 seed = _seed_of(root, 4, attempt) if seeded else None
                 attempt += 1
                 job = TrialJob(-1, cand.technique, dict(cand.params), seed)
                 source = table if result.refit else data.train
                 info = {**base_info, "rows_used": int(len(source))}
+                if eps is not None:  # spent once the technique has read the records, published or not
+                    acc.add(f"release draw {attempt}", cand.technique, eps)
                 try:
                     rel = make_release(job, source, data, info)
                 except ReleaseRefused as e:  # a fresh draw the release gate refuses is not released either
                     tried.append(f"{cand.label}: refused by the release check ({' '.join(str(e).split())[:160]})")
                     continue
                 step(1, description=f"measuring the recommended release ({cand.label})")
+                privacy = searched_privacy(_privacy(rel.technique), acc)
                 if result.refit:
-                    verification = cand
+                    outcome = {"technique": cand.technique, "params": cand.params, "measures": cand.measures,
+                               "privacy": privacy, "error": None, "internal": False}
+                    verification = replace(record_of(cand.number, outcome, pol), state=cand.state)
                 else:
                     outcome = {"technique": cand.technique, "params": cand.params,
                                "measures": measure_release(measured_data(rel), data,
                                                            output_schema(rel.technique)),
-                               "privacy": _privacy(rel.technique),
+                               "privacy": privacy,
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}
                     verification = record_of(-1, outcome, pol)
                     verification.state = "release"
-                    if not verification.feasible:
-                        tried.append(f"{cand.label}: " + ", ".join(
-                            f"{v.line} {v.verdict}" for v in verification.failed_lines()))
-                        continue
+                if not verification.feasible:
+                    missed = [f"{v.line} {v.verdict}" for v in verification.failed_lines()]
+                    tried.append(f"{cand.label}: " + (", ".join(missed) or "its utility could not be measured"))
+                    continue
                 _attach(rel, result, cand, verification, seeded)
                 result.release, result.verification, result.chosen = rel, verification, cand
                 result.control = None if result.refit else data.control
@@ -1661,6 +1687,10 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     "final_draws": tried,
                     "note": "trials met the policy, but fresh draws of the best releases did not; the margins are "
                             "too thin for a release to meet the policy reliably"}
+    if acc.draws and cap is not None and any(": not drawn: " in t for t in tried):
+        result.unmet["note"] = (f"trials met the policy, but the search spent ε = {acc.total:.4g} on the training "
+                                f"records ({acc.sum_text()}) and the policy allows ε ≤ {cap:g} in all; fewer trials "
+                                "or a smaller ε per trial leave room for the release")
 
 
 def _deterministic(technique: str, result: RecommendResult) -> bool:
@@ -1684,6 +1714,11 @@ def _attach(rel: Release, result: RecommendResult, cand: TrialRecord, verificati
                         "measured on a release of the same technique and parameters made from the training split "
                         "against the control split; this release was refitted on all the records",
     }
+    priv = rel.provenance.get("privacy")
+    if result.accounting is not None and isinstance(priv, dict) and priv.get("differentially_private"):
+        # the release's ε covers the whole search's draws on the same records, not its own draw alone
+        rel.provenance["privacy"] = provenance_privacy(priv, result.accounting)
+        rec["epsilon"] = result.accounting.to_dict()
     rel.provenance["recommendation"] = rec
     private = getattr(rel, "private", None)
     if isinstance(private, dict):

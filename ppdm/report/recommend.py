@@ -77,6 +77,8 @@ def recommendation_document(result: Any, *, inputs: Mapping[str, Any] | None = N
             "warnings": list(rel.warnings),
             "files": [str(p) for p in (written or [])],
             "provenance": rel.provenance,
+            # what the whole search spent in ε, when the release claims differential privacy
+            "epsilon": (rel.provenance.get("privacy") or {}).get("search"),
         })
     doc["families"] = families(doc)
     doc["why"] = why(doc)
