@@ -960,7 +960,9 @@ class RecommendResult:
     release (a :class:`~ppdm.experiments.release.Release`, with the control split in
     ``control`` unless refitted) and ``verification`` its own measured figures; ``chosen``
     the trial whose technique and parameters made it (the winner, or the next of the
-    ranking when fresh draws of the winner missed the policy).
+    ranking when fresh draws of the winner missed the policy); ``accounting`` the ε every
+    differentially private draw of the search spent on the training records
+    (:mod:`ppdm.experiments.recommend_accounting`), once a release was attempted.
     """
 
     policy: Policy
