@@ -76,7 +76,7 @@ from ppdm.data.provenance import table_sha256
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.experiments.evaluation import load_all_measures, run_measure
+from ppdm.experiments.evaluation import load_all_measures, measurement_context, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
 from ppdm.experiments.recommend_accounting import (
     Accounting,
@@ -87,8 +87,10 @@ from ppdm.experiments.recommend_accounting import (
     search_accounting,
     searched_privacy,
 )
-from ppdm.experiments.release import Release, ReleaseRefused, hold_out, release, save_release
-from ppdm.metrics.base import SCENARIOS, EvaluationContext, result_not_judged
+from ppdm.experiments.recommend_pairing import pair_with_table
+from ppdm.experiments.recommend_study import make_private
+from ppdm.experiments.release import Release, ReleaseRefused, holdout_mask, release, save_release
+from ppdm.metrics.base import SCENARIOS, result_not_judged
 from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, result_lower_bound
 from ppdm.metrics.release_check import GateOptions
 
@@ -393,6 +395,8 @@ class SearchData:
     #: the policy's risk lines as ``(measure, threshold, direction)``: a trial stops measuring
     #: risk once one of them misses (see :func:`measure_release`)
     lines: tuple[tuple[str, float, str], ...] = ()
+    #: positions of the control split's records in the table (the rest, in order, is the training split)
+    held: np.ndarray | None = None
 
 
 @dataclass
@@ -444,15 +448,15 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     registry = load_all_measures()
     views = _recoded_views(z, data, out_schema)
     base = dict(rules=data.rules, random_state=data.measure_seed, options=dict(data.options))
+    # measures compute on numbers (a date on its time axis, a missing cell as NaN), as evaluate's do
     if views is None:
-        ctx = EvaluationContext(x=data.train, z=z, schema=data.schema, test=data.control, control=data.control,
-                                **base)
+        ctx = measurement_context(data.train, z, data.schema, test=data.control, control=data.control, **base)
         risk_ctx = utility_ctx = ctx
     else:
         (xr, cr, sr), zu = views
-        risk_ctx = EvaluationContext(x=xr, z=z, schema=sr, test=cr, control=cr, **base)
-        utility_ctx = EvaluationContext(x=data.train, z=zu, schema=data.schema, test=data.control,
-                                        control=data.control, **base)
+        risk_ctx = measurement_context(xr, z, sr, test=cr, control=cr, **base)
+        utility_ctx = measurement_context(data.train, zu, data.schema, test=data.control, control=data.control,
+                                          **base)
     out: dict[str, dict[str, Any]] = {}
     lines = {m: (t, d) for m, t, d in data.lines} if stop_on_miss else {}
     missed: str | None = None
@@ -1193,6 +1197,8 @@ def recommend(
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler0 = _sampler(0, len(spaces))
         stu, existed = _open_study(storage, resume, sampler0)
+    if study is not None and "://" not in str(study):
+        make_private(study)  # it holds the split's seed: the owner's only
     attrs = stu.user_attrs
     if existed:
         _check_resume(attrs, pol, info)
@@ -1282,7 +1288,9 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
     """The splits and measurement settings of the search seeded by ``root``."""
     from ppdm.trees.cart import rules_from_cart
 
-    train, control = hold_out(table, holdout, np.random.default_rng(_seed_of(root, 0)))
+    # the split as hold_out draws it, keeping the positions for the release's private log
+    mask = holdout_mask(len(table), holdout, np.random.default_rng(_seed_of(root, 0)))
+    train, control = table.loc[~mask].reset_index(drop=True), table.loc[mask].reset_index(drop=True)
     measure_seed = _seed_of(root, 1)
     rules = None
     if sch.class_column is not None and any(load_all_measures()[m].needs_class for m in pol.measures()):
@@ -1291,7 +1299,8 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
     return SearchData(train, control, sch, rules, tuple(pol.measures()), options, measure_seed,
                       {**dict(base_info), "rows_used": int(len(train))},
                       tuple((ln.measure, float(ln.threshold), ln.direction) for ln in pol.risk
-                            if not pol.rules_out(ln.measure)))  # a ruled-out line never stops a trial
+                            if not pol.rules_out(ln.measure)),  # a ruled-out line never stops a trial
+                      np.flatnonzero(mask))
 
 
 def search_data(
@@ -1677,6 +1686,9 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     missed = [f"{v.line} {v.verdict}" for v in verification.failed_lines()]
                     tried.append(f"{cand.label}: " + (", ".join(missed) or "its utility could not be measured"))
                     continue
+                if not result.refit and data.held is not None:  # the owner's log pairs z with the whole table
+                    rel.private = pair_with_table(rel.private, rel.pairing, data.held, len(table),
+                                                  result.split["holdout"])
                 _attach(rel, result, cand, verification, seeded)
                 result.release, result.verification, result.chosen = rel, verification, cand
                 result.control = None if result.refit else data.control
