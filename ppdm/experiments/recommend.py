@@ -88,6 +88,7 @@ from ppdm.experiments.recommend_accounting import (
     searched_privacy,
 )
 from ppdm.experiments.recommend_pairing import pair_with_table
+from ppdm.experiments.recommend_repeats import MeasuredReleases, release_digest
 from ppdm.experiments.recommend_study import make_private
 from ppdm.experiments.release import Release, ReleaseRefused, holdout_mask, release, save_release
 from ppdm.metrics.base import SCENARIOS, result_not_judged
@@ -407,6 +408,9 @@ class TrialJob:
     technique: str
     params: dict[str, Any]
     seed: int | None
+    #: fingerprints of the releases already measured (a deterministic technique's trial; see
+    #: :mod:`ppdm.experiments.recommend_repeats`), or ``None`` for a trial that is always measured
+    known: frozenset[str] | None = None
 
 
 #: risk measures a trial measures last, the slowest first to be spared when a cheaper line misses
@@ -577,8 +581,12 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         out["privacy"] = _privacy(rel.technique)
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
         # measures pair z's records with x's: the release as published is shuffled
-        out["measures"] = measure_release(measured_data(rel), data, output_schema(rel.technique),
-                                          stop_on_miss=True)
+        z, out_schema = measured_data(rel), output_schema(rel.technique)
+        if job.known is not None:
+            out["release_digest"] = release_digest(z, out_schema)
+            out["same_release"] = out["release_digest"] in job.known  # measured already: not again
+        if not out.get("same_release"):
+            out["measures"] = measure_release(z, data, out_schema, stop_on_miss=True)
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -1443,6 +1451,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
 
     det = {s.name for s in spaces if s.deterministic}
     seen: dict[str, int] = {}
+    measured = MeasuredReleases()  # a setting that makes a release already measured is not measured again
+    measured.load(stu.trials)
     for t in stu.trials:
         o = t.user_attrs.get("outcome")
         if (o is not None and t.state == TrialState.COMPLETE and o.get("technique") in det
@@ -1479,6 +1489,13 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
             shown = max(shown, units)
 
         def tell(trial: Any, job: TrialJob, outcome: dict[str, Any], repeat_of: int | None = None) -> None:
+            same = measured.repeat_of(outcome)
+            if same is not None:  # its release is one measured already: that trial's measures are its own
+                prev = stu.get_trials(deepcopy=False)[same].user_attrs["outcome"]
+                outcome = {**prev, "technique": job.technique, "params": _json(job.params),
+                           "seconds": outcome.get("seconds"), "release_digest": outcome.get("release_digest")}
+                repeat_of = same
+            measured.note(trial.number, outcome, repeat_of)
             trial.set_user_attr("outcome", outcome)
             if repeat_of is not None:
                 trial.set_user_attr("repeat_of", repeat_of)
@@ -1494,8 +1511,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                 # a failure Optuna would ignore; told as the worst outcome (every constraint violated),
                 # the sampler learns to avoid techniques and settings that do not run on this table
                 stu.tell(trial, list(PENALTY))
-            if job.technique in det and repeat_of is None and not outcome.get("internal"):
-                seen.setdefault(_key(job.technique, job.params), trial.number)
+            if job.technique in det and not outcome.get("internal"):
+                seen.setdefault(_key(job.technique, job.params), trial.number if repeat_of is None else repeat_of)
             if repeat_of is None and outcome.get("seconds") and not outcome.get("error"):
                 clock.durations.append(float(outcome["seconds"]))
             n_ok = sum(1 for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -1521,7 +1538,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                             stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
                     trial = stu.ask()
                     ts, params = suggest(trial, spaces, n_records)
-                    job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number))
+                    job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number),
+                                   measured.known() if ts.deterministic else None)
                     trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
                     k = _key(ts.name, params)
                     if ts.deterministic and k in seen:
