@@ -76,7 +76,7 @@ from ppdm.data.provenance import table_sha256
 from ppdm.data.roles import Roles, resolve_schema
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.experiments.evaluation import load_all_measures, measurement_context, run_measure
+from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
 from ppdm.experiments.recommend_accounting import (
     Accounting,
@@ -91,7 +91,7 @@ from ppdm.experiments.recommend_pairing import pair_with_table
 from ppdm.experiments.recommend_repeats import MeasuredReleases, release_digest
 from ppdm.experiments.recommend_study import make_private
 from ppdm.experiments.release import Release, ReleaseRefused, holdout_mask, release, save_release
-from ppdm.metrics.base import SCENARIOS, result_not_judged
+from ppdm.metrics.base import SCENARIOS, EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, result_lower_bound
 from ppdm.metrics.release_check import GateOptions
 
@@ -452,15 +452,13 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     registry = load_all_measures()
     views = _recoded_views(z, data, out_schema)
     base = dict(rules=data.rules, random_state=data.measure_seed, options=dict(data.options))
-    # measures compute on numbers (a date on its time axis, a missing cell as NaN), as evaluate's do
     if views is None:
-        ctx = measurement_context(data.train, z, data.schema, test=data.control, control=data.control, **base)
+        ctx = _context(data.train, z, data.control, data.schema, base)
         risk_ctx = utility_ctx = ctx
     else:
         (xr, cr, sr), zu = views
-        risk_ctx = measurement_context(xr, z, sr, test=cr, control=cr, **base)
-        utility_ctx = measurement_context(data.train, zu, data.schema, test=data.control, control=data.control,
-                                          **base)
+        risk_ctx = _context(xr, z, cr, sr, base)
+        utility_ctx = _context(data.train, zu, data.control, data.schema, base)
     out: dict[str, dict[str, Any]] = {}
     lines = {m: (t, d) for m, t, d in data.lines} if stop_on_miss else {}
     missed: str | None = None
@@ -498,6 +496,22 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
             if judge_line(read_entry(name, entry), lines[name][0], lines[name][1]).state == "misses":
                 missed = name
     return {name: out[name] for name in data.measures if name in out}
+
+
+def _context(x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame, schema: Schema,
+             base: Mapping[str, Any]) -> EvaluationContext:
+    """The tables in the form measures compute on, as evaluate's (:func:`ppdm.data.types.working_frame`:
+    a date on its time axis, a missing cell as NaN). A column of z holding text where x has
+    numbers (labels no output schema explains) is left as it is: the measures say they cannot
+    compare it."""
+    from ppdm.data.types import working_frame
+
+    text = {c for c in schema.numeric if c in z.columns
+            and (pd.api.types.is_string_dtype(z[c]) or z[c].dtype == object)}
+    return EvaluationContext(x=working_frame(x, schema.numeric), z=working_frame(z, [c for c in schema.numeric
+                                                                                    if c not in text]),
+                             schema=schema, test=working_frame(control, schema.numeric),
+                             control=working_frame(control, schema.numeric), **base)
 
 
 def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None) -> Any:
@@ -1687,10 +1701,13 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     continue
                 step(1, description=f"measuring the recommended release ({cand.label})")
                 privacy = searched_privacy(_privacy(rel.technique), acc)
-                if result.refit:
+                if result.refit and (privacy or {}).get("epsilon_total") is None:
+                    verification = cand
+                elif result.refit:  # the trial's figures, its ε line judged on what the search spent
                     outcome = {"technique": cand.technique, "params": cand.params, "measures": cand.measures,
                                "privacy": privacy, "error": None, "internal": False}
-                    verification = replace(record_of(cand.number, outcome, pol), state=cand.state)
+                    verification = replace(record_of(cand.number, outcome, pol), state=cand.state,
+                                           seconds=cand.seconds)
                 else:
                     outcome = {"technique": cand.technique, "params": cand.params,
                                "measures": measure_release(measured_data(rel), data,

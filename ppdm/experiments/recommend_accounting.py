@@ -105,7 +105,12 @@ def epsilon_of(technique: str, params: Mapping[str, Any], privacy: Mapping[str, 
         eps = privacy.get("epsilon")
         if _number(eps):
             return float(eps)
-    space = space_of(technique)
+    from ppdm.errors import PPDMError
+
+    try:
+        space = space_of(technique)
+    except PPDMError:  # a trial stopped before it said what it ran ("?"): no ε is known to be spent
+        return None
     name = space.epsilon if isinstance(space, SearchSpace) else None
     if name is None:
         return None
