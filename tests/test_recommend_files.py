@@ -114,3 +114,33 @@ def test_study_helpers_by_hand(tmp_path: Path) -> None:
     (tmp_path / "s.db-journal").write_text("")
     assert discard_if_empty(p) and not p.exists() and not (tmp_path / "s.db-journal").exists()
     assert not discard_if_empty(tmp_path / "absent.db")
+
+
+def test_a_recoded_date_is_costed_at_the_middle_of_its_period() -> None:
+    import warnings
+
+    from ppdm.anonymize.search_space import build_technique
+    from ppdm.experiments.recommend import measure_release, output_schema, search_data
+    from ppdm.experiments.release import release
+    from ppdm.metrics.info_loss import sse_sst
+
+    x = _table().drop(columns="b")
+    x["birth"] = pd.to_datetime(x["birth"])
+    pol = {"risk": {"record_linkage": 0.9}, "utility": {"weights": {"sse_sst": 1}}}
+    data = search_data(x, pol, class_column="label", quasi_identifiers="sex", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = release(data.train, build_technique("recode", {"columns": ["birth"]}, class_column="label",
+                                                  schema=data.schema),
+                      schema=data.schema, allow_pass_through=["a"], allow_untouched_keys=True, allow_verbatim=True)
+    zr = rel.in_input_order()[0]
+    assert zr["birth"].astype(str).str.fullmatch(r"\d{4}-\d{2}").all()  # months
+    got = measure_release(zr, data, output_schema(rel.technique))["sse_sst"]["value"]
+    # by hand: a month stands for its middle, halfway from its first day to the next month's, in days since 1970
+    start = pd.to_datetime(zr["birth"].astype(str) + "-01")
+    nxt = start + pd.offsets.MonthBegin(1)
+    epoch = pd.Timestamp("1970-01-01")
+    mid = ((start - epoch).dt.days + (nxt - epoch).dt.days) / 2
+    days = (data.train["birth"] - epoch).dt.days.astype(float)
+    orig = pd.DataFrame({"a": data.train["a"].astype(float), "birth": days})
+    assert got is not None and got == pytest.approx(sse_sst(orig, orig.assign(birth=mid.to_numpy())).value, rel=1e-6)

@@ -545,9 +545,24 @@ def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None)
         if c in sch.numeric and c not in sch.dates:
             vals = pd.Series(z[c], dtype=object).to_numpy()
             decoded[c] = np.array([point(v) for v in vals], dtype=float)
+        elif c in sch.dates:  # a month or a year of a date: its midpoint, measured on the time axis
+            decoded[c] = _period_midpoints(z[c])
         else:
             decoded[c] = pd.Series(z[c], dtype=object).to_numpy()
     return (recode(data.train), recode(data.control), risk_schema), decoded
+
+
+def _period_midpoints(labels: pd.Series) -> pd.Series:
+    """The middle of each released period (``2021-03``: a month, ``2021``: a year) as a date;
+    a label that is no period is missing."""
+    def mid(v: Any) -> Any:
+        text = str(v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else ""
+        if not re.fullmatch(r"\d{4}(-\d{2})?", text):
+            return pd.NaT
+        p = pd.Period(text, freq="M" if len(text) == 7 else "Y")
+        return p.start_time + (p.end_time - p.start_time) / 2
+
+    return pd.Series([mid(v) for v in pd.Series(labels, dtype=object)], index=labels.index, dtype="datetime64[ns]")
 
 
 def _finite(v: Any) -> bool:
