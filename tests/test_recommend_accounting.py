@@ -53,7 +53,7 @@ def _run(d: Path, *extra: str):
 
 
 def test_the_provenance_states_the_sum_over_every_draw_of_the_search(d: Path) -> None:
-    r = _run(d, "--techniques", "dpcube")
+    r = _run(d, "--techniques", "dpcube", "--report", str(d / "r.html"))
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     prov = json.loads((d / "z.provenance.json").read_text())
@@ -72,6 +72,8 @@ def test_the_provenance_states_the_sum_over_every_draw_of_the_search(d: Path) ->
     assert "Dwork & Roth 2014" in search["citation"] and search["sum"].endswith(f"= {total:.6g}")
     assert f"{total:.6g}-differentially private" in prov["privacy"]["guarantee"]
     assert doc["release"]["epsilon"]["epsilon_total"] == pytest.approx(total)
+    html = (d / "r.html").read_text()
+    assert "ε (the whole search)" in html and search["sum"] in html
 
 
 def _policy(d: Path, cap: float | None) -> Path:
