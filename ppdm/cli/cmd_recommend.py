@@ -20,6 +20,7 @@ from ppdm.cli.app import (
     DateOpt,
     ExperimentFlagOpt,
     IdOpt,
+    MissingKeepOpt,
     OtherOpt,
     QiOpt,
     SchemaOpt,
@@ -108,7 +109,7 @@ def recommend(
         "--techniques", help="Techniques allowed (comma list; default: every technique that fits the table).")] = None,
     class_column: ClassOpt = None,
     schema: SchemaOpt = None,
-    missing: Annotated[str, typer.Option("--missing", help="Incomplete rows: 'error' (default) or 'drop'.")] = "error",
+    missing: MissingKeepOpt = "error",
     sep: SepOpt = None,
     identifiers: IdOpt = None,
     quasi_identifiers: QiOpt = None,
@@ -194,19 +195,30 @@ def recommend(
     if resume and not study_path.exists():
         raise PPDMError(f"--resume: the study file {str(study_path)!r} does not exist")
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing), sep=sep,
+    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True), sep=sep,
                                  roles=roles, detect=True, categorical=categorical, dates=date)
     executor = _dask_executor(scheduler) if scheduler else None
     from ppdm.cli.cmd_anonymize import _input_sha256
 
-    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1]}
+    info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
+            "missing": missing, "rows_dropped": dropped}
     from ppdm.cli.progress import progress_of_library
+    from ppdm.experiments.recommend_study import discard_if_empty, make_private
 
-    with progress_of_library(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = run(x, pol, schema=sch, holdout=holdout, refit=refit, study=study_path, resume=resume,
-                     budget=budget_s, n_trials=trials, n_jobs=jobs, executor=executor, random_state=random_state,
-                     input_info=info, started=started)
+    new_study = not study_path.exists()
+    try:
+        if new_study:
+            make_private(study_path)  # the owner's only from its first byte: it holds the split's seed
+        with progress_of_library(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = run(x, pol, schema=sch, holdout=holdout, refit=refit, study=study_path, resume=resume,
+                         budget=budget_s, n_trials=trials, n_jobs=jobs, executor=executor,
+                         random_state=random_state, input_info=info, started=started)
+    except BaseException:
+        if new_study:  # a refused or failed run leaves no study that blocks the next one (unless trials ran)
+            discard_if_empty(study_path)
+        raise
+    make_private(study_path)
     written: list[Path] = []
     if result.release is not None:
         written = result.save(out)
@@ -262,7 +274,8 @@ def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
     st = doc["study"]
     console.print(f"search: {st['trials']} trial(s) ({st['new_trials']} in this run), {len(doc['feasible'])} met the "
                   f"policy; stopped by the {st['stopped_by']} after {st.get('seconds', 0):.0f} s; study "
-                  f"{st.get('storage')}", highlight=False, markup=False, soft_wrap=True)
+                  f"{st.get('storage')} (private: it holds the seed of the split; keep it with x)",
+                  highlight=False, markup=False, soft_wrap=True)
     aside = st.get("set_aside") or {}
     if aside:
         console.print(f"set aside once other techniques met the policy: {', '.join(sorted(aside))}",
@@ -298,6 +311,10 @@ def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
         console.print("the recommended release, measured against the control split:", highlight=False)
         for ln in (doc["release"]["measured"] or {}).get("lines", []):
             console.print(f"  {line_text(ln)}", highlight=False, markup=False, soft_wrap=True)
+    if result.accounting is not None and (doc["release"].get("epsilon") is not None):
+        from ppdm.experiments.recommend_accounting import summary
+
+        console.print(summary(result.accounting), highlight=False, markup=False, soft_wrap=True)
     console.print("release check:", highlight=False)
     for line in rel.check.summary_lines():
         console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)

@@ -78,7 +78,19 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
-from ppdm.experiments.release import Release, ReleaseRefused, hold_out, release, save_release
+from ppdm.experiments.recommend_accounting import (
+    Accounting,
+    epsilon_of,
+    judge_epsilon,
+    over_budget,
+    provenance_privacy,
+    search_accounting,
+    searched_privacy,
+)
+from ppdm.experiments.recommend_pairing import pair_with_table
+from ppdm.experiments.recommend_repeats import MeasuredReleases, release_digest
+from ppdm.experiments.recommend_study import make_private
+from ppdm.experiments.release import Release, ReleaseRefused, holdout_mask, release, save_release
 from ppdm.metrics.base import SCENARIOS, EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, result_lower_bound
 from ppdm.metrics.release_check import GateOptions
@@ -384,6 +396,8 @@ class SearchData:
     #: the policy's risk lines as ``(measure, threshold, direction)``: a trial stops measuring
     #: risk once one of them misses (see :func:`measure_release`)
     lines: tuple[tuple[str, float, str], ...] = ()
+    #: positions of the control split's records in the table (the rest, in order, is the training split)
+    held: np.ndarray | None = None
 
 
 @dataclass
@@ -394,6 +408,9 @@ class TrialJob:
     technique: str
     params: dict[str, Any]
     seed: int | None
+    #: fingerprints of the releases already measured (a deterministic technique's trial; see
+    #: :mod:`ppdm.experiments.recommend_repeats`), or ``None`` for a trial that is always measured
+    known: frozenset[str] | None = None
 
 
 #: risk measures a trial measures last, the slowest first to be spared when a cheaper line misses
@@ -436,14 +453,12 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     views = _recoded_views(z, data, out_schema)
     base = dict(rules=data.rules, random_state=data.measure_seed, options=dict(data.options))
     if views is None:
-        ctx = EvaluationContext(x=data.train, z=z, schema=data.schema, test=data.control, control=data.control,
-                                **base)
+        ctx = _context(data.train, z, data.control, data.schema, base)
         risk_ctx = utility_ctx = ctx
     else:
         (xr, cr, sr), zu = views
-        risk_ctx = EvaluationContext(x=xr, z=z, schema=sr, test=cr, control=cr, **base)
-        utility_ctx = EvaluationContext(x=data.train, z=zu, schema=data.schema, test=data.control,
-                                        control=data.control, **base)
+        risk_ctx = _context(xr, z, cr, sr, base)
+        utility_ctx = _context(data.train, zu, data.control, data.schema, base)
     out: dict[str, dict[str, Any]] = {}
     lines = {m: (t, d) for m, t, d in data.lines} if stop_on_miss else {}
     missed: str | None = None
@@ -483,6 +498,22 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     return {name: out[name] for name in data.measures if name in out}
 
 
+def _context(x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame, schema: Schema,
+             base: Mapping[str, Any]) -> EvaluationContext:
+    """The tables in the form measures compute on, as evaluate's (:func:`ppdm.data.types.working_frame`:
+    a date on its time axis, a missing cell as NaN). A column of z holding text where x has
+    numbers (labels no output schema explains) is left as it is: the measures say they cannot
+    compare it."""
+    from ppdm.data.types import working_frame
+
+    text = {c for c in schema.numeric if c in z.columns
+            and (pd.api.types.is_string_dtype(z[c]) or z[c].dtype == object)}
+    return EvaluationContext(x=working_frame(x, schema.numeric), z=working_frame(z, [c for c in schema.numeric
+                                                                                    if c not in text]),
+                             schema=schema, test=working_frame(control, schema.numeric),
+                             control=working_frame(control, schema.numeric), **base)
+
+
 def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None) -> Any:
     """``((x, control, schema) recoded for risk, z decoded for utility)``, or ``None`` when the
     release recoded no column (see :func:`measure_release`)."""
@@ -514,9 +545,24 @@ def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None)
         if c in sch.numeric and c not in sch.dates:
             vals = pd.Series(z[c], dtype=object).to_numpy()
             decoded[c] = np.array([point(v) for v in vals], dtype=float)
+        elif c in sch.dates:  # a month or a year of a date: its midpoint, measured on the time axis
+            decoded[c] = _period_midpoints(z[c])
         else:
             decoded[c] = pd.Series(z[c], dtype=object).to_numpy()
     return (recode(data.train), recode(data.control), risk_schema), decoded
+
+
+def _period_midpoints(labels: pd.Series) -> pd.Series:
+    """The middle of each released period (``2021-03``: a month, ``2021``: a year) as a date;
+    a label that is no period is missing."""
+    def mid(v: Any) -> Any:
+        text = str(v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else ""
+        if not re.fullmatch(r"\d{4}(-\d{2})?", text):
+            return pd.NaT
+        p = pd.Period(text, freq="M" if len(text) == 7 else "Y")
+        return p.start_time + (p.end_time - p.start_time) / 2
+
+    return pd.Series([mid(v) for v in pd.Series(labels, dtype=object)], index=labels.index, dtype="datetime64[ns]")
 
 
 def _finite(v: Any) -> bool:
@@ -564,8 +610,12 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         out["privacy"] = _privacy(rel.technique)
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
         # measures pair z's records with x's: the release as published is shuffled
-        out["measures"] = measure_release(measured_data(rel), data, output_schema(rel.technique),
-                                          stop_on_miss=True)
+        z, out_schema = measured_data(rel), output_schema(rel.technique)
+        if job.known is not None:
+            out["release_digest"] = release_digest(z, out_schema)
+            out["same_release"] = out["release_digest"] in job.known  # measured already: not again
+        if not out.get("same_release"):
+            out["measures"] = measure_release(z, data, out_schema, stop_on_miss=True)
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -711,10 +761,11 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
                                    reason="the release is not differentially private (its report says why: e.g. a "
                                           "domain read from the data)"))
         else:
-            eps = float(priv["epsilon"])
-            cap = policy.epsilon.at_most
-            out.append(LineVerdict(text, "epsilon", "meets" if eps <= cap else "misses", eps, None,
-                                   (eps - cap) / max(cap, 1e-12)))
+            # a searched release is judged on what the whole search spent (recommend_accounting)
+            total = priv.get("epsilon_total")
+            j = judge_epsilon(float(priv["epsilon"] if total is None else total), policy.epsilon.at_most)
+            why = None if total is None else f"total over {priv.get('draws')} draws: {priv.get('sum')}"
+            out.append(LineVerdict(text, "epsilon", j.state, j.value, None, j.margin, why))
     return out
 
 
@@ -950,7 +1001,9 @@ class RecommendResult:
     release (a :class:`~ppdm.experiments.release.Release`, with the control split in
     ``control`` unless refitted) and ``verification`` its own measured figures; ``chosen``
     the trial whose technique and parameters made it (the winner, or the next of the
-    ranking when fresh draws of the winner missed the policy).
+    ranking when fresh draws of the winner missed the policy); ``accounting`` the ε every
+    differentially private draw of the search spent on the training records
+    (:mod:`ppdm.experiments.recommend_accounting`), once a release was attempted.
     """
 
     policy: Policy
@@ -969,6 +1022,8 @@ class RecommendResult:
     spaces: dict[str, dict[str, Any]]
     left_out: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    #: what the search spent on the training records in ε (every differentially private draw)
+    accounting: Accounting | None = None
 
     @property
     def winner(self) -> TrialRecord | None:
@@ -1179,6 +1234,8 @@ def recommend(
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler0 = _sampler(0, len(spaces))
         stu, existed = _open_study(storage, resume, sampler0)
+    if study is not None and "://" not in str(study):
+        make_private(study)  # it holds the split's seed: the owner's only
     attrs = stu.user_attrs
     if existed:
         _check_resume(attrs, pol, info)
@@ -1268,7 +1325,9 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
     """The splits and measurement settings of the search seeded by ``root``."""
     from ppdm.trees.cart import rules_from_cart
 
-    train, control = hold_out(table, holdout, np.random.default_rng(_seed_of(root, 0)))
+    # the split as hold_out draws it, keeping the positions for the release's private log
+    mask = holdout_mask(len(table), holdout, np.random.default_rng(_seed_of(root, 0)))
+    train, control = table.loc[~mask].reset_index(drop=True), table.loc[mask].reset_index(drop=True)
     measure_seed = _seed_of(root, 1)
     rules = None
     if sch.class_column is not None and any(load_all_measures()[m].needs_class for m in pol.measures()):
@@ -1277,7 +1336,8 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
     return SearchData(train, control, sch, rules, tuple(pol.measures()), options, measure_seed,
                       {**dict(base_info), "rows_used": int(len(train))},
                       tuple((ln.measure, float(ln.threshold), ln.direction) for ln in pol.risk
-                            if not pol.rules_out(ln.measure)))  # a ruled-out line never stops a trial
+                            if not pol.rules_out(ln.measure)),  # a ruled-out line never stops a trial
+                      np.flatnonzero(mask))
 
 
 def search_data(
@@ -1420,6 +1480,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
 
     det = {s.name for s in spaces if s.deterministic}
     seen: dict[str, int] = {}
+    measured = MeasuredReleases()  # a setting that makes a release already measured is not measured again
+    measured.load(stu.trials)
     for t in stu.trials:
         o = t.user_attrs.get("outcome")
         if (o is not None and t.state == TrialState.COMPLETE and o.get("technique") in det
@@ -1456,6 +1518,13 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
             shown = max(shown, units)
 
         def tell(trial: Any, job: TrialJob, outcome: dict[str, Any], repeat_of: int | None = None) -> None:
+            same = measured.repeat_of(outcome)
+            if same is not None:  # its release is one measured already: that trial's measures are its own
+                prev = stu.get_trials(deepcopy=False)[same].user_attrs["outcome"]
+                outcome = {**prev, "technique": job.technique, "params": _json(job.params),
+                           "seconds": outcome.get("seconds"), "release_digest": outcome.get("release_digest")}
+                repeat_of = same
+            measured.note(trial.number, outcome, repeat_of)
             trial.set_user_attr("outcome", outcome)
             if repeat_of is not None:
                 trial.set_user_attr("repeat_of", repeat_of)
@@ -1471,8 +1540,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                 # a failure Optuna would ignore; told as the worst outcome (every constraint violated),
                 # the sampler learns to avoid techniques and settings that do not run on this table
                 stu.tell(trial, list(PENALTY))
-            if job.technique in det and repeat_of is None and not outcome.get("internal"):
-                seen.setdefault(_key(job.technique, job.params), trial.number)
+            if job.technique in det and not outcome.get("internal"):
+                seen.setdefault(_key(job.technique, job.params), trial.number if repeat_of is None else repeat_of)
             if repeat_of is None and outcome.get("seconds") and not outcome.get("error"):
                 clock.durations.append(float(outcome["seconds"]))
             n_ok = sum(1 for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -1498,7 +1567,8 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                             stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
                     trial = stu.ask()
                     ts, params = suggest(trial, spaces, n_records)
-                    job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number))
+                    job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number),
+                                   measured.known() if ts.deterministic else None)
                     trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
                     k = _key(ts.name, params)
                     if ts.deterministic and k in seen:
@@ -1615,40 +1685,60 @@ def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
 def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root: int, seeded: bool,
            base_info: Mapping[str, Any]) -> None:
     """Make the recommended release with a fresh seed; by default measure it against the
-    control split and keep it only when it meets the policy itself."""
+    control split and keep it only when it meets the policy itself. Every differentially
+    private draw is added to what the search spent (:mod:`ppdm.experiments.recommend_accounting`),
+    and a draw that would take the total past the policy's ε is not made."""
     pol = result.policy
+    acc = result.accounting = search_accounting(result.trials)
+    cap = pol.epsilon.at_most if pol.epsilon is not None else None
     attempt = 0
     tried: list[str] = []
     with progress.steps(None, "making the recommended release") as step:
         for cand in result.ranking[:FINAL_CANDIDATES]:
             draws = 1 if _deterministic(cand.technique, result) else FINAL_DRAWS
+            eps = epsilon_of(cand.technique, cand.params, cand.privacy)
             for _ in range(draws):
+                over = None if eps is None else over_budget(acc, eps, cap)
+                if over is not None:
+                    tried.append(f"{cand.label}: not drawn: {over}")
+                    break
                 seed = _seed_of(root, 4, attempt) if seeded else None
                 attempt += 1
                 job = TrialJob(-1, cand.technique, dict(cand.params), seed)
                 source = table if result.refit else data.train
                 info = {**base_info, "rows_used": int(len(source))}
+                if eps is not None:  # spent once the technique has read the records, published or not
+                    acc.add(f"release draw {attempt}", cand.technique, eps)
                 try:
                     rel = make_release(job, source, data, info)
                 except ReleaseRefused as e:  # a fresh draw the release gate refuses is not released either
                     tried.append(f"{cand.label}: refused by the release check ({' '.join(str(e).split())[:160]})")
                     continue
                 step(1, description=f"measuring the recommended release ({cand.label})")
-                if result.refit:
+                privacy = searched_privacy(_privacy(rel.technique), acc)
+                if result.refit and (privacy or {}).get("epsilon_total") is None:
                     verification = cand
+                elif result.refit:  # the trial's figures, its ε line judged on what the search spent
+                    outcome = {"technique": cand.technique, "params": cand.params, "measures": cand.measures,
+                               "privacy": privacy, "error": None, "internal": False}
+                    verification = replace(record_of(cand.number, outcome, pol), state=cand.state,
+                                           seconds=cand.seconds)
                 else:
                     outcome = {"technique": cand.technique, "params": cand.params,
                                "measures": measure_release(measured_data(rel), data,
                                                            output_schema(rel.technique)),
-                               "privacy": _privacy(rel.technique),
+                               "privacy": privacy,
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}
                     verification = record_of(-1, outcome, pol)
                     verification.state = "release"
-                    if not verification.feasible:
-                        tried.append(f"{cand.label}: " + ", ".join(
-                            f"{v.line} {v.verdict}" for v in verification.failed_lines()))
-                        continue
+                if not verification.feasible:
+                    missed = [f"{v.line} {v.verdict}" for v in verification.failed_lines()]
+                    tried.append(f"{cand.label}: " + (", ".join(missed) or "its utility could not be measured"))
+                    continue
+                if not result.refit and data.held is not None:  # the owner's log pairs z with the whole table
+                    rel.private = pair_with_table(rel.private, rel.pairing, data.held, len(table),
+                                                  result.split["holdout"])
                 _attach(rel, result, cand, verification, seeded)
                 result.release, result.verification, result.chosen = rel, verification, cand
                 result.control = None if result.refit else data.control
@@ -1661,6 +1751,10 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     "final_draws": tried,
                     "note": "trials met the policy, but fresh draws of the best releases did not; the margins are "
                             "too thin for a release to meet the policy reliably"}
+    if acc.draws and cap is not None and any(": not drawn: " in t for t in tried):
+        result.unmet["note"] = (f"trials met the policy, but the search spent ε = {acc.total:.4g} on the training "
+                                f"records ({acc.sum_text()}) and the policy allows ε ≤ {cap:g} in all; fewer trials "
+                                "or a smaller ε per trial leave room for the release")
 
 
 def _deterministic(technique: str, result: RecommendResult) -> bool:
@@ -1684,6 +1778,11 @@ def _attach(rel: Release, result: RecommendResult, cand: TrialRecord, verificati
                         "measured on a release of the same technique and parameters made from the training split "
                         "against the control split; this release was refitted on all the records",
     }
+    priv = rel.provenance.get("privacy")
+    if result.accounting is not None and isinstance(priv, dict) and priv.get("differentially_private"):
+        # the release's ε covers the whole search's draws on the same records, not its own draw alone
+        rel.provenance["privacy"] = provenance_privacy(priv, result.accounting)
+        rec["epsilon"] = result.accounting.to_dict()
     rel.provenance["recommendation"] = rec
     private = getattr(rel, "private", None)
     if isinstance(private, dict):

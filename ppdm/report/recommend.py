@@ -44,7 +44,8 @@ def recommendation_document(result: Any, *, inputs: Mapping[str, Any] | None = N
                    "sha256": pol.sha256(), "source": pol.source},
         "inputs": _jsonable(dict(inputs or {})),
         "split": _jsonable(dict(result.split)),
-        "study": _jsonable(dict(result.study)),
+        # the study file holds the seed of the hold-out split: the owner's, like the control split
+        "study": _jsonable({**dict(result.study), "private": True}),
         "search_space": _jsonable(dict(result.spaces)),
         "left_out": dict(result.left_out),
         "reference": result.reference.to_dict() if result.reference is not None else None,
@@ -77,6 +78,8 @@ def recommendation_document(result: Any, *, inputs: Mapping[str, Any] | None = N
             "warnings": list(rel.warnings),
             "files": [str(p) for p in (written or [])],
             "provenance": rel.provenance,
+            # what the whole search spent in ε, when the release claims differential privacy
+            "epsilon": (rel.provenance.get("privacy") or {}).get("search"),
         })
     doc["families"] = families(doc)
     doc["why"] = why(doc)
