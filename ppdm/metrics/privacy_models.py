@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -193,6 +193,9 @@ class PrivacyModelResult(RecordDetailMixin):
     """What every privacy model reports: the worst value over the classes and sensitive
     attributes (``value``), per sensitive attribute in ``per_sensitive``, and the share of
     records in classes that fail the model at its parameter (``records_failing``)."""
+
+    # one row per class: kept for library users, left out of details() and to_dict() like per-record data
+    record_level: ClassVar[tuple[str, ...]] = ("per_class",)
 
     keys: list[str] = field(default_factory=list)
     sensitive: list[str] = field(default_factory=list)
