@@ -267,3 +267,20 @@ def test_ppdm_measures_lists_them() -> None:
     listed = json.loads(res.stdout)["measures"]
     for m in MODELS:
         assert listed[m]["scenario"] == "sensitive" and listed[m]["threshold"] == MEASURES[m].threshold
+
+
+def test_a_recommend_policy_takes_them_as_risk_lines() -> None:
+    from ppdm.experiments.policy import parse_policy
+
+    pol = parse_policy({"risk": {"t_closeness": {"at_most": 0.15, "options": {"ground": "equal"}},
+                                 "alpha_k_anonymity": {"at_most": 0.6, "options": {"k": 5}}},
+                        "utility": {"priority": "auc"}})
+    assert {ln.measure for ln in pol.risk} == {"t_closeness", "alpha_k_anonymity"}
+    assert pol.rules_out("t_closeness") is False
+    assert parse_policy({"risk": {"delta_disclosure": 1.0}, "utility": {"priority": "auc"},
+                         "rule_out": ["originals"]}).rules_out("delta_disclosure") is False
+    with pytest.raises(ParameterError, match="at_most"):
+        parse_policy({"risk": {"t_closeness": {"at_least": 0.1}}, "utility": {"priority": "auc"}})
+    with pytest.raises(ParameterError, match="sensitve"):
+        parse_policy({"risk": {"t_closeness": {"at_most": 0.2, "options": {"sensitve": "income"}}},
+                      "utility": {"priority": "auc"}})
