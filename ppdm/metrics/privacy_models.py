@@ -58,13 +58,13 @@ from ppdm.metrics.base import EvaluationContext, register_measure
 from ppdm.metrics.keyvar import (
     KEY_OPTIONS,
     _finish,
+    _frequencies,
     _opt,
     check_keys,
     check_sensitive,
     group_codes,
     judged_keys,
     key_codes,
-    key_frequencies,
 )
 
 #: ground distances of t-closeness: equal for categories, ordered for numbers, or read from the dtype
@@ -294,11 +294,13 @@ def _integer(v: Any, what: str, low: int = 1) -> int:
     return int(v)
 
 
-def _prepare(df: pd.DataFrame, keys: Any, sensitive: Any, measure: str) -> tuple[list[str], list[str], np.ndarray]:
-    """The checked keys and sensitive attributes, and the class of every record."""
+def _prepare(df: pd.DataFrame, keys: Any, sensitive: Any, measure: str
+             ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """The checked keys and sensitive attributes, the key codes and the class of every record."""
     keys = check_keys(df, keys, measure=measure)
     sensitive = check_sensitive(sensitive, df.columns, keys, measure=measure)
-    return keys, sensitive, group_codes(key_codes(df, keys))
+    codes = key_codes(df, keys)
+    return keys, sensitive, codes, group_codes(codes)
 
 
 def _per_class(rows: list[pd.DataFrame]) -> pd.DataFrame:
@@ -341,7 +343,7 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
     ``records_failing`` is the share of records in classes with EMD > ``t``.
     """
     t = _number(t, "t-closeness t", strict=False, high=1.0)
-    keys, sensitive, group = _prepare(df, keys, sensitive, "t-closeness")
+    keys, sensitive, _, group = _prepare(df, keys, sensitive, "t-closeness")
     grounds = ground if isinstance(ground, dict) else {s: ground for s in sensitive}
     res = TClosenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
                            t=t)
@@ -373,7 +375,7 @@ def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float
     """
     c = _number(c, "(c,l)-diversity c")
     l = _integer(l, "(c,l)-diversity l")  # noqa: E741
-    keys, sensitive, group = _prepare(df, keys, sensitive, "(c,l)-diversity")
+    keys, sensitive, _, group = _prepare(df, keys, sensitive, "(c,l)-diversity")
     res = CLDiversityResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
                             c=c, l=l)
     per, rows = [], []
@@ -424,11 +426,11 @@ def alpha_k_anonymity(df: pd.DataFrame, keys: Any, sensitive: Any, alpha: float 
     """
     alpha = _number(alpha, "(α,k)-anonymity alpha", high=1.0)
     k = _integer(k, "(α,k)-anonymity k")
-    keys, sensitive, group = _prepare(df, keys, sensitive, "(α,k)-anonymity")
+    keys, sensitive, codes, group = _prepare(df, keys, sensitive, "(α,k)-anonymity")
     if isinstance(values, str):
         values = [v.strip() for v in values.split(",") if v.strip()]
     bounded = None if values is None else {str(v) for v in values}
-    fk = key_frequencies(df, keys).fk
+    fk = _frequencies(codes, None)[0]  # k_anonymity's fk, from the codes already read
     n_classes = int(group.max()) + 1
     class_fk = np.zeros(n_classes)
     class_fk[group] = fk  # records of a class share their keys, so their fk
@@ -461,7 +463,7 @@ def basic_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float
     every β at or above it; ``records_failing`` the share of records in classes above ``beta``.
     """
     beta = _number(beta, "β-likeness beta")
-    keys, sensitive, group = _prepare(df, keys, sensitive, "β-likeness")
+    keys, sensitive, _, group = _prepare(df, keys, sensitive, "β-likeness")
     res = BetaLikenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
                              beta=beta)
     per, rows = [], []
@@ -486,7 +488,7 @@ def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: fl
     value; ``records_failing`` the share of records in classes above 1.
     """
     beta = _number(beta, "β-likeness beta")
-    keys, sensitive, group = _prepare(df, keys, sensitive, "enhanced β-likeness")
+    keys, sensitive, _, group = _prepare(df, keys, sensitive, "enhanced β-likeness")
     res = EnhancedBetaLikenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df),
                                      n_classes=int(group.max()) + 1, beta=beta)
     per, rows = [], []
@@ -521,7 +523,7 @@ def delta_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, delta: float =
     the share of records in classes at or above ``delta``.
     """
     delta = _number(delta, "δ-disclosure delta")
-    keys, sensitive, group = _prepare(df, keys, sensitive, "δ-disclosure")
+    keys, sensitive, _, group = _prepare(df, keys, sensitive, "δ-disclosure")
     res = DeltaDisclosureResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
                                 delta=delta)
     per, rows = [], []
