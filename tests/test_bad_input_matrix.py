@@ -304,6 +304,10 @@ NEEDS: dict[str, list[str]] = {
                                                                "restorable_keys")},
     "l_diversity": ["--qi", "c", "--sensitive", "b", "-p", "l_diversity.all_keys=true"],
     "attribute_disclosure": ["--qi", "c", "--sensitive", "b", "-p", "attribute_disclosure.all_keys=true"],
+    # the privacy models of ppdm.metrics.privacy_models, on the numeric sensitive b (ordered t-closeness)
+    **{m: ["--qi", "c", "--sensitive", "b", "-p", f"{m}.all_keys=true"]
+       for m in ("t_closeness", "recursive_cl_diversity", "alpha_k_anonymity", "basic_beta_likeness",
+                 "enhanced_beta_likeness", "delta_disclosure")},
 }
 CONTROLLED = {"singling_out_univariate", "singling_out_multivariate", "linkability", "inference"}
 

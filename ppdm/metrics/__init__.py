@@ -56,6 +56,12 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "attribute_disclosure": ("keyvar", "attribute_disclosure"),
     "verbatim_copies": ("closeness", "unique_verbatim_copies"),
     "nearest_record_distance": ("closeness", "nearest_record_distance"),
+    "t_closeness": ("privacy_models", "t_closeness"),
+    "recursive_cl_diversity": ("privacy_models", "recursive_cl_diversity"),
+    "alpha_k_anonymity": ("privacy_models", "alpha_k_anonymity"),
+    "basic_beta_likeness": ("privacy_models", "basic_beta_likeness"),
+    "enhanced_beta_likeness": ("privacy_models", "enhanced_beta_likeness"),
+    "delta_disclosure": ("privacy_models", "delta_disclosure"),
 }
 
 #: public building blocks besides the measures: function → module

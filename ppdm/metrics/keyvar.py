@@ -47,7 +47,10 @@ from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 #: the registered measures that read quasi-identifiers (named on the command line, they need
 #: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
 KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2",
-                         "restorable_keys", "attribute_disclosure")
+                         "restorable_keys", "attribute_disclosure",
+                         # the privacy models of ppdm.metrics.privacy_models (ARX, ANJANA, pyCANON)
+                         "t_closeness", "recursive_cl_diversity", "alpha_k_anonymity", "basic_beta_likeness",
+                         "enhanced_beta_likeness", "delta_disclosure")
 #: the options every key-variable measure reads (:func:`context_keys`, :func:`judged_keys`)
 KEY_OPTIONS = ("keys", "infer_keys", "all_keys")
 
@@ -976,7 +979,7 @@ def _attribute_disclosure_measure(ctx: EvaluationContext) -> AttributeDisclosure
 
 __all__ = [
     "AttributeDisclosureResult", "KAnonymityResult", "attribute_disclosure", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
-    "KEY_STATUSES", "KEY_VARIABLE_MEASURES", "check_keys", "check_weights", "context_key_status", "context_keys",
+    "KEY_STATUSES", "KEY_VARIABLE_MEASURES", "check_keys", "check_sensitive", "check_weights", "context_key_status", "context_keys",
     "infer_quasi_identifiers", "individual_risk", "judged_keys", "k_anonymity", "key_codes", "key_frequencies",
     "key_status", "l_diversity", "reidentification_risk", "released_covers", "sample_uniques",
 ]
@@ -1282,19 +1285,26 @@ def _l_diversity_args(l_target: Any, sensitive: Any, columns: Any, keys: list[st
     sensitive attributes as a list."""
     if isinstance(l_target, bool) or not isinstance(l_target, (int, np.integer)) or l_target < 1:
         raise ParameterError(f"l-diversity l_target must be an integer ≥ 1, got {l_target!r}")
+    return check_sensitive(sensitive, columns, keys, measure="l-diversity")
+
+
+def check_sensitive(sensitive: Any, columns: Any, keys: list[str], *, measure: str) -> list[str]:
+    """The sensitive attributes as a list of column names (a comma list is split): refuses none
+    (:class:`MeasureNotApplicable`, saying how to declare one), absent ones, and one that is
+    also a quasi-identifier."""
     if isinstance(sensitive, str):
         sensitive = [s.strip() for s in sensitive.replace(";", ",").split(",") if s.strip()]
     sensitive = list(sensitive or [])
     if not sensitive:
         raise MeasureNotApplicable(
-            "l-diversity needs a sensitive attribute; declare it with --sensitive or sensitive in a schema file "
+            f"{measure} needs a sensitive attribute; declare it with --sensitive or sensitive in a schema file "
             "(Schema(sensitive=[...]) in Python)")
     absent = [s for s in sensitive if s not in columns]
     if absent:
-        raise SchemaError(f"l-diversity: sensitive column(s) {', '.join(map(repr, absent))} not in the table")
+        raise SchemaError(f"{measure}: sensitive column(s) {', '.join(map(repr, absent))} not in the table")
     clash = [s for s in sensitive if s in keys]
     if clash:
-        raise ParameterError(f"l-diversity: {clash[0]!r} is both a quasi-identifier and the sensitive attribute")
+        raise ParameterError(f"{measure}: {clash[0]!r} is both a quasi-identifier and the sensitive attribute")
     return sensitive
 
 
