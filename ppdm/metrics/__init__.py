@@ -56,6 +56,8 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "attribute_disclosure": ("keyvar", "attribute_disclosure"),
     "verbatim_copies": ("closeness", "unique_verbatim_copies"),
     "nearest_record_distance": ("closeness", "nearest_record_distance"),
+    "column_fidelity": ("fidelity", "column_fidelity"),
+    "pair_fidelity": ("fidelity", "pair_fidelity"),
 }
 
 #: public building blocks besides the measures: function → module
@@ -65,6 +67,10 @@ _BLOCKS: dict[str, str] = {
     "rule_retention": "retention",
     "shannon_entropy": "info_loss",
     "il_dr_combine": "risk",
+    "ks_complement": "fidelity",
+    "tv_complement": "fidelity",
+    "correlation_similarity": "fidelity",
+    "contingency_similarity": "fidelity",
 }
 
 _LAZY: dict[str, str] = {**{fn: mod for mod, fn in MEASURE_FUNCTIONS.values()}, **_BLOCKS}
