@@ -398,7 +398,9 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
     if drivers is not None:
         console.print(Text("Drivers of risk: ", style="bold") + Text(drivers.sentence))
     fidelity = fidelity_summary(doc)
-    if fidelity is not None:  # which columns and pairs z keeps worst: names and scores, never a record
+    if fidelity is not None and not fidelity.all_meet:
+        # which columns and pairs z keeps worst (names and scores, never a record); when all meet
+        # their threshold, the verdict's "at ..." names the worst of each and the screen stays short
         console.print(Text("Distribution fidelity: ", style="bold") + Text(fidelity.sentence()))
     rows = measure_rows(doc)
     colour = {"good": "green", "bad": "red"}

@@ -243,14 +243,19 @@ class Fidelity:
         return ", ".join(f"{name} {fmt_value(score, 3)}" for name, _, score in items[:most])
 
     def sentence(self, most: int = 3) -> str:
-        """One line: the worst columns and pairs with their scores (1 = as in x)."""
+        """One line: the worst columns and pairs with their scores (1: as in x)."""
         parts = []
         if self.columns:
-            parts.append(f"worst columns {self._list(self.columns, most)} (of {self.n_columns})")
+            parts.append(f"columns {self._list(self.columns, most)} (worst of {self.n_columns})")
         if self.pairs:
-            of = f"of {self.n_pairs}" + (f" scored among {self.pairs_total}" if self.pairs_total > self.n_pairs else "")
-            parts.append(f"worst pairs {self._list(self.pairs, most)} ({of})")
-        return "; ".join(parts) + " — 1 is x's distribution, 0 none of it."
+            among = f", scored among {self.pairs_total}" if self.pairs_total > self.n_pairs else ""
+            parts.append(f"pairs {self._list(self.pairs, most)} (worst of {self.n_pairs}{among})")
+        return "; ".join(parts) + "; 1 is x's distribution."
+
+    @property
+    def all_meet(self) -> bool:
+        """Whether every fidelity measure judged meets its threshold."""
+        return all(s == "meets" for s in self.status.values())
 
 
 def fidelity_summary(doc: Mapping[str, Any], most: int = 5) -> Fidelity | None:
