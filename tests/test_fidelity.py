@@ -245,3 +245,19 @@ def test_registered_as_default_utility_measures() -> None:
         assert (spec.kind, spec.direction, spec.threshold, spec.default, spec.paired, spec.needs_class) == (
             "utility", "higher", 0.8, True, False, False)
     assert MEASURES["pair_fidelity"].options == ("bins", "max_pairs")
+
+
+def test_in_an_evaluation_dates_stay_dates_and_the_weight_is_a_number() -> None:
+    from ppdm.experiments.evaluation import measurement_context
+
+    x = pd.DataFrame({"d": pd.to_datetime(["2020-01-01", "2020-06-01", "2021-01-01", "2021-06-01"]),
+                      "w": [1.5, 2.5, 3.5, 4.5], "c": ["u", "v", "u", "v"]})
+    schema = Schema(numeric=["d"], categorical=["c"], weight="w", dates={"d": "%Y-%m-%d"})
+    z = x.assign(w=[1.6, 2.6, 3.6, 4.6])
+    ctx = measurement_context(x, z, schema, paired=False)  # dates on their time axis, as evaluate holds them
+    per = MEASURES["column_fidelity"].fn(ctx).per_column.set_index("column")
+    assert per.loc["d", "kind"] == "date" and per.loc["d", "score"] == 1.0
+    # the weight as a number: every value up by 0.1 → F_x − F_z = 1/4 at most → 0.75 (as categories, none
+    # shared: 0)
+    assert per.loc["w", "metric"] == "KSComplement" and per.loc["w", "score"] == pytest.approx(0.75, abs=1e-15)
+    assert ctx.cache["fidelity"] is not None and MEASURES["pair_fidelity"].fn(ctx).pairs == 3

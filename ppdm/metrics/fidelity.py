@@ -477,9 +477,11 @@ def _opt(ctx: EvaluationContext, measure: str, name: str, default: Any) -> Any:
 
 def _prepared(ctx: EvaluationContext) -> _Prepared:
     """The context's columns prepared once for both fidelity measures: the schema's numbers
-    (dates too) and every other column of x as a category."""
-    if "fidelity" not in ctx.cache:
-        num = [c for c in ctx.x.columns if c in set(ctx.schema.numeric)]
+    (dates too) and its sampling weight as numbers, every other column of x as a category."""
+    prep = ctx.cache.get("fidelity")
+    if prep is None or prep.x is not ctx.x or prep.z is not ctx.z:  # a context copied for other tables
+        numbers = {*ctx.schema.numeric, *([ctx.schema.weight] if ctx.schema.weight else [])}
+        num = [c for c in ctx.x.columns if c in numbers]
         cat = [c for c in ctx.x.columns if c not in set(num)]
         prep = _Prepared(ctx.x, ctx.z, *_columns(ctx.x, ctx.z, num, cat, "column_fidelity"))
         # the context holds dates on their time axis already: the schema says which they were
