@@ -379,6 +379,7 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
     from ppdm.cli.tables import print_table
     from ppdm.report.evaluation import fmt_number
     from ppdm.report.summary import (
+        fidelity_summary,
         group_reasons,
         linkage_drivers,
         measure_rows,
@@ -396,6 +397,11 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
     drivers = risk_drivers(doc)
     if drivers is not None:
         console.print(Text("Drivers of risk: ", style="bold") + Text(drivers.sentence))
+    fidelity = fidelity_summary(doc)
+    if fidelity is not None and not fidelity.all_meet:
+        # which columns and pairs z keeps worst (names and scores, never a record); when all meet
+        # their threshold, the verdict's "at ..." names the worst of each and the screen stays short
+        console.print(Text("Distribution fidelity: ", style="bold") + Text(fidelity.sentence()))
     rows = measure_rows(doc)
     colour = {"good": "green", "bad": "red"}
     print_table(console, None, ["measure", "kind", "value", "threshold", "status"],

@@ -62,6 +62,8 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "basic_beta_likeness": ("privacy_models", "basic_beta_likeness"),
     "enhanced_beta_likeness": ("privacy_models", "enhanced_beta_likeness"),
     "delta_disclosure": ("privacy_models", "delta_disclosure"),
+    "column_fidelity": ("fidelity", "column_fidelity"),
+    "pair_fidelity": ("fidelity", "pair_fidelity"),
 }
 
 #: public building blocks besides the measures: function → module
@@ -71,6 +73,10 @@ _BLOCKS: dict[str, str] = {
     "rule_retention": "retention",
     "shannon_entropy": "info_loss",
     "il_dr_combine": "risk",
+    "ks_complement": "fidelity",
+    "tv_complement": "fidelity",
+    "correlation_similarity": "fidelity",
+    "contingency_similarity": "fidelity",
 }
 
 _LAZY: dict[str, str] = {**{fn: mod for mod, fn in MEASURE_FUNCTIONS.values()}, **_BLOCKS}

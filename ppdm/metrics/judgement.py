@@ -20,7 +20,10 @@ A line's state is one of:
   (key frequencies of perturbed quasi-identifiers); another measure judges that intruder.
 
 A value printed in percent (a measure option ``percent=true``) is read as the share it
-stands for, in :func:`read_entry` only.
+stands for, in :func:`read_entry` only. A measure whose value is that of its worst part (the
+worst column of ``column_fidelity``, the worst sensitive attribute of ``attribute_disclosure``)
+names the part in its details' ``worst``, and the verdict sentence says it ("column_fidelity =
+0.02 at charges"), so a destroyed column is named where the verdict is read.
 
 Risk verdicts judge intruder *scenarios* (:data:`ppdm.metrics.base.SCENARIOS`): the verdict
 is the worst of them. A risk measure that could not be measured leaves the verdict
@@ -86,6 +89,7 @@ class Measured:
     lower_bound: str | None = None
     scale: float = 1.0
     after_miss: bool = False
+    at: str | None = None
 
 
 def _finite(v: Any) -> bool:
@@ -111,8 +115,10 @@ def read_entry(name: str, entry: Mapping[str, Any]) -> Measured:
     not_judged = entry.get("not_judged")
     if not not_judged and entry.get("not_applicable"):
         not_judged = entry.get("reason") or "the intruder scenario it models does not apply to this release"
+    worst = details.get("worst")
     return Measured(name, value, interval, entry.get("reason"), str(not_judged) if not_judged else None,
-                    entry.get("lower_bound") or None, scale, bool(entry.get("skipped")))
+                    entry.get("lower_bound") or None, scale, bool(entry.get("skipped")),
+                    worst if isinstance(worst, str) and worst else None)
 
 
 # ------------------------------------------------------------------------------- one line
@@ -120,7 +126,8 @@ def read_entry(name: str, entry: Mapping[str, Any]) -> Measured:
 class LineJudgement:
     """One measure held to one threshold: its state (one of :data:`STATES`), the value and
     interval on the measure's own scale, and ``margin``: how far inside (≤ 0) or outside (> 0)
-    the threshold the worst end of the interval lies, in units of ``span`` (the measure's range)."""
+    the threshold the worst end of the interval lies, in units of ``span`` (the measure's range);
+    ``at`` names the part (a column, a pair) whose value it is, when the measure names one."""
 
     measure: str
     state: str
@@ -133,6 +140,7 @@ class LineJudgement:
     scenario: str | None = None
     lower_bound: bool = False
     scale: float = 1.0
+    at: str | None = None
 
     @property
     def met(self) -> bool:
@@ -142,7 +150,7 @@ class LineJudgement:
         return {"measure": self.measure, "value": self.value, "threshold": self.threshold * self.scale,
                 "direction": self.direction, "interval": list(self.interval) if self.interval else None,
                 "judgement": self.state, "meets": self.state == MEETS, "scenario": self.scenario,
-                "lower_bound": self.lower_bound, "reason": self.reason}
+                "lower_bound": self.lower_bound, "reason": self.reason, "at": self.at}
 
 
 def judge_line(m: Measured, threshold: float, direction: str, *, span: float = 1.0,
@@ -154,7 +162,7 @@ def judge_line(m: Measured, threshold: float, direction: str, *, span: float = 1
         return LineJudgement(m.name, state, float(threshold), direction,
                              None if m.value is None else m.value * unscale,
                              None if m.interval is None else (m.interval[0] * unscale, m.interval[1] * unscale),
-                             margin, reason, scenario, bool(m.lower_bound), unscale)
+                             margin, reason, scenario, bool(m.lower_bound), unscale, m.at)
 
     if m.not_judged:
         return line(NOT_APPLICABLE, 0.0, m.not_judged)
@@ -256,7 +264,8 @@ def _show(j: LineJudgement, should: bool) -> str:
     rule = f"{_op(j.direction)} {fmt_number(j.threshold * j.scale)}"
     ci = f" [{fmt_number(j.interval[0], 3)}, {fmt_number(j.interval[1], 3)}]" if j.interval else ""
     bound = " (a lower bound)" if j.lower_bound else ""
-    return f"{j.measure} = {fmt_number(j.value)}{ci}{bound} ({'should be ' if should else ''}{rule})"
+    at = f" at {j.at}" if j.at else ""
+    return f"{j.measure} = {fmt_number(j.value)}{ci}{bound}{at} ({'should be ' if should else ''}{rule})"
 
 
 def judge_measures(topic: str, measures: Mapping[str, Mapping[str, Any]],

@@ -42,6 +42,7 @@ from ppdm.report.plots import (
 from ppdm.report.summary import (
     TechniqueVerdict,
     comparison_verdicts,
+    fidelity_summary,
     group_reasons,
     linkage_drivers,
     measure_rows,
@@ -284,6 +285,16 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
         drivers_ctx = {"sentence": drivers.sentence, "header": plain_columns(cols), "rows": body,
                        "measures": drivers.measures, "key_source": drivers.key_source,
                        "n_rows": len(drivers.table["rows"]), "collapsed": len(drivers.table["rows"]) > 12}
+    fid = fidelity_summary(doc)
+    fidelity_ctx = None
+    if fid is not None:
+        fidelity_ctx = {"sentence": fid.sentence(),
+                        "tables": [{"title": title_, "measure": m, "threshold": fid.threshold.get(m, "—"),
+                                    "status": fid.status.get(m, "not judged"), "head": head,
+                                    "rows": [(name, metric, fmt(score, 4)) for name, metric, score in rows_]}
+                                   for title_, m, head, rows_ in (
+                                       ("Worst columns", "column_fidelity", "column", fid.columns),
+                                       ("Worst pairs of columns", "pair_fidelity", "pair", fid.pairs)) if rows_]}
     return {
         "title": title,
         "version": doc.get("ppdm_version") or _version(),
@@ -293,6 +304,7 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
         "verdicts": verdicts,
         "drivers": drivers_ctx,
         "linkage_drivers": linkage_drivers(doc),
+        "fidelity": fidelity_ctx,
         "groups": groups,
         "skipped": skipped,
         "dataset": _dataset(dataset_info if dataset_info is not None else doc.get("dataset")),

@@ -9,7 +9,9 @@ measure with its details. Before the details, a reader wants three things:
   says whether it is good news, bad news or neither;
 * the **drivers of risk** (:func:`risk_drivers`): the per-key table of the key-variable
   measures and the key variable that makes the most records unique;
-* **one line per measure** (:func:`measure_rows`): value, threshold and status.
+* **one line per measure** (:func:`measure_rows`): value, threshold and status;
+* the **distribution fidelity** (:func:`fidelity_summary`): the columns and pairs of columns
+  whose distributions z keeps worst, by name and score (never a record).
 
 Reasons that many measures share (four attacks all needing a control set) are said once
 (:func:`group_reasons`).
@@ -26,7 +28,8 @@ from typing import Any
 from ppdm.experiments.evaluation import group_reasons
 
 __all__ = ["GOOD", "BAD", "status_class", "status_slug", "judged_status", "fmt_value", "fmt_count", "threshold_text",
-           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "linkage_drivers", "plain_columns", "TechniqueVerdict",
+           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "linkage_drivers", "plain_columns", "Fidelity",
+           "fidelity_summary", "TechniqueVerdict",
            "comparison_verdicts", "pareto_front"]
 #: statuses that are good news (a verdict's or a measure's); everything else that is not bad
 #: news (``uncertain``, ``not judged``, ``skipped``, ...) is shown as neither
@@ -218,6 +221,72 @@ def linkage_drivers(doc: Mapping[str, Any]) -> str | None:
     # the first reason is the one to act on: one line, not a list
     text = parts[0] if parts else ""
     return text[:1].upper() + text[1:] + "." if text else None
+
+
+# ------------------------------------------------------------ distribution fidelity
+@dataclass
+class Fidelity:
+    """The worst columns and pairs of columns of a release's distribution fidelity, worst first:
+    ``columns`` as ``(column, metric, score)``, ``pairs`` as ``("a × b", metric, score)``, with how
+    many were scored and each measure's threshold and status in the verdict."""
+
+    columns: list[tuple[str, str, float]] = field(default_factory=list)
+    pairs: list[tuple[str, str, float]] = field(default_factory=list)
+    n_columns: int = 0
+    n_pairs: int = 0
+    pairs_total: int = 0
+    threshold: dict[str, str] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def _list(items: list[tuple[str, str, float]], most: int) -> str:
+        return ", ".join(f"{name} {fmt_value(score, 3)}" for name, _, score in items[:most])
+
+    def sentence(self, most: int = 3) -> str:
+        """One line: the worst columns and pairs with their scores (1: as in x)."""
+        parts = []
+        if self.columns:
+            parts.append(f"columns {self._list(self.columns, most)} (worst of {self.n_columns})")
+        if self.pairs:
+            among = f", scored among {self.pairs_total}" if self.pairs_total > self.n_pairs else ""
+            parts.append(f"pairs {self._list(self.pairs, most)} (worst of {self.n_pairs}{among})")
+        return "; ".join(parts) + "; 1 is x's distribution."
+
+    @property
+    def all_meet(self) -> bool:
+        """Whether every fidelity measure judged meets its threshold."""
+        return all(s == "meets" for s in self.status.values())
+
+
+def fidelity_summary(doc: Mapping[str, Any], most: int = 5) -> Fidelity | None:
+    """The worst ``most`` columns and pairs of an evaluation document's ``column_fidelity`` and
+    ``pair_fidelity`` tables (their names and scores only), or ``None`` when neither was computed."""
+    measures, tables = doc.get("measures") or {}, doc.get("tables") or {}
+    judged = {j["measure"]: j for j in ((doc.get("summary") or {}).get("utility") or {}).get("judged") or []}
+    out = Fidelity()
+    found = False
+    for name, key, names in (("column_fidelity", "per_column", ("column",)),
+                             ("pair_fidelity", "per_pair", ("column_1", "column_2"))):
+        m = measures.get(name) or {}
+        table = next((tables[t] for t in m.get("tables") or [] if t.endswith(key) and t in tables), None)
+        if m.get("status") == "skipped" or table is None:
+            continue
+        found = True
+        cols = list(table.get("columns") or [])
+        at = [cols.index(c) for c in names]
+        si, mi = cols.index("score"), cols.index("metric")
+        rows = [(" × ".join(str(r[i]) for i in at), str(r[mi]), float(r[si])) for r in table.get("rows") or []
+                if isinstance(r[si], (int, float)) and math.isfinite(float(r[si]))]
+        rows.sort(key=lambda t: t[2])
+        details = m.get("details") or {}
+        if name == "column_fidelity":
+            out.columns, out.n_columns = rows[:most], int(details.get("columns") or len(rows))
+        else:
+            out.pairs, out.n_pairs = rows[:most], int(details.get("pairs") or len(rows))
+            out.pairs_total = int(details.get("pairs_total") or out.n_pairs)
+        out.threshold[name] = threshold_text(m.get("direction"), judged.get(name, {}).get("threshold", m.get("threshold")))
+        out.status[name] = judged_status(judged[name]) if name in judged else "not judged"
+    return out if found else None
 
 
 def plain_columns(columns: Sequence[str]) -> list[str]:
