@@ -383,6 +383,7 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
         linkage_drivers,
         measure_rows,
         plain_columns,
+        plausibility_drivers,
         risk_drivers,
         status_class,
     )
@@ -396,6 +397,9 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
     drivers = risk_drivers(doc)
     if drivers is not None:
         console.print(Text("Drivers of risk: ", style="bold") + Text(drivers.sentence))
+    implausible = plausibility_drivers(doc)
+    if implausible is not None:  # the worst combinations, by labels and counts
+        console.print(Text("Implausible records: ", style="bold") + Text(implausible))
     rows = measure_rows(doc)
     colour = {"good": "green", "bad": "red"}
     print_table(console, None, ["measure", "kind", "value", "threshold", "status"],

@@ -56,6 +56,8 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "attribute_disclosure": ("keyvar", "attribute_disclosure"),
     "verbatim_copies": ("closeness", "unique_verbatim_copies"),
     "nearest_record_distance": ("closeness", "nearest_record_distance"),
+    "implausible_combinations": ("plausibility", "implausible_combinations"),
+    "edit_rule_violations": ("plausibility", "edit_rule_violations"),
 }
 
 #: public building blocks besides the measures: function → module
@@ -65,6 +67,7 @@ _BLOCKS: dict[str, str] = {
     "rule_retention": "retention",
     "shannon_entropy": "info_loss",
     "il_dr_combine": "risk",
+    "rule_violations": "plausibility",
 }
 
 _LAZY: dict[str, str] = {**{fn: mod for mod, fn in MEASURE_FUNCTIONS.values()}, **_BLOCKS}

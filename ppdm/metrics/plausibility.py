@@ -451,7 +451,7 @@ def edit_rule_violations(x: pd.DataFrame, z: pd.DataFrame,
 
 # ------------------------------------------------------------------ registrations
 @register_measure("implausible_combinations", kind="utility", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.01, options=("min_support", "min_expected", "top"),
+                  value_range=(0.0, 1.0), threshold=0.05, options=("min_support", "min_expected", "top"),
                   meaning="The share of released records holding a pair of categories x never holds (though its "
                           "margins expect it) or a number outside its category's range in x; 0 is best, and x "
                           "itself scores 0.",

@@ -26,7 +26,7 @@ from typing import Any
 from ppdm.experiments.evaluation import group_reasons
 
 __all__ = ["GOOD", "BAD", "status_class", "status_slug", "judged_status", "fmt_value", "fmt_count", "threshold_text",
-           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "linkage_drivers", "plain_columns", "TechniqueVerdict",
+           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "linkage_drivers", "plausibility_drivers", "plain_columns", "TechniqueVerdict",
            "comparison_verdicts", "pareto_front"]
 #: statuses that are good news (a verdict's or a measure's); everything else that is not bad
 #: news (``uncertain``, ``not judged``, ``skipped``, ...) is shown as neither
@@ -218,6 +218,28 @@ def linkage_drivers(doc: Mapping[str, Any]) -> str | None:
     # the first reason is the one to act on: one line, not a list
     text = parts[0] if parts else ""
     return text[:1].upper() + text[1:] + "." if text else None
+
+
+#: the plausibility measures whose ``worst`` detail names what makes released records implausible
+PLAUSIBILITY = (("implausible_combinations", "hold a combination of values x never holds"),
+                ("edit_rule_violations", "break a declared edit rule (beyond x's own share)"))
+
+
+def plausibility_drivers(doc: Mapping[str, Any]) -> str | None:
+    """Why utility is judged reduced on plausibility, when one of its measures misses its
+    threshold: the share of implausible released records and the worst combinations or rule,
+    by column names, category labels and counts only (never a record)."""
+    measures = doc.get("measures") or {}
+    judged = {j["measure"]: j for j in ((doc.get("summary") or {}).get("utility") or {}).get("judged") or []}
+    parts = []
+    for name, what in PLAUSIBILITY:
+        m = measures.get(name) or {}
+        if (judged.get(name) or {}).get("judgement") != "misses" or m.get("value") is None:
+            continue
+        worst = str((m.get("details") or {}).get("worst") or "")
+        parts.append(f"{float(m['value']):.1%} of the released records {what} ({name})"
+                     + (f"; the worst: {worst}" if worst else ""))
+    return ". ".join(parts) + "." if parts else None
 
 
 def plain_columns(columns: Sequence[str]) -> list[str]:
