@@ -54,7 +54,8 @@ def test_pairs_and_ranges_by_hand() -> None:
     assert r.pairs["expected_in_x"].tolist() == [1.0]
     assert r.ranges[["column", "value", "numeric", "support_in_x", "released_below", "released_above"]
                     ].values.tolist() == [["sex", "F", "age", 4, 0, 1]]
-    assert "sex=M with dx=O" in r.worst and "age outside its range for sex=F" in r.worst
+    assert r.worst == ("sex=M with dx=O: 1 released records, none in x (1 expected); "
+                       "age for sex=F: 1 above its range in x (4 records)")
     # the detail names labels and counts, never x's range ends (one person's value each)
     assert "50" not in r.worst and "range_low" not in r.ranges.columns
     # thin evidence is left out: 1 expected record < 1.5; F's 4 records < a support of 5
@@ -97,7 +98,7 @@ def test_edit_rules_by_hand() -> None:
     assert (r.x_share, r.z_share, r.value) == (0.5, 1.0, 0.5)
     assert r.rules["x_violations"].tolist() == [1, 1, 1] and r.rules["z_violations"].tolist() == [2, 2, 2]
     assert r.rules["excess"].tolist() == [0.25, 0.25, 0.25]
-    assert r.worst.startswith(RULES[0]) and "2 released records" in r.worst
+    assert r.worst == f"{RULES[0]}: 2 released records, 1 in x"
     assert edit_rule_violations(x, x, RULES).value == 0.0
     # categories stored as codes compare as text: 3 matches "3"
     codes = pd.DataFrame({"edu": [1, 3, 3], "y": ["a", "b", "a"]})
@@ -229,10 +230,11 @@ def test_hospital_verdict_is_not_kept(tmp_path: Path) -> None:
     assert {j["measure"]: j["judgement"] for j in u.judged} == {"implausible_combinations": "misses",
                                                                "edit_rule_violations": "misses"}
     text = plausibility_drivers(ev.document())
-    # the worst combination (Medicare under 65, 43.7 % implausible in all) and the worst rule, by
-    # labels and counts: "age outside its range for insurance=Medicare (… below x's range …)"
-    assert text is not None and "(implausible_combinations); the worst: age outside its range for insurance=" in text
-    assert '(edit_rule_violations); the worst: age < 18 -> insurance != "Medicare": ' in text
+    # the worst combination (Medicare under 65; 44 % implausible in all) and the worst rule, by labels
+    # and counts only
+    assert text is not None and text.startswith("44% of the released records hold a combination x never holds "
+                                                "(age for insurance=Medicare: ")
+    assert 'more than in x break a declared edit rule (age < 18 -> insurance != "Medicare": ' in text
     same = evaluate(x, x, hospital_schema(), options=EvaluateOptions(measures=names))
     assert same.verdicts["utility"].status == "kept"
     assert plausibility_drivers(same.document()) is None
@@ -245,12 +247,12 @@ def test_edit_rules_skip_when_none_are_declared() -> None:
     sch = Schema(numeric=["age"], categorical=["sex", "diagnosis", "insurance"], class_column="readmitted")
     ev = evaluate(x, x, sch, options=EvaluateOptions(measures="implausible_combinations,edit_rule_violations"))
     assert ev.outcomes["edit_rule_violations"].skipped
-    assert "no edit rules are declared" in str(ev.outcomes["edit_rule_violations"].reason)
+    assert ev.outcomes["edit_rule_violations"].reason == "the schema declares no edit_rules"
     assert [j["measure"] for j in ev.verdicts["utility"].judged] == ["implausible_combinations"]
 
 
 def test_registered_as_default_utility_measures() -> None:
-    from ppdm.experiments.evaluation import load_all_measures, resolve_measures
+    from ppdm.experiments.evaluation import declared_in, load_all_measures, resolve_measures
 
     reg = load_all_measures()
     for name, threshold in (("implausible_combinations", 0.05), ("edit_rule_violations", 0.01)):
@@ -258,6 +260,11 @@ def test_registered_as_default_utility_measures() -> None:
         assert (m.kind, m.direction, m.value_range, m.threshold, m.default, m.needs_class, m.paired) == \
             ("utility", "lower", (0.0, 1.0), threshold, True, False, False)
     assert {"implausible_combinations", "edit_rule_violations"} <= {m.name for m in resolve_measures(None)}
+    # the default set holds edit rules to their threshold only when the schema declares some
+    plain = Schema(numeric=["age"], categorical=["sex", "diagnosis", "insurance"])
+    assert [m.name for m in declared_in(resolve_measures(None), plain) if m.declared_by] == []
+    assert [m.name for m in declared_in(resolve_measures(None), hospital_schema()) if m.declared_by] == \
+        ["edit_rule_violations"]
 
 
 def test_cheap_on_adult() -> None:

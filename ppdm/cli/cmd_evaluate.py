@@ -176,7 +176,8 @@ def _summary(details: dict[str, Any]) -> str:
     """One line of context for the table: the scores behind a difference."""
     parts = []
     for name in ("accuracy_x", "accuracy_z", "score_x", "score_z", "n_used", "n_rules", "pos_label", "average",
-                 "test_source", "original", "key_source", "ci_low", "ci_high", "ceiling"):
+                 "test_source", "original", "key_source", "ci_low", "ci_high", "ceiling", "pair_share", "range_share",
+                 "x_share", "z_share"):
         v = details.get(name)
         if v is not None:
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")

@@ -304,17 +304,16 @@ def implausible_combinations(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str
 
 
 def _worst_text(pairs: pd.DataFrame, ranges: pd.DataFrame, most: int = 3) -> str:
-    """The ``most`` combinations held by the most released records, in words."""
+    """The ``most`` combinations held by the most released records, in words ("; " between them)."""
     items: list[tuple[int, str]] = []
     for r in pairs.itertuples(index=False):
-        items.append((int(r.released), f"{r.column_a}={r.value_a} with {r.column_b}={r.value_b} "
-                                       f"({r.released} released records; none in x, where {r.expected_in_x:.0f} "
-                                       "were expected)"))
+        items.append((int(r.released), f"{r.column_a}={r.value_a} with {r.column_b}={r.value_b}: {r.released} "
+                                       f"released records, none in x ({r.expected_in_x:.0f} expected)"))
     for r in ranges.itertuples(index=False):
         side = " and ".join(p for p in (f"{r.released_below} below" if r.released_below else "",
                                         f"{r.released_above} above" if r.released_above else "") if p)
-        items.append((int(r.released), f"{r.numeric} outside its range for {r.column}={r.value} "
-                                       f"({side} x's range of {r.support_in_x} records)"))
+        items.append((int(r.released), f"{r.numeric} for {r.column}={r.value}: {side} its range in x "
+                                       f"({r.support_in_x} records)"))
     items.sort(key=lambda t: -t[0])
     return "; ".join(t for _, t in items[:most])
 
@@ -442,8 +441,7 @@ def edit_rule_violations(x: pd.DataFrame, z: pd.DataFrame,
     worst = ""
     top = done.sort_values("excess", ascending=False, kind="stable").iloc[0]
     if top["excess"] > 0:
-        worst = (f"{top['rule']}: {int(top['z_violations'])} released records ({top['z_share']:.1%}) break it, "
-                 f"{int(top['x_violations'])} in x ({top['x_share']:.1%})")
+        worst = f"{top['rule']}: {int(top['z_violations'])} released records, {int(top['x_violations'])} in x"
     zs, xs = float(fz.mean()), float(fx.mean())
     return EditRuleResult(value=max(0.0, zs - xs), z_share=zs, x_share=xs, z_violations=int(fz.sum()),
                           x_violations=int(fx.sum()), evaluated=len(done), worst=worst, rules=table, flags=fz)
@@ -469,14 +467,14 @@ def _implausible_combinations_measure(ctx: EvaluationContext) -> ImplausibleComb
 
 
 @register_measure("edit_rule_violations", kind="utility", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.01, options=(),
+                  value_range=(0.0, 1.0), threshold=0.01, options=(), declared_by="edit_rules",
                   meaning="The share of released records breaking an edit rule the schema declares, beyond the "
                           "share of x's records that do; 0 is best.",
                   description="records breaking the schema's declared edit rules (edit_rules), in z beyond x")
 def _edit_rule_violations_measure(ctx: EvaluationContext) -> EditRuleResult:
     rules = list(ctx.schema.edit_rules or [])
     if not rules:
-        raise MeasureNotApplicable("no edit rules are declared (edit_rules in a schema file, docs/measures.md)")
+        raise MeasureNotApplicable("the schema declares no edit_rules")
     return edit_rule_violations(ctx.x, ctx.z, rules)
 
 

@@ -221,8 +221,8 @@ def linkage_drivers(doc: Mapping[str, Any]) -> str | None:
 
 
 #: the plausibility measures whose ``worst`` detail names what makes released records implausible
-PLAUSIBILITY = (("implausible_combinations", "hold a combination of values x never holds"),
-                ("edit_rule_violations", "break a declared edit rule (beyond x's own share)"))
+PLAUSIBILITY = (("implausible_combinations", "hold a combination x never holds"),
+                ("edit_rule_violations", "more than in x break a declared edit rule"))
 
 
 def plausibility_drivers(doc: Mapping[str, Any]) -> str | None:
@@ -236,10 +236,10 @@ def plausibility_drivers(doc: Mapping[str, Any]) -> str | None:
         m = measures.get(name) or {}
         if (judged.get(name) or {}).get("judgement") != "misses" or m.get("value") is None:
             continue
-        worst = str((m.get("details") or {}).get("worst") or "")
-        parts.append(f"{float(m['value']):.1%} of the released records {what} ({name})"
-                     + (f"; the worst: {worst}" if worst else ""))
-    return ". ".join(parts) + "." if parts else None
+        # the worst one only (the detail lists up to three, "; " between them): a line, not a list
+        worst = str((m.get("details") or {}).get("worst") or "").split("; ")[0]
+        parts.append(f"{float(m['value']):.0%} of the released records {what}" + (f" ({worst})" if worst else ""))
+    return "; ".join(parts) + "." if parts else None
 
 
 def plain_columns(columns: Sequence[str]) -> list[str]:
