@@ -312,8 +312,7 @@ def _worst_text(pairs: pd.DataFrame, ranges: pd.DataFrame, most: int = 3) -> str
     for r in ranges.itertuples(index=False):
         side = " and ".join(p for p in (f"{r.released_below} below" if r.released_below else "",
                                         f"{r.released_above} above" if r.released_above else "") if p)
-        items.append((int(r.released), f"{r.numeric} for {r.column}={r.value}: {side} its range in x "
-                                       f"({r.support_in_x} records)"))
+        items.append((int(r.released), f"{r.numeric} for {r.column}={r.value}: {side} its range in x"))
     items.sort(key=lambda t: -t[0])
     return "; ".join(t for _, t in items[:most])
 
