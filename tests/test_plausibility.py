@@ -232,7 +232,7 @@ def test_hospital_verdict_is_not_kept(tmp_path: Path) -> None:
     text = plausibility_drivers(ev.document())
     # the worst combination (Medicare under 65; 44 % implausible in all) and the worst rule, by labels
     # and counts only
-    assert text is not None and text.startswith("44% of the released records hold a combination x never holds "
+    assert text is not None and text.startswith("44% of released records hold a combination x never holds "
                                                 "(age for insurance=Medicare: ")
     assert 'more than in x break a declared edit rule (age < 18 -> insurance != "Medicare": ' in text
     same = evaluate(x, x, hospital_schema(), options=EvaluateOptions(measures=names))

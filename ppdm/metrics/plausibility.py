@@ -310,7 +310,7 @@ def _worst_text(pairs: pd.DataFrame, ranges: pd.DataFrame, most: int = 3) -> str
         items.append((int(r.released), f"{r.column_a}={r.value_a} with {r.column_b}={r.value_b}: {r.released} "
                                        f"released records, none in x ({r.expected_in_x:.0f} expected)"))
     for r in ranges.itertuples(index=False):
-        side = " and ".join(p for p in (f"{r.released_below} below" if r.released_below else "",
+        side = ", ".join(p for p in (f"{r.released_below} below" if r.released_below else "",
                                         f"{r.released_above} above" if r.released_above else "") if p)
         items.append((int(r.released), f"{r.numeric} for {r.column}={r.value}: {side} its range in x"))
     items.sort(key=lambda t: -t[0])

@@ -238,7 +238,7 @@ def plausibility_drivers(doc: Mapping[str, Any]) -> str | None:
             continue
         # the worst one only (the detail lists up to three, "; " between them): a line, not a list
         worst = str((m.get("details") or {}).get("worst") or "").split("; ")[0]
-        parts.append(f"{float(m['value']):.0%} of the released records {what}" + (f" ({worst})" if worst else ""))
+        parts.append(f"{float(m['value']):.0%} of released records {what}" + (f" ({worst})" if worst else ""))
     return "; ".join(parts) + "." if parts else None
 
 
