@@ -218,6 +218,27 @@ def test_hospital_release_counts_implausible_records_both_ways() -> None:
     assert edit_rule_violations(x, x.sample(frac=1, random_state=2), RULES).value == 0.0
 
 
+def test_random_substitution_of_the_hospital_table_is_caught_both_ways() -> None:
+    """ppdm's random substitution redraws each attribute on its own (Dowd, Xu & Zhang 2006), so it
+    puts obstetric codes on men and Medicare on children; a synthetic release of another size too."""
+    from ppdm.anonymize.registry import make_technique
+
+    x = hospital(2000)
+    tech = make_technique("random-substitution", class_column="readmitted", schema=hospital_schema(),
+                          random_state=1, params={"gamma": 19})
+    z = tech.fit_transform(x)
+    cat = ["sex", "diagnosis", "insurance", "readmitted"]
+    found = implausible_combinations(x, z, ["age"], cat)
+    assert found.value > 0.1
+    assert {("sex", "M", "diagnosis", "O80"), ("sex", "M", "diagnosis", "O82")} <= \
+        {(r.column_a, r.value_a, r.column_b, r.value_b) for r in found.pairs.itertuples()}
+    declared = edit_rule_violations(x, z, RULES)
+    assert declared.value > 0.05 and (declared.rules["z_violations"] > 10).all()
+    # no pairing needed: 700 records drawn from the broken release count about the same share
+    part = z.sample(700, random_state=3)
+    assert abs(implausible_combinations(x, part, ["age"], cat).value - found.value) < 0.06
+
+
 def test_hospital_verdict_is_not_kept(tmp_path: Path) -> None:
     from ppdm.experiments.evaluate import EvaluateOptions, evaluate
     from ppdm.report.summary import plausibility_drivers
