@@ -76,6 +76,21 @@ def test_missing_cells_and_unknown_categories_take_part_in_nothing() -> None:
     assert r.flags.tolist() == [False, True, False]
 
 
+def test_large_pair_tables_are_searched_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair table too large for a dense lookup is searched by sorted codes: same records found."""
+    import ppdm.metrics.plausibility as plaus
+
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame({"a": rng.integers(0, 50, 5000).astype(str), "b": rng.integers(0, 3, 5000).astype(str)})
+    x.loc[x["a"] == "7", "b"] = "0"  # a=7 only with b=0: (7, 1) and (7, 2) are structural zeros
+    z = pd.DataFrame({"a": rng.integers(0, 50, 800).astype(str), "b": rng.integers(0, 3, 800).astype(str)})
+    dense = implausible_combinations(x, z, [], ["a", "b"])
+    monkeypatch.setattr(plaus, "_DENSE_CELLS", 1)
+    sparse = implausible_combinations(x, z, [], ["a", "b"])
+    assert dense.value == sparse.value > 0 and (dense.flags == sparse.flags).all()
+    assert set(dense.pairs["value_a"]) == {"7"}
+
+
 def test_options_are_checked() -> None:
     with pytest.raises(ParameterError, match="min_support"):
         PlausibilityOptions(min_support=0)

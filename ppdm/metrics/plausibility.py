@@ -134,17 +134,6 @@ class ImplausibleCombinationsResult(MeasureResult):
     record_level: ClassVar[tuple[str, ...]] = ("flags",)
 
 
-def _pair_seen(kx: np.ndarray, kz: np.ndarray, cells: int) -> np.ndarray:
-    """Whether each code of ``kz`` occurs in ``kx`` (codes below ``cells``)."""
-    if cells <= _DENSE_CELLS:
-        return (np.bincount(kx, minlength=cells) > 0)[kz]
-    ux = np.unique(kx)
-    if ux.size == 0:
-        return np.zeros(kz.shape, dtype=bool)
-    pos = np.minimum(np.searchsorted(ux, kz), ux.size - 1)
-    return ux[pos] == kz
-
-
 def _absent_pairs(cx: np.ndarray, cz: np.ndarray, k: list[int], cat: list[str], labels: list[np.ndarray],
                   opts: PlausibilityOptions) -> tuple[np.ndarray, list[tuple], int]:
     """(a): per released record, whether it holds a structural zero of x; the zeros it hits, counted."""
@@ -167,6 +156,7 @@ def _absent_pairs(cx: np.ndarray, cz: np.ndarray, k: list[int], cat: list[str], 
             # margins over the records holding both values: the expected count of a pair under independence
             ni = np.bincount(xi, minlength=k[i]).astype(float)
             nj = np.bincount(xj, minlength=k[j]).astype(float)
+            # categories of A that expect enough records beside B's most common one: none, nothing to find
             rows_i = np.flatnonzero(ni >= opts.min_expected * n / max(nj.max(), 1.0))
             if rows_i.size == 0:
                 continue
