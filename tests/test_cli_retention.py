@@ -136,7 +136,7 @@ def test_evaluate_json_has_every_default_measure(tables):
     obj = json.loads(r.stdout)
     m = obj["measures"]
     for k in ("rule_accuracy", "rule_support_distance", "rule_label_distance", "prediction_accuracy", "auc",
-              "f_measure"):
+              "f_measure", "implausible_combinations"):
         assert isinstance(m[k]["value"], float) and m[k]["status"] == "computed"
         assert m[k]["kind"] == "utility" and m[k]["direction"] == "lower"
     assert 0 < m["rule_support_distance"]["value"] <= 1
@@ -154,7 +154,8 @@ def test_evaluate_is_zero_for_z_equal_x_and_prints_tables(tables):
     r = run("evaluate", "-x", str(xp), "-z", str(xp), "--class", "label", "--pairing", "position", "--json")
     obj = json.loads(r.stdout)["measures"]
     assert all(obj[k]["value"] == 0 for k in ("rule_accuracy", "rule_support_distance", "rule_label_distance",
-                                              "prediction_accuracy", "auc", "f_measure"))
+                                              "prediction_accuracy", "auc", "f_measure", "implausible_combinations"))
+    assert "edit_rule_violations" not in obj  # no edit rules declared: not in the default set
     r = run("evaluate", "-x", str(xp), "-z", str(xp), "--class", "label", "--pairing", "position")
     assert r.exit_code == 0 and "rule_support_distance" in r.stdout and "support x" not in r.stdout
     r = run("evaluate", "-x", str(xp), "-z", str(xp), "--class", "label", "--pairing", "position", "--verbose")

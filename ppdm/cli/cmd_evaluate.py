@@ -176,7 +176,8 @@ def _summary(details: dict[str, Any]) -> str:
     """One line of context for the table: the scores behind a difference."""
     parts = []
     for name in ("accuracy_x", "accuracy_z", "score_x", "score_z", "n_used", "n_rules", "pos_label", "average",
-                 "test_source", "original", "key_source", "ci_low", "ci_high", "ceiling"):
+                 "test_source", "original", "key_source", "ci_low", "ci_high", "ceiling", "pair_share", "range_share",
+                 "x_share", "z_share"):
         v = details.get(name)
         if v is not None:
             parts.append(f"{name}={v:.4f}" if isinstance(v, float) else f"{name}={v}")
@@ -384,6 +385,7 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
         linkage_drivers,
         measure_rows,
         plain_columns,
+        plausibility_drivers,
         risk_drivers,
         status_class,
     )
@@ -402,6 +404,9 @@ def _print_evaluation(doc: dict[str, Any], *, verbose: bool = False) -> None:
         # which columns and pairs z keeps worst (names and scores, never a record); when all meet
         # their threshold, the verdict's "at ..." names the worst of each and the screen stays short
         console.print(Text("Distribution fidelity: ", style="bold") + Text(fidelity.sentence()))
+    implausible = plausibility_drivers(doc)
+    if implausible is not None:  # the worst combinations, by labels and counts
+        console.print(Text("Implausible records: ", style="bold") + Text(implausible))
     rows = measure_rows(doc)
     colour = {"good": "green", "bad": "red"}
     print_table(console, None, ["measure", "kind", "value", "threshold", "status"],

@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ppdm.data.edit_rules import parse_edit_rules
 from ppdm.data.types import (
     default_date_format,
     format_day,
@@ -41,7 +42,7 @@ from ppdm.data.types import (
     resolution_of,
     whole_days,
 )
-from ppdm.errors import SchemaError
+from ppdm.errors import ParameterError, SchemaError
 
 MissingPolicy = Literal["error", "drop", "keep"]
 
@@ -87,6 +88,11 @@ class Schema:
         labels. A schema file gives each hierarchy inline (a JSON object) or as the path of an
         ARX-style CSV file (one row per category: the category, then its labels), relative to
         the schema file.
+    edit_rules:
+        Declared edit rules: combinations of values no record may hold, each a text such as
+        ``'sex == "M" -> diagnosis not in ["O80", "O82"]'`` (syntax: :mod:`ppdm.data.edit_rules`).
+        They name attributes or the class; ``ppdm evaluate`` counts the records of x and z that
+        break them (:func:`ppdm.metrics.plausibility.edit_rule_violations`).
     """
 
     numeric: list[str] = field(default_factory=list)
@@ -101,6 +107,7 @@ class Schema:
     categories: dict[str, list] = field(default_factory=dict)
     dates: dict[str, str | None] = field(default_factory=dict)
     hierarchies: dict[str, dict] = field(default_factory=dict)
+    edit_rules: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if isinstance(self.dates, (list, tuple)):
@@ -147,6 +154,11 @@ class Schema:
         for c, f in self.dates.items():
             if f is not None and "%" not in f:
                 raise SchemaError(f"the date format of {c!r} must be a strftime format such as '%Y-%m-%d', got {f!r}")
+        # a malformed rule or one naming no attribute is refused when the schema is read, not at evaluation
+        rules = parse_edit_rules(list(self.edit_rules or []) if not isinstance(self.edit_rules, str)
+                                 else self.edit_rules, [*self.attributes, *([self.class_column] if self.class_column
+                                                                           else [])])
+        self.edit_rules = [r.text for r in rules]
 
     # ------------------------------------------------------------------ roles
     @property
@@ -275,6 +287,8 @@ class Schema:
         d["categories"] = {c: list(v) for c, v in self.categories.items()}
         d["dates"] = dict(self.dates)
         d["hierarchies"] = {c: {str(k): list(v) for k, v in h.items()} for c, h in self.hierarchies.items()}
+        if not self.edit_rules:
+            del d["edit_rules"]  # files and provenances written before edit rules existed read the same
         return d
 
     @classmethod
@@ -307,7 +321,10 @@ class Schema:
                 categories=dict(d.get("categories") or {}),
                 dates=dates,
                 hierarchies=dict(d.get("hierarchies") or {}),
+                edit_rules=d.get("edit_rules") or [],
             )
+        except ParameterError:  # a malformed edit rule: named as it is
+            raise
         except (TypeError, ValueError) as e:  # malformed json
             raise SchemaError(f"malformed schema: {e}") from None
 

@@ -45,6 +45,7 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import (
     check_measure_options,
+    declared_in,
     group_reasons,
     load_all_measures,
     measurement_context,
@@ -631,6 +632,8 @@ def _resolve_measure_list(measures: str | Sequence[str | MeasureSpec] | None, sc
     if measures is None or isinstance(measures, str):
         chosen = resolve_measures(measures)
         explicit = measures is not None and measures.strip() != "all"
+        if measures is None:
+            chosen = declared_in(chosen, schema)
     else:
         chosen = []
         for m in measures:

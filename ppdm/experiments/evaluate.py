@@ -287,12 +287,14 @@ def measure_release(
     from ppdm import progress
     from ppdm.experiments.compare import dataset_summary
     from ppdm.experiments.document import evaluation_document
-    from ppdm.experiments.evaluation import measurement_context, resolve_measures, run_measure
+    from ppdm.experiments.evaluation import declared_in, measurement_context, resolve_measures, run_measure
     from ppdm.experiments.pairing import pair_in_memory, private_for_report
     from ppdm.metrics.judgement import check_scenarios, verdicts
 
     ruled = check_scenarios(options.ruled_out)
     specs = specs if specs is not None else resolve_measures(options.measure_spec)
+    if options.measures is None:
+        specs = declared_in(specs, schema)
     limits = check_thresholds(options.thresholds, [s.name for s in specs])
     opts = dict(options.measure_options)
     src = dict(sources or {})

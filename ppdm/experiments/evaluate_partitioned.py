@@ -126,7 +126,7 @@ def measure_datasets(
     from ppdm.data.partitions import reporting
     from ppdm.experiments.document import evaluation_document
     from ppdm.experiments.evaluate import check_class, check_thresholds, load_rules
-    from ppdm.experiments.evaluation import resolve_measures, run_measure
+    from ppdm.experiments.evaluation import declared_in, resolve_measures, run_measure
     from ppdm.experiments.pairing import private_for_report
     from ppdm.metrics._dask import partition_lengths
     from ppdm.metrics.base import EvaluationContext
@@ -135,9 +135,11 @@ def measure_datasets(
 
     ruled = check_scenarios(options.ruled_out)
     specs = specs if specs is not None else resolve_measures(options.measure_spec)
+    x, z, t, sch = inputs.x, inputs.z, inputs.test, inputs.schema
+    if options.measures is None:
+        specs = declared_in(specs, sch)
     limits = check_thresholds(options.thresholds, [s.name for s in specs])
     src = dict(sources or {})
-    x, z, t, sch = inputs.x, inputs.z, inputs.test, inputs.schema
     check_class(specs, sch, options.named)
     rs = load_rules(options.rules, inputs.head, sch) if options.rules is not None else None
     opts = dict(options.measure_options)

@@ -76,6 +76,13 @@ def resolve_measures(spec: str | None) -> list[MeasureSpec]:
     return out
 
 
+def declared_in(specs: Iterable[MeasureSpec], schema: Schema) -> list[MeasureSpec]:
+    """The default set for ``schema``: a measure that judges a schema declaration (``declared_by``,
+    e.g. edit rules) is left out when the schema declares none, instead of being listed as skipped
+    in every evaluation."""
+    return [s for s in specs if s.declared_by is None or getattr(schema, s.declared_by, None)]
+
+
 @dataclass
 class MeasureOutcome:
     """What one measure gave on one release: its result, or the reason it was skipped."""

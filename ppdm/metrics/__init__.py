@@ -64,6 +64,8 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "delta_disclosure": ("privacy_models", "delta_disclosure"),
     "column_fidelity": ("fidelity", "column_fidelity"),
     "pair_fidelity": ("fidelity", "pair_fidelity"),
+    "implausible_combinations": ("plausibility", "implausible_combinations"),
+    "edit_rule_violations": ("plausibility", "edit_rule_violations"),
 }
 
 #: public building blocks besides the measures: function → module
@@ -77,6 +79,7 @@ _BLOCKS: dict[str, str] = {
     "tv_complement": "fidelity",
     "correlation_similarity": "fidelity",
     "contingency_similarity": "fidelity",
+    "rule_violations": "plausibility",
 }
 
 _LAZY: dict[str, str] = {**{fn: mod for mod, fn in MEASURE_FUNCTIONS.values()}, **_BLOCKS}

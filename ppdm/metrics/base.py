@@ -207,6 +207,8 @@ class MeasureSpec:
     #: the option names ``fn`` reads from ``EvaluationContext.options`` (as ``name.key``, ``{name: {key: ...}}``
     #: or a plain ``key``); ``None``: not declared, so any option is accepted for it
     options: tuple[str, ...] | None = None
+    #: a schema field (``"edit_rules"``) the measure judges: in the default set only when the schema declares it
+    declared_by: str | None = None
 
     def within(self, value: float) -> bool | None:
         """Whether ``value`` meets ``threshold`` in this measure's direction (``None`` when
@@ -298,6 +300,7 @@ def register_measure(
     scenario: str | None = None,
     paired: bool = False,
     options: tuple[str, ...] | list[str] | None = None,
+    declared_by: str | None = None,
 ) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
 
@@ -318,7 +321,9 @@ def register_measure(
     ``options`` names every option ``fn`` reads from the context (``ppdm evaluate -p``, a policy
     line's ``options``): an evaluation refuses any other option given for the measure
     (:func:`ppdm.experiments.evaluation.check_measure_options`); ``None`` declares nothing and
-    accepts any option.
+    accepts any option. ``declared_by`` names a schema field the measure judges (``"edit_rules"``):
+    a default measure then joins the default set only when the schema declares that field
+    (:func:`ppdm.experiments.evaluation.declared_in`); named, it runs and is skipped without it.
 
     A measure that cannot be computed on the table it is given (no numeric attribute, a
     single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
@@ -347,7 +352,7 @@ def register_measure(
     def deco(fn: MeasureFn) -> MeasureFn:
         MEASURES[name] = MeasureSpec(name, fn, kind, description, needs_class, default, tuple(requires),
                                      direction, (lo, hi), meaning, threshold, bool(out_of_core), scenario,
-                                     bool(paired), declared)
+                                     bool(paired), declared, declared_by)
         return fn
 
     return deco

@@ -28,8 +28,8 @@ from typing import Any
 from ppdm.experiments.evaluation import group_reasons
 
 __all__ = ["GOOD", "BAD", "status_class", "status_slug", "judged_status", "fmt_value", "fmt_count", "threshold_text",
-           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "linkage_drivers", "plain_columns", "Fidelity",
-           "fidelity_summary", "TechniqueVerdict",
+           "measure_rows", "group_reasons", "Drivers", "risk_drivers", "linkage_drivers", "plausibility_drivers",
+           "plain_columns", "Fidelity", "fidelity_summary", "TechniqueVerdict",
            "comparison_verdicts", "pareto_front"]
 #: statuses that are good news (a verdict's or a measure's); everything else that is not bad
 #: news (``uncertain``, ``not judged``, ``skipped``, ...) is shown as neither
@@ -287,6 +287,26 @@ def fidelity_summary(doc: Mapping[str, Any], most: int = 5) -> Fidelity | None:
         out.threshold[name] = threshold_text(m.get("direction"), judged.get(name, {}).get("threshold", m.get("threshold")))
         out.status[name] = judged_status(judged[name]) if name in judged else "not judged"
     return out if found else None
+#: the plausibility measures whose ``worst`` detail names what makes released records implausible
+PLAUSIBILITY = (("implausible_combinations", "hold a combination x never holds"),
+                ("edit_rule_violations", "more than in x break a declared edit rule"))
+
+
+def plausibility_drivers(doc: Mapping[str, Any]) -> str | None:
+    """Why utility is judged reduced on plausibility, when one of its measures misses its
+    threshold: the share of implausible released records and the worst combinations or rule,
+    by column names, category labels and counts only (never a record)."""
+    measures = doc.get("measures") or {}
+    judged = {j["measure"]: j for j in ((doc.get("summary") or {}).get("utility") or {}).get("judged") or []}
+    parts = []
+    for name, what in PLAUSIBILITY:
+        m = measures.get(name) or {}
+        if (judged.get(name) or {}).get("judgement") != "misses" or m.get("value") is None:
+            continue
+        # the worst one only (the detail lists up to three, "; " between them): a line, not a list
+        worst = str((m.get("details") or {}).get("worst") or "").split("; ")[0]
+        parts.append(f"{float(m['value']):.0%} of released records {what}" + (f" ({worst})" if worst else ""))
+    return "; ".join(parts) + "." if parts else None
 
 
 def plain_columns(columns: Sequence[str]) -> list[str]:
