@@ -126,7 +126,7 @@ class ImplausibleCombinationsResult(MeasureResult):
     ranges_checked: int = 0  # (category, numeric attribute) ranges with enough support in x
     min_support: int = DEFAULT_MIN_SUPPORT
     min_expected: float = DEFAULT_MIN_EXPECTED
-    worst: str = ""  # the worst combinations in words (labels and counts only)
+    worst: str = ""  # the worst combination in words (labels and counts; the verdict names it)
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
     ranges: pd.DataFrame = field(default_factory=pd.DataFrame)
     flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per released record
@@ -293,7 +293,7 @@ def implausible_combinations(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str
         pairs=pairs.reset_index(drop=True), ranges=ranges.reset_index(drop=True), flags=flags)
 
 
-def _worst_text(pairs: pd.DataFrame, ranges: pd.DataFrame, most: int = 3) -> str:
+def _worst_text(pairs: pd.DataFrame, ranges: pd.DataFrame, most: int = 1) -> str:
     """The ``most`` combinations held by the most released records, in words ("; " between them)."""
     items: list[tuple[int, str]] = []
     for r in pairs.itertuples(index=False):
