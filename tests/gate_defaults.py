@@ -48,7 +48,7 @@ NOT_PASSING: dict[tuple[str, str], tuple[str, str]] = {
     **{("cmc", m): ("refused", "cmc's categorical attributes") for m in ("mdav", "rounding", "framework",
                                                                           "forest-framework")},
     # techniques that change only part of a record by construction: composed with others, not alone
-    **{(t, "top-bottom-coding"): ("refused", "changes the top 1 % only") for t in MATRIX if t != "adult"},
+    **{(t, "top-bottom-coding"): ("refused", "changes the top 1 % only") for t in MATRIX},
     **{(t, "local-suppression"): ("refused", "blanks key cells only") for t in SMALL + ("abalone",
                                                                                        "cascrefmicrodata", "testdata")
        if t != "boston"},

@@ -489,15 +489,15 @@ class MDAV(Technique):
         Numeric attributes aggregated together (default: every numeric attribute; never the class).
     k:
         Minimum group size (every group has k members, the last one of each block k…2k−1).
-        The default, 10, is the smallest of the sizes in common use (3, 5, 10) whose release
-        of every shipped table with a numeric attribute to aggregate and at most a third of
-        its attributes categorical passes the release gate
-        (:func:`ppdm.metrics.release_check.gate`): MDAV leaves categorical attributes as they
-        are, so a record unique on them comes out near-verbatim whenever its group is tight.
-        On adult k = 3 leaves 10.4 % of the records near-verbatim and unique in x and k = 5
-        leaves 5.3 % (refused above 5 %); k = 10 leaves 2.2 %. Paper 003's groups are larger
-        still (k ≥ 20 at n = 500, §4.3). sdcMicro's ``microaggregation`` uses k = 3, so
-        compare with ``k=3`` given (``docs/rounding.md``).
+        The default, 10, makes the release of every shipped table but cmc pass the release gate
+        (:func:`ppdm.metrics.release_check.gate`). MDAV leaves categorical attributes as they
+        are, so a record unique on them comes out near-verbatim whenever its group is tight:
+        on adult k = 3 (sdcMicro's default) leaves 10.4 % of the records near-verbatim and
+        unique in x and k = 5 leaves 5.3 %, both refused above 5 %; k = 10, the largest of the
+        sizes in common use (3, 5, 10), leaves 2.2 %. Paper 003 groups more records still
+        (k ≥ 20 at n = 500, §4.3). cmc, two numeric attributes beside seven categorical ones,
+        is refused up to k ≈ 200 (docs/rounding.md, "Default size"). Give ``k=3`` to compare
+        with sdcMicro.
     scaling:
         ``"standard"`` (z-scores), ``"sdcmicro"`` (sdcMicro's variance weights and single-precision
         distances, for side-by-side comparison with ``sdcMicro::microaggregation(method="mdav")``)
