@@ -48,7 +48,10 @@ def test_a_rounding_refusal_names_a_coarser_set_that_passes() -> None:
 
 def test_rounding_strength_setting_follows_the_size_in_use() -> None:
     """The gate's search varies c by default (5, down to 2), c or k when given, and nothing
-    when the data choose the size."""
+    when the data choose the size; MDAV's is its k (10 by default)."""
+    from ppdm.anonymize import MDAV
+
+    assert MDAV().strength_setting() == ("k", "increasing", None, 10)
     assert Rounding().strength_setting() == ("c", "decreasing", 2, DEFAULT_C) and DEFAULT_C == 5
     assert Rounding(c=10).strength_setting() == ("c", "decreasing", 2, 10)
     assert Rounding(k=20).strength_setting() == ("k", "increasing", None, 20)
@@ -64,6 +67,21 @@ def test_rounding_default_size_is_recorded() -> None:
     t = Rounding(method="optimal").fit(pd.DataFrame({"a": [float(v) for v in range(1, 11)]}))
     assert t.sizes_["a"] == {"k": 2, "c": 5, "rule": "default"}
     assert t.rounding_sets_["a"].tolist() == [1.5, 3.5, 5.5, 7.5, 9.5]
+
+
+@pytest.mark.slow
+def test_mdav_k3_is_refused_on_adult_and_the_default_passes() -> None:
+    """adult: MDAV with k = 3 leaves 10.4 % of the records within 0.01 standard deviations of
+    their original while unique in x (refused above 5 %); the default k = 10 leaves 2.2 %."""
+    from gate_defaults import shipped
+
+    from ppdm.metrics.release_check import GateOptions
+
+    x, sch = shipped("adult")
+    with pytest.raises(ReleaseRefused, match="within 0.01 standard deviations"):
+        release(x, make_technique("mdav", class_column=sch.class_column, schema=sch, params={"k": 3}),
+                gate_options=GateOptions(suggest=False))
+    assert default_release("adult", "mdav").status == "pass"
 
 
 # -------------------------------------------------------------------------------- the whole matrix
