@@ -134,6 +134,18 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """
         return True
 
+    def strength_setting(self) -> tuple[str, str, float | None, Any] | None:
+        """``(name, direction, limit, current value)`` of the parameter the release gate's search
+        varies (:func:`ppdm.experiments.release.passing_strength`): :attr:`strength_param` with
+        the parameter's value, or ``None``. A technique whose default leaves the parameter unset
+        (rounding's size) or whose strength lies in another parameter depending on the others
+        answers for itself."""
+        spec = type(self).strength_param
+        if not spec:
+            return None
+        name, direction, limit = spec
+        return name, direction, limit, self.get_params(deep=False).get(name)
+
     # ---------------------------------------------------------------- helpers
     def _resolve_schema(self, df: pd.DataFrame) -> Schema:
         cls_col = getattr(self, "class_column", None)

@@ -13,8 +13,8 @@ point (§3). How the set is built decides the information-loss / disclosure-risk
   ``resampling`` (RBD), and the supervised ``mdlp`` and ``chimerge`` (§5.3, need the class).
 
 Sizes: ``k`` (group size), ``c`` (number of intervals) or ``b`` (base), related by
-k = ⌈n/c⌉ (§4.3); ``"fd"`` (the default when none is given) picks c per attribute with the
-Freedman–Diaconis rule (§5). The 1-D algorithms live in
+k = ⌈n/c⌉ (§4.3). When none is given, c = :data:`DEFAULT_C` (5); ``"fd"`` picks c per
+attribute with the Freedman–Diaconis rule (§5) instead. The 1-D algorithms live in
 :mod:`ppdm.anonymize.microaggregation` and :mod:`ppdm.anonymize.discretization`.
 
 Dates are numbers on a time axis (days since 1970-01-01) and are rounded like any numeric
@@ -59,6 +59,12 @@ SUPERVISED = ("mdlp", "chimerge")
 METHODS = ("base", *MICROAGGREGATION, *UNSUPERVISED, *SUPERVISED)
 ENCODINGS = ("nearest", "group", "stochastic")
 DATE_PERIODS = ("month", "year")
+#: rounding points per attribute when neither k nor c is given (paper 003 §4.3's c ∈ {3, 5, 10, 15,
+#: 20, 25}): the Freedman–Diaconis rule the paper suggests (§5) picks c from n^(1/3) and the spread,
+#: up to hundreds of points per attribute on skewed data (tarragona), and its releases of adult, wbc,
+#: cmc and tarragona keep 10–63 % of the records near-verbatim and unique in x, which the release gate
+#: refuses; c = 5 passes on every shipped table but cmc (docs/rounding.md, "Default size")
+DEFAULT_C = 5
 
 
 @dataclass
@@ -174,10 +180,16 @@ class Rounding(Technique):
         ``base``, ``mdav``, ``vmdav``, ``optimal``, ``equal-width``, ``equal-frequency``,
         ``kmeans``, ``resampling``, ``mdlp`` or ``chimerge`` (the last two need the class).
     k, c, b:
-        Group size, number of intervals, or base (give at most one); ``"fd"`` or none of them
-        chooses c per attribute with the Freedman–Diaconis rule (k = ⌈n/c⌉; for ``base`` the
-        Freedman–Diaconis width). k for a discretization means c = ⌈n/k⌉ and c for a
-        microaggregation k = ⌈n/c⌉. For ``chimerge`` c caps the number of intervals.
+        Group size, number of intervals, or base (give at most one). None of them: c = 5
+        (:data:`DEFAULT_C`) rounding points per attribute, the coarsest but one of paper 003's
+        settings (§4.3), where its IDR and DDR stay at a few hundredths on every distribution
+        (Tables 1–6); finer default sets (c = 10, or the Freedman–Diaconis rule) leave so many
+        records near-verbatim and unique in x that the release gate refuses them on adult,
+        wbc, cmc or tarragona. ``"fd"`` chooses c per attribute with the Freedman–Diaconis rule
+        (k = ⌈n/c⌉), the paper's choice for an owner with no insight (§5); for ``base`` none
+        given means the Freedman–Diaconis width. k for a discretization means c = ⌈n/k⌉ and c
+        for a microaggregation k = ⌈n/c⌉. For ``chimerge`` c caps the number of intervals (no
+        cap when none is given).
     encoding:
         ``nearest`` (default: nearest rounding point), ``group`` (the point of the record's own
         group or interval, classical microaggregation output) or ``stochastic`` (unbiased random
@@ -208,6 +220,9 @@ class Rounding(Technique):
     search_space = SearchSpace({"method": Choice(("optimal", "mdav", "equal-width", "equal-frequency", "kmeans")),
                                 "k": Integer(2, 200, log=True, at_most_share=0.5),
                                 "encoding": Choice(("nearest", "group"))}, needs=("numeric",), deterministic=True)
+
+    #: the gate's search of a setting that passes (:meth:`strength_setting` says which size is in use)
+    strength_param = ("c", "decreasing", 2)
 
     def __init__(
         self,
@@ -288,6 +303,10 @@ class Rounding(Technique):
             raise ParameterError(f"date_period must be None, 'month' or 'year', got {self.date_period!r}")
 
     # ------------------------------------------------------------------- sizes
+    def _fd_asked(self) -> bool:
+        """Whether the Freedman–Diaconis rule picks the size (``k="fd"`` or ``c="fd"``)."""
+        return _is_fd(self.k) or _is_fd(self.c)
+
     def _group_size(self, x: np.ndarray) -> dict[str, Any]:
         n = x.size
         if self.k is not None and not _is_fd(self.k):
@@ -297,6 +316,8 @@ class Rounding(Technique):
             return {"k": k}
         if self.c is not None and not _is_fd(self.c):
             return {"k": disc.k_from_c(n, int(self.c)), "c": int(self.c)}
+        if not self._fd_asked():
+            return {"k": disc.k_from_c(n, DEFAULT_C), "c": DEFAULT_C, "rule": "default"}
         c = disc.freedman_diaconis_bins(x)
         return {"k": disc.k_from_c(n, c), "c": c, "rule": "fd"}
 
@@ -308,7 +329,22 @@ class Rounding(Technique):
             if int(self.k) > n:
                 raise ParameterError(f"k={self.k} exceeds the number of records ({n})")
             return {"c": max(2, disc.c_from_k(n, int(self.k))), "k": int(self.k)}
+        if not self._fd_asked():
+            return {"c": DEFAULT_C, "rule": "default"}
         return {"c": max(2, disc.freedman_diaconis_bins(x)), "rule": "fd"}
+
+    def strength_setting(self) -> tuple[str, str, float | None, Any] | None:
+        """The size the release gate's search varies (:meth:`Technique.strength_setting`): c,
+        fewer points being coarser (down to 2), when c is given or by default; k, larger groups
+        being coarser, when k is given; none for a size the data choose (``"fd"``, ``mdlp``,
+        ChiMerge without a cap) or a base."""
+        if self.method in ("base", "mdlp") or self._fd_asked():
+            return None
+        if self.method == "chimerge" and self.k is None and self.c is None:
+            return None  # no cap on ChiMerge's intervals: nothing to lower
+        if self.k is not None:
+            return "k", "increasing", None, self.k
+        return "c", "decreasing", 2, DEFAULT_C if self.c is None else self.c
 
     # --------------------------------------------------------------------- fit
     def _fit_column(self, x: np.ndarray, y: np.ndarray | None, rng: np.random.Generator,

@@ -484,19 +484,19 @@ def stronger_values(now: float, direction: str, limit: float | None, tries: int 
 
 def passing_strength(technique: Any, making: _Making, options: GateOptions,
                      took: float = 0.0) -> tuple[Any, str]:
-    """A setting of the technique's strength parameter (its class attribute ``strength_param``)
-    that passes the gate on this table: a coarse ladder of :func:`stronger_values` (three rungs
+    """A setting of the technique's strength parameter (its class attribute ``strength_param``,
+    as :meth:`ppdm.anonymize.base.Technique.strength_setting` reads it) that passes the gate on
+    this table: a coarse ladder of :func:`stronger_values` (three rungs
     up to the parameter's limit, else doubling or dividing by ten) until one passes, then
     halving the step (geometric midpoints) between the last that failed and the first that
     passed — at most :data:`SEARCH_TRIES` tries in all, started within :data:`SEARCH_SECONDS`.
     Returns ``(0.31, "level ≥ 0.31 passes on this table (now 0.1)")``, or ``(None, what was
     tried)`` when none passed, or ``(None, "")`` for a technique without a strength parameter.
     Each try is a full release of the same records with the same seed, never published."""
-    spec = getattr(type(technique), "strength_param", None)
-    if not spec:
+    setting = technique.strength_setting() if hasattr(technique, "strength_setting") else None
+    if not setting:
         return None, ""
-    name, direction, limit = spec
-    now = technique.get_params(deep=False).get(name)
+    name, direction, limit, now = setting
     if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)):
         return None, ""
     whole = isinstance(now, (int, np.integer))
@@ -584,7 +584,8 @@ _FIXES: dict[str, list[tuple[str, str]]] = {
     "forest-framework": [("sigma_frac", "raise sigma_frac (now {sigma_frac}) for numeric attributes, and keep "
                                         "swap_prob (now {swap_prob}) high for categorical ones")],
     "mdav": [("k", "raise k (now {k})")],
-    "rounding": [("k", "raise k (now {k}), or use coarser rounding sets")],
+    "rounding": [("c", "use coarser rounding sets: fewer points per attribute (a smaller c) or larger groups "
+                       "(a larger k)")],
     "random-substitution": [("gamma", "perturb more (a smaller gamma, now {gamma})")],
     "gadp": [("confidential", "declare them confidential (confidential=[...]) so GADP redraws them")],
     "dpcube": [("epsilon", "lower epsilon (now {epsilon})")],
