@@ -275,7 +275,7 @@ def ddr(
     (:func:`ppdm.metrics._dask.blocked_linkage`): the same links, exactly, with two
     partitions in memory per task (``method`` is then ``"blocked-kdtree"``).
     """
-    standardize = check_choice(standardize, ("per_file", "original", "none"), "DDR standardize")  # type: ignore[assignment]
+    standardize = check_choice(standardize, ("per_file", "original", "none"), "DDR standardize")
     if ties not in ("fractional", "first", "strict"):
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
     if method not in ("auto", "tree", "kdtree", "brute", "blas"):
