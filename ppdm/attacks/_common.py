@@ -15,6 +15,7 @@ R and R ± e_R are clipped to [0, 1].
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -331,7 +332,7 @@ def nearest(
 
 
 # ------------------------------------------------------------ registrations
-def measure_options(ctx: Any, name: str, allowed: list[str]) -> dict[str, Any]:
+def measure_options(ctx: Any, name: str, allowed: Sequence[str]) -> dict[str, Any]:
     """Options meant for the registered measure ``name``: ``name.key`` or ``{name: {key: ...}}``
     (plain keys are not read: ``n_attacks`` for one attack is not meant for another)."""
     out: dict[str, Any] = {}
