@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -396,7 +396,7 @@ def _correlation_frame(
 
 def correlation_matrix(
     result: ComparisonResult,
-    method: str = "pearson",
+    method: Literal["pearson", "kendall", "spearman"] = "pearson",
     *,
     difference: bool = False,
     include_original: bool = False,
@@ -900,7 +900,7 @@ def compare(
             collect(par(delayed(_run_task)(*args(t)) for t in batch), batch)
 
     all_specs = ([base_spec] if baseline else []) + specs
-    all_effective = ([{}] if baseline else []) + effective
+    all_effective: list[dict[str, Any]] = ([{}] if baseline else []) + effective
     offset = 0 if baseline else 1
     rows = []
     for i, spec in enumerate(all_specs):

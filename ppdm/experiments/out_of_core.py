@@ -373,7 +373,8 @@ def release_dataset(
             raise PPDMError(f"output {str(side)!r} exists; remove it or choose another name")
     n_parts = ds.npartitions
     seeded = technique.random_state is not None
-    base = int(np.random.SeedSequence(None if not seeded else int(technique.random_state)).entropy)
+    # random_state is an int when set: the technique checked it
+    base = int(np.random.SeedSequence(None if not seeded else int(technique.random_state)).entropy)  # type: ignore[arg-type]
 
     # 1. scan
     scans = run_partitions(_scan, n_parts, args=(ds,), progress=_stage(progress, "scan"), name="ppdm-scan")

@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -765,9 +765,10 @@ def utility_loss(losses: Mapping[str, float | None], policy: Policy) -> float | 
     loss (priority order; the others break near-ties when the winner is chosen)."""
     if any(v is None for v in losses.values()):
         return None
+    known = {k: v for k, v in losses.items() if v is not None}  # all of them: none is None
     if policy.mode == "weights":
-        return float(sum(t.weight * float(losses[t.measure]) for t in policy.utility))  # type: ignore[arg-type]
-    return float(losses[policy.utility[0].measure])  # type: ignore[arg-type]
+        return float(sum(t.weight * float(known[t.measure]) for t in policy.utility))
+    return float(known[policy.utility[0].measure])
 
 
 def risk_value(lines: Sequence[LineVerdict], policy: Policy) -> float | None:
@@ -1008,7 +1009,7 @@ def _open_study(storage: Any, resume: bool, sampler: Any) -> tuple[Any, bool]:
     """The Optuna study in ``storage`` (created, or loaded with ``resume``) and whether it existed."""
     import optuna
 
-    directions = ["minimize", "minimize"]
+    directions: list[Literal["minimize", "maximize"]] = ["minimize", "minimize"]
     if storage is None:
         return optuna.create_study(directions=directions, sampler=sampler, study_name=STUDY_NAME), False
     names = [s.study_name for s in optuna.get_all_study_summaries(storage)] if _storage_exists(storage) else []

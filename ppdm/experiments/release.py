@@ -500,7 +500,7 @@ def passing_strength(technique: Any, making: _Making, options: GateOptions,
     if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)):
         return None, ""
     whole = isinstance(now, (int, np.integer))
-    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)
+    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)  # type: ignore[arg-type]  # a numpy number acts as a float
     if not ladder:
         return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
     budget = min(SEARCH_SECONDS, max(3 * took, 10.0))
