@@ -299,7 +299,7 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     with progress_bar(f"releasing {ds.npartitions} partitions with {method}"), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
-                              missing=_missing(missing, keep=True),  # type: ignore[arg-type]
+                              missing=_missing(missing, keep=True),
                               fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=shuffle,
                               input_info={"missing": missing}, **(gate_args or {}))
     _report(rel, random_state)

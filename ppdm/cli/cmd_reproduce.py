@@ -153,11 +153,11 @@ class _ReproduceGroup(TyperGroup):
     """``ppdm reproduce``: the papers first, then the single experiments; an unknown name is
     refused with the list of known ones."""
 
-    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+    def list_commands(self, ctx):
         names = list(self.commands)
         return [n for n in REPRODUCTIONS if n in names] + [n for n in names if n not in REPRODUCTIONS]
 
-    def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
+    def resolve_command(self, ctx, args):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             raise PPDMError(
                 f"no reproduction named {args[0]!r}; papers: {', '.join(REPRODUCTIONS)}; "
