@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -396,7 +396,7 @@ def _correlation_frame(
 
 def correlation_matrix(
     result: ComparisonResult,
-    method: Literal["pearson", "kendall", "spearman"] = "pearson",
+    method: str = "pearson",
     *,
     difference: bool = False,
     include_original: bool = False,
@@ -414,7 +414,7 @@ def correlation_matrix(
     """
     wide = _correlation_frame(result, method, difference=difference, include_original=include_original,
                               techniques=techniques)
-    out = wide.corr(method=method)
+    out = wide.corr(method=method)  # type: ignore[arg-type]  # pandas-stubs wants a literal; pandas refuses an unknown name itself
     out.index.name = None
     out.columns.name = None
     return out
