@@ -190,7 +190,7 @@ def methods(
 
         print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy,
+                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy,  # type: ignore[attr-defined]  # a registered Technique
                    "search_space": _search_space_text(cls)}
             for name, cls in sorted(TECHNIQUES.items())
         }})
@@ -199,7 +199,7 @@ def methods(
     for name in sorted(TECHNIQUES):
         cls = TECHNIQUES[name]
         console.print(f"[bold cyan]{name}[/bold cyan] ({cls.__name__}): {_first_line(cls.__doc__)} "
-                      f"(missing cells: {cls.missing_policy})", highlight=False)
+                      f"(missing cells: {cls.missing_policy})", highlight=False)  # type: ignore[attr-defined]  # a registered Technique
         params = "  ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
         space = _search_space_text(cls)

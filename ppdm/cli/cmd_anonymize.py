@@ -116,7 +116,7 @@ def anonymize(
     from ppdm.metrics.release_check import GateOptions
 
     # the gate's thresholds and overrides travel as one object down to the check
-    gate_args = {"gate_options": GateOptions.of(
+    gate_args: dict[str, Any] = {"gate_options": GateOptions.of(
         _gate_options(gate), allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
         allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)}
     get_technique(method)  # an unknown name is the first thing to say, before the table is read

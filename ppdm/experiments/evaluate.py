@@ -383,6 +383,7 @@ def evaluate(
     notes: list[str] = []
     control = opts.control
     z_source: str | None = None
+    provenance: dict[str, Any] | None
     if isinstance(z_or_release, Release):
         rel = z_or_release
         if opts.pairing == "position":
@@ -439,7 +440,8 @@ def evaluate(
         recorded = ((pair.private or {}).get("input") or {}).get("missing")
         opts = replace(opts, missing=recorded or ("keep" if isinstance(z_or_release, Release) else "error"))
     miss = opts.missing
-    x, _ = schema.validate(x, missing=miss)  # type: ignore[arg-type]
+    assert miss is not None  # filled in just above
+    x, _ = schema.validate(x, missing=miss)  # type: ignore[arg-type]  # a policy name: the caller's or the log's
     x = x.reset_index(drop=True)
     x, sch, ids = without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
     from ppdm.data.provenance import owner_view

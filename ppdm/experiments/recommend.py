@@ -179,7 +179,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int, table: pd.DataF
     _load_all()
     explicit = policy.techniques is not None
     chains = [c for c in DEFAULT_CHAINS if all(step in TECHNIQUES for step in chain_steps(c))]
-    choices = policy.techniques if explicit else [_Plain(n) for n in [*sorted(TECHNIQUES), *chains]]
+    choices = policy.techniques if policy.techniques is not None else [_Plain(n) for n in [*sorted(TECHNIQUES), *chains]]
     spaces: list[TechniqueSpace] = []
     left_out: dict[str, str] = {}
     for choice in choices:
@@ -252,7 +252,7 @@ def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: P
                 and not isinstance(ln.options.get(option), bool)]
         if not need:
             continue
-        low = max(need)
+        low: float = max(need)  # type: ignore[type-var, assignment]  # need holds numbers only (filtered above)
         if isinstance(dist, Integer):
             low = int(math.ceil(low))
             out[pname] = Integer(max(dist.low, low), max(dist.high, low), dist.log, None if low > dist.high
@@ -595,7 +595,7 @@ def _privacy(tech: Any) -> dict[str, Any] | None:
         return None
     eps = rep.get("epsilon")
     return {"differentially_private": bool(rep.get("differentially_private")),
-            "epsilon": float(eps) if _finite(eps) else None}
+            "epsilon": float(eps) if _finite(eps) else None}  # type: ignore[arg-type]  # _finite: float(eps) works
 
 
 def _json(v: Any) -> Any:
