@@ -212,8 +212,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         seed = self.random_state
         if not (seed is None or isinstance(seed, (int, np.integer))):
             raise ParameterError("a partitioned transform needs an int random_state (or None) to seed each partition")
-        # seed is None or an int here; mypy does not narrow through the negated "or" above
-        return int(np.random.SeedSequence(None if seed is None else int(seed)).entropy)  # type: ignore[arg-type]
+        return int(np.random.SeedSequence(None if seed is None else int(seed)).entropy)  # type: ignore[arg-type]  # None or an int: checked above
 
     def transform_partition(self, X: pd.DataFrame, number: int, base: int) -> pd.DataFrame:
         """Transform partition ``number`` of a larger table, drawing from a generator seeded by

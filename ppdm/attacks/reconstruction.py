@@ -221,8 +221,7 @@ def spectral_filtering_attack(
             raise MeasureNotApplicable("spectral filtering needs at least two perturbed numeric attributes")
         doms = [metadata.attributes[c] for c in cols]
         u = np.column_stack([d.get_index(z[c], released=True) for c, d in zip(cols, doms, strict=True)]).astype(float)
-        # a number or a sequence here: a per-column mapping is for the plain (no metadata) attack
-        est, k, w, s2, lam = spectral_filter(u, None if noise_std is None else float(np.mean(np.square(noise_std))))  # type: ignore[arg-type]
+        est, k, w, s2, lam = spectral_filter(u, None if noise_std is None else float(np.mean(np.square(noise_std))))  # type: ignore[arg-type]  # with metadata noise_std is a number or a sequence
         top = np.array([d.n - 1 for d in doms], dtype=float)
         codes = np.clip(np.rint(est), 0, top)
         if replace_threshold is not None:

@@ -179,8 +179,7 @@ class Indexed:
             self.order = np.ascontiguousarray(order.T)
             self.sorted_vals = np.ascontiguousarray(np.take_along_axis(self.data, order, axis=0).T)
             self.n_present = (~np.isnan(self.data)).sum(axis=0).astype(np.int64)
-        # both set just above on the first call
-        return count_matches(self.data, self.sorted_vals, self.order, self.n_present, col, op, val,  # type: ignore[arg-type]
+        return count_matches(self.data, self.sorted_vals, self.order, self.n_present, col, op, val,  # type: ignore[arg-type]  # both set just above
                              np.iinfo(np.int64).max if cap is None else cap)
 
 

@@ -209,8 +209,7 @@ def _dates(arr: Any, name: str) -> pd.Series:
     it to the same days, in the unit pandas gives dates parsed from text."""
     dtype = _date_dtype()
     days = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr), offset=arr.offset * 4)
-    # numpy's stubs take the unit only as a literal; datetime_data gives it as a str
-    per_day = np.timedelta64(1, "D") // np.timedelta64(1, np.datetime_data(dtype)[0])  # type: ignore[call-overload]
+    per_day = np.timedelta64(1, "D") // np.timedelta64(1, np.datetime_data(dtype)[0])  # type: ignore[call-overload]  # numpy's stubs want a literal unit
     values = (days.astype(np.int64) * per_day).view(dtype)
     if arr.null_count:
         values[~_bits(arr.buffers()[0], arr.offset, len(arr))] = np.datetime64("NaT")

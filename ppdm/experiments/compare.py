@@ -818,7 +818,7 @@ def compare(
     if missing not in ("error", "drop", "keep"):
         raise ParameterError(f"missing must be 'error', 'drop' or 'keep', got {missing!r}")
     x, schema, identifiers = without_identifiers(x, schema)
-    x, _ = schema.validate(x, missing=missing, min_classes=2 if schema.class_column else 0)  # type: ignore[arg-type]
+    x, _ = schema.validate(x, missing=missing, min_classes=2 if schema.class_column else 0)  # type: ignore[arg-type]  # missing is one of the three (checked above)
     x = x.reset_index(drop=True)
     validated = [_validate_spec(s, schema) for s in specs]
     classes = [c for c, _ in validated]

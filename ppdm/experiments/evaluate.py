@@ -160,7 +160,7 @@ def like_x(df: pd.DataFrame, x: pd.DataFrame, schema: Schema, missing: str, what
             parts.append(f"has extra {', '.join(map(repr, extra))}")
         raise SchemaError(f"the {what} table does not have the columns of the original: it {' and '.join(parts)}")
     df = align_dtypes(df[list(x.columns)], x, f"the {what} table")
-    df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]
+    df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]  # a policy name: the caller's or the log's
     if dropped:
         df = df.reset_index(drop=True)
     return df, int(dropped or 0)
@@ -449,7 +449,7 @@ def evaluate(
     # the owner's view: the full output schema (recoding's merged categories) lives in the private log
     x, sch, recode = recoded_view(x, sch, owner_view(provenance, pair.private))
     if z is None:
-        z, _ = _table(z_source, sch)  # type: ignore[arg-type]
+        z, _ = _table(z_source, sch)  # type: ignore[arg-type]  # z is None only when z_source names a file
     # a paired z is read with its incomplete rows, so that the pairs are dropped together
     z, dropped = like_x(z, x, sch, "keep" if miss == "drop" and pair.paired else miss, "anonymized", ids)
     if dropped:

@@ -211,8 +211,8 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int, table: pd.DataF
                                                           and isinstance(over.high, int))
                 log = over.log if over.log is not None else bool(getattr(declared, "log", False))
                 try:
-                    params[pname] = (Integer(int(over.low), int(over.high), log) if whole  # type: ignore[arg-type]
-                                     else Real(float(over.low), float(over.high), log))  # type: ignore[arg-type]
+                    params[pname] = (Integer(int(over.low), int(over.high), log) if whole  # type: ignore[arg-type]  # a range override has both ends set
+                                     else Real(float(over.low), float(over.high), log))  # type: ignore[arg-type]  # a range override has both ends set
                 except ParameterError as e:
                     raise ParameterError(f"the policy's range of {choice.name}.{pname}: {e}") from None
         when = {p: c for p, c in space.when.items() if p in params}
@@ -464,7 +464,7 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
             entry["value"] = float(v) if math.isfinite(v) else None
             lo, hi = getattr(res.result, "ci_low", None), getattr(res.result, "ci_high", None)
             if _finite(lo) and _finite(hi):
-                entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]
+                entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]  # _finite: float() works
             if entry["value"] is None:
                 entry["reason"] = "the measure gave no value"
             why = result_not_judged(res.result) if spec.kind == "risk" else None
@@ -805,7 +805,7 @@ def risk_value(lines: Sequence[LineVerdict], policy: Policy) -> float | None:
     vals = [worst(ln) for ln in chosen]
     if any(v is None for v in vals):
         return None
-    return max(vals)  # type: ignore[type-var]
+    return max(vals)  # type: ignore[type-var]  # none is None (checked above)
 
 
 # --------------------------------------------------------------------------- results
@@ -874,9 +874,9 @@ def pareto_front(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     front: list[TrialRecord] = []
     best_loss = math.inf
     for r in pts:
-        if r.utility_loss < best_loss:  # type: ignore[operator]
+        if r.utility_loss < best_loss:  # type: ignore[operator]  # pts keeps records with both values set
             front.append(r)
-            best_loss = r.utility_loss  # type: ignore[assignment]
+            best_loss = r.utility_loss  # type: ignore[assignment]  # pts keeps records with both values set
     return front
 
 
@@ -897,8 +897,8 @@ def rank(records: Sequence[TrialRecord], policy: Policy) -> list[TrialRecord]:
     # each measure in turn keeps the releases within its tolerance of the best; the last decides
     pool = list(feas)
     for t in policy.utility:
-        best = min(r.utility[t.measure] for r in pool)  # type: ignore[type-var]
-        pool = [r for r in pool if r.utility[t.measure] <= best + t.tolerance]  # type: ignore[operator]
+        best = min(r.utility[t.measure] for r in pool)  # type: ignore[type-var]  # a feasible record has its utility values
+        pool = [r for r in pool if r.utility[t.measure] <= best + t.tolerance]  # type: ignore[operator]  # a feasible record has its utility values
     first = min(pool, key=lambda r: (*[r.utility[n] for n in names[::-1]],
                                      r.risk if r.risk is not None else math.inf, r.number))
     rest = sorted((r for r in feas if r is not first), key=key)
@@ -1589,7 +1589,7 @@ def _executor_slots(executor: Executor, workers: int) -> int:
 def _stop(pool: Executor | None, *, kill: bool) -> None:
     """Shut down the search's own worker processes; ``kill`` stops trials still running."""
     if pool is not None:
-        pool.shutdown(wait=not kill, kill_workers=kill)  # type: ignore[call-arg]
+        pool.shutdown(wait=not kill, kill_workers=kill)  # type: ignore[call-arg]  # loky's executor takes kill_workers; Executor's stub does not
 
 
 def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
@@ -1654,8 +1654,8 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                 result.release, result.verification, result.chosen = rel, verification, cand
                 result.control = None if result.refit else data.control
                 if cand is not result.winner:
-                    result.notes.append(f"fresh draws of the winner, trial {result.winner.number} "  # type: ignore[union-attr]
-                                        f"({result.winner.label}), missed the policy; the release was made with "  # type: ignore[union-attr]
+                    result.notes.append(f"fresh draws of the winner, trial {result.winner.number} "  # type: ignore[union-attr]  # a candidate other than the winner means a winner exists
+                                        f"({result.winner.label}), missed the policy; the release was made with "  # type: ignore[union-attr]  # a candidate other than the winner means a winner exists
                                         f"the next-ranked trial {cand.number} ({cand.label}) instead")
                 return
     result.unmet = {"lines": [], "never_met": [], "closest_trial": None, "trials": len(result.trials),

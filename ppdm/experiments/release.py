@@ -382,7 +382,7 @@ def release(
     hold_record = None
     if held is not None:
         control = x.iloc[held].drop(columns=removed).reset_index(drop=True)
-        hold_record = {"fraction": float(holdout), "rows": len(held), "control": None,  # type: ignore[arg-type]
+        hold_record = {"fraction": float(holdout), "rows": len(held), "control": None,  # type: ignore[arg-type]  # held is set only with holdout
                        "positions": encode_positions(held)}
     record = build_provenance(
         technique=technique_record(tech),
@@ -639,7 +639,7 @@ def _dp_preface(check: ReleaseCheck, privacy: dict[str, Any] | None, rule: str) 
     if not isinstance(privacy, dict) or not privacy.get("differentially_private"):
         return ""
     try:
-        eps = _epsilon_text(float(privacy.get("epsilon")))  # type: ignore[arg-type]
+        eps = _epsilon_text(float(privacy.get("epsilon")))  # type: ignore[arg-type]  # a DP release records its epsilon; else caught below
     except (TypeError, ValueError):
         eps = "?"
     if rule in ("unchanged", "verbatim_unique"):

@@ -184,8 +184,7 @@ def _link_tree(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     tree = build_tree(Xs, LEAF_SIZE)
     n_leaves = int((tree[4] < 0).sum())
     budget = max(32, int(n_leaves * TREE_LEAF_BUDGET))
-    # numba's Dispatcher type does not count the arguments *tree unpacks
-    status, count, first = own_ball_search(Xs, Zs, np.arange(n), *tree, TIE_REL_TOL, TIE_ABS_TOL, budget,  # type: ignore[call-arg]
+    status, count, first = own_ball_search(Xs, Zs, np.arange(n), *tree, TIE_REL_TOL, TIE_ABS_TOL, budget,  # type: ignore[call-arg]  # numba's Dispatcher type does not count *tree
                                            max(1, min(n, 8 * _threads())))
     own = status == 1
     undecided = np.flatnonzero(status < 0)
