@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -112,16 +112,20 @@ def check_n_features(owner: object, n_features: int) -> None:
         )
 
 
-def check_choice(value: Any, choices: tuple[str, ...], what: str) -> str:
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def check_choice(value: Any, choices: tuple[_Choice, ...], what: str) -> _Choice:
     """``value`` when it is one of ``choices``, else :class:`ParameterError` listing them.
 
     ``None`` reads as ``"none"`` where that is a choice: ``--param scaling=none`` parses to
     ``None`` (:func:`parse_value`), and ``scaling=None`` is how Python says "no scaling" too.
     """
+    # the choice itself is returned (an equal str), so a tuple of literals types the result
     if value is None and "none" in choices:
-        return "none"
+        return choices[choices.index("none")]
     if isinstance(value, str) and value in choices:
-        return value
+        return choices[choices.index(value)]
     listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}" if len(choices) > 1 else repr(choices[0])
     raise ParameterError(f"{what} must be {listed}, got {value!r}")
 

@@ -128,7 +128,7 @@ class ValueDomain:
         return out
 
 
-def _step_of(column: str, schema: Schema, dtype: object) -> float | None:
+def _step_of(column: str, schema: Schema, dtype: np.dtype | pd.api.extensions.ExtensionDtype) -> float | None:
     if column in schema.integer or pd.api.types.is_integer_dtype(dtype):
         return 1.0
     if column in schema.dates:
@@ -177,7 +177,7 @@ def check_declared_domain(df: pd.DataFrame, schema: Schema, *, bounds: bool = Tr
             if bad.any():
                 raise SchemaError(
                     f"column {c!r} has a value outside its declared bounds [{lo:g}, {hi:g}] at row "
-                    f"{df.index[bad.argmax()]!r} ({_count(int(bad.sum()))}); correct the data or the "
+                    f"{df.index[int(bad.argmax())]!r} ({_count(int(bad.sum()))}); correct the data or the "
                     "schema's bounds (to cap outlying values, top/bottom-code them first)"
                 )
     for c, values in (schema.categories if categories else {}).items():
@@ -190,7 +190,7 @@ def check_declared_domain(df: pd.DataFrame, schema: Schema, *, bounds: bool = Tr
             ok |= s.astype(str).isin([str(v) for v in values]).to_numpy()
         if not ok.all():
             raise SchemaError(
-                f"column {c!r} has a value outside its declared categories at row {s.index[(~ok).argmax()]!r} "
+                f"column {c!r} has a value outside its declared categories at row {s.index[int((~ok).argmax())]!r} "
                 f"({_count(int((~ok).sum()))}); correct the data or add the value to the schema's categories"
             )
 
@@ -225,7 +225,7 @@ def into_domain(values: np.ndarray, domain: ValueDomain, how: str = "clip", *, w
 
 
 def _on_grid(v: np.ndarray, domain: ValueDomain, how: str) -> np.ndarray:
-    step = float(domain.step)  # type: ignore[arg-type]
+    step = float(domain.step)  # type: ignore[arg-type]  # only domains on a grid (a step) come here
     k_low, k_high = domain.grid()
     k = np.rint(v / step)
     if how == "clip":

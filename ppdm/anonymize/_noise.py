@@ -17,8 +17,8 @@ import numpy as np
 
 def wrap_continuous(
     v: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
     lo_closed: np.ndarray,
     hi_closed: np.ndarray,
 ) -> np.ndarray:
@@ -77,8 +77,8 @@ def integer_range(
 
 def wrap_integer(
     v: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
     lo_closed: np.ndarray,
     hi_closed: np.ndarray,
 ) -> np.ndarray:
@@ -106,8 +106,8 @@ def wrap_integer(
 def add_wrapped_noise(
     v: np.ndarray,
     noise: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
     lo_closed: np.ndarray,
     hi_closed: np.ndarray,
     *,
@@ -131,7 +131,7 @@ def add_wrapped_noise(
     return _add_wrapped_noise_numpy(v, noise, lo, hi, lo_closed, hi_closed, integer=integer)
 
 
-def _add_wrapped_noise_numpy(v: np.ndarray, noise: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+def _add_wrapped_noise_numpy(v: np.ndarray, noise: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float,
                              lo_closed: np.ndarray, hi_closed: np.ndarray, *, integer: bool) -> np.ndarray:
     fn = wrap_integer if integer else wrap_continuous
     out = fn(v + noise, lo, hi, lo_closed, hi_closed)

@@ -765,7 +765,7 @@ def joint_suppress(codes: np.ndarray, k: int, cost: np.ndarray, subsets: list[tu
     unit = np.asarray(cost, dtype=float) * (1.0 + 1e-6 * rank)
     short = (fk < k).any(axis=0)
     heap: list[tuple[float, int, int]] = []
-    for r in np.flatnonzero(short):
+    for r in np.flatnonzero(short).tolist():
         for j in range(m):
             g = _joint_gain(out, int(r), j, Ks, has, fk, k)
             if g > 0:

@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppdm.anonymize._domain import ValueDomain, check_declared_domain, value_domains
-from ppdm.data.schema import Schema
+from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.data.types import restore_column, working_frame
 from ppdm.errors import ParameterError, SchemaError
 from ppdm.utils import check_n_features, check_random_state, check_table_input
@@ -184,7 +184,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 f"the schema leaves out column(s) {', '.join(map(repr, left))} of the table; give each a type "
                 "or role (numeric, categorical, identifiers, weight) or drop it from the table"
             )
-        missing = "keep" if self.handles_missing else "error"
+        missing: MissingPolicy = "keep" if self.handles_missing else "error"
         df, _ = schema.validate(df, missing=missing, min_classes=2 if self.needs_class else 0)
         if not self.handles_missing_class:
             _refuse_missing_class(df, schema)
@@ -224,7 +224,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         seed = self.random_state
         if not (seed is None or isinstance(seed, (int, np.integer))):
             raise ParameterError("a partitioned transform needs an int random_state (or None) to seed each partition")
-        return int(np.random.SeedSequence(None if seed is None else int(seed)).entropy)
+        return int(np.random.SeedSequence(None if seed is None else int(seed)).entropy)  # type: ignore[arg-type]  # None or an int: checked above
 
     def transform_partition(self, X: pd.DataFrame, number: int, base: int) -> pd.DataFrame:
         """Transform partition ``number`` of a larger table, drawing from a generator seeded by
@@ -265,7 +265,7 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _transform_frame(self, X: Any, rng: np.random.Generator) -> Any:
         df, was_array = self._as_fitted_frame(X)
-        missing = "keep" if self.handles_missing else "error"
+        missing: MissingPolicy = "keep" if self.handles_missing else "error"
         df, _ = self.schema_.validate(df, missing=missing)
         _refuse_missing_class(df, self.schema_)
         work = working_frame(df, self.schema_.numeric).copy()

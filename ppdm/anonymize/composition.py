@@ -157,7 +157,7 @@ class Composition(Technique):
         cur = df
         for _, step in self.steps_:
             cur = step.transform(cur)
-        return cur.to_numpy() if was_array else cur
+        return cur.to_numpy() if was_array else cur  # type: ignore[return-value]  # an array in, an array out (sklearn)
 
     def _transform(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> pd.DataFrame:
         return self.transform(df)  # pragma: no cover - transform is overridden
@@ -250,7 +250,7 @@ def make_composition(methods: list[str], *, params: dict[str, Any] | None = None
                                  f"give it as <method>.{key}")
         per[owners[0]][key] = value
     steps = []
-    for i, (m, p) in enumerate(zip(norm, per, strict=True)):
-        est = make_technique(m, class_column=class_column, random_state=None, schema=schema, params=p)
+    for i, (m, step_params) in enumerate(zip(norm, per, strict=True)):
+        est = make_technique(m, class_column=class_column, random_state=None, schema=schema, params=step_params)
         steps.append((m if norm.count(m) == 1 else f"{i + 1}:{m}", est))
     return Composition(class_column=class_column, schema=schema, random_state=random_state, steps=steps)

@@ -57,7 +57,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -229,7 +229,7 @@ class GridDim:
         if self.kind == "numeric":
             out["edges"] = [float(e) for e in np.asarray(self.edges)]
         elif self.kind == "integer":
-            out["runs"] = [[int(a), int(b)] for a, b in zip(self.int_lo, self.int_hi, strict=True)]  # type: ignore[arg-type]
+            out["runs"] = [[int(a), int(b)] for a, b in zip(self.int_lo, self.int_hi, strict=True)]  # type: ignore[arg-type]  # an integer axis has its runs set
         else:
             out["values"] = [_value_label(v) for v in self.values or []]
             out["merged"] = self.merged
@@ -654,7 +654,7 @@ def _is_number(v: Any) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
 
 
-def _is_whole(v: Any) -> bool:
+def _is_whole(v: Any) -> TypeGuard[int | np.integer]:
     return not isinstance(v, bool) and isinstance(v, (int, np.integer))
 
 
@@ -1107,7 +1107,7 @@ class DPCube(Technique):
         plan = self._plan(schema, dom, flags, n0, rest, enc, noise_rng, steps)
         if plan is None:
             self._refuse_categories(fixed_cat)
-        selected, per_bins = plan  # type: ignore[misc]
+        selected, per_bins = plan
         e_sel = sum(s.epsilon for s in steps if s.name.startswith("attribute selection"))
         rest = rest - e_sel if not math.isinf(rest) else rest
         # ---- phase Q: bin edges at DP quantiles
@@ -1163,7 +1163,7 @@ class DPCube(Technique):
                 first = (grid.active.index(j),) if j in grid.active else ()
             boxes = kd_partition(
                 noisy_hist, noise_var=var1, min_count=min_count, split_threshold=float(self.split_threshold),
-                max_depth=self.max_depth, split=self.split,  # type: ignore[arg-type]
+                max_depth=self.max_depth, split=self.split,  # type: ignore[arg-type]  # a str checked against the choices on fit
                 first_dims=first,
             )
             # ---- phase 2b: noisy partition counts
@@ -1215,7 +1215,7 @@ class DPCube(Technique):
             "clamped_to_bounds": {c: int(k) for c, k in notes["clamped"].items() if k},
         }
 
-    def _refuse_categories(self, fixed: int) -> None:
+    def _refuse_categories(self, fixed: int) -> NoReturn:
         vals = {c: v for c, v in self._grid_values.items()}
         widest = max(vals, key=lambda c: len(vals[c]))
         raise ParameterError(
@@ -1484,7 +1484,7 @@ class DPCube(Technique):
         """The synthetic records, typed by the declaration (never by ``X``'s dtypes)."""
         df, was_array = self._as_fitted_frame(X)
         sample_rng = _child_rng(rng, 1)
-        m = int(self.n_rows_) if self.neighbouring == "add-remove" else len(df)  # type: ignore[arg-type]
+        m = int(self.n_rows_) if self.neighbouring == "add-remove" else len(df)  # type: ignore[arg-type]  # fit sets n_rows_ for add-remove
         out = self._synthesize(m, sample_rng)[list(df.columns)]
         if self._dom.from_data:
             # not differentially private anyway (domain_from_data=True): keep the input's dtypes
@@ -1533,7 +1533,7 @@ class DPCube(Technique):
             return from_time_axis(v, pd.Series(np.zeros(len(v), dtype="datetime64[ns]"), name=c),
                                   schema.dates[c], c)
         if c in dom.integer:
-            arr = pd.array(np.rint(vals.astype(float)).astype(np.int64), dtype="Int64" if c in dom.nullable else "int64")
+            arr: pd.api.extensions.ExtensionArray = pd.array(np.rint(vals.astype(float)).astype(np.int64), dtype="Int64" if c in dom.nullable else "int64")
             s = pd.Series(arr, name=c)
             if miss.any():
                 s[miss] = pd.NA

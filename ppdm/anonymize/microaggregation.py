@@ -35,7 +35,7 @@ from ppdm.utils import check_choice, finite_vector
 
 Scaling = Literal["standard", "sdcmicro", "none"]
 Strategy = Literal["auto", "global", "blocked"]
-SCALINGS = ("standard", "sdcmicro", "none")
+SCALINGS: tuple[Scaling, ...] = ("standard", "sdcmicro", "none")
 #: attributes whose largest |value| lies outside [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] are grouped in a
 #: space scaled by a power of two (squares and sums of squares of n records then fit in a double)
 SAFE_EXPONENT = 256
@@ -305,7 +305,7 @@ def optimal_1d(x: object, k: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ multivariate MDAV
-def check_scaling(scaling: object) -> str:
+def check_scaling(scaling: object) -> Scaling:
     """``scaling`` checked against :data:`SCALINGS` (``None`` reads as ``"none"``)."""
     return check_choice(scaling, SCALINGS, "scaling")
 

@@ -163,7 +163,7 @@ class UniformNoise(_Noise):
 
     def _new_numeric(self, old: np.ndarray, col: str, rng: np.random.Generator) -> np.ndarray:
         lo, hi, _ = self.numeric_stats_[col]
-        return rng.uniform(lo, hi, size=old.shape[0])
+        return rng.uniform(lo, hi, size=len(old))
 
     def _new_categorical(self, old: np.ndarray, col: str, rng: np.random.Generator) -> np.ndarray:
         levels = self.categorical_levels_[col]

@@ -293,7 +293,7 @@ def _stratum_keys(df: pd.DataFrame, strata: list[str]) -> list[tuple[Any, np.nda
     if not strata:
         return [((), np.arange(len(df)))]
     idx = df.reset_index(drop=True).groupby(strata, dropna=False, sort=False).indices
-    groups = {}
+    groups: dict[tuple[Any, ...], np.ndarray] = {}
     for key, rows in idx.items():
         t = key if isinstance(key, tuple) else (key,)
         groups[tuple(None if pd.isna(v) else _py(v) for v in t)] = np.asarray(rows, dtype=np.int64)

@@ -452,7 +452,7 @@ class RandomSubstitution(Technique):
 
     def _gamma_for(self, column: str) -> float:
         if self.gamma is None:
-            return gamma_from_privacy(self.rho1, self.rho2)  # type: ignore[arg-type]
+            return gamma_from_privacy(self.rho1, self.rho2)  # type: ignore[arg-type]  # checked: both set without gamma
         if isinstance(self.gamma, Mapping):
             if column in self.gamma:
                 return float(self.gamma[column])
@@ -520,7 +520,7 @@ class RandomSubstitution(Technique):
         v = s.to_numpy(dtype=float)
         given = self.bounds is not None and c in self.bounds
         if given:
-            lo, hi = (float(b) for b in self.bounds[c])  # type: ignore[index]
+            lo, hi = (float(b) for b in self.bounds[c])  # type: ignore[index]  # given: bounds is set
         else:
             lo, hi = float(v.min()), float(v.max())
         distinct = np.unique(v)

@@ -186,7 +186,7 @@ def interval_labels(breaks: np.ndarray, include_lowest: bool, values: np.ndarray
             got = np.full(want.shape, -1, dtype=np.int64)
             for i, lab in enumerate(labels):
                 iv = parse_interval(lab)
-                got[(got < 0) & iv.contains(values)] = i
+                got[(got < 0) & iv.contains(values)] = i  # type: ignore[union-attr]  # format_interval's labels parse
             if not np.array_equal(got, want):
                 continue
         break
@@ -421,13 +421,13 @@ class Recode(Technique):
         if self.breaks is not None:
             for v in _values(self.breaks):
                 _check_breaks("a column", v)
-        for v in (self.level.values() if isinstance(self.level, Mapping) else [self.level]):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise ParameterError(f"level must be a whole number ≥ 0 (a hierarchy level), got {v!r}")
+        for lv in (self.level.values() if isinstance(self.level, Mapping) else [self.level]):
+            if isinstance(lv, bool) or not isinstance(lv, (int, np.integer)) or lv < 0:
+                raise ParameterError(f"level must be a whole number ≥ 0 (a hierarchy level), got {lv!r}")
         if self.min_count is not None:
-            for v in (self.min_count.values() if isinstance(self.min_count, Mapping) else [self.min_count]):
-                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                    raise ParameterError(f"min_count must be a whole number ≥ 1, got {v!r}")
+            for mc in (self.min_count.values() if isinstance(self.min_count, Mapping) else [self.min_count]):
+                if isinstance(mc, bool) or not isinstance(mc, (int, np.integer)) or mc < 1:
+                    raise ParameterError(f"min_count must be a whole number ≥ 1, got {mc!r}")
         if not isinstance(self.other, str) or not self.other:
             raise ParameterError(f"other must be a non-empty label, got {self.other!r}")
         if self.date_period is not None:
@@ -759,7 +759,7 @@ class Recode(Technique):
         unseen = s.notna().to_numpy() & pd.isna(vals)
         if unseen.any():
             # a value fit did not see: its hierarchy label, or the merged label for a rare one
-            for i in np.flatnonzero(unseen):
+            for i in np.flatnonzero(unseen).tolist():
                 v = s.iloc[i]
                 lab = schema.hierarchy_level(c, v, self.levels_[c]) if c in self.levels_ else v
                 if self.other in set(mapping.values()) and lab not in set(mapping.values()):
@@ -962,8 +962,8 @@ class TopBottomCoding(Technique):
             if x.size == 0:
                 raise SchemaError(f"column {c!r} has no observed value to code")
             whole = c in schema.integer or c in schema.dates
-            bounds = []
-            reps = []
+            bounds: list[float | None] = []
+            reps: list[float | str | None] = []
             for side, spec, rep in (("bottom", self.bottom, self.bottom_replacement),
                                     ("top", self.top, self.top_replacement)):
                 v = _per_column(spec, c, None) if isinstance(spec, Mapping) else spec

@@ -18,7 +18,7 @@ def register(name: str) -> Callable[[type], type]:
 
     def deco(cls: type) -> type:
         TECHNIQUES[name] = cls
-        cls.method_name = name  # type: ignore[attr-defined]
+        cls.method_name = name  # type: ignore[attr-defined]  # set on whichever class is decorated
         return cls
 
     return deco
@@ -26,7 +26,7 @@ def register(name: str) -> Callable[[type], type]:
 
 def technique_params(cls: type) -> dict[str, Any]:
     """The technique's own parameters and their defaults (common ones left out)."""
-    sig = inspect.signature(cls.__init__)
+    sig = inspect.signature(cls.__init__)  # type: ignore[misc]  # the class's own __init__, read, not called
     return {
         p.name: (None if p.default is inspect.Parameter.empty else p.default)
         for p in sig.parameters.values()

@@ -178,8 +178,8 @@ class SearchSpace:
             raise ParameterError(f"unknown need {bad[0]!r}; known: {', '.join(NEEDS)}")
         object.__setattr__(self, "value_needs", {k: dict(v) for k, v in dict(self.value_needs).items()})
         for name, per in self.value_needs.items():
-            p = self.params.get(name)
-            if not isinstance(p, Choice) or any(v not in p.values for v in per):
+            choice = self.params.get(name)
+            if not isinstance(choice, Choice) or any(v not in choice.values for v in per):
                 raise ParameterError(f"value needs of {name!r} must name values of a Choice the space varies")
             bad = [n for n in per.values() if n not in NEEDS]
             if bad:

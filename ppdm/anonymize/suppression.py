@@ -203,7 +203,7 @@ class LocalSuppression(Technique):
             if cls in keys:
                 raise ParameterError(f"importance='class' ranks the keys by the class column {cls!r}, which is "
                                      "itself a key")
-            self.importance_ = "class"
+            self.importance_: str | np.ndarray | None = "class"
         else:
             self.importance_ = _importance(self.importance, keys)
         self.costs_ = _weights(self.weights, keys)
@@ -231,7 +231,7 @@ class LocalSuppression(Technique):
         n, m = codes.shape
         k = alg.check_k(self.k, n)
         if isinstance(self.importance_, str):  # "class": computed on the table being released
-            y = alg.encode_keys(df, [schema.class_column])[:, 0]
+            y = alg.encode_keys(df, [schema.class_column])[:, 0]  # type: ignore[list-item]  # "class" is set only with a class column (fit)
             imp = alg.class_importance(codes, y)
         else:
             imp = alg.default_importance(codes) if self.importance_ is None else self.importance_
@@ -276,7 +276,7 @@ class LocalSuppression(Technique):
                 total = float((((new < 0) & (codes >= 0)) * cost[None, :]).sum())
                 if total < best_cost - 1e-9:
                     best, best_cost = new, total
-            return best  # type: ignore[return-value]
+            return best  # type: ignore[return-value]  # set: the first release costs less than inf
         new = codes.copy()
         for S in subsets:
             cols = list(S)

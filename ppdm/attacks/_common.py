@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -384,7 +385,7 @@ def nearest(
 
 
 # ------------------------------------------------------------ registrations
-def measure_options(ctx: Any, name: str, allowed: list[str]) -> dict[str, Any]:
+def measure_options(ctx: Any, name: str, allowed: Sequence[str]) -> dict[str, Any]:
     """Options meant for the registered measure ``name``: ``name.key`` or ``{name: {key: ...}}``
     (plain keys are not read: ``n_attacks`` for one attack is not meant for another)."""
     out: dict[str, Any] = {}

@@ -60,7 +60,7 @@ def _correct(guess: np.ndarray, secret: np.ndarray, regression: bool, tolerance:
 def inference(
     ori: pd.DataFrame,
     syn: pd.DataFrame,
-    control: pd.DataFrame,
+    control: pd.DataFrame | None,
     secret: str,
     aux_cols: list[str] | None = None,
     *,

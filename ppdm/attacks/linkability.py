@@ -83,7 +83,7 @@ def check_aux_cols(aux_cols: Any, columns: list[str]) -> tuple[list[str], list[s
 def linkability(
     ori: pd.DataFrame,
     syn: pd.DataFrame,
-    control: pd.DataFrame,
+    control: pd.DataFrame | None,
     aux_cols: tuple[list[str], list[str]],
     *,
     n_attacks: int = 2000,

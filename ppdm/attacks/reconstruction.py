@@ -221,7 +221,7 @@ def spectral_filtering_attack(
             raise MeasureNotApplicable("spectral filtering needs at least two perturbed numeric attributes")
         doms = [metadata.attributes[c] for c in cols]
         u = np.column_stack([d.get_index(z[c], released=True) for c, d in zip(cols, doms, strict=True)]).astype(float)
-        est, k, w, s2, lam = spectral_filter(u, None if noise_std is None else float(np.mean(np.square(noise_std))))
+        est, k, w, s2, lam = spectral_filter(u, None if noise_std is None else float(np.mean(np.square(noise_std))))  # type: ignore[arg-type]  # with metadata noise_std is a number or a sequence
         top = np.array([d.n - 1 for d in doms], dtype=float)
         codes = np.clip(np.rint(est), 0, top)
         if replace_threshold is not None:
@@ -234,16 +234,16 @@ def spectral_filtering_attack(
         if x is not None:
             x = _frame(x, "the original table")
             _aligned(x, z, "spectral filtering")
-            truth = np.column_stack([d.get_index(x[c]) for c, d in zip(cols, doms, strict=True)]).astype(float)
-            res.exact_release = float(np.mean(u == truth))
-            res.exact_estimate = float(np.mean(codes == truth))
-            res.rmse_release, res.rmse_estimate = _rmse(u, truth), _rmse(codes, truth)
+            truth_codes = np.column_stack([d.get_index(x[c]) for c, d in zip(cols, doms, strict=True)]).astype(float)
+            res.exact_release = float(np.mean(u == truth_codes))
+            res.exact_estimate = float(np.mean(codes == truth_codes))
+            res.rmse_release, res.rmse_estimate = _rmse(u, truth_codes), _rmse(codes, truth_codes)
             res.value = res.exact_estimate
         return res
     cols = _numeric_columns(z, columns)
     u = _matrix(z, cols, "the release")
     scale = np.ones(len(cols)) if noise_std is None else _noise_scale(noise_std, cols)
-    truth = None
+    truth: np.ndarray | None = None
     if x is not None:
         x = _frame(x, "the original table")
         _aligned(x, z, "spectral filtering")
@@ -314,9 +314,9 @@ def bayes_estimate_attack(
         # deviations) has no error to keep: 0, the attacker holds x
         sd = np.nanstd(truth, axis=0)
         floor = UNCHANGED_TOL * float(np.sqrt(np.mean(np.square(sd)))) if sd.size else 0.0
-        res.unchanged = bool(res.rmse_release <= floor)
-        res.ratio = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("inf")
-        res.value = 0.0 if res.unchanged else min(1.0, res.ratio)
+        res.unchanged = bool(res.rmse_release <= floor)  # type: ignore[attr-defined]  # set only when x scores the attack: not a declared field
+        res.ratio = res.rmse_estimate / res.rmse_release if res.rmse_release > 0 else float("inf")  # type: ignore[attr-defined]  # set only when x scores the attack: not a declared field
+        res.value = 0.0 if res.unchanged else min(1.0, res.ratio)  # type: ignore[attr-defined]  # set only when x scores the attack: not a declared field
     return res
 
 
@@ -393,7 +393,7 @@ def _complete_pair(x: pd.DataFrame, z: pd.DataFrame, cols: list[str]) -> tuple[p
     if len(x) != len(z):
         return x, z  # refused by the attack, which names both sizes
     ok = ~(x[cols].isna().to_numpy().any(axis=1) | z[cols].isna().to_numpy().any(axis=1))
-    return (x, z) if ok.all() else (x.loc[ok], z.loc[ok])
+    return (x, z) if ok.all() else (x.loc[ok], z.loc[ok])  # type: ignore[index]  # numpy's stubs: any(axis=1) may be a scalar
 
 
 @register_measure(

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -100,8 +100,8 @@ def _range(sv: np.ndarray, n_present: int, n: int, op: int, w: float) -> tuple[i
         return 0, n, False
     if w != w:
         return 0, 0, True
-    left = np.searchsorted(sv[:n_present], w, side="left")
-    right = np.searchsorted(sv[:n_present], w, side="right")
+    left = int(np.searchsorted(sv[:n_present], w, side="left"))
+    right = int(np.searchsorted(sv[:n_present], w, side="right"))
     if op == EQ:
         return left, right, True
     if op == LT:
@@ -179,7 +179,7 @@ class Indexed:
             self.order = np.ascontiguousarray(order.T)
             self.sorted_vals = np.ascontiguousarray(np.take_along_axis(self.data, order, axis=0).T)
             self.n_present = (~np.isnan(self.data)).sum(axis=0).astype(np.int64)
-        return count_matches(self.data, self.sorted_vals, self.order, self.n_present, col, op, val,
+        return count_matches(self.data, self.sorted_vals, self.order, self.n_present, col, op, val,  # type: ignore[arg-type]  # both set just above
                              np.iinfo(np.int64).max if cap is None else cap)
 
 
@@ -284,7 +284,9 @@ def _multivariate_queries(
     medians = np.array([np.nanmedian(syn[:, a]) if enc.is_numeric[a] and not np.isnan(syn[:, a]).all() else np.nan
                         for a in range(m)])
     seen: set[bytes] = set()
-    out_c, out_o, out_v = [], [], []
+    out_c: list[Any] = []
+    out_o: list[Any] = []
+    out_v: list[Any] = []
     attempts = 0
     # a candidate is fixed by its row and its set of columns: N = n·C(m, n_cols) of them. After
     # N·(ln N + 10) draws every one has been seen except with probability below e^-10, so on a
@@ -347,7 +349,7 @@ def _random_queries(syn: np.ndarray, enc: Encoded, rng: np.random.Generator, n_q
 
 
 # -------------------------------------------------------------- size correction
-def _log_comb(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _log_comb(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
     from scipy.special import gammaln
 
     return gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
@@ -397,7 +399,7 @@ def control_at_size(counts: np.ndarray, m: int, n: int) -> float:
 def singling_out(
     ori: pd.DataFrame,
     syn: pd.DataFrame,
-    control: pd.DataFrame,
+    control: pd.DataFrame | None,
     *,
     mode: Literal["univariate", "multivariate"] = "multivariate",
     n_attacks: int | None = None,

@@ -15,13 +15,16 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from typer.core import TyperGroup
 
 from ppdm.cli.common import console, err_console, one_line
 from ppdm.errors import PPDMError
+
+if TYPE_CHECKING:
+    from ppdm.data.schema import MissingPolicy
 
 #: the order ``ppdm --help`` lists the commands in: the user's verbs first
 COMMAND_ORDER = ("anonymize", "evaluate", "compare", "recommend", "schema", "report", "methods", "measures", "rules",
@@ -72,12 +75,12 @@ class _ErrorMappingGroup(TyperGroup):
     :class:`PPDMError` → 2 with one line, anything unexpected → 1 (traceback with PPDM_DEBUG=1),
     SIGTERM and SIGINT → 128 + the signal's number after removing temporary files."""
 
-    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+    def list_commands(self, ctx):
         names = list(self.commands)
         rank = {n: i for i, n in enumerate(COMMAND_ORDER)}
         return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
 
-    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+    def invoke(self, ctx):
         try:
             with _signals_raise():
                 return super().invoke(ctx)
@@ -160,12 +163,12 @@ OtherOpt = Annotated[list[str] | None, typer.Option(
     "--other", help="Ordinary attribute column(s): declared so, they are not screened as identifiers.")]
 
 
-def _missing(value: str, *, keep: bool = False) -> str:
-    allowed = ("error", "drop", "keep") if keep else ("error", "drop")
+def _missing(value: str, *, keep: bool = False) -> MissingPolicy:
+    allowed: tuple[MissingPolicy, ...] = ("error", "drop", "keep") if keep else ("error", "drop")
     if value not in allowed:
         raise PPDMError(f"--missing must be {', '.join(repr(a) for a in allowed[:-1])} or {allowed[-1]!r}, "
                         f"got {value!r}")
-    return value
+    return allowed[allowed.index(value)]  # the value checked above, typed as a policy
 
 
 @app.command(short_help="List the techniques and their parameters.")
@@ -187,7 +190,7 @@ def methods(
 
         print_json({**json_header("methods"), "methods": {
             name: {"class": cls.__name__, "description": _first_line(cls.__doc__),
-                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy,
+                   "parameters": plain(technique_params(cls)), "missing": cls.missing_policy,  # type: ignore[attr-defined]  # a registered Technique
                    "search_space": _search_space_text(cls)}
             for name, cls in sorted(TECHNIQUES.items())
         }})
@@ -196,7 +199,7 @@ def methods(
     for name in sorted(TECHNIQUES):
         cls = TECHNIQUES[name]
         console.print(f"[bold cyan]{name}[/bold cyan] ({cls.__name__}): {_first_line(cls.__doc__)} "
-                      f"(missing cells: {cls.missing_policy})", highlight=False)
+                      f"(missing cells: {cls.missing_policy})", highlight=False)  # type: ignore[attr-defined]  # a registered Technique
         params = "  ".join(f"{k}={v!r}" for k, v in technique_params(cls).items())
         console.print(f"    {params or '(no parameters)'}", highlight=False, soft_wrap=False)
         space = _search_space_text(cls)

@@ -116,7 +116,7 @@ def anonymize(
     from ppdm.metrics.release_check import GateOptions
 
     # the gate's thresholds and overrides travel as one object down to the check
-    gate_args = {"gate_options": GateOptions.of(
+    gate_args: dict[str, Any] = {"gate_options": GateOptions.of(
         _gate_options(gate), allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
         allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)}
     get_technique(method)  # an unknown name is the first thing to say, before the table is read
@@ -299,7 +299,7 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     with progress_bar(f"releasing {ds.npartitions} partitions with {method}"), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
-                              missing=_missing(missing, keep=True),  # type: ignore[arg-type]
+                              missing=_missing(missing, keep=True),
                               fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=shuffle,
                               input_info={"missing": missing}, **(gate_args or {}))
     _report(rel, random_state)

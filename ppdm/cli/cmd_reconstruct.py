@@ -42,7 +42,7 @@ def reconstruct(
         from ppdm.data.types import round_to_decimals, source_decimals
 
         with progress_bar("reconstructing"):
-            r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]
+            r = mr(z, meta, ties=ties, random_state=seed)  # type: ignore[arg-type]  # --ties is checked above
         # no more decimals than the release had (bin centres are arithmetic)
         r = round_to_decimals(r, source_decimals(z, list(meta.attributes)))
         write_table(r, out, date_formats=z.attrs.get("date_formats"))

@@ -57,6 +57,9 @@ def _retention(out: Path, seed: int, quick: bool, start: Start) -> list[Path]:
 
     adult, s_adult = load("adult", missing="drop")
     bank, s_bank = load("banknote")
+    levels: tuple[float, ...]
+    eps: tuple[float, ...]
+    noise: tuple[float, ...]
     if quick:
         adult = adult.sample(1500, random_state=seed).reset_index(drop=True)
         levels, reps = (0.0, 0.1, 0.3), 2
@@ -69,7 +72,7 @@ def _retention(out: Path, seed: int, quick: bool, start: Start) -> list[Path]:
     parts = [f"# Paper 000: rule retention (seed {seed}{', quick run' if quick else ''})", ""]
     for noise_name in ("uniform-noise", "gaussian-noise"):
         exp = run_retention_experiment(adult, s_adult, noise=noise_name, levels=levels, repetitions=reps, seed=seed,
-                                       progress=lambda n=noise_name: advance(f"adult {n}"))
+                                       progress=lambda n=noise_name: advance(f"adult {n}"))  # type: ignore[misc]  # mypy cannot type a lambda's default
         files += exp.save(out / f"adult_{noise_name}")
         parts += [f"## adult, {noise_name} ({exp.n_records} records, {len(exp.rules)} rules, {reps} copies per level)",
                   "", exp.markdown()]
@@ -109,6 +112,9 @@ def _random_substitution(out: Path, seed: int, quick: bool, start: Start) -> lis
     reconstructed data (§5.2, Figs. 4–5)."""
     from ppdm.experiments import random_substitution as rs
 
+    gammas: tuple[int, ...]
+    ns: tuple[int, ...]
+    datasets: tuple[str, ...]
     if quick:
         gammas, ns, repeats, records, datasets = (2, 10), (5, 50), 1, 2000, ("wbc",)
     else:
@@ -153,11 +159,11 @@ class _ReproduceGroup(TyperGroup):
     """``ppdm reproduce``: the papers first, then the single experiments; an unknown name is
     refused with the list of known ones."""
 
-    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+    def list_commands(self, ctx):
         names = list(self.commands)
         return [n for n in REPRODUCTIONS if n in names] + [n for n in names if n not in REPRODUCTIONS]
 
-    def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
+    def resolve_command(self, ctx, args):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             raise PPDMError(
                 f"no reproduction named {args[0]!r}; papers: {', '.join(REPRODUCTIONS)}; "

@@ -71,6 +71,7 @@ def schema_cmd(
     if out.exists() and not force:
         raise PPDMError(f"schema file {str(out)!r} exists; pass --force to overwrite it, or --out another file")
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
+    base: Schema | None  # the declared schema, when there is one
     if src is None:
         from ppdm.data.datasets import load
 

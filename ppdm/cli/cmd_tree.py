@@ -26,7 +26,7 @@ def make_tree_learner(algorithm: str, params: dict[str, Any], schema: Any = None
     cls = classes[algorithm]
     params = dict(params)
     preset = params.pop("preset", None)
-    known = set(inspect.signature(cls.__init__).parameters) - {"self"} - _FIXED
+    known = set(inspect.signature(cls.__init__).parameters) - {"self"} - _FIXED  # type: ignore[misc]  # the class's own __init__, read, not called
     unknown = sorted(set(params) - known)
     if unknown:
         raise ParameterError(

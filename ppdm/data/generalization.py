@@ -224,7 +224,7 @@ def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
             fmt = "%Y-%m" if width == 7 else "%Y"
             stamp = x.dt.strftime(fmt).to_numpy(dtype=object)
             pset = set(periods)
-            for i in np.flatnonzero(todo):
+            for i in np.flatnonzero(todo).tolist():
                 if stamp[i] in pset:
                     out[i] = stamp[i]
             todo = (out == None) & ~miss  # noqa: E711
@@ -250,7 +250,7 @@ def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
             todo &= ~sel
     if todo.any() and ancestors:
         lab_set = set(known)
-        for i in np.flatnonzero(todo):
+        for i in np.flatnonzero(todo).tolist():
             ups = ancestors.get(x.iloc[i]) or ancestors.get(text[i]) or []
             for u in ups:
                 if str(u) in lab_set:

@@ -473,6 +473,7 @@ def align_dtypes(df: pd.DataFrame, like: pd.DataFrame, what: str) -> pd.DataFram
             continue
         want = like[c].dtype
         s = df[c]
+        conv: pd.Series
         try:
             if ty.is_date_dtype(want) and not ty.is_date_dtype(s):
                 conv = pd.to_datetime(s, format=(like.attrs.get("date_formats") or {}).get(c))
@@ -576,7 +577,7 @@ def _parse_dates(s: pd.Series, fmt: str, column: str, source: str) -> pd.Series:
         parsed = pd.to_datetime(text, format=fmt, errors="coerce")
         bad = parsed.isna() & text.notna()
         row = s.index[bad.to_numpy()][0] if bad.any() else None
-        raise PPDMError(f"date column {column!r} of {source} holds {s.loc[row]!r} at row {row!r}, which is not "
+        raise PPDMError(f"date column {column!r} of {source} holds {(s.loc[row] if row is not None else None)!r} at row {row!r}, which is not "
                         f"a date in the format {fmt!r}") from None
 
 

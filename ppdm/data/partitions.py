@@ -208,7 +208,7 @@ def open_dataset(
     meta.attrs = {}
     for c, how in plan.items():
         if how in ("Int64", "boolean"):
-            meta[c] = meta[c].astype(how)
+            meta[c] = meta[c].astype(pd.api.types.pandas_dtype(how))
     # every partition's dates in the head's unit (a partition of only empty dates would parse
     # to another one, and the parts of a release must share one schema)
     units = {c: str(meta[c].dtype) for c, how in plan.items() if how == "date"}
@@ -277,7 +277,7 @@ def _apply_plan(pdf: pd.DataFrame, plan: dict[str, str], formats: dict[str, str]
                                         f"which is not a date in the format {fmt!r}")
                     out[c] = parsed
                 if units and c in units and str(out[c].dtype) != units[c]:
-                    out[c] = out[c].astype(units[c])
+                    out[c] = out[c].astype(pd.api.types.pandas_dtype(units[c]))
         except PPDMError:
             raise
         except (TypeError, ValueError) as e:
@@ -308,11 +308,11 @@ def run_partitions(fn: Callable[..., Any], n: int, *, args: Sequence[Any] = (), 
 
     if n == 0:
         return []
-    if progress is None and _REPORT.get() is not None:
-        hook = _REPORT.get()
+    hook = _REPORT.get()
+    if progress is None and hook is not None:
 
         def progress(done: int, total: int) -> None:
-            hook(name, done, total)  # type: ignore[misc]
+            hook(name, done, total)
 
     client = active_client()
     if client is not None:
@@ -337,14 +337,14 @@ def run_partitions(fn: Callable[..., Any], n: int, *, args: Sequence[Any] = (), 
         return list(dask.compute(*tasks))
     from dask.callbacks import Callback
 
-    done = [0]
+    finished = [0]
     keys = {t.key for t in tasks}
 
     class _Count(Callback):
-        def _posttask(self, key, result, dsk, state, worker_id):  # type: ignore[no-untyped-def]
-            if key in keys:
-                done[0] += 1
-                progress(done[0], n)
+        def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+            if key in keys and progress is not None:  # always set here; mypy cannot see it in the class
+                finished[0] += 1
+                progress(finished[0], n)
 
     with _Count():
         return list(dask.compute(*tasks))
@@ -421,7 +421,7 @@ class DatasetWriter:
     def __enter__(self) -> DatasetWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:  # type: ignore[no-untyped-def]
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if exc_type is not None or self.tmp.exists():
             self.abort()
 
@@ -439,8 +439,8 @@ def iter_chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
 def sample_counts(lengths: Sequence[int], k: int, rng: np.random.Generator) -> np.ndarray:
     """How many of ``k`` records drawn uniformly without replacement from the whole table fall
     in each partition (a multivariate hypergeometric draw over the partitions' lengths)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
+    counts = np.asarray(lengths, dtype=np.int64)
+    total = int(counts.sum())
     if k >= total:
-        return lengths.copy()
-    return rng.multivariate_hypergeometric(lengths, k)
+        return counts.copy()
+    return rng.multivariate_hypergeometric(counts, k)

@@ -93,9 +93,9 @@ def identifier_reason(s: pd.Series) -> str | None:
     if n < MIN_RECORDS:
         return None
     if not pd.api.types.is_numeric_dtype(s):
-        distinct = vals.astype(str).nunique()
-        if distinct >= UNIQUE_SHARE * n:
-            return f"text with {distinct} distinct values in {n} records"
+        n_distinct = vals.astype(str).nunique()
+        if n_distinct >= UNIQUE_SHARE * n:
+            return f"text with {n_distinct} distinct values in {n} records"
         return None
     v = vals.to_numpy(dtype=float)
     if not _whole(v):

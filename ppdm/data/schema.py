@@ -407,7 +407,7 @@ class Schema:
         if incomplete.to_numpy().any():
             if missing == "error":
                 col = incomplete.any(axis=0).idxmax()
-                row = incomplete.index[incomplete[col].to_numpy().argmax()]
+                row = incomplete.index[int(incomplete[col].to_numpy().argmax())]
                 n_rows = int(incomplete.any(axis=1).sum())
                 raise SchemaError(
                     f"column {col!r} has a missing value at row {row!r} (NaN or None; {n_rows} incomplete rows in all); "
@@ -429,10 +429,10 @@ class Schema:
         return df, n_dropped
 
 
-def _near(name: str, columns: object) -> str:
+def _near(name: str, columns: pd.Index) -> str:
     """The table's columns for an error message, pointing out one that differs from
     ``name`` by spaces only (names keep their spaces exactly as written)."""
-    cols = [str(c) for c in columns]  # type: ignore[attr-defined]
+    cols = [str(c) for c in columns]
     spaced = [c for c in cols if c != name and c.strip() == str(name).strip()]
     if spaced:
         return f"; column {spaced[0]!r} differs from it by spaces, which are kept as written"
@@ -483,7 +483,7 @@ def _check_bounds(column: str, b: object, *, date: bool = False) -> tuple[float,
                               "under 'dates')")
         b = [parse_iso_date(v, f"a bound of {column!r}") if isinstance(v, str) else v for v in b]
     try:
-        lo, hi = (float(v) for v in b)  # type: ignore[union-attr]
+        lo, hi = (float(v) for v in b)  # type: ignore[attr-defined]  # b is unchecked JSON; not a pair raises, caught below
     except (TypeError, ValueError):
         raise SchemaError(f"bounds of {column!r} must be a pair [low, high], got {b!r}") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):

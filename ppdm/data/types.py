@@ -201,7 +201,7 @@ def from_time_axis(days: np.ndarray, like: pd.Series, fmt: str | None, column: s
     res = resolution_of(fmt)
     if res != "us":
         out = out.dt.round(res)
-    out = out.where(finite, pd.NaT)
+    out = out.where(finite)  # a datetime Series fills with NaT
     tz = getattr(like.dt, "tz", None) if is_date_dtype(like) else None
     if tz is not None:
         out = out.dt.tz_localize("UTC").dt.tz_convert(tz)

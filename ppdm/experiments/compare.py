@@ -415,7 +415,7 @@ def correlation_matrix(
     """
     wide = _correlation_frame(result, method, difference=difference, include_original=include_original,
                               techniques=techniques)
-    out = wide.corr(method=method)
+    out = wide.corr(method=method)  # type: ignore[arg-type]  # pandas-stubs wants a literal; pandas refuses an unknown name itself
     out.index.name = None
     out.columns.name = None
     return out
@@ -821,7 +821,7 @@ def compare(
     if missing not in ("error", "drop", "keep"):
         raise ParameterError(f"missing must be 'error', 'drop' or 'keep', got {missing!r}")
     x, schema, identifiers = without_identifiers(x, schema)
-    x, _ = schema.validate(x, missing=missing, min_classes=2 if schema.class_column else 0)  # type: ignore[arg-type]
+    x, _ = schema.validate(x, missing=missing, min_classes=2 if schema.class_column else 0)  # type: ignore[arg-type]  # missing is one of the three (checked above)
     x = x.reset_index(drop=True)
     validated = [_validate_spec(s, schema) for s in specs]
     classes = [c for c, _ in validated]
@@ -903,7 +903,7 @@ def compare(
             collect(par(delayed(_run_task)(*args(t)) for t in batch), batch)
 
     all_specs = ([base_spec] if baseline else []) + specs
-    all_effective = ([{}] if baseline else []) + effective
+    all_effective: list[dict[str, Any]] = ([{}] if baseline else []) + effective
     offset = 0 if baseline else 1
     rows = []
     for i, spec in enumerate(all_specs):

@@ -356,8 +356,8 @@ def measure_correlations(result: DPRetentionResult, groups: dict[str, tuple[str,
         cols = list(r.columns)
         for i, a in enumerate(cols):
             for b in cols[i + 1:]:
-                rows.append({"group": name, "measure": a, "other": b, "r": float(r.loc[a, b]),
-                             "p": float(p.loc[a, b]), "n": n})
+                rows.append({"group": name, "measure": a, "other": b, "r": float(r.loc[a, b]),  # type: ignore[arg-type]  # pandas-stubs: see below
+                             "p": float(p.loc[a, b]), "n": n})  # type: ignore[arg-type]  # pandas-stubs: loc[a, b] of these numeric frames is a number
     return pd.DataFrame(rows, columns=["group", "measure", "other", "r", "p", "n"])
 
 

@@ -186,7 +186,7 @@ def like_x(df: pd.DataFrame, x: pd.DataFrame, schema: Schema, missing: str, what
             parts.append(f"has extra {', '.join(map(repr, extra))}")
         raise SchemaError(f"the {what} table does not have the columns of the original: it {' and '.join(parts)}")
     df = align_dtypes(df[list(x.columns)], x, f"the {what} table")
-    df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]
+    df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]  # a policy name: the caller's or the log's
     if dropped:
         df = df.reset_index(drop=True)
     return df, int(dropped or 0)
@@ -411,6 +411,7 @@ def evaluate(
     notes: list[str] = []
     control = opts.control
     z_source: str | None = None
+    provenance: dict[str, Any] | None
     if isinstance(z_or_release, Release):
         rel = z_or_release
         if opts.pairing == "position":
@@ -467,7 +468,8 @@ def evaluate(
         recorded = ((pair.private or {}).get("input") or {}).get("missing")
         opts = replace(opts, missing=recorded or ("keep" if isinstance(z_or_release, Release) else "error"))
     miss = opts.missing
-    x, _ = schema.validate(x, missing=miss)  # type: ignore[arg-type]
+    assert miss is not None  # filled in just above
+    x, _ = schema.validate(x, missing=miss)  # type: ignore[arg-type]  # a policy name: the caller's or the log's
     x = x.reset_index(drop=True)
     x, sch, ids = without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
     from ppdm.data.provenance import owner_view
@@ -475,7 +477,7 @@ def evaluate(
     # the owner's view: the full output schema (recoding's merged categories) lives in the private log
     x, sch, recode = recoded_view(x, sch, owner_view(provenance, pair.private))
     if z is None:
-        z, _ = _table(z_source, sch)  # type: ignore[arg-type]
+        z, _ = _table(z_source, sch)  # type: ignore[arg-type]  # z is None only when z_source names a file
     # a paired z is read with its incomplete rows, so that the pairs are dropped together
     z, dropped = like_x(z, x, sch, "keep" if miss == "drop" and pair.paired else miss, "anonymized", ids)
     if dropped:

@@ -276,7 +276,7 @@ def _unshuffle_part(part: pd.DataFrame, order: pd.DataFrame, source: str) -> pd.
     return part.iloc[np.argsort(pos, kind="stable")].reset_index(drop=True)
 
 
-def dataset_summary(x: Any, sch: Schema, name: str, rows: int) -> dict[str, Any]:
+def dataset_summary(x: Any, sch: Schema, name: str | None, rows: int) -> dict[str, Any]:
     """Rows, columns, roles and class counts of a partitioned x, counted partition by partition."""
     from ppdm.data.partitions import read_partition, run_partitions
 

@@ -288,7 +288,7 @@ def measurement_context(
     def work(df: pd.DataFrame | None) -> pd.DataFrame | None:
         return None if df is None else working_frame(df, schema.numeric)
 
-    return EvaluationContext(x=work(x), z=work(z), schema=schema, test=work(test), control=work(control),
+    return EvaluationContext(x=work(x), z=work(z), schema=schema, test=work(test), control=work(control),  # type: ignore[arg-type]  # x and z are frames, so work returns frames
                              rules=rules, random_state=random_state, options=dict(options or {}),
                              paired=bool(paired), synthetic=bool(synthetic))
 

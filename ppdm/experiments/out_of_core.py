@@ -195,7 +195,7 @@ _LOCAL = "__ppdm_local__"
 
 
 def _stage_path(job: _Job, i: int) -> Path:
-    return job.stage / f"stage.{i:05d}.arrow"  # type: ignore[operator]
+    return job.stage / f"stage.{i:05d}.arrow"  # type: ignore[operator]  # stage is set before any part is staged
 
 
 def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, int, np.ndarray]:
@@ -269,7 +269,7 @@ def _mix_part(j: int, job: _Job, cuts: np.ndarray) -> dict[str, Any]:
     perm = (np.random.default_rng([job.base, j, SHUFFLE_STREAM]).permutation(len(z)) if job.shuffle
             else np.arange(len(z)))
     write_part(z.iloc[perm].reset_index(drop=True), job.tmp / f"part.{j:05d}.parquet")
-    return encode_positions(job.first_row[src[perm]] + local[perm])  # type: ignore[index]
+    return encode_positions(job.first_row[src[perm]] + local[perm])  # type: ignore[index]  # first_row is set before parts are written
 
 
 def _working_x(ds: Dataset, sch: Schema, missing: MissingPolicy, columns: list[str], meta: pd.DataFrame) -> Any:
@@ -373,7 +373,7 @@ def release_dataset(
             raise PPDMError(f"output {str(side)!r} exists; remove it or choose another name")
     n_parts = ds.npartitions
     seeded = technique.random_state is not None
-    base = int(np.random.SeedSequence(None if not seeded else int(technique.random_state)).entropy)
+    base = int(np.random.SeedSequence(None if not seeded else int(technique.random_state)).entropy)  # type: ignore[arg-type]  # an int when set: the technique checked it
 
     # 1. scan
     scans = run_partitions(_scan, n_parts, args=(ds,), progress=_stage(progress, "scan"), name="ppdm-scan")

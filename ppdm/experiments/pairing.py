@@ -151,7 +151,7 @@ def positions(obj: Any, what: str, n_x: int, n: int | None = None, path: Path | 
 
 
 def pair_in_memory(x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame | None, pairing: Pairing,
-                   missing: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   missing: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """x and z paired as ``pairing`` says: through the private log (z's rows put in x's order,
     held-out records left out of x by their positions), by position, or not at all (control
     records left out of x as a multiset). Notes for the owner go to ``pairing.notes``."""

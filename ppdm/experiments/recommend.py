@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -191,7 +191,7 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int, table: pd.DataF
     _load_all()
     explicit = policy.techniques is not None
     chains = [c for c in DEFAULT_CHAINS if all(step in TECHNIQUES for step in chain_steps(c))]
-    choices = policy.techniques if explicit else [_Plain(n) for n in [*sorted(TECHNIQUES), *chains]]
+    choices = policy.techniques if policy.techniques is not None else [_Plain(n) for n in [*sorted(TECHNIQUES), *chains]]
     spaces: list[TechniqueSpace] = []
     left_out: dict[str, str] = {}
     for choice in choices:
@@ -223,8 +223,8 @@ def build_spaces(policy: Policy, schema: Schema, n_records: int, table: pd.DataF
                                                           and isinstance(over.high, int))
                 log = over.log if over.log is not None else bool(getattr(declared, "log", False))
                 try:
-                    params[pname] = (Integer(int(over.low), int(over.high), log) if whole  # type: ignore[arg-type]
-                                     else Real(float(over.low), float(over.high), log))  # type: ignore[arg-type]
+                    params[pname] = (Integer(int(over.low), int(over.high), log) if whole  # type: ignore[arg-type]  # a range override has both ends set
+                                     else Real(float(over.low), float(over.high), log))  # type: ignore[arg-type]  # a range override has both ends set
                 except ParameterError as e:
                     raise ParameterError(f"the policy's range of {choice.name}.{pname}: {e}") from None
         when = {p: c for p, c in space.when.items() if p in params}
@@ -264,7 +264,7 @@ def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: P
                 and not isinstance(ln.options.get(option), bool)]
         if not need:
             continue
-        low = max(need)
+        low: float = max(need)  # type: ignore[type-var, assignment]  # need holds numbers only (filtered above)
         if isinstance(dist, Integer):
             low = int(math.ceil(low))
             out[pname] = Integer(max(dist.low, low), max(dist.high, low), dist.log, None if low > dist.high
@@ -479,7 +479,7 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
             entry["value"] = float(v) if math.isfinite(v) else None
             lo, hi = getattr(res.result, "ci_low", None), getattr(res.result, "ci_high", None)
             if _finite(lo) and _finite(hi):
-                entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]
+                entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]  # _finite: float() works
             if entry["value"] is None:
                 entry["reason"] = "the measure gave no value"
             why = result_not_judged(res.result) if spec.kind == "risk" else None
@@ -645,7 +645,7 @@ def _privacy(tech: Any) -> dict[str, Any] | None:
         return None
     eps = rep.get("epsilon")
     return {"differentially_private": bool(rep.get("differentially_private")),
-            "epsilon": float(eps) if _finite(eps) else None}
+            "epsilon": float(eps) if _finite(eps) else None}  # type: ignore[arg-type]  # _finite: float(eps) works
 
 
 def _json(v: Any) -> Any:
@@ -816,9 +816,10 @@ def utility_loss(losses: Mapping[str, float | None], policy: Policy) -> float | 
     loss (priority order; the others break near-ties when the winner is chosen)."""
     if any(v is None for v in losses.values()):
         return None
+    known = {k: v for k, v in losses.items() if v is not None}  # all of them: none is None
     if policy.mode == "weights":
-        return float(sum(t.weight * float(losses[t.measure]) for t in policy.utility))  # type: ignore[arg-type]
-    return float(losses[policy.utility[0].measure])  # type: ignore[arg-type]
+        return float(sum(t.weight * float(known[t.measure]) for t in policy.utility))
+    return float(known[policy.utility[0].measure])
 
 
 def risk_value(lines: Sequence[LineVerdict], policy: Policy) -> float | None:
@@ -855,7 +856,7 @@ def risk_value(lines: Sequence[LineVerdict], policy: Policy) -> float | None:
     vals = [worst(ln) for ln in chosen]
     if any(v is None for v in vals):
         return None
-    return max(vals)  # type: ignore[type-var]
+    return max(vals)  # type: ignore[type-var]  # none is None (checked above)
 
 
 # --------------------------------------------------------------------------- results
@@ -924,9 +925,9 @@ def pareto_front(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     front: list[TrialRecord] = []
     best_loss = math.inf
     for r in pts:
-        if r.utility_loss < best_loss:  # type: ignore[operator]
+        if r.utility_loss < best_loss:  # type: ignore[operator]  # pts keeps records with both values set
             front.append(r)
-            best_loss = r.utility_loss  # type: ignore[assignment]
+            best_loss = r.utility_loss  # type: ignore[assignment]  # pts keeps records with both values set
     return front
 
 
@@ -947,8 +948,8 @@ def rank(records: Sequence[TrialRecord], policy: Policy) -> list[TrialRecord]:
     # each measure in turn keeps the releases within its tolerance of the best; the last decides
     pool = list(feas)
     for t in policy.utility:
-        best = min(r.utility[t.measure] for r in pool)  # type: ignore[type-var]
-        pool = [r for r in pool if r.utility[t.measure] <= best + t.tolerance]  # type: ignore[operator]
+        best = min(r.utility[t.measure] for r in pool)  # type: ignore[type-var]  # a feasible record has its utility values
+        pool = [r for r in pool if r.utility[t.measure] <= best + t.tolerance]  # type: ignore[operator]  # a feasible record has its utility values
     first = min(pool, key=lambda r: (*[r.utility[n] for n in names[::-1]],
                                      r.risk if r.risk is not None else math.inf, r.number))
     rest = sorted((r for r in feas if r is not first), key=key)
@@ -1063,7 +1064,7 @@ def _open_study(storage: Any, resume: bool, sampler: Any) -> tuple[Any, bool]:
     """The Optuna study in ``storage`` (created, or loaded with ``resume``) and whether it existed."""
     import optuna
 
-    directions = ["minimize", "minimize"]
+    directions: list[Literal["minimize", "maximize"]] = ["minimize", "minimize"]
     if storage is None:
         return optuna.create_study(directions=directions, sampler=sampler, study_name=STUDY_NAME), False
     names = [s.study_name for s in optuna.get_all_study_summaries(storage)] if _storage_exists(storage) else []
@@ -1658,7 +1659,7 @@ def _executor_slots(executor: Executor, workers: int) -> int:
 def _stop(pool: Executor | None, *, kill: bool) -> None:
     """Shut down the search's own worker processes; ``kill`` stops trials still running."""
     if pool is not None:
-        pool.shutdown(wait=not kill, kill_workers=kill)  # type: ignore[call-arg]
+        pool.shutdown(wait=not kill, kill_workers=kill)  # type: ignore[call-arg]  # loky's executor takes kill_workers; Executor's stub does not
 
 
 def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
@@ -1743,8 +1744,8 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                 result.release, result.verification, result.chosen = rel, verification, cand
                 result.control = None if result.refit else data.control
                 if cand is not result.winner:
-                    result.notes.append(f"fresh draws of the winner, trial {result.winner.number} "  # type: ignore[union-attr]
-                                        f"({result.winner.label}), missed the policy; the release was made with "  # type: ignore[union-attr]
+                    result.notes.append(f"fresh draws of the winner, trial {result.winner.number} "  # type: ignore[union-attr]  # a candidate other than the winner means a winner exists
+                                        f"({result.winner.label}), missed the policy; the release was made with "  # type: ignore[union-attr]  # a candidate other than the winner means a winner exists
                                         f"the next-ranked trial {cand.number} ({cand.label}) instead")
                 return
     result.unmet = {"lines": [], "never_met": [], "closest_trial": None, "trials": len(result.trials),

@@ -382,7 +382,7 @@ def release(
     hold_record = None
     if held is not None:
         control = x.iloc[held].drop(columns=removed).reset_index(drop=True)
-        hold_record = {"fraction": float(holdout), "rows": len(held), "control": None,  # type: ignore[arg-type]
+        hold_record = {"fraction": float(holdout), "rows": len(held), "control": None,  # type: ignore[arg-type]  # held is set only with holdout
                        "positions": encode_positions(held)}
     record = build_provenance(
         technique=technique_record(tech),
@@ -500,7 +500,7 @@ def passing_strength(technique: Any, making: _Making, options: GateOptions,
     if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)):
         return None, ""
     whole = isinstance(now, (int, np.integer))
-    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)
+    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)  # type: ignore[arg-type]  # a numpy number acts as a float
     if not ladder:
         return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
     budget = min(SEARCH_SECONDS, max(3 * took, 10.0))
@@ -640,7 +640,7 @@ def _dp_preface(check: ReleaseCheck, privacy: dict[str, Any] | None, rule: str) 
     if not isinstance(privacy, dict) or not privacy.get("differentially_private"):
         return ""
     try:
-        eps = _epsilon_text(float(privacy.get("epsilon")))  # type: ignore[arg-type]
+        eps = _epsilon_text(float(privacy.get("epsilon")))  # type: ignore[arg-type]  # a DP release records its epsilon; else caught below
     except (TypeError, ValueError):
         eps = "?"
     if rule in ("unchanged", "verbatim_unique"):

@@ -64,7 +64,7 @@ class RetentionExperiment:
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
         flat = self.summary.copy()
-        flat.columns = [f"{m}_{s}" for m, s in flat.columns]
+        flat.columns = [f"{m}_{s}" for m, s in flat.columns]  # type: ignore[str-unpack]  # pandas-stubs: a MultiIndex holds tuples
         paths = [
             write_table(self.runs, d / "runs.csv"),
             write_table(flat.reset_index(), d / "summary.csv"),

@@ -145,7 +145,7 @@ def sdc_table(
 
 # ---------------------------------------------------------------------- Table 7
 def _configs(setup: Setup) -> list[tuple[str, str, dict[str, Any], str]]:
-    out = []
+    out: list[tuple[str, str, dict[str, Any], str]] = []
     for name, method in MA_METHODS.items():
         out += [(name, method, {"k": k}, str(k)) for k in setup.ml_k]
         out.append((name, method, {"k": "fd"}, "Freedman–Diaconis rule"))

@@ -123,7 +123,7 @@ def complete_records(df: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
     """The records of ``df`` without a missing value in ``columns`` (``df`` itself when all are)."""
     cols = [c for c in columns if c in df.columns]
     gaps = df[cols].isna().to_numpy().any(axis=1) if cols else np.zeros(len(df), dtype=bool)
-    return df.loc[~gaps] if gaps.any() else df
+    return df.loc[~gaps] if gaps.any() else df  # type: ignore[index]  # numpy's stubs: any(axis=1) may be a scalar
 
 
 def complete_rows(*mats: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ records (:func:`sample_pairs`) for the measures that are computed on a sample.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -117,6 +117,14 @@ def working_parts(df: Any, numeric: Sequence[str]) -> Any:
 
 
 # ----------------------------------------------------------------------------- samples
+@overload
+def sample_pairs(x: Any, z: None, k: int, seed: int) -> tuple[pd.DataFrame, None, int]: ...
+
+
+@overload
+def sample_pairs(x: Any, z: Any, k: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, int]: ...
+
+
 def sample_pairs(x: Any, z: Any | None, k: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame | None, int]:
     """A uniform random sample of ``k`` records, drawn without replacement across partitions,
     from x and the same records (same positions) from z when given; also the number of

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -116,7 +116,7 @@ class EvaluationContext:
     rules: Any = None
     random_state: int | None = 0
     options: dict[str, Any] = field(default_factory=dict)
-    cache: dict[str, Any] = field(default_factory=dict)
+    cache: dict[Hashable, Any] = field(default_factory=dict)
     paired: bool = True
     #: z is synthetic: its records are not made from particular records of x (DPCube), so no released
     #: record has an own original to be linked to; copies and near-copies judge the intruder who holds x
@@ -240,7 +240,7 @@ def result_interval(result: Any) -> tuple[float, float] | None:
     a sampled measure's — or ``None`` when it has none (an exact value)."""
     lo, hi = getattr(result, "ci_low", None), getattr(result, "ci_high", None)
     try:
-        lo, hi = float(lo), float(hi)  # type: ignore[arg-type]
+        lo, hi = float(lo), float(hi)  # type: ignore[arg-type]  # None or a non-number raises, caught below
     except (TypeError, ValueError):
         return None
     if not (math.isfinite(lo) and math.isfinite(hi)):

@@ -172,7 +172,7 @@ def sse_sst(
 ) -> SseSstResult:
     """100·SSE/SST (paper 003 §4, Fig. 3 "SSE ratio"); ``standardize="zscore"`` divides each
     column by the original sample sd first (sdcMicro fixture fields ``zSSE``/``zSST``)."""
-    standardize = check_choice(standardize, ("none", "zscore"), "SSE/SST standardize")  # type: ignore[assignment]
+    standardize = check_choice(standardize, ("none", "zscore"), "SSE/SST standardize")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="SSE/SST")
 
@@ -343,7 +343,7 @@ def il_metrics(
         raise ParameterError(f"r_divisor must be 'offdiag' or 'with_diag', got {r_divisor!r}")
     if r_term_p1 not in ("drop", "zero"):
         raise ParameterError(f"r_term_p1 must be 'drop' or 'zero', got {r_term_p1!r}")
-    form = check_choice(form, ("paper", "robust"), "IL metrics form")  # type: ignore[assignment]
+    form = check_choice(form, ("paper", "robust"), "IL metrics form")
     excluded: dict[str, int] = {}
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IL metrics")

@@ -282,7 +282,7 @@ def judge_measures(topic: str, measures: Mapping[str, Mapping[str, Any]],
         meas = read_entry(name, m)
         # thresholds are shares; a value printed in percent was read as its share
         out.append(judge_line(meas, float(m["threshold"]), m["direction"],
-                              span=span_of(tuple(m.get("range") or (None, None)), float(m["threshold"])),  # type: ignore[arg-type]
+                              span=span_of(tuple(m.get("range") or (None, None)), float(m["threshold"])),
                               scenario=m.get("scenario")))
     return out
 
@@ -299,7 +299,7 @@ def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out:
     title, good, bad = _WORDS[topic]
     ruled = sorted(set(ruled_out)) if topic == "risk" else []
     lines = judge_measures(topic, measures, ruled)
-    unjudged = [{"measure": j.measure, "reason": j.reason} for j in lines if j.state == NOT_APPLICABLE]
+    unjudged: list[dict[str, Any]] = [{"measure": j.measure, "reason": j.reason} for j in lines if j.state == NOT_APPLICABLE]
     missing = [j for j in lines if j.state == NOT_MEASURED]
     judged = [j for j in lines if j.state in (MEETS, MISSES, UNCERTAIN)]
     order = list(SCENARIO_WORDS)

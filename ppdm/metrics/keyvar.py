@@ -91,11 +91,11 @@ def check_weights(df: pd.DataFrame, weight: str | None, *, measure: str) -> np.n
     bad = ~np.isfinite(w)
     if bad.any():
         raise SchemaError(f"{measure}: weight column {weight!r} has {int(bad.sum())} missing or infinite "
-                          f"value(s), first at row {s.index[bad.argmax()]!r}")
+                          f"value(s), first at row {s.index[int(bad.argmax())]!r}")
     bad = w <= 0
     if bad.any():
         raise SchemaError(f"{measure}: weight column {weight!r} has {int(bad.sum())} zero or negative "
-                          f"value(s), first at row {s.index[bad.argmax()]!r}; sampling weights are positive")
+                          f"value(s), first at row {s.index[int(bad.argmax())]!r}; sampling weights are positive")
     return w
 
 
@@ -401,7 +401,7 @@ def k_anonymity(
     uniq = int((kf.fk == 1).sum())
     n = kf.n
     counted = viol_w if use_weights else viol
-    return KAnonymityResult(value=counted / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,
+    return KAnonymityResult(value=counted / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,  # type: ignore[operator]  # weights were checked: viol_w is set
                             achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups, weight=weight,
                             weighted=use_weights, violations_weighted=viol_w,
                             per_key=kf.per_key(uniq) if per_key else pd.DataFrame(), fk=kf.fk,
@@ -608,7 +608,7 @@ def _unpaired_status(released: pd.Series, original: pd.Series, ancestors: Any = 
         return "unchanged"
     labels = {lab for ups in (ancestors or {}).values() for lab in ups}
     for v, c in zc.items():
-        if pd.isna(v) or v in labels or parse_interval(v) is not None:
+        if pd.isna(v) or v in labels or parse_interval(v) is not None:  # type: ignore[call-overload]  # pandas-stubs: isna takes any scalar label at run time
             continue
         if c > int(xc.get(v, 0)):
             return "perturbed"
@@ -933,7 +933,7 @@ def attribute_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: 
     """
     ld = l_diversity(df, keys, sensitive, l_target)
     per = ld.per_sensitive
-    worst = per.loc[per["records_below_l_target"].idxmax()]
+    worst = per.loc[per["records_below_l_target"].idxmax()]  # type: ignore[call-overload]  # pandas-stubs: loc takes idxmax's label
     return AttributeDisclosureResult(value=float(worst["records_below_l_target"]), keys=list(ld.keys),
                                      sensitive=list(ld.sensitive), l_target=int(l_target),
                                      worst=str(worst["sensitive"]), per_sensitive=per)
@@ -1200,7 +1200,7 @@ def k_anonymity_parts(ctx: Any, keys: list[str], k: Any, weighted: bool) -> Any:
         res[label] = (st, n, df)
     st, n, df = res["z"]
     viol_w = int(st["viol_w"]) if w is not None else None
-    out = KAnonymityResult(value=(viol_w if weighted else st["viol"]) / n, k=int(k), keys=list(keys), n=n,
+    out = KAnonymityResult(value=(viol_w if weighted else st["viol"]) / n, k=int(k), keys=list(keys), n=n,  # type: ignore[operator]  # weighted needs w: viol_w is set
                            violations=int(st["viol"]), sample_uniques=int(st["uniq"]), achieved_k=int(st["min_fk"]),
                            n_combinations=int(st["classes"]), weight=w, weighted=bool(weighted),
                            violations_weighted=viol_w,

@@ -222,7 +222,7 @@ def join_block(zh: np.ndarray, block: pd.DataFrame, cols: list[str], offset: int
     xh = _prefix_hashes(_value_hashes(block, cols))
     for j in range(len(cols)):
         g = pd.DataFrame({"h": xh[:, j], "row": offset + np.arange(len(xh))}).groupby("h")["row"].agg(["size", "min"])
-        pos = np.asarray(g.index.get_indexer(zh[:, j]))
+        pos = np.asarray(g.index.get_indexer(zh[:, j]))  # type: ignore[arg-type]  # pandas-stubs: get_indexer takes any array-like at run time
         ok = pos >= 0
         if not ok.any():
             break  # no released record matches this block on a longer prefix either
@@ -345,22 +345,22 @@ def build_mixed_tree(xn: np.ndarray, xc: np.ndarray, gx: np.ndarray, leaf_size: 
         best = -1
         width = 0.0
         for a in range(p):
-            mn = np.inf
-            mx = -np.inf
+            fmin = np.inf
+            fmax = -np.inf
             miss = 0
             for t in range(s, e):
                 v = xn[perm[t], a]
                 if v != v:
                     miss += 1
                 else:
-                    mn = min(mn, v)
-                    mx = max(mx, v)
-            nlo[k, a] = mn
-            nhi[k, a] = mx
+                    fmin = min(fmin, v)
+                    fmax = max(fmax, v)
+            nlo[k, a] = fmin
+            nhi[k, a] = fmax
             nmiss[k, a] = miss > 0
             nall[k, a] = miss == e - s
-            if miss < e - s and mx - mn > width:
-                width = mx - mn
+            if miss < e - s and fmax - fmin > width:
+                width = fmax - fmin
                 best = a
         if e - s <= leaf_size:
             continue
@@ -697,7 +697,7 @@ def encode_part(df: pd.DataFrame, numeric: list[str], scales: np.ndarray, catego
     xc = np.empty((len(df), len(categorical)), dtype=np.int64)
     for a, c in enumerate(categorical):
         v = df[c]
-        codes = np.asarray(categories[a].get_indexer(v.astype(object).where(v.notna(), None)), dtype=np.int64)
+        codes = np.asarray(categories[a].get_indexer(v.astype(object).where(v.notna(), None)), dtype=np.int64)  # type: ignore[arg-type]  # pandas-stubs: get_indexer takes any array-like at run time
         codes[v.isna().to_numpy()] = len(categories[a])
         xc[:, a] = codes
     return np.ascontiguousarray(xn), np.ascontiguousarray(xc)

@@ -135,7 +135,7 @@ def _exact_codes(xv: pd.Series, zv: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         both = np.concatenate([xv.to_numpy(dtype=float, na_value=np.nan), zv.to_numpy(dtype=float, na_value=np.nan)])
     else:
         both = np.concatenate([xv.to_numpy(dtype=object), zv.to_numpy(dtype=object)])
-        both = np.where(pd.isna(both), None, both)
+        both = np.where(pd.isna(both), None, both)  # type: ignore[call-overload]  # numpy's stubs refuse a None fill; an object array takes it
     codes, _ = pd.factorize(both, use_na_sentinel=True)
     codes = codes.astype(np.int64, copy=False)
     return codes[: len(xv)], codes[len(xv):]
@@ -176,10 +176,10 @@ def _cover_pairs(xuniq: np.ndarray, zuniq: np.ndarray, ancestors: Any) -> tuple[
         al: list[int] = []
         for di, v in enumerate(xuniq):
             for lab in ancestors.get(v, ()):
-                li = pos_of.get(lab)
-                if li is not None:
+                at = pos_of.get(lab)
+                if at is not None:
                     ad.append(di)
-                    al.append(li)
+                    al.append(at)
         ds.append(np.array(ad, dtype=np.int64))
         ls.append(np.array(al, dtype=np.int64))
     d = np.concatenate(ds).astype(np.int64) if ds else np.zeros(0, np.int64)
@@ -509,7 +509,7 @@ def summarise_matching(
     table, best = [], None
     for ti, t in enumerate(tols):
         if paired:
-            own, per = own_matches(xs, zs, rules, sds, t, hierarchies)
+            own, per = own_matches(xs, zs, rules, sds, t, hierarchies)  # type: ignore[arg-type]  # paired: zs is given
         else:
             own, per = np.asarray(copy, dtype=bool), {}
         c = np.maximum(counts[ti], own)  # the own record is among the matches it satisfies
@@ -583,7 +583,7 @@ __all__ = ["MatchingResult", "RULES", "TOLERANCES", "key_rules", "match_counts",
 
 # --------------------------------------------------------------------- intruder matching
 def qi_matching_parts(ctx: Any, keys: list[str], status: dict[str, str], tolerance: Any, sample_rows: int,
-                      hier: dict[str, Any] | None) -> Any:
+                      hier: dict[str, Any]) -> Any:
     """:func:`ppdm.metrics.matching.qi_matching` of partitioned tables: a uniform sample of
     ``sample_rows`` original records (all of them when the table is smaller: then exact), each
     matched against EVERY released record, partition by partition — match counts add up over

@@ -106,7 +106,7 @@ def compare_models(
 
     def complete(d: pd.DataFrame) -> pd.DataFrame:
         gaps = d[feats].isna().to_numpy().any(axis=1) if feats and isinstance(d, pd.DataFrame) else None
-        return d.loc[~gaps] if gaps is not None and gaps.any() else d
+        return d.loc[~gaps] if gaps is not None and gaps.any() else d  # type: ignore[index]  # numpy's stubs: any(axis=1) may be a scalar
 
     x, z, t = complete(x), complete(z), complete(t)
     for name, d in (("x", x), ("z", z), ("t", t)):

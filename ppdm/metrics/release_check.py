@@ -147,7 +147,7 @@ class ReleaseCheck(MeasureResult):
                 f"records unique on their quasi-identifiers in z: {self.unique_in_z} of {n}",
             ]
             return lines + ([keys] if keys else [])
-        cells = ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in self.per_column.itertuples())
+        cells = ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in self.per_column.itertuples())  # type: ignore[operator, str-bytes-safe]  # pandas-stubs types itertuples' fields as any scalar
         lines = [
             f"records with unchanged quasi-identifiers: {_pct(self.value)} ({self.records_unchanged} of {n}; {qi})",
             f"records unchanged on every column: {_pct(self.share_verbatim)} ({self.records_verbatim} of {n}"
@@ -383,7 +383,7 @@ def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns
     n = sum(p.n for p in parts)
     if n == 0:
         raise SchemaError("the release check needs at least one record")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in columns:
         share = sum(p.unchanged[c] for p in parts) / n
         role = schema.role(c) if c in schema.all_columns else "not in the schema"
@@ -399,7 +399,7 @@ def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns
     together = 0.0
     per_key = pd.DataFrame(columns=PER_KEY_COLUMNS)
     alone: dict[str, float] = {}
-    share = dict(zip(per_column["column"], per_column["share_unchanged"], strict=True))
+    share_of = dict(zip(per_column["column"], per_column["share_unchanged"], strict=True))
     if keys is not None:
         empty = np.zeros(0, np.uint64)
         cands = np.unique(np.concatenate([p.verbatim_keys for p in parts])) if parts else empty
@@ -411,12 +411,12 @@ def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns
             verbatim_unique, near_unique = copies[1], copies[2]
         unique_all = keys.stats(columns)[2]
         for c in columns:
-            if share[c] >= t.untouched_share:
+            if share_of[c] >= t.untouched_share:
                 total, _, single = keys.stats([c])
                 alone[c] = single / total if total else 0.0
     if keys is not None and qi:
         unique_x = keys.stats(qi)[2]
-        untouched_keys = [c for c in qi if share.get(c, 0.0) >= t.untouched_share]
+        untouched_keys = [c for c in qi if share_of.get(c, 0.0) >= t.untouched_share]
 
         def unique_share(cols: list[str]) -> float:
             if not cols:
@@ -430,7 +430,7 @@ def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns
             total, distinct, single = keys.stats([c])
             drop = (together - unique_share([k for k in untouched_keys if k != c])) if c in untouched_keys \
                 else float("nan")
-            key_rows.append({"column": c, "share_unchanged": float(share.get(c, 0.0)), "untouched": c in untouched_keys,
+            key_rows.append({"column": c, "share_unchanged": float(share_of.get(c, 0.0)), "untouched": c in untouched_keys,
                              "distinct_x": distinct, "unique_alone": single / total if total else 0.0,
                              "unique_drop": drop})
         per_key = pd.DataFrame(key_rows, columns=PER_KEY_COLUMNS)
@@ -505,7 +505,7 @@ def release_check(
     same: dict[str, np.ndarray] = {}
     near_all = np.ones(n, dtype=bool) if record_aligned else np.zeros(n, dtype=bool)
     dec = release_decimals(zv, kinds) if decimals is None and record_aligned else dict(decimals or {})
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in cols:
         if record_aligned:
             same[c] = unchanged_cells(xv[c], zv[c], kinds[c], tolerance)
@@ -548,7 +548,7 @@ def release_check(
     # its own: only a column matched in full counts as untouched there
     share_untouched = t.untouched_share if record_aligned else 1.0
     keys = _per_key(xv, hx, qi, per_column, share_untouched)
-    untouched_keys = [r.column for r in keys.itertuples() if r.untouched]
+    untouched_keys = [str(r.column) for r in keys.itertuples() if r.untouched]  # names are str already
     alone = ({r["column"]: _unique_share(hx.of([r["column"]])) for r in rows
               if r["share_unchanged"] >= share_untouched} if record_aligned else {})
     return ReleaseCheck(
@@ -746,7 +746,7 @@ def _release_check_dask_unpaired(x: Any, z: Any, schema: Schema, cols: list[str]
         both = a.to_frame().merge(b.to_frame(), left_index=True, right_index=True, how="inner")
         return int(_compute(both.min(axis=1).sum())[0])
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in cols:
         share = matched([c]) / n
         role = schema.role(c) if c in schema.all_columns else "not in the schema"
@@ -922,7 +922,7 @@ def _top_unchanged(table: pd.DataFrame, k: int = 3) -> tuple[list[str], str]:
         return [], ""
     t = table.sort_values("share_unchanged", ascending=False, kind="stable")
     t = t[t["share_unchanged"] >= 0.5].head(k)
-    return list(t["column"]), ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in t.itertuples())
+    return list(t["column"]), ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in t.itertuples())  # type: ignore[operator, str-bytes-safe]  # pandas-stubs types itertuples' fields as any scalar
 
 
 def _responsible_keys(check: ReleaseCheck) -> list[str]:
@@ -1026,6 +1026,7 @@ def _restorable_findings(check: ReleaseCheck, t: GateThresholds) -> list[Finding
         return []
     out = []
     best = table.sort_values("share_restored", ascending=False, kind="stable").drop_duplicates("key")
+    r: Any  # a row of best; pandas-stubs types its fields as any scalar
     for r in best.itertuples():
         if r.share_restored < t.warn_restorable_key:
             continue
@@ -1046,7 +1047,7 @@ def _untouched_note(check: ReleaseCheck) -> str:
     if part.empty:
         return ""
     return (" (a key counts as untouched from " + _pct(check.untouched_share) + " of unchanged cells: "
-            + ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in part.itertuples()) + ")")
+            + ", ".join(f"{r.column} {100 * r.share_unchanged:.1f}%" for r in part.itertuples()) + ")")  # type: ignore[operator, str-bytes-safe]  # pandas-stubs types itertuples' fields as any scalar
 
 
 @register_measure(

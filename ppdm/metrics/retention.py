@@ -88,7 +88,7 @@ def count_rules(
     n = len(df)
     support = np.zeros(len(rules), dtype=np.int64)
     counts = np.zeros((len(rules), k), dtype=np.int64)
-    pred_codes = classes.get_indexer(pd.Index([r.prediction for r in rules], dtype=object)) if len(rules) else []
+    pred_codes: np.ndarray | list[int] = classes.get_indexer(pd.Index([r.prediction for r in rules], dtype=object)) if len(rules) else []
     seen = np.zeros(n, dtype=bool)
     overlap = np.zeros(n, dtype=bool)
     n_correct = 0
@@ -143,7 +143,7 @@ def _majority(counts: np.ndarray, classes: pd.Index, prefer: list[Any]) -> list[
             out.append(None)
             continue
         best = np.flatnonzero(row == row.max())
-        tied = [classes[j] for j in best]
+        tied = [classes[int(j)] for j in best]
         out.append(pref if pref in tied else tied[0])
     return out
 

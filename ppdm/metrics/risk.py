@@ -184,7 +184,7 @@ def _link_tree(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     tree = build_tree(Xs, LEAF_SIZE)
     n_leaves = int((tree[4] < 0).sum())
     budget = max(32, int(n_leaves * TREE_LEAF_BUDGET))
-    status, count, first = own_ball_search(Xs, Zs, np.arange(n), *tree, TIE_REL_TOL, TIE_ABS_TOL, budget,
+    status, count, first = own_ball_search(Xs, Zs, np.arange(n), *tree, TIE_REL_TOL, TIE_ABS_TOL, budget,  # type: ignore[call-arg]  # numba's Dispatcher type does not count *tree
                                            max(1, min(n, 8 * _threads())))
     own = status == 1
     undecided = np.flatnonzero(status < 0)
@@ -275,7 +275,7 @@ def ddr(
     (:func:`ppdm.metrics._dask.blocked_linkage`): the same links, exactly, with two
     partitions in memory per task (``method`` is then ``"blocked-kdtree"``).
     """
-    standardize = check_choice(standardize, ("per_file", "original", "none"), "DDR standardize")  # type: ignore[assignment]
+    standardize = check_choice(standardize, ("per_file", "original", "none"), "DDR standardize")
     if ties not in ("fractional", "first", "strict"):
         raise ParameterError(f"DDR ties must be 'fractional', 'first' or 'strict', got {ties!r}")
     if method not in ("auto", "tree", "kdtree", "brute", "blas"):

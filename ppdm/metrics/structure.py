@@ -45,7 +45,7 @@ def default_tree_factory() -> TreeFactory:
     ratio 0.01, confidence 0.25, goodness 0.5, separation 0.3, minimum leaf 10 — the
     settings Forest Framework builds its forest with), resolved when first needed."""
     try:
-        from ppdm.trees import SysForClassifier  # type: ignore[attr-defined]
+        from ppdm.trees import SysForClassifier
     except ImportError:
         raise ParameterError(
             "no tree learner is available: pass fitted trees or make_tree= (a callable returning an "
@@ -193,7 +193,7 @@ def _forest_leaves(trees: list[TreeModel], data: pd.DataFrame, attrs: list[str],
                                                                                                   None)):
             if id(enc) not in encoded:
                 encoded[id(enc)] = enc.transform(data)
-            ids = tree.apply_encoded(encoded[id(enc)])
+            ids = tree.apply_encoded(encoded[id(enc)])  # type: ignore[attr-defined]  # checked above: not in TreeModel
         else:
             ids = tree.apply(data)
         idx, rules = _leaf_positions(tree, data, ids)
@@ -306,8 +306,8 @@ def eduds(
     numeric = set(sch.numeric)
     if trees_x is None or trees_z is None:
         factory = make_tree or default_tree_factory()
-        tx = trees_of(trees_x) if trees_x is not None else _fit(factory, x, attrs, sch.class_column)
-        tz = trees_of(trees_z) if trees_z is not None else _fit(factory, z, attrs, sch.class_column)
+        tx = trees_of(trees_x) if trees_x is not None else _fit(factory, x, attrs, sch.require_class())
+        tz = trees_of(trees_z) if trees_z is not None else _fit(factory, z, attrs, sch.require_class())
     else:
         tx, tz = trees_of(trees_x), trees_of(trees_z)
     is_num = np.array([a in numeric for a in attrs])
@@ -664,8 +664,8 @@ def edusc(
     else:
         trees = trees_of(trees_x)
     classes = pd.Index(pd.unique(pd.concat([x[cls], z[cls]], ignore_index=True)))
-    yx = classes.get_indexer(x[cls]).astype(np.int64)
-    yz = classes.get_indexer(z[cls]).astype(np.int64)
+    yx = classes.get_indexer(x[cls]).astype(np.int64)  # type: ignore[arg-type]  # pandas-stubs: get_indexer takes a Series at run time
+    yz = classes.get_indexer(z[cls]).astype(np.int64)  # type: ignore[arg-type]  # pandas-stubs: get_indexer takes a Series at run time
     n_classes = len(classes)
     numeric = set(sch.numeric)
     is_num = np.array([a in numeric for a in attrs])
@@ -705,14 +705,14 @@ def edusc(
         tree_rows.append({"tree": t, "similarity": sim, "nodes": len(nodes), "nodes_counted": counted_nodes})
     if not tree_rows:
         raise ParameterError("EDUSC got no trees")
-    per_tree = pd.DataFrame(tree_rows)
+    tree_table = pd.DataFrame(tree_rows)
     per_attr = pd.DataFrame({
         "attribute": attrs,
         "nodes_counted": [diff_cnt[a] for a in attrs],
         "mean_abs_difference": [diff_sum[a] / diff_cnt[a] if diff_cnt[a] else float("nan") for a in attrs],
     })
-    return EDUSCResult(value=float(per_tree["similarity"].mean()), criterion=criterion,
-                       min_gain_ratio=float(min_gain_ratio), n_trees=len(trees), per_tree=per_tree,
+    return EDUSCResult(value=float(tree_table["similarity"].mean()), criterion=criterion,
+                       min_gain_ratio=float(min_gain_ratio), n_trees=len(trees), per_tree=tree_table,
                        per_attribute=per_attr)
 
 

@@ -198,7 +198,7 @@ def suda2(df: pd.DataFrame, keys: Any, dis_fraction: float = 0.01) -> SUDA2Resul
 def _suda2_measure(ctx: EvaluationContext) -> SUDA2Result:
     keys, perturbed = judged_keys(ctx, "suda2")
     nested = ctx.options.get("suda2")
-    frac = nested.get("dis_fraction") if isinstance(nested, dict) and "dis_fraction" in nested else \
+    frac = nested["dis_fraction"] if isinstance(nested, dict) and "dis_fraction" in nested else \
         ctx.options.get("suda2.dis_fraction", ctx.options.get("dis_fraction", 0.01))
     res = suda2(ctx.z, keys, frac)
     res.original = suda2(ctx.x, keys, frac).value

@@ -107,7 +107,7 @@ def _plain_value(v: Any) -> str:
 def _dataset(info: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if info is None:
         return None
-    d = {"name": None, "rows": "—", "columns": "—", "numeric": [], "categorical": [], "class_column": None,
+    d: dict[str, Any] = {"name": None, "rows": "—", "columns": "—", "numeric": [], "categorical": [], "class_column": None,
          "class_counts": {}}
     d.update(dict(info))
     d["numeric"] = list(d.get("numeric") or [])
@@ -142,7 +142,7 @@ def _html_table(table: Mapping[str, Any], max_rows: int) -> dict[str, Any]:
     index = {c: j for j, c in enumerate(columns)}
     # headers wrap at the underscores of column names; long texts (rules) get room to breathe
     header = [c.replace("_", " ") for c in shown] + [f"{prefix.replace('_', ' ')}[…]" for prefix in groups]
-    body = []
+    body: list[list[dict[str, Any]]] = []
     for r in rows[:max_rows]:
         cells = []
         for c in shown:

@@ -142,8 +142,8 @@ def sweep_plot(summary: pd.DataFrame, measure: str, param: str, series: Sequence
         if ser["fixed"]:
             name += " (" + ", ".join(f"{k}={v}" for k, v in ser["fixed"].items()) + ")"
         ax.errorbar(ser["values"], means, yerr=stds, marker="o", ms=4, capsize=3, lw=1.2, label=name)
-    if "original" in s.index and math.isfinite(float(s.loc["original", "mean"])):
-        ax.axhline(float(s.loc["original", "mean"]), color="#888888", ls="--", lw=1, label="original")
+    if "original" in s.index and math.isfinite(float(s.loc["original", "mean"])):  # type: ignore[arg-type]  # pandas-stubs: a cell of the means table is a number
+        ax.axhline(float(s.loc["original", "mean"]), color="#888888", ls="--", lw=1, label="original")  # type: ignore[arg-type]  # pandas-stubs: a cell of the means table is a number
     ax.set_xlabel(param)
     ax.set_ylabel(measure)
     ax.set_title(f"{measure} vs {param} ({direction_text(direction)})", fontsize=10)
@@ -179,8 +179,8 @@ def sweep_figure(summary: pd.DataFrame, measures: Sequence[tuple[str, str | None
                                        if ser["fixed"] else "")
             h = ax.errorbar(ser["values"], means, yerr=stds, marker="o", ms=3, capsize=2, lw=1.1, color=f"C{j % 10}")
             handles.setdefault(name, h)
-        if ("original", measure) in s.index and math.isfinite(float(s.loc[("original", measure), "mean"])):
-            handles.setdefault("original", ax.axhline(float(s.loc[("original", measure), "mean"]), color="#888888",
+        if ("original", measure) in s.index and math.isfinite(float(s.loc[("original", measure), "mean"])):  # type: ignore[arg-type]  # pandas-stubs: a cell of the means table is a number
+            handles.setdefault("original", ax.axhline(float(s.loc[("original", measure), "mean"]), color="#888888",  # type: ignore[arg-type]  # pandas-stubs: a cell of the means table is a number
                                                       ls="--", lw=1))
         better = {"higher": " (higher better)", "lower": " (lower better)"}.get(direction or "", "")
         ax.set_title(measure + better, fontsize=8.5)

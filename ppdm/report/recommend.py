@@ -276,7 +276,8 @@ def front_plot(doc: Mapping[str, Any]) -> bytes:
                    label=f"met the policy ({len(ok)})", zorder=3)
     fr = sorted((t for t in ok if t["number"] in front), key=lambda t: (t["risk"], t["utility_loss"]))
     if fr:
-        xs, ys = [], []
+        xs: list[float] = []
+        ys: list[float] = []
         for t in fr:
             if xs:
                 xs.append(t["risk"])

@@ -371,7 +371,7 @@ def comparison_verdicts(result: Any, summary: Any | None = None) -> list[Techniq
             details = {k: float(row[k]) for k in ("ci_low", "ci_high")
                        if row.get(k) is not None and math.isfinite(float(row[k]))}
             measures[m] = {"kind": info[m]["kind"], "direction": info[m]["direction"],
-                           "threshold": info[m]["threshold"], "value": float(mean) if ok else None,
+                           "threshold": info[m]["threshold"], "value": float(mean) if ok else None,  # type: ignore[arg-type]  # ok: mean is not None
                            "status": "computed" if ok else "skipped", "details": details,
                            "range": info[m]["range"], "scenario": getattr(registry.get(m), "scenario", None)}
         v = verdicts(measures)

@@ -32,7 +32,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_HALF_EVEN, Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn, overload
 
 import numpy as np
 import pandas as pd
@@ -280,7 +280,13 @@ class RuleSet(Sequence[Rule]):
     def __len__(self) -> int:
         return len(self.rules)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Rule: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> RuleSet: ...
+
+    def __getitem__(self, i: int | slice) -> Rule | RuleSet:
         if isinstance(i, slice):
             return RuleSet(self.rules[i], self.class_column)
         return self.rules[i]
@@ -403,8 +409,8 @@ class _TableView:
         got = self._cat.get(c.attribute)
         if got is None:
             s = self._column(c, rule_index)
-            codes, uniques = pd.factorize(s, use_na_sentinel=True)
-            got = self._cat[c.attribute] = (codes, pd.Series(uniques))
+            codes, found = pd.factorize(s, use_na_sentinel=True)
+            got = self._cat[c.attribute] = (codes, pd.Series(found))
         codes, uniques = got
         on_values = c.mask(uniques)
         hits = np.flatnonzero(on_values)
@@ -491,18 +497,22 @@ class _Parser:
             pos = m.end()
         self.i = 0
 
-    def fail(self, msg: str) -> None:
+    def fail(self, msg: str) -> NoReturn:
         raise PPDMError(f"rule line {self.lineno}: {msg} in {self.text!r}")
 
     def peek(self) -> tuple[str, str] | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def peek_text(self) -> str | None:
+        t = self.peek()
+        return None if t is None else t[1]
 
     def take(self) -> tuple[str, str]:
         t = self.peek()
         if t is None:
             self.fail("unexpected end of line")
         self.i += 1
-        return t  # type: ignore[return-value]
+        return t
 
     def expect(self, val: str) -> None:
         t = self.take()
@@ -536,20 +546,20 @@ class _Parser:
         attr = self.name()
         kind, tok = self.take()
         if kind == "op" and tok in ("<=", ">=", "<", ">", "=", "!="):
-            return Condition(attr, tok, self.value())  # type: ignore[arg-type]
+            return Condition(attr, tok, self.value())  # type: ignore[arg-type]  # tok is one of the Ops just tested
         if kind == "word" and tok in ("in", "not"):
-            op = "in"
+            op: Op = "in"
             if tok == "not":
                 self.expect("in")
                 op = "not in"
             self.expect("{")
             vals = []
-            while self.peek() and self.peek()[1] != "}":  # type: ignore[index]
+            while self.peek_text() not in (None, "}"):
                 vals.append(self.value())
-                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                if self.peek_text() == ",":
                     self.take()
             self.expect("}")
-            return Condition(attr, op, frozenset(vals))  # type: ignore[arg-type]
+            return Condition(attr, op, frozenset(vals))
         self.fail(f"expected an operator after {attr!r}, found {tok!r}")
         raise AssertionError
 
@@ -565,17 +575,17 @@ class _Parser:
         self.expect("->")
         pred = self.value()
         counts = None
-        if self.peek() and self.peek()[1] == "[":  # type: ignore[index]
+        if self.peek_text() == "[":
             self.take()
             self.expect("counts")
             counts = {}
-            while self.peek() and self.peek()[1] != "]":  # type: ignore[index]
+            while self.peek_text() not in (None, "]"):
                 k = self.value()
                 self.expect(":")
                 counts[k] = self.value()
-                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                if self.peek_text() == ",":
                     self.take()
             self.expect("]")
         if self.peek() is not None:
-            self.fail(f"unexpected {self.peek()[1]!r} after the rule")  # type: ignore[index]
+            self.fail(f"unexpected {self.peek_text()!r} after the rule")
         return Rule(tuple(conds), pred, counts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,7 @@ class Encoding:
     def nvals(self) -> np.ndarray:
         return np.array([len(self.categories.get(c, ())) for c in self.columns], dtype=np.int64)
 
-    def transform(self, X: Any, order: str = "C") -> np.ndarray:
+    def transform(self, X: Any, order: Literal["C", "F"] = "C") -> np.ndarray:
         """Encode ``X`` (same columns as at fit) as an n × m float matrix (``order="F"``:
         column-major, for routing many records through a tree)."""
         df = _as_frame(X, self.columns if self.from_array else None)

@@ -108,7 +108,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         self.value_order = value_order
 
     # ------------------------------------------------------------------ fitting
-    def _validate_params(self) -> None:  # type: ignore[override]
+    def _validate_params(self) -> None:
         if not isinstance(self.min_leaf, (int, float, np.integer, np.floating)) or not self.min_leaf > 0:
             raise ParameterError(f"min_leaf must be a positive number, got {self.min_leaf!r}")
         if not isinstance(self.confidence, (int, float, np.floating)) or not 0 < self.confidence <= 1:
@@ -271,7 +271,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
             f"Number of Leaves  : \t{self.n_leaves_}\n\nSize of the tree : \t{self.tree_size_}\n"
         )
 
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+    def __sklearn_tags__(self) -> Any:  # sklearn's Tags (sklearn ships no types)
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True

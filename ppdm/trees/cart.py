@@ -70,7 +70,7 @@ class _Encoder:
         missing = [c for c in self.columns if c not in X.columns]
         if missing:
             raise SchemaError(f"column(s) {missing} seen in fit are not in the table")
-        blocks = []
+        blocks: list[np.ndarray] = []
         for c in self.columns:
             if c in self.levels:
                 col = X[c].to_numpy(dtype=object)

@@ -310,7 +310,7 @@ class ForestIntersector:
                 if id(enc) not in encoded:
                     # column-major: a node reads one attribute of many records
                     encoded[id(enc)] = enc.transform(tree_input(t, df), order="F")
-                ids = t.apply_encoded(encoded[id(enc)])
+                ids = t.apply_encoded(encoded[id(enc)])  # type: ignore[attr-defined]  # checked above: not in TreeModel
             else:
                 ids = t.apply(tree_input(t, df))
             cols.append(np.asarray(ids).astype(np.int64).ravel())

@@ -234,7 +234,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         return cls(**params)
 
     # ------------------------------------------------------------------ fitting
-    def _validate_params(self) -> None:  # type: ignore[override]
+    def _validate_params(self) -> None:
         if not isinstance(self.n_trees, (int, np.integer)) or self.n_trees < 1:
             raise ParameterError(f"n_trees must be a positive integer, got {self.n_trees!r}")
         if not isinstance(self.min_leaf, (int, float, np.number)) or not self.min_leaf > 0:
@@ -412,7 +412,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         job = self._jobs.get(key)
         if job is None:
             job = self._jobs[key] = _Job(rows, w)
-        return job  # type: ignore[return-value]
+        return job  # type: ignore[return-value]  # a placeholder, swapped for its grown Node before use
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self) -> None:
@@ -483,7 +483,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
             )
         return "\n".join(parts)
 
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+    def __sklearn_tags__(self) -> Any:  # sklearn's Tags (sklearn ships no types)
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
