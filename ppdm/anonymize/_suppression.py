@@ -287,7 +287,8 @@ def cover_suppress(codes: np.ndarray, k: int, cost: np.ndarray, *, criterion: st
     ``cost[j]`` is the cost of blanking one cell of key j (> 0); ``tie`` is a suppression
     order (:func:`suppression_order`): among blankings of equal merit, keys early in it are
     blanked. Records with missing keys on input are handled by the rule's repair step
-    (criterion ``"sdcmicro"``); criterion ``"intruder"`` refuses them.
+    (criterion ``"sdcmicro"``); under criterion ``"intruder"`` (:func:`_intruder_with_missing`)
+    a missing cell counts as a value no other record has.
     """
     if criterion not in CRITERIA:
         raise ParameterError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
@@ -296,8 +297,7 @@ def cover_suppress(codes: np.ndarray, k: int, cost: np.ndarray, *, criterion: st
     if n == 0 or m == 0 or k <= 1:
         return codes
     if criterion == "intruder" and (codes < 0).any():
-        raise ParameterError("criterion='intruder' needs key values without missing cells; use "
-                             "criterion='sdcmicro', or fill or drop the missing key values first")
+        return _intruder_with_missing(codes, k, cost, tie)
     rank = np.zeros(m) if tie is None else np.argsort(np.asarray(tie)).astype(float)
     # blanking a key early in the order costs a hair less, so it wins ties
     unit = np.asarray(cost, dtype=float) * (1.0 + 1e-6 * rank)
@@ -305,10 +305,27 @@ def cover_suppress(codes: np.ndarray, k: int, cost: np.ndarray, *, criterion: st
     if m > 1:
         _greedy(out, codes, k, unit, criterion == "intruder")
     elif criterion == "intruder" and (record_frequencies(codes) < k).any():
-        raise ParameterError("criterion='intruder' cannot protect records on a single key: only records blanked "
+        raise ParameterError("criterion='intruder' (local suppression's default) cannot protect records on a single key: only records blanked "
                              "altogether could match a rare value; use criterion='sdcmicro' or recode the key first")
     if criterion == "sdcmicro":
         _repair(out, k, unit)
+    return out
+
+
+def _intruder_with_missing(codes: np.ndarray, k: int, cost: np.ndarray, tie: np.ndarray | None) -> np.ndarray:
+    """The intruder criterion on keys with missing cells. The intruder does not know a value that
+    is missing in the original, so any released record agreeing on the others is a candidate;
+    the cover is run as if each missing cell held a value no other record has, and records whose
+    keys are all missing (anyone's candidates) are left out. Both only undercount candidates —
+    a released missing cell is counted as matching nobody else — so k candidates in this count
+    are at least k in the intruder's view."""
+    out = codes.copy()
+    known = ~(codes < 0).all(axis=1)
+    work = codes[known].copy()
+    r, c = np.nonzero(work < 0)
+    work[r, c] = work.max(axis=0)[c] + 1 + np.arange(r.size)
+    new = cover_suppress(work, k, cost, criterion="intruder", tie=tie)
+    out[known] = np.where(new < 0, -1, codes[known])
     return out
 
 
@@ -332,7 +349,7 @@ def _greedy(out: np.ndarray, codes: np.ndarray, k: int, unit: np.ndarray, intrud
     if intruder and (need[viol] < 0).any():
         lost = int(st.count[viol[need[viol] < 0]].sum())
         raise ParameterError(
-            f"criterion='intruder' cannot protect {lost} record(s): each of their key values is shared by fewer "
+            f"criterion='intruder' (local suppression's default) cannot protect {lost} record(s): each of their key values is shared by fewer "
             f"than k={k} records, so no blanking of other records can match them; recode the keys first or use "
             "criterion='sdcmicro'")
     for extra in range(st.m):
@@ -352,7 +369,7 @@ def _greedy(out: np.ndarray, codes: np.ndarray, k: int, unit: np.ndarray, intrud
     if intruder and (st.deficit > 0).any():
         lost = int(st.count[st.deficit > 0].sum())
         raise ParameterError(
-            f"criterion='intruder' cannot protect {lost} record(s) with the records available to lend cover; "
+            f"criterion='intruder' (local suppression's default) cannot protect {lost} record(s) with the records available to lend cover; "
             "recode the keys first or use criterion='sdcmicro'")
 
 
