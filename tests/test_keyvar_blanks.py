@@ -184,3 +184,21 @@ def test_adult_cover_on_sdcmicros_reading_leaves_blanked_records_narrowed_below_
         iv = intruder_view(x, z, keys, 5)
         assert iv.narrowed == narrowed and iv.narrowed_blanked == narrowed, criterion
     assert math.isclose(801 / len(x), 0.02656, abs_tol=1e-4)
+
+
+def test_partitioned_tables_read_blanks_as_in_memory() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    load_all_measures()
+    mem = _ctx(X, Z, **{"k_anonymity.k": 3, "k_anonymity_intruder.k": 3})
+    part = EvaluationContext(x=dd.from_pandas(mem.x, npartitions=2), z=dd.from_pandas(mem.z, npartitions=2),
+                             schema=mem.schema, options=dict(mem.options))
+    for blank in ("wildcard", "strict"):
+        mem.options["blanks"] = part.options["blanks"] = blank
+        mem.cache.clear()
+        part.cache.clear()
+        for name in ("k_anonymity", "l_diversity"):
+            a, b = MEASURES[name].fn(mem), MEASURES[name].fn(part)
+            assert a.value == pytest.approx(b.value), (name, blank)
+    del mem.options["blanks"], part.options["blanks"]
+    a, b = MEASURES["k_anonymity_intruder"].fn(mem), MEASURES["k_anonymity_intruder"].fn(part)
+    assert b.value == pytest.approx(2 / 6) and b.narrowed == a.narrowed == 2 and b.original == pytest.approx(a.original)

@@ -15,6 +15,8 @@ follow statistical disclosure control as implemented by sdcMicro (Templ, Kowarik
   risk: the expected number of re-identifications Σ r_i and its mean.
 * :func:`l_diversity` — distinct (and entropy) l-diversity of a sensitive attribute
   within each key group (Machanavajjhala et al. 2007).
+* :func:`intruder_view` — k-anonymity for an intruder who knows the true key values, blanked
+  ones included: the original records that fewer than k released records could be.
 
 SUDA2 scores live in :mod:`ppdm.metrics.suda`.
 
@@ -25,9 +27,12 @@ value (a perturbed numeric key rarely equals another record's, so on a noise rel
 record tends to be unique: key-variable risk then describes the release's own uniqueness,
 not whether a record can be traced back to ``x`` — record linkage measures that).
 
-A missing key value stands for any value (sdcMicro's convention): two records match when
-they agree on every key that both have. Quasi-identifiers are never guessed: they are
-whatever the schema (or the ``keys`` option) declares.
+A missing key value stands for any value (sdcMicro's convention, ppdm's chosen reading): two
+records match when they agree on every key that both have. Every measure here reads a blank
+that way unless its ``blanks`` option says ``"strict"`` (a value of its own, as pyCANON and
+ARX count); the counting is :mod:`ppdm.data.blanks`, which local suppression uses too.
+Quasi-identifiers are never guessed: they are whatever the schema (or the ``keys`` option)
+declares.
 """
 
 from __future__ import annotations
