@@ -118,3 +118,36 @@ def test_a_synthetic_release_is_looked_up_among_all_original_records() -> None:
     assert chk.summary_lines()[0].startswith("released records not paired with the original's (3)")
     with pytest.raises(SchemaError, match="one by one"):
         release_check(x, z, sch)
+
+
+# ---------------------------------------------------- blanks: found only when alone (#32)
+BX = pd.DataFrame({"a": ["x", "x", "y", "y", "y"], "b": ["p", "q", "p", "p", "p"]})
+BS = Schema(categorical=["a", "b"], quasi_identifiers=["a", "b"])
+
+
+def test_a_verbatim_record_that_blanked_records_could_be_is_not_found() -> None:
+    """Unique in x: records 0 (x,p) and 1 (x,q). z blanks record 0's b, so record 1 comes out
+    verbatim but two released records, (x,·) and (x,q), could carry its true values: an intruder
+    who knows them does not find it. Before the fix the gate counted it (1 of 5 = 20 % > 5 %)."""
+    from ppdm.metrics.release_check import gate
+
+    z = BX.copy()
+    z.loc[0, "b"] = None
+    r = release_check(BX, z, BS)
+    assert r.records_verbatim == 4 and r.unique_in_x_all == 2
+    assert r.records_verbatim_unique == 0 and r.records_near_verbatim_unique == 0
+    assert not [f for f in gate(r) if f.rule == "verbatim_unique"]
+
+
+def test_a_verbatim_record_alone_with_its_values_is_found() -> None:
+    """z blanks record 0's a instead: (·,p) does not agree with record 1's true (x,q) on b, so
+    record 1 is its only candidate — found, and refused (20 % > 5 %)."""
+    from ppdm.metrics.release_check import gate
+
+    z = BX.copy()
+    z.loc[0, "a"] = None
+    r = release_check(BX, z, BS)
+    assert r.records_verbatim_unique == 1
+    assert "verbatim_unique" in [f.rule for f in gate(r) if f.level == "refuse"]
+    # without a pairing the copy is looked up among all of x the same way
+    assert release_check(BX, z, BS, record_aligned=False).records_verbatim_unique == 1

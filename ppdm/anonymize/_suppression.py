@@ -8,10 +8,9 @@ suppressed cell.
 values, with sdcMicro's missing-value rule (``freqCalc`` with alpha = 1, Templ, Kowarik &
 Meindl 2015 §3): two records match when they agree on every key both have; a record whose
 keys are all missing gets fk = n; with several keys a complete record does not count the
-records whose keys are all missing. :func:`pattern_frequencies` computes it per distinct
-pattern of codes, with weights (record counts), in O(P·u) for P patterns of missing keys
-and u distinct patterns. ``ppdm.metrics.keyvar.key_frequencies`` computes the same number
-for the measures (the tests hold the two equal); the technique layer cannot import it.
+records whose keys are all missing. The counting (:func:`pattern_frequencies`, per distinct
+pattern, and :func:`intruder_frequencies`, the intruder's view) lives in
+:mod:`ppdm.data.blanks`, which the measures of ``ppdm evaluate`` use too: one implementation.
 
 Suppression never lowers a count under this rule, except that a record made entirely
 missing stops counting for complete records: every algorithm here keeps at least one key
@@ -56,138 +55,17 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ppdm.data.blanks import (
+    distinct_patterns,
+    intruder_frequencies,
+    pattern_frequencies,
+    record_frequencies,
+    row_ids,
+)
+from ppdm.data.blanks import key_codes as encode_keys
 from ppdm.errors import ParameterError
 
 CRITERIA = ("sdcmicro", "intruder")
-
-
-# ---------------------------------------------------------------------------- codes
-def encode_keys(df: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    """(n, len(keys)) int64 codes of the key columns, compared by value; −1 marks a missing cell."""
-    cols = []
-    for k in keys:
-        codes, _ = pd.factorize(df[k], use_na_sentinel=True)
-        cols.append(codes.astype(np.int64, copy=False))
-    if not cols:
-        return np.zeros((len(df), 0), dtype=np.int64)
-    return np.column_stack(cols)
-
-
-def _ids(codes: np.ndarray) -> np.ndarray:
-    """Dense id of every row of a code matrix (−1 is a value of its own here)."""
-    n, m = codes.shape
-    if m == 0:
-        return np.zeros(n, dtype=np.int64)
-    ids = np.zeros(n, dtype=np.int64)
-    size = 1
-    for j in range(m):
-        col = codes[:, j] + 1
-        card = int(col.max()) + 1 if n else 1
-        if size > (2**62) // max(card, 1):
-            ids, _ = pd.factorize(ids)
-            ids = ids.astype(np.int64)
-            size = int(ids.max()) + 1 if n else 1
-        ids = ids * card + col
-        size *= card
-    out, _ = pd.factorize(ids)
-    return out.astype(np.int64, copy=False)
-
-
-def distinct_patterns(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(patterns, counts, inverse)``: the distinct rows (in order of first appearance), how
-    many records carry each, and the pattern of every record."""
-    inv = _ids(codes)
-    first = np.full(int(inv.max()) + 1 if inv.size else 0, -1, dtype=np.int64)
-    # first occurrence of each id: reversed assignment keeps the smallest index
-    first[inv[::-1]] = np.arange(len(inv) - 1, -1, -1)
-    return codes[first], np.bincount(inv).astype(np.int64), inv
-
-
-def _mask_ids(patterns: np.ndarray) -> np.ndarray:
-    miss = patterns < 0
-    return _ids(miss.astype(np.int64))
-
-
-# ---------------------------------------------------------------------- frequencies
-def pattern_frequencies(patterns: np.ndarray, weights: np.ndarray,
-                        queries: np.ndarray | None = None) -> np.ndarray:
-    """fk of every pattern (or of every query pattern) under sdcMicro's missing-value rule.
-
-    ``patterns`` are distinct rows of codes, ``weights`` the number of records (or the sum
-    of weights) carrying each. Without ``queries`` the result is the fk of each pattern;
-    with them, the fk a record with each query pattern would have in this table (its own
-    record included when it is in ``patterns``).
-    """
-    P = np.asarray(patterns, dtype=np.int64)
-    w = np.asarray(weights, dtype=float)
-    Q = P if queries is None else np.asarray(queries, dtype=np.int64)
-    u, m = P.shape
-    total = float(w.sum())
-    out = np.zeros(len(Q))
-    if len(Q) == 0:
-        return out
-    if m == 0:
-        out[:] = total
-        return out
-    pm = P < 0
-    qm = Q < 0
-    p_ids = _mask_ids(P) if u else np.zeros(0, dtype=np.int64)
-    q_ids = p_ids if queries is None else _mask_ids(Q)
-    p_groups = _groups(p_ids)
-    q_groups = _groups(q_ids)
-    same = queries is None
-    for qi, q_rows in q_groups.items():
-        q_miss = qm[q_rows[0]]
-        if q_miss.all():
-            out[q_rows] = total  # keys missing altogether: the record could be anyone
-            continue
-        q_complete = not q_miss.any()
-        for pi, p_rows in p_groups.items():
-            p_miss = pm[p_rows[0]]
-            if p_miss.all() and q_complete and m > 1:
-                continue  # with several keys, all-missing records do not count for complete ones
-            if same and pi == qi:
-                out[q_rows] += w[p_rows]  # distinct patterns with one mask match only themselves
-                continue
-            common = np.flatnonzero(~q_miss & ~p_miss)
-            if common.size == 0:
-                out[q_rows] += w[p_rows].sum()
-                continue
-            out[q_rows] += _lookup(P[np.ix_(p_rows, common)], w[p_rows], Q[np.ix_(q_rows, common)])
-    return out
-
-
-def _groups(ids: np.ndarray) -> dict[int, np.ndarray]:
-    order = np.argsort(ids, kind="stable")
-    s = ids[order]
-    cuts = np.flatnonzero(np.diff(s)) + 1
-    return {int(ids[b[0]]): b for b in (order[a:z] for a, z in zip(np.r_[0, cuts], np.r_[cuts, len(s)], strict=True))}
-
-
-def _lookup(table: np.ndarray, w: np.ndarray, probe: np.ndarray) -> np.ndarray:
-    """For every row of ``probe``, the summed weight of the equal rows of ``table``."""
-    both = _ids(np.vstack([table, probe]))
-    t, p = both[: len(table)], both[len(table):]
-    sums = np.bincount(t, weights=w, minlength=int(both.max()) + 1)
-    return sums[p]
-
-
-def record_frequencies(codes: np.ndarray) -> np.ndarray:
-    """fk of every record of a code matrix (sdcMicro's rule)."""
-    pats, cnt, inv = distinct_patterns(codes)
-    return pattern_frequencies(pats, cnt)[inv]
-
-
-def intruder_frequencies(original: np.ndarray, released: np.ndarray) -> np.ndarray:
-    """For every record, how many released records are compatible with its *original* key
-    values (an intruder who knows them, blanked cells included, finds that many candidates).
-
-    Released records whose keys are all missing are not counted for a record whose original
-    keys are complete, as in sdcMicro's rule, so this never exceeds the rule's fk of the
-    released record."""
-    rp, rc, _ = distinct_patterns(released)
-    op, _, oinv = distinct_patterns(original)
-    return pattern_frequencies(rp, rc, queries=op)[oinv]
 
 
 # ------------------------------------------------------------------- importance
@@ -300,7 +178,7 @@ def sdcmicro_suppress(codes: np.ndarray, k: int, order: np.ndarray) -> np.ndarra
     n = len(codes)
     if n == 0 or codes.shape[1] == 0:
         return codes
-    ids = _ids(codes)
+    ids = row_ids(codes)
     within = pd.Series(ids).groupby(ids).cumcount().to_numpy()
     reduced = np.flatnonzero(within < k)
     sub = np.ascontiguousarray(codes[reduced])
@@ -344,7 +222,7 @@ def sdcmicro_combs(codes: np.ndarray, k: int, importance: np.ndarray, combs: lis
 
 # ------------------------------------------------------------------------ the cover
 def _project(patterns: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    return _ids(patterns[:, keep]) if keep.size else np.zeros(len(patterns), dtype=np.int64)
+    return row_ids(patterns[:, keep]) if keep.size else np.zeros(len(patterns), dtype=np.int64)
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
@@ -409,7 +287,8 @@ def cover_suppress(codes: np.ndarray, k: int, cost: np.ndarray, *, criterion: st
     ``cost[j]`` is the cost of blanking one cell of key j (> 0); ``tie`` is a suppression
     order (:func:`suppression_order`): among blankings of equal merit, keys early in it are
     blanked. Records with missing keys on input are handled by the rule's repair step
-    (criterion ``"sdcmicro"``); criterion ``"intruder"`` refuses them.
+    (criterion ``"sdcmicro"``); under criterion ``"intruder"`` (:func:`_intruder_with_missing`)
+    a missing cell counts as a value no other record has.
     """
     if criterion not in CRITERIA:
         raise ParameterError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
@@ -418,8 +297,7 @@ def cover_suppress(codes: np.ndarray, k: int, cost: np.ndarray, *, criterion: st
     if n == 0 or m == 0 or k <= 1:
         return codes
     if criterion == "intruder" and (codes < 0).any():
-        raise ParameterError("criterion='intruder' needs key values without missing cells; use "
-                             "criterion='sdcmicro', or fill or drop the missing key values first")
+        return _intruder_with_missing(codes, k, cost, tie)
     rank = np.zeros(m) if tie is None else np.argsort(np.asarray(tie)).astype(float)
     # blanking a key early in the order costs a hair less, so it wins ties
     unit = np.asarray(cost, dtype=float) * (1.0 + 1e-6 * rank)
@@ -427,10 +305,27 @@ def cover_suppress(codes: np.ndarray, k: int, cost: np.ndarray, *, criterion: st
     if m > 1:
         _greedy(out, codes, k, unit, criterion == "intruder")
     elif criterion == "intruder" and (record_frequencies(codes) < k).any():
-        raise ParameterError("criterion='intruder' cannot protect records on a single key: only records blanked "
+        raise ParameterError("criterion='intruder' (local suppression's default) cannot protect records on a single key: only records blanked "
                              "altogether could match a rare value; use criterion='sdcmicro' or recode the key first")
     if criterion == "sdcmicro":
         _repair(out, k, unit)
+    return out
+
+
+def _intruder_with_missing(codes: np.ndarray, k: int, cost: np.ndarray, tie: np.ndarray | None) -> np.ndarray:
+    """The intruder criterion on keys with missing cells. The intruder does not know a value that
+    is missing in the original, so any released record agreeing on the others is a candidate;
+    the cover is run as if each missing cell held a value no other record has, and records whose
+    keys are all missing (anyone's candidates) are left out. Both only undercount candidates —
+    a released missing cell is counted as matching nobody else — so k candidates in this count
+    are at least k in the intruder's view."""
+    out = codes.copy()
+    known = ~(codes < 0).all(axis=1)
+    work = codes[known].copy()
+    r, c = np.nonzero(work < 0)
+    work[r, c] = work.max(axis=0)[c] + 1 + np.arange(r.size)
+    new = cover_suppress(work, k, cost, criterion="intruder", tie=tie)
+    out[known] = np.where(new < 0, -1, codes[known])
     return out
 
 
@@ -454,7 +349,7 @@ def _greedy(out: np.ndarray, codes: np.ndarray, k: int, unit: np.ndarray, intrud
     if intruder and (need[viol] < 0).any():
         lost = int(st.count[viol[need[viol] < 0]].sum())
         raise ParameterError(
-            f"criterion='intruder' cannot protect {lost} record(s): each of their key values is shared by fewer "
+            f"criterion='intruder' (local suppression's default) cannot protect {lost} record(s): each of their key values is shared by fewer "
             f"than k={k} records, so no blanking of other records can match them; recode the keys first or use "
             "criterion='sdcmicro'")
     for extra in range(st.m):
@@ -474,7 +369,7 @@ def _greedy(out: np.ndarray, codes: np.ndarray, k: int, unit: np.ndarray, intrud
     if intruder and (st.deficit > 0).any():
         lost = int(st.count[st.deficit > 0].sum())
         raise ParameterError(
-            f"criterion='intruder' cannot protect {lost} record(s) with the records available to lend cover; "
+            f"criterion='intruder' (local suppression's default) cannot protect {lost} record(s) with the records available to lend cover; "
             "recode the keys first or use criterion='sdcmicro'")
 
 

@@ -33,6 +33,7 @@ MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
     "entropy": ("info_loss", "entropy"),
     "correlation_difference": ("info_loss", "correlation_difference"),
     "k_anonymity": ("keyvar", "k_anonymity"),
+    "k_anonymity_intruder": ("keyvar", "intruder_view"),
     "sample_uniques": ("keyvar", "sample_uniques"),
     "reidentification_risk": ("keyvar", "reidentification_risk"),
     "l_diversity": ("keyvar", "l_diversity"),

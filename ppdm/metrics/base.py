@@ -169,7 +169,7 @@ SYNTHETIC_NOTE = ("z is synthetic: its records are not made from particular orig
                   "be found; verbatim_copies and nearest_record_distance judge the intruder who holds x")
 #: the scenario of each registered risk measure that models one (a registration may also name it)
 SCENARIO_OF: dict[str, str] = {
-    **{m: "quasi-identifiers" for m in ("k_anonymity", "sample_uniques", "reidentification_risk",
+    **{m: "quasi-identifiers" for m in ("k_anonymity", "k_anonymity_intruder", "sample_uniques", "reidentification_risk",
                                         "suda2", "qi_matching", "release_check")},
     **{m: "sensitive" for m in ("attribute_disclosure", "l_diversity")},
     **{m: "originals" for m in ("record_linkage", "ddr", "idr", "sers")},

@@ -15,6 +15,8 @@ follow statistical disclosure control as implemented by sdcMicro (Templ, Kowarik
   risk: the expected number of re-identifications Σ r_i and its mean.
 * :func:`l_diversity` — distinct (and entropy) l-diversity of a sensitive attribute
   within each key group (Machanavajjhala et al. 2007).
+* :func:`intruder_view` — k-anonymity for an intruder who knows the true key values, blanked
+  ones included: the original records that fewer than k released records could be.
 
 SUDA2 scores live in :mod:`ppdm.metrics.suda`.
 
@@ -25,9 +27,12 @@ value (a perturbed numeric key rarely equals another record's, so on a noise rel
 record tends to be unique: key-variable risk then describes the release's own uniqueness,
 not whether a record can be traced back to ``x`` — record linkage measures that).
 
-A missing key value stands for any value (sdcMicro's convention): two records match when
-they agree on every key that both have. Quasi-identifiers are never guessed: they are
-whatever the schema (or the ``keys`` option) declares.
+A missing key value stands for any value (sdcMicro's convention, ppdm's chosen reading): two
+records match when they agree on every key that both have. Every measure here reads a blank
+that way unless its ``blanks`` option says ``"strict"`` (a value of its own, as pyCANON and
+ARX count); the counting is :mod:`ppdm.data.blanks`, which local suppression uses too.
+Quasi-identifiers are never guessed: they are whatever the schema (or the ``keys`` option)
+declares.
 """
 
 from __future__ import annotations
@@ -39,6 +44,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppdm.data.blanks import (
+    BLANK_READINGS,
+    DEFAULT_READING,
+    check_reading,
+    distinct_patterns,
+    intruder_frequencies,
+    joint_key_codes,
+    key_codes,
+    matching_groups,
+    pattern_frequencies,
+)
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, ScenarioNotApplicable, SchemaError
 from ppdm.metrics._dask import check_aligned, pair_partitions, reduce_parts
 from ppdm.metrics._records import RecordDetailMixin, record_field
@@ -46,7 +62,7 @@ from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 
 #: the registered measures that read quasi-identifiers (named on the command line, they need
 #: declared ones; in the default set they fall back on :func:`infer_quasi_identifiers`)
-KEY_VARIABLE_MEASURES = ("k_anonymity", "sample_uniques", "reidentification_risk", "l_diversity", "suda2",
+KEY_VARIABLE_MEASURES = ("k_anonymity", "k_anonymity_intruder", "sample_uniques", "reidentification_risk", "l_diversity", "suda2",
                          "restorable_keys", "attribute_disclosure",
                          # the privacy models of ppdm.metrics.privacy_models (ARX, ANJANA, pyCANON)
                          "t_closeness", "recursive_cl_diversity", "alpha_k_anonymity", "basic_beta_likeness",
@@ -112,11 +128,6 @@ def _combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return codes.astype(np.int64, copy=False)
 
 
-def key_codes(df: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    """(n, len(keys)) integer codes of the key variables; −1 marks a missing value."""
-    return np.column_stack([_codes(df[k]) for k in keys]) if keys else np.zeros((len(df), 0), np.int64)
-
-
 #: a mixed-radix key code is counted with a direct ``bincount`` up to this many cells per record
 DIRECT_CELLS_PER_ROW = 8
 
@@ -178,6 +189,7 @@ class KeyFrequencies:
     n_groups: int  # distinct key combinations (a missing value counted as a value of its own)
     weighted: bool
     codes: np.ndarray  # (n, len(keys)) value codes, −1 for a missing value
+    blanks: str = DEFAULT_READING  # how a blank was read (ppdm.data.blanks.BLANK_READINGS)
     #: per-key summaries already computed from ``codes`` (k-anonymity, sample uniques and the
     #: re-identification risk of one table all list the same one)
     per_key_tables: dict[int, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
@@ -189,97 +201,58 @@ class KeyFrequencies:
     def per_key(self, uniques: int) -> pd.DataFrame:
         """:func:`_per_key` of this table's keys, computed once."""
         if uniques not in self.per_key_tables:
-            self.per_key_tables[uniques] = _per_key(self.keys, self.codes, uniques)
+            self.per_key_tables[uniques] = _per_key(self.keys, self.codes, uniques, self.blanks)
         return self.per_key_tables[uniques].copy()
 
 
-def key_frequencies(df: pd.DataFrame, keys: Any, weight: str | None = None) -> KeyFrequencies:
+def key_frequencies(df: pd.DataFrame, keys: Any, weight: str | None = None, *,
+                    blanks: str = DEFAULT_READING) -> KeyFrequencies:
     """Sample frequency fk and population frequency Fk of each record's key (sdcMicro ``freqCalc``).
 
     fk_i is the number of records whose key variables equal record i's, Fk_i the sum of
     their sampling weights (``weight`` names the weight column; without one Fk = fk).
-    A missing key value matches every value, as in sdcMicro: records i and j match when
-    they agree on every key both have; a record whose keys are all missing matches every
-    record (fk = n) but does not add to the frequency of complete records.
+    ``blanks`` says how a missing key value is read (:mod:`ppdm.data.blanks`): ``"wildcard"``
+    (default, sdcMicro's rule) matches every value — records i and j match when they agree on
+    every key both have; a record whose keys are all missing matches every record (fk = n) but
+    does not add to the frequency of complete records; ``"strict"`` (pyCANON, ARX) counts a
+    blank as a value of its own.
     """
     keys = check_keys(df, keys, measure="key frequencies")
     w = check_weights(df, weight, measure="key frequencies")
+    blanks = check_reading(blanks)
     codes = key_codes(df, keys)
-    fk, Fk, n_groups = _frequencies(codes, w)
-    return KeyFrequencies(keys=keys, fk=fk, Fk=Fk, n_groups=n_groups, weighted=w is not None, codes=codes)
+    fk, Fk, n_groups = _frequencies(codes, w, blanks)
+    return KeyFrequencies(keys=keys, fk=fk, Fk=Fk, n_groups=n_groups, weighted=w is not None, codes=codes,
+                          blanks=blanks)
 
 
 def _given_or_computed(
-    df: pd.DataFrame, keys: list[str], weight: str | None, given: KeyFrequencies | None
+    df: pd.DataFrame, keys: list[str], weight: str | None, given: KeyFrequencies | None,
+    blanks: str | None = None,
 ) -> KeyFrequencies:
-    """``given`` when it is the frequencies of ``df`` on ``keys`` (weighted as asked), else computed."""
+    """``given`` when it is the frequencies of ``df`` on ``keys`` (weighted and blanks read as
+    asked; ``blanks=None``: as given, else the default reading), else computed."""
     if given is None:
-        return key_frequencies(df, keys, weight)
-    if list(given.keys) != keys or given.n != len(df) or given.weighted != (weight is not None):
-        raise ParameterError("frequencies= must be key_frequencies() of the same table, keys and weight")
+        return key_frequencies(df, keys, weight, blanks=check_reading(blanks))
+    if list(given.keys) != keys or given.n != len(df) or given.weighted != (weight is not None) or (
+            blanks is not None and given.blanks != check_reading(blanks)):
+        raise ParameterError("frequencies= must be key_frequencies() of the same table, keys, weight and blanks")
     return given
 
 
-def _frequencies(codes: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """fk, Fk (= fk without weights) and the number of distinct keys of a code matrix."""
-    n = len(codes)
-    r = _radix(codes)
-    if r is not None and _small(r[1], n):
-        group = r[0]
-    else:
-        group = group_codes(codes)
-    cnt = np.bincount(group)
-    n_groups = int(np.count_nonzero(cnt))
-    fk = cnt[group].astype(float)
-    Fk = fk if w is None else np.bincount(group, weights=w)[group]
-    miss = codes < 0
-    if miss.any():
-        fk, Fk = _wildcard_frequencies(codes, miss, np.ones(n) if w is None else w)
-        if w is None:
-            Fk = fk
-    return fk, Fk, n_groups
-
-
-def _wildcard_frequencies(codes: np.ndarray, miss: np.ndarray, wt: np.ndarray,
-                          mult: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Frequencies when some key values are missing (sdcMicro ``freqCalc``, alpha = 1).
-
-    Records are grouped by their pattern of missing keys. For two patterns P and Q, a
-    record with pattern P matches the records with pattern Q that agree with it on the
-    keys missing in neither: one grouped count per pair of patterns, O(#patterns² · n).
-    ``mult`` gives each row a multiplicity (rows standing for that many records with the
-    same keys, ``wt`` then their summed weights): the frequencies of a table of distinct key
-    combinations are those of the records it counts.
-    """
-    n, m = codes.shape
-    one = np.ones(n) if mult is None else np.asarray(mult, dtype=float)
-    fk = np.zeros(n)
-    Fk = np.zeros(n)
-    pat_id, patterns = pd.factorize(pd.Series([row.tobytes() for row in np.packbits(miss, axis=1)]))
-    pats = [miss[np.flatnonzero(pat_id == p)[0]] for p in range(len(patterns))]
-    members = [np.flatnonzero(pat_id == p) for p in range(len(patterns))]
-    all_missing = [bool(p.all()) for p in pats]
-    for p, mem_p in enumerate(members):
-        for q, mem_q in enumerate(members):
-            if all_missing[q] and m > 1 and not pats[p].any():
-                continue  # with several keys, all-missing keys do not add to complete ones (sdcMicro)
-            common = np.flatnonzero(~pats[p] & ~pats[q])
-            if common.size == 0:
-                fk[mem_p] += one[mem_q].sum()
-                Fk[mem_p] += wt[mem_q].sum()
-                continue
-            both = np.concatenate([mem_q, mem_p])
-            g = group_codes(codes[np.ix_(both, common)])
-            gq, gp = g[: len(mem_q)], g[len(mem_q):]
-            cnt = np.bincount(gq, weights=one[mem_q], minlength=int(g.max()) + 1)
-            ws = np.bincount(gq, weights=wt[mem_q], minlength=int(g.max()) + 1)
-            fk[mem_p] += cnt[gp]
-            Fk[mem_p] += ws[gp]
-    full = miss.all(axis=1)
-    if full.any():  # keys missing altogether: the record could be anyone
-        fk[full] = one.sum()
-        Fk[full] = wt.sum()
-    return fk, Fk
+def _frequencies(codes: np.ndarray, w: np.ndarray | None,
+                 blanks: str = DEFAULT_READING) -> tuple[np.ndarray, np.ndarray, int]:
+    """fk, Fk (= fk without weights) and the number of distinct keys of a code matrix, blanks read
+    as ``blanks`` says (:mod:`ppdm.data.blanks`: the counting the technique shares)."""
+    pats, cnt, inv = distinct_patterns(codes)
+    sums = cnt.astype(float) if w is None else np.column_stack(
+        [cnt.astype(float), np.bincount(inv, weights=w, minlength=len(pats))])
+    if blanks == "wildcard" and (pats < 0).any():
+        sums = pattern_frequencies(pats, sums)
+    if w is None:
+        fk = sums[inv]
+        return fk, fk, len(pats)
+    return sums[inv, 0], sums[inv, 1], len(pats)
 
 
 def individual_risk(fk: np.ndarray, Fk: np.ndarray, weighted: bool = True) -> np.ndarray:
@@ -320,7 +293,7 @@ def _check_fraction(kf: KeyFrequencies, weight: str | None, measure: str) -> Non
 
 
 # ------------------------------------------------------------ per-key summaries
-def _per_key(keys: list[str], codes: np.ndarray, uniques: int) -> pd.DataFrame:
+def _per_key(keys: list[str], codes: np.ndarray, uniques: int, blanks: str = DEFAULT_READING) -> pd.DataFrame:
     """Per key variable: its number of distinct values and missing values, and the sample
     uniques that would remain without it (which keys make records unique)."""
     n, m = codes.shape
@@ -334,7 +307,7 @@ def _per_key(keys: list[str], codes: np.ndarray, uniques: int) -> pd.DataFrame:
             cnt = np.bincount(r[0] - (codes[:, j] + 1) * r[2][j])
             u = int(np.count_nonzero(cnt == 1))
         else:
-            fk, _, _ = _frequencies(np.delete(codes, j, axis=1), None)
+            fk, _, _ = _frequencies(np.delete(codes, j, axis=1), None, blanks)
             u = int((fk == 1).sum())
         rows.append({"key": k, "distinct_values": int(codes[:, j].max()) + 1,
                      "missing": int((codes[:, j] < 0).sum()), "uniques_without": u,
@@ -357,6 +330,7 @@ class KAnonymityResult(RecordDetailMixin):
     weight: str | None = None  # sampling weights: violations counted on Fk (estimated population)
     weighted: bool = False  # value counts Fk < k (True) or fk < k (False)
     violations_weighted: int | None = None  # records with Fk < k, when weights are given
+    blanks: str = DEFAULT_READING  # how a blank key cell was read (ppdm.data.blanks)
     original: float | None = None  # the same measure on the original x, for reference
     key_source: str = ""  # 'declared' or 'inferred' (see infer_quasi_identifiers)
     perturbed_keys: list[str] = field(default_factory=list)  # declared keys left out: perturbed in z
@@ -367,7 +341,7 @@ class KAnonymityResult(RecordDetailMixin):
 
 def k_anonymity(
     df: pd.DataFrame, keys: Any, k: int = 3, *, weight: str | None = None, weighted: bool | None = None,
-    frequencies: KeyFrequencies | None = None, per_key: bool = True,
+    frequencies: KeyFrequencies | None = None, per_key: bool = True, blanks: str | None = None,
 ) -> KAnonymityResult:
     """k-anonymity on the key variables (Sweeney 2002; sdcMicro's fk < k counts).
 
@@ -386,11 +360,15 @@ def k_anonymity(
 
     ``frequencies`` (the :func:`key_frequencies` of ``df`` on these keys, weighted as asked)
     saves computing them again; ``per_key=False`` leaves ``per_key`` empty (the headline alone).
+    ``blanks`` reads a missing key value as :func:`key_frequencies` does: ``"wildcard"`` (the
+    default, sdcMicro) or ``"strict"`` (a value of its own, as pyCANON and ARX count; a
+    local-suppression release is then rarely k-anonymous). What an intruder who knows the
+    blanked values finds is :func:`intruder_view`.
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ParameterError(f"k-anonymity k must be an integer ≥ 1, got {k!r}")
     keys = check_keys(df, keys, measure="k-anonymity")
-    kf = _given_or_computed(df, keys, weight, frequencies)
+    kf = _given_or_computed(df, keys, weight, frequencies, blanks)
     if kf.weighted:
         _check_fraction(kf, weight, "k-anonymity")
     use_weights = kf.weighted if weighted is None else bool(weighted)
@@ -403,7 +381,7 @@ def k_anonymity(
     counted = viol_w if use_weights else viol
     return KAnonymityResult(value=counted / n, k=int(k), keys=keys, n=n, violations=viol, sample_uniques=uniq,  # type: ignore[operator]  # weights were checked: viol_w is set
                             achieved_k=int(kf.fk.min()), n_combinations=kf.n_groups, weight=weight,
-                            weighted=use_weights, violations_weighted=viol_w,
+                            weighted=use_weights, violations_weighted=viol_w, blanks=kf.blanks,
                             per_key=kf.per_key(uniq) if per_key else pd.DataFrame(), fk=kf.fk,
                             Fk=kf.Fk)
 
@@ -415,6 +393,7 @@ class SampleUniquesResult(RecordDetailMixin):
     keys: list[str] = field(default_factory=list)
     n: int = 0
     sample_uniques: int = 0
+    blanks: str = DEFAULT_READING
     original: float | None = None
     key_source: str = ""
     perturbed_keys: list[str] = field(default_factory=list)
@@ -423,18 +402,19 @@ class SampleUniquesResult(RecordDetailMixin):
 
 
 def sample_uniques(
-    df: pd.DataFrame, keys: Any, *, frequencies: KeyFrequencies | None = None, per_key: bool = True
+    df: pd.DataFrame, keys: Any, *, frequencies: KeyFrequencies | None = None, per_key: bool = True,
+    blanks: str | None = None,
 ) -> SampleUniquesResult:
     """Sample uniques: records whose combination of key values no other record has (fk = 1).
 
     ``value`` is their share; ``per_key`` says how many would remain without each key.
-    ``frequencies`` and ``per_key=False`` as in :func:`k_anonymity`.
+    ``frequencies``, ``per_key=False`` and ``blanks`` as in :func:`k_anonymity`.
     """
     keys = check_keys(df, keys, measure="sample uniques")
-    kf = _given_or_computed(df, keys, None, frequencies)
+    kf = _given_or_computed(df, keys, None, frequencies, blanks)
     uniq = kf.fk == 1
     u = int(uniq.sum())
-    return SampleUniquesResult(value=u / kf.n, keys=keys, n=kf.n, sample_uniques=u,
+    return SampleUniquesResult(value=u / kf.n, keys=keys, n=kf.n, sample_uniques=u, blanks=kf.blanks,
                                per_key=kf.per_key(u) if per_key else pd.DataFrame(), unique=uniq)
 
 
@@ -452,6 +432,7 @@ class ReidentificationRiskResult(RecordDetailMixin):
     max_risk: float = 0.0
     sample_uniques: int = 0
     n_combinations: int = 0
+    blanks: str = DEFAULT_READING
     original: float | None = None
     key_source: str = ""
     perturbed_keys: list[str] = field(default_factory=list)
@@ -463,7 +444,7 @@ class ReidentificationRiskResult(RecordDetailMixin):
 
 def reidentification_risk(
     df: pd.DataFrame, keys: Any, weight: str | None = None, *, frequencies: KeyFrequencies | None = None,
-    per_key: bool = True,
+    per_key: bool = True, blanks: str | None = None,
 ) -> ReidentificationRiskResult:
     """Individual and global re-identification risk on the key variables (sdcMicro ``measure_risk``).
 
@@ -473,10 +454,10 @@ def reidentification_risk(
     re-identifications ER = Σ r_i; ``value`` is ER/n (sdcMicro's ``global_risk``),
     ``global_risk_pct`` the same in percent. Assumes an intruder who knows the keys of the
     target exactly and that the target is in the population the weights describe.
-    ``frequencies`` and ``per_key=False`` as in :func:`k_anonymity`.
+    ``frequencies``, ``per_key=False`` and ``blanks`` as in :func:`k_anonymity`.
     """
     keys = check_keys(df, keys, measure="re-identification risk")
-    kf = _given_or_computed(df, keys, weight, frequencies)
+    kf = _given_or_computed(df, keys, weight, frequencies, blanks)
     if kf.weighted:
         _check_fraction(kf, weight, "re-identification risk")
     r = individual_risk(kf.fk, kf.Fk, kf.weighted)
@@ -485,7 +466,7 @@ def reidentification_risk(
     uniq = int((kf.fk == 1).sum())
     return ReidentificationRiskResult(
         value=er / n, keys=keys, weight=weight, n=n, expected_reidentifications=er, global_risk_pct=100.0 * er / n,
-        max_risk=float(np.nanmax(r)), sample_uniques=uniq, n_combinations=kf.n_groups,
+        max_risk=float(np.nanmax(r)), sample_uniques=uniq, n_combinations=kf.n_groups, blanks=kf.blanks,
         per_key=kf.per_key(uniq) if per_key else pd.DataFrame(), fk=kf.fk, Fk=kf.Fk, risk=r)
 
 
@@ -499,6 +480,7 @@ class LDiversityResult(RecordDetailMixin):
     sensitive: list[str] = field(default_factory=list)
     l_target: int = 2
     n: int = 0
+    blanks: str = DEFAULT_READING
     original: float | None = None
     key_source: str = ""
     perturbed_keys: list[str] = field(default_factory=list)
@@ -531,31 +513,92 @@ def _group_ldiversity(group: np.ndarray, s: pd.Series) -> tuple[np.ndarray, np.n
     return distinct[group].astype(float), np.exp(ent)[group]
 
 
-def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) -> LDiversityResult:
+def _value_ldiversity(owner: np.ndarray, value: np.ndarray, count: np.ndarray,
+                      n_owners: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct and entropy l of each owner from its (value, count) cells (each (owner, value)
+    once; value −1 is a missing sensitive value): distinct counts the present values, plus one
+    for missing when the owner also holds a present one (as :func:`_group_ldiversity`)."""
+    present = value >= 0
+    vals = np.bincount(owner[present], minlength=n_owners)
+    has_missing = np.bincount(owner[~present], minlength=n_owners) > 0
+    distinct = vals + (has_missing & (vals > 0))
+    size = np.bincount(owner, weights=count, minlength=n_owners)
+    prop = count / size[owner]
+    ent = np.bincount(owner, weights=-prop * np.log(prop), minlength=n_owners)
+    ent = np.where(vals > 0, ent, 0.0)  # only missing values: no sensitive value at all
+    return distinct.astype(float), np.exp(ent)
+
+
+def wildcard_ldiversity(codes: np.ndarray, values: np.ndarray,
+                        counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """l-diversity of every distinct key pattern when a blank key matches any value.
+
+    ``codes`` are the key patterns of cells (rows may repeat), ``values`` each cell's sensitive
+    code (−1 missing) and ``counts`` its records. A pattern's group is every record the wildcard
+    rule matches with it (:func:`ppdm.data.blanks.matching_groups`, groups overlapping); its
+    distinct and entropy l are read from the sensitive values of that group. Returns the
+    pattern of every cell and, per pattern, distinct l and exp(entropy).
+    """
+    pats, _, inv = distinct_patterns(codes)
+    u = len(pats)
+    vcode, vals = pd.factorize(values)
+    parts = []
+    for q_rows, q_gid, p_rows, p_gid in matching_groups(pats):
+        gid_of = np.full(u, -1, dtype=np.int64)
+        gid_of[p_rows] = p_gid
+        cg = gid_of[inv]
+        sel = cg >= 0
+        cells = pd.DataFrame({"g": cg[sel], "v": vcode[sel], "c": counts[sel]})
+        cells = cells.groupby(["g", "v"], sort=False)["c"].sum().reset_index()
+        q = pd.DataFrame({"q": q_rows, "g": q_gid})
+        parts.append(q.merge(cells, on="g")[["q", "v", "c"]])
+    allc = pd.concat(parts, ignore_index=True).groupby(["q", "v"], sort=False)["c"].sum().reset_index()
+    value = np.asarray(vals)[allc["v"].to_numpy()]
+    d, e = _value_ldiversity(allc["q"].to_numpy(), value, allc["c"].to_numpy(dtype=float), u)
+    return inv, d, e
+
+
+def _record_ldiversity(group: np.ndarray | None, codes: np.ndarray, s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per record distinct and entropy l of ``s``: within its exact group (``group`` given: the
+    strict reading, or no blank key) or among the records the wildcard rule matches with it."""
+    if group is not None:
+        return _group_ldiversity(group, s)
+    sc = _codes(s)
+    inv, d, e = wildcard_ldiversity(codes, sc, np.ones(len(sc)))
+    return d[inv], e[inv]
+
+
+def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2, *,
+                blanks: str | None = None) -> LDiversityResult:
     """Distinct and entropy l-diversity of sensitive attributes (Machanavajjhala et al. 2007;
     sdcMicro ``ldiversity``).
 
-    Records are grouped by their exact key (a missing key value is a value of its own here,
-    unlike in :func:`key_frequencies`). For each sensitive attribute, a record's distinct l
-    is the number of distinct sensitive values in its group (a missing value counts as one
-    more when the group holds other values) and its entropy l is exp(H) of the group's value
-    distribution. ``value`` is the smallest distinct l over all groups and attributes: every
-    group of the table is at least ``value``-diverse. ``per_sensitive`` gives per attribute
-    the minimum distinct and entropy l and the share of records in groups with distinct
-    l < ``l_target``.
+    Records are grouped by their key. A blank key value is read as ``blanks`` says, as every
+    key-variable measure reads it (:mod:`ppdm.data.blanks`): ``"wildcard"`` (default) puts a
+    record with a blank with every record that agrees with it on the keys both have, so groups
+    overlap; ``"strict"`` makes the blank a value of its own (exact groups). For each sensitive
+    attribute, a record's distinct l is the number of distinct sensitive values in its group
+    (a missing value counts as one more when the group holds other values) and its entropy l
+    is exp(H) of the group's value distribution. ``value`` is the smallest distinct l over all
+    groups and attributes: every group of the table is at least ``value``-diverse.
+    ``per_sensitive`` gives per attribute the minimum distinct and entropy l and the share of
+    records in groups with distinct l < ``l_target``.
     """
     keys = check_keys(df, keys, measure="l-diversity")
     sensitive = _l_diversity_args(l_target, sensitive, df.columns, keys)
-    group = group_codes(key_codes(df, keys))
+    blanks = check_reading(blanks)
+    codes = key_codes(df, keys)
+    group = group_codes(codes) if blanks == "strict" or not (codes < 0).any() else None
     rows, dl, el = [], {}, {}
     for s in sensitive:
-        d, e = _group_ldiversity(group, df[s])
+        d, e = _record_ldiversity(group, codes, df[s])
         dl[s], el[s] = d, e
         rows.append({"sensitive": s, "min_distinct_l": int(d.min()), "min_entropy_l": float(e.min()),
                      "records_below_l_target": float((d < l_target).mean())})
     per = pd.DataFrame(rows)
     return LDiversityResult(value=float(per["min_distinct_l"].min()), keys=keys, sensitive=sensitive,
-                            l_target=int(l_target), n=len(df), per_sensitive=per, distinct_l=dl, entropy_l=el)
+                            l_target=int(l_target), n=len(df), blanks=blanks, per_sensitive=per, distinct_l=dl,
+                            entropy_l=el)
 
 
 # ------------------------------------------- which keys reach the release as they were
@@ -743,14 +786,22 @@ def context_weight(ctx: EvaluationContext, measure: str) -> tuple[pd.DataFrame, 
 
 
 def _context_frequencies(
-    ctx: EvaluationContext, table: str, df: pd.DataFrame, keys: list[str], weight: str | None = None
+    ctx: EvaluationContext, table: str, df: pd.DataFrame, keys: list[str], weight: str | None = None,
+    blanks: str = DEFAULT_READING,
 ) -> KeyFrequencies:
     """fk/Fk of x or z on ``keys``, computed once per evaluation: k-anonymity, sample uniques
     and re-identification risk all count the same key combinations."""
-    name = f"key_frequencies:{table}:{weight}:" + "\x1f".join(keys)
+    name = f"key_frequencies:{table}:{weight}:{blanks}:" + "\x1f".join(keys)
     if name not in ctx.cache:
-        ctx.cache[name] = key_frequencies(df, keys, weight)
+        ctx.cache[name] = key_frequencies(df, keys, weight, blanks=blanks)
     return ctx.cache[name]
+
+
+def context_blanks(ctx: EvaluationContext, measure: str) -> str:
+    """How a key-variable measure of an evaluation reads a blank: its ``blanks`` option
+    (``-p k_anonymity.blanks=strict``), else a plain ``blanks`` option shared by every key-variable
+    measure, else :data:`ppdm.data.blanks.DEFAULT_READING` (sdcMicro's wildcard)."""
+    return check_reading(_opt(ctx, measure, "blanks", ctx.options.get("blanks")))
 
 
 def _opt(ctx: EvaluationContext, measure: str, name: str, default: Any) -> Any:
@@ -822,7 +873,7 @@ def _finish(res: Any, ctx: EvaluationContext, perturbed: list[str]) -> Any:
 
 
 @register_measure("k_anonymity", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-                  threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "k", "weighted", "weight"),
+                  threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "k", "weighted", "weight", "blanks"),
                   meaning="The share of released records that share their quasi-identifier values with fewer than "
                   "k records (k = 3), so an intruder who knows them narrows the person down to under k; 0 is best. "
                   "Judged on quasi-identifiers that reach the release unchanged or generalised.",
@@ -832,10 +883,11 @@ def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
     keys, perturbed = judged_keys(ctx, "k_anonymity")
     k = _opt(ctx, "k_anonymity", "k", 3)
     weighted = _truthy(_opt(ctx, "k_anonymity", "weighted", False))
+    blanks = context_blanks(ctx, "k_anonymity")
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
-        return _finish(k_anonymity_parts(ctx, keys, k, weighted), ctx, perturbed)
+        return _finish(k_anonymity_parts(ctx, keys, k, weighted, blanks), ctx, perturbed)
     if weighted:
         x, z, w = context_weight(ctx, "k_anonymity")
         if w is None:
@@ -844,31 +896,134 @@ def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
     else:
         x, z, w, wx = ctx.x, ctx.z, None, None
     res = k_anonymity(z, keys, k, weight=w, weighted=weighted,
-                      frequencies=_context_frequencies(ctx, "z", z, keys, w))
+                      frequencies=_context_frequencies(ctx, "z", z, keys, w, blanks))
     res.original = k_anonymity(x, keys, k, weight=wx, weighted=weighted and wx is not None,
-                               frequencies=_context_frequencies(ctx, "x", x, keys, wx), per_key=False).value
+                               frequencies=_context_frequencies(ctx, "x", x, keys, wx, blanks), per_key=False).value
+    return _finish(res, ctx, perturbed)
+
+
+# ------------------------------------------------------------- the intruder's view
+@dataclass
+class IntruderViewResult(RecordDetailMixin):
+    """Share of the original records that an intruder who knows their true key values narrows
+    down to fewer than k released records; lower is better."""
+
+    k: int = 3
+    keys: list[str] = field(default_factory=list)
+    n: int = 0  # records of x counted
+    narrowed: int = 0  # records with 1 to k − 1 candidates
+    narrowed_blanked: int | None = None  # of those, records whose own release has a blank key (paired)
+    not_found: int = 0  # records with no candidate (their true keys are in no released record)
+    min_candidates: int = 0  # fewest candidates of a record that has one
+    original: float | None = None  # the same count of x against itself (= fk < k on x)
+    key_source: str = ""
+    perturbed_keys: list[str] = field(default_factory=list)
+    candidates: np.ndarray | None = record_field()
+
+
+def intruder_view(x: pd.DataFrame, z: pd.DataFrame, keys: Any, k: int = 3, *,
+                  paired: bool | None = None) -> IntruderViewResult:
+    """k-anonymity in the intruder's view: for every record of ``x``, the released records of
+    ``z`` that are candidates for its *true* key values (:func:`ppdm.data.blanks.intruder_frequencies`:
+    a released record is a candidate when it agrees with them on every key it has not blanked).
+
+    ``value`` is the share of x's records with at least one and fewer than ``k`` candidates: an
+    intruder who knows such a person's keys — blanked ones included, from a register or an
+    acquaintance — narrows them down to under k records, although the wildcard reading of z
+    (:func:`k_anonymity`) may count fk ≥ k for every released record. A record with no candidate
+    is not found and is counted in ``not_found``. Without blanks the count is fk < k of x's keys
+    looked up in z. The key values must be coded alike in x and z (a recoded release compared on
+    its own categories, as ``ppdm evaluate`` does); with ``paired`` rows (default: as many rows),
+    a record whose true values match no released record — its key generalised to a label x does
+    not use — takes its own released record's wildcard fk instead, so a generalised key is never
+    read as "not found". Grouped by distinct patterns, never an n × n comparison.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ParameterError(f"k-anonymity k must be an integer ≥ 1, got {k!r}")
+    keys = check_keys(z, keys, measure="intruder view")
+    absent = [c for c in keys if c not in x.columns]
+    if absent:
+        raise SchemaError(f"intruder view: quasi-identifier(s) {', '.join(map(repr, absent))} not in the original")
+    if len(x) == 0:
+        raise SchemaError("intruder view: the original table has no rows")
+    paired = len(x) == len(z) if paired is None else bool(paired and len(x) == len(z))
+    cx, cz = joint_key_codes(x, z, keys)
+    cand = intruder_frequencies(cx, cz)
+    blank = (cz < 0).any(axis=1) & ~(cx < 0).any(axis=1) if paired else None
+    if paired and (cand == 0).any():
+        own = _frequencies(cz, None, "wildcard")[0]
+        cand = np.where(cand == 0, own, cand)
+    narrowed = (cand >= 1) & (cand < k)
+    found = cand[cand >= 1]
+    return IntruderViewResult(value=float(narrowed.mean()), k=int(k), keys=keys, n=len(x), narrowed=int(narrowed.sum()),
+                              narrowed_blanked=int((narrowed & blank).sum()) if blank is not None else None,
+                              not_found=int((cand == 0).sum()), min_candidates=int(found.min()) if found.size else 0,
+                              candidates=cand)
+
+
+def _intruder_view_parts(ctx: EvaluationContext, keys: list[str], k: int) -> IntruderViewResult:
+    """:func:`intruder_view` of partitioned tables, exactly: the distinct key combinations of x and
+    z with their counts (aggregates, not records) are brought together and looked up."""
+
+    def combos(df: Any) -> pd.DataFrame:
+        g = df[list(keys)].assign(_n=np.int64(1)).groupby(list(keys), dropna=False, observed=True)["_n"].sum()
+        return g.compute().reset_index()
+
+    xc, zc = combos(ctx.x), combos(ctx.z)
+    cx, cz = joint_key_codes(xc, zc, keys)
+    wx = xc["_n"].to_numpy(dtype=float)
+    cand = pattern_frequencies(cz, zc["_n"].to_numpy(dtype=float), queries=cx)
+    narrowed = (cand >= 1) & (cand < k)
+    n = float(wx.sum())
+    found = cand[cand >= 1]
+    return IntruderViewResult(value=float(wx[narrowed].sum() / n) if n else 0.0, k=int(k), keys=list(keys), n=int(n),
+                              narrowed=int(wx[narrowed].sum()), not_found=int(wx[cand == 0].sum()),
+                              min_candidates=int(found.min()) if found.size else 0)
+
+
+@register_measure("k_anonymity_intruder", kind="risk", needs_class=False, default=True, direction="lower",
+                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "k"),
+                  meaning="The share of original records that an intruder who knows their true quasi-identifier "
+                  "values (blanked ones included) narrows down to fewer than k released records (k = 3); a blank "
+                  "hides a value from the release, not from the intruder. 0 is best. Judged on quasi-identifiers "
+                  "that reach the release unchanged or generalised.",
+                  description="k-anonymity in the intruder's view: share of original records whose true "
+                              "quasi-identifier values fewer than k released records could carry (a blank matching "
+                              "any value)")
+def _k_anonymity_intruder_measure(ctx: EvaluationContext) -> IntruderViewResult:
+    keys, perturbed = judged_keys(ctx, "k_anonymity_intruder")
+    k = _opt(ctx, "k_anonymity_intruder", "k", _opt(ctx, "k_anonymity", "k", 3))
+    from ppdm.metrics._common import is_dask
+
+    if is_dask(ctx.z) or is_dask(ctx.x):
+        res = _intruder_view_parts(ctx, keys, int(k))
+        res.original = _intruder_view_parts(EvaluationContext(ctx.x, ctx.x, ctx.schema), keys, int(k)).value
+        return _finish(res, ctx, perturbed)
+    res = intruder_view(ctx.x, ctx.z, keys, k, paired=ctx.is_paired)
+    res.original = intruder_view(ctx.x, ctx.x, keys, k, paired=True).value
     return _finish(res, ctx, perturbed)
 
 
 @register_measure("sample_uniques", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
-                  out_of_core=True, options=KEY_OPTIONS,
+                  out_of_core=True, options=(*KEY_OPTIONS, "blanks"),
                   description="share of released records unique on the quasi-identifiers (fk = 1)",
                   meaning="The share of released records no other record matches on the quasi-identifiers; each "
                   "is a candidate for re-identification, 0 is best.")
 def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
     keys, perturbed = judged_keys(ctx, "sample_uniques")
+    blanks = context_blanks(ctx, "sample_uniques")
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
-        return _finish(sample_uniques_parts(ctx, keys), ctx, perturbed)
-    res = sample_uniques(ctx.z, keys, frequencies=_context_frequencies(ctx, "z", ctx.z, keys))
-    res.original = sample_uniques(ctx.x, keys, frequencies=_context_frequencies(ctx, "x", ctx.x, keys),
+        return _finish(sample_uniques_parts(ctx, keys, blanks), ctx, perturbed)
+    res = sample_uniques(ctx.z, keys, frequencies=_context_frequencies(ctx, "z", ctx.z, keys, None, blanks))
+    res.original = sample_uniques(ctx.x, keys, frequencies=_context_frequencies(ctx, "x", ctx.x, keys, None, blanks),
                                   per_key=False).value
     return _finish(res, ctx, perturbed)
 
 
 @register_measure("reidentification_risk", kind="risk", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "weight"),
+                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "weight", "blanks"),
                   meaning="The expected share of records an intruder who knows their quasi-identifiers (and, with "
                   "weights, that they are in the population) re-identifies correctly; 0 is best. Judged on "
                   "quasi-identifiers that reach the release unchanged or generalised.",
@@ -876,20 +1031,21 @@ def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
                               "(sdcMicro measure_risk; sampling weights from the schema)")
 def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
     keys, perturbed = judged_keys(ctx, "reidentification_risk")
+    blanks = context_blanks(ctx, "reidentification_risk")
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
-        return _finish(reidentification_risk_parts(ctx, keys), ctx, perturbed)
+        return _finish(reidentification_risk_parts(ctx, keys, blanks), ctx, perturbed)
     x, z, w = context_weight(ctx, "reidentification_risk")
     wx = w if w in x.columns else None
-    res = reidentification_risk(z, keys, w, frequencies=_context_frequencies(ctx, "z", z, keys, w))
-    res.original = reidentification_risk(x, keys, wx, frequencies=_context_frequencies(ctx, "x", x, keys, wx),
+    res = reidentification_risk(z, keys, w, frequencies=_context_frequencies(ctx, "z", z, keys, w, blanks))
+    res.original = reidentification_risk(x, keys, wx, frequencies=_context_frequencies(ctx, "x", x, keys, wx, blanks),
                                          per_key=False).value
     return _finish(res, ctx, perturbed)
 
 
 @register_measure("l_diversity", kind="risk", needs_class=False, direction="higher", value_range=(1.0, None),
-                  threshold=2.0, out_of_core=True, options=(*KEY_OPTIONS, "sensitive", "l"),
+                  threshold=2.0, out_of_core=True, options=(*KEY_OPTIONS, "sensitive", "l", "blanks"),
                   meaning="The fewest distinct sensitive values in a group of records sharing their quasi-identifiers; "
                   "1 means some group gives its sensitive value away, higher is better.",
                   description="distinct l-diversity: fewest distinct sensitive values in a quasi-identifier group "
@@ -898,12 +1054,13 @@ def _l_diversity_measure(ctx: EvaluationContext) -> LDiversityResult:
     keys, perturbed = judged_keys(ctx, "l_diversity")
     sens = _opt(ctx, "l_diversity", "sensitive", None) or ctx.schema.sensitive
     l_target = _opt(ctx, "l_diversity", "l", 2)
+    blanks = context_blanks(ctx, "l_diversity")
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
-        return _finish(l_diversity_parts(ctx, keys, sens, l_target), ctx, perturbed)
-    res = l_diversity(ctx.z, keys, sens, l_target)
-    res.original = l_diversity(ctx.x, keys, sens, l_target).value
+        return _finish(l_diversity_parts(ctx, keys, sens, l_target, blanks), ctx, perturbed)
+    res = l_diversity(ctx.z, keys, sens, l_target, blanks=blanks)
+    res.original = l_diversity(ctx.x, keys, sens, l_target, blanks=blanks).value
     return _finish(res, ctx, perturbed)
 
 
@@ -922,16 +1079,18 @@ class AttributeDisclosureResult(MeasureResult):
     per_sensitive: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def attribute_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2) -> AttributeDisclosureResult:
+def attribute_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2, *,
+                         blanks: str | None = None) -> AttributeDisclosureResult:
     """Attribute disclosure: the share of records whose group of equal ``keys`` holds fewer than
     ``l_target`` distinct values of a sensitive attribute (the worst sensitive attribute counts).
 
     These are the records distinct l-diversity (Machanavajjhala et al. 2007, §4) fails: an
     intruder who knows a person's quasi-identifiers and finds their group learns the sensitive
     value, or narrows it to fewer than ``l_target`` values. Groups and missing values are read as
-    :func:`l_diversity` reads them; ``per_sensitive`` gives the share per sensitive attribute.
+    :func:`l_diversity` reads them (``blanks`` as there); ``per_sensitive`` gives the share per
+    sensitive attribute.
     """
-    ld = l_diversity(df, keys, sensitive, l_target)
+    ld = l_diversity(df, keys, sensitive, l_target, blanks=blanks)
     per = ld.per_sensitive
     worst = per.loc[per["records_below_l_target"].idxmax()]  # type: ignore[call-overload]  # pandas-stubs: loc takes idxmax's label
     return AttributeDisclosureResult(value=float(worst["records_below_l_target"]), keys=list(ld.keys),
@@ -940,7 +1099,8 @@ def attribute_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: 
 
 
 @register_measure("attribute_disclosure", kind="risk", needs_class=False, default=True, direction="lower",
-                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "sensitive", "l"),
+                  value_range=(0.0, 1.0), threshold=0.05, out_of_core=True,
+                  options=(*KEY_OPTIONS, "sensitive", "l", "blanks"),
                   meaning="The share of released records in a quasi-identifier group with fewer than l (= 2) distinct "
                   "values of a sensitive attribute, so an intruder who knows a person's quasi-identifiers learns "
                   "the sensitive value; 0 is best. Judged when a sensitive attribute is declared.",
@@ -960,25 +1120,27 @@ def _attribute_disclosure_measure(ctx: EvaluationContext) -> AttributeDisclosure
     if not keys:
         raise ScenarioNotApplicable("every quasi-identifier left to look a person up by is perturbed or sensitive")
     l_target = _opt(ctx, "attribute_disclosure", "l", 2)
+    blanks = context_blanks(ctx, "attribute_disclosure")
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
-        ld = l_diversity_parts(ctx, keys, sens, l_target)
+        ld = l_diversity_parts(ctx, keys, sens, l_target, blanks)
         per = ld.per_sensitive
         worst = per.loc[per["records_below_l_target"].idxmax()]
         res = AttributeDisclosureResult(value=float(worst["records_below_l_target"]), keys=list(keys),
                                         sensitive=list(ld.sensitive), l_target=int(l_target),
                                         worst=str(worst["sensitive"]), per_sensitive=per)
-        per_x, _ = _ldiversity_table(ctx.x, keys, list(ld.sensitive), int(l_target))
+        per_x, _ = _ldiversity_table(ctx.x, keys, list(ld.sensitive), int(l_target), blanks)
     else:
-        res = attribute_disclosure(ctx.z, keys, sens, l_target)
-        per_x = l_diversity(ctx.x, keys, sens, l_target).per_sensitive
+        res = attribute_disclosure(ctx.z, keys, sens, l_target, blanks=blanks)
+        per_x = l_diversity(ctx.x, keys, sens, l_target, blanks=blanks).per_sensitive
     res.original = float(per_x["records_below_l_target"].max())
     return _finish(res, ctx, perturbed)
 
 
 __all__ = [
     "AttributeDisclosureResult", "KAnonymityResult", "attribute_disclosure", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
+    "BLANK_READINGS", "DEFAULT_READING", "IntruderViewResult", "context_blanks", "intruder_view", "wildcard_ldiversity",
     "KEY_STATUSES", "KEY_VARIABLE_MEASURES", "check_keys", "check_sensitive", "check_weights", "context_key_status", "context_keys",
     "infer_quasi_identifiers", "individual_risk", "judged_keys", "k_anonymity", "key_codes", "key_frequencies",
     "key_status", "l_diversity", "reidentification_risk", "released_covers", "sample_uniques",
@@ -1055,7 +1217,8 @@ def _check_weight_parts(df: Any, weight: str, measure: str) -> None:
                           "sampling weights are positive")
 
 
-def key_classes(df: Any, keys: list[str], weight: str | None) -> tuple[list[Any], int]:
+def key_classes(df: Any, keys: list[str], weight: str | None,
+                blanks: str = DEFAULT_READING) -> tuple[list[Any], int]:
     """Frequencies of the key combinations of a partitioned table by a Dask group-by, exactly as
     :func:`ppdm.metrics.keyvar.key_frequencies` (sdcMicro ``freqCalc``, a missing key value
     matching every value).
@@ -1066,8 +1229,9 @@ def key_classes(df: Any, keys: list[str], weight: str | None) -> tuple[list[Any]
     records. Without missing keys the classes are the group-by itself, left partitioned. With
     missing keys, a record's frequency counts the classes it matches: the table of distinct key
     combinations (an aggregate, not records) is brought together and the frequencies of
-    :func:`ppdm.metrics.keyvar._wildcard_frequencies` computed on it, each class weighted by
-    its records.
+    :func:`ppdm.data.blanks.pattern_frequencies` computed on it, each class weighted by its
+    records. ``blanks="strict"`` reads a blank as a value of its own: the classes are then the
+    group-by itself.
     """
 
     cols = list(keys) + ([weight] if weight else [])
@@ -1078,13 +1242,14 @@ def key_classes(df: Any, keys: list[str], weight: str | None) -> tuple[list[Any]
     g = d.groupby(list(keys), dropna=False, observed=True)[["_one", "_w"]]
     n_missing, n = dask_compute(any_missing.sum(), d["_one"].sum())
     n = int(n)
-    if int(n_missing) == 0:
+    if int(n_missing) == 0 or blanks == "strict":
         cl = g.sum(split_out=split).rename(columns={"_one": "size", "_w": "wsize"})
         return [cl.assign(fk=lambda t: t["size"].astype(float), Fk=lambda t: t["wsize"])], n
     cl = g.sum().compute().reset_index()
     codes = key_codes(cl, list(keys))
-    fk, fw = _wildcard_frequencies(codes, codes < 0, cl["_w"].to_numpy(dtype=float),
-                                   cl["_one"].to_numpy(dtype=float))
+    sums = pattern_frequencies(codes, np.column_stack([cl["_one"].to_numpy(dtype=float),
+                                                       cl["_w"].to_numpy(dtype=float)]))
+    fk, fw = sums[:, 0], sums[:, 1]
     out = pd.DataFrame({"size": cl["_one"].to_numpy(), "wsize": cl["_w"].to_numpy(dtype=float), "fk": fk, "Fk": fw})
     return [out], n
 
@@ -1127,31 +1292,33 @@ def _cached(cache: dict | None, key: tuple, make: Callable[[], Any]) -> Any:
     return cache[key]
 
 
-def _per_key_parts(df: Any, keys: list[str], uniques: int, cache: dict | None = None) -> pd.DataFrame:
+def _per_key_parts(df: Any, keys: list[str], uniques: int, cache: dict | None = None,
+                   blanks: str = DEFAULT_READING) -> pd.DataFrame:
     """The per-key table of :func:`ppdm.metrics.keyvar.k_anonymity` for a partitioned table."""
-    return _cached(cache, ("dask_per_key", id(df), tuple(keys)), lambda: _per_key_table(df, keys, uniques))
+    return _cached(cache, ("dask_per_key", id(df), tuple(keys), blanks),
+                   lambda: _per_key_table(df, keys, uniques, blanks))
 
 
-def _per_key_table(df: Any, keys: list[str], uniques: int) -> pd.DataFrame:
+def _per_key_table(df: Any, keys: list[str], uniques: int, blanks: str = DEFAULT_READING) -> pd.DataFrame:
     import dask
 
     distinct, miss = dask.compute([df[k].nunique() for k in keys], [df[k].isna().sum() for k in keys])
     rows = []
     for j, k in enumerate(keys):
-        u = 0 if len(keys) == 1 else _uniques(key_classes(df, [c for c in keys if c != k], None)[0])
+        u = 0 if len(keys) == 1 else _uniques(key_classes(df, [c for c in keys if c != k], None, blanks)[0])
         rows.append({"key": k, "distinct_values": int(distinct[j]), "missing": int(miss[j]), "uniques_without": u,
                      "uniques_removed_by_dropping": uniques - u})
     return pd.DataFrame(rows)
 
 
-def _class_stats(df: Any, keys: list[str], weight: str | None, k: int, cache: dict | None = None
-                 ) -> tuple[dict[str, float], int]:
+def _class_stats(df: Any, keys: list[str], weight: str | None, k: int, cache: dict | None = None,
+                 blanks: str = DEFAULT_READING) -> tuple[dict[str, float], int]:
     """Everything the key-variable measures read from the classes of one table, in one pass:
     fk < k and Fk < k counts, sample uniques, classes, the smallest fk, records whose weights give
     Fk < fk, and the expected re-identifications with and without weights."""
 
     def make() -> tuple[dict[str, float], int]:
-        frames, n = key_classes(df, keys, weight)
+        frames, n = key_classes(df, keys, weight, blanks)
 
         def fn(p: pd.DataFrame) -> dict[str, float]:
             s = p["size"].to_numpy(dtype=float)
@@ -1165,20 +1332,22 @@ def _class_stats(df: Any, keys: list[str], weight: str | None, k: int, cache: di
         cols = ["viol", "viol_w", "uniq", "classes", "min_fk", "bad", "er", "max"]
         return _class_sums(frames, fn, cols, mins=("min_fk",), maxs=("max",)), n
 
-    return _cached(cache, ("dask_classes", id(df), tuple(keys), weight, int(k)), make)
+    return _cached(cache, ("dask_classes", id(df), tuple(keys), weight, int(k), blanks), make)
 
 
-def _uniques_cached(df: Any, keys: list[str], cache: dict | None) -> tuple[int, int]:
+def _uniques_cached(df: Any, keys: list[str], cache: dict | None,
+                    blanks: str = DEFAULT_READING) -> tuple[int, int]:
     """Sample uniques and records of a table, from any class statistics already counted."""
     if cache is not None:
         for key, value in list(cache.items()):
-            if isinstance(key, tuple) and key[:4] == ("dask_classes", id(df), tuple(keys), None):
+            if isinstance(key, tuple) and key[:4] == ("dask_classes", id(df), tuple(keys), None) \
+                    and key[-1] == blanks:
                 return int(value[0]["uniq"]), value[1]
-    st, n = _class_stats(df, keys, None, 1, cache)
+    st, n = _class_stats(df, keys, None, 1, cache, blanks)
     return int(st["uniq"]), n
 
 
-def k_anonymity_parts(ctx: Any, keys: list[str], k: Any, weighted: bool) -> Any:
+def k_anonymity_parts(ctx: Any, keys: list[str], k: Any, weighted: bool, blanks: str = DEFAULT_READING) -> Any:
     """:func:`ppdm.metrics.keyvar.k_anonymity` of a partitioned release (and of x, for reference):
     exact, from Dask group-bys on the keys (:func:`key_classes`)."""
     from ppdm.errors import ParameterError, PPDMError
@@ -1192,7 +1361,7 @@ def k_anonymity_parts(ctx: Any, keys: list[str], k: Any, weighted: bool) -> Any:
     for label, df in (("z", z), ("x", x)):
         if w is not None:
             _check_weight_parts(df, w, "k-anonymity")
-        st, n = _class_stats(df, keys, w, int(k), ctx.cache if w is None else None)
+        st, n = _class_stats(df, keys, w, int(k), ctx.cache if w is None else None, blanks)
         if w is not None and st["bad"] > 0:
             raise PPDMError(f"k-anonymity: the sampling weights in column {w!r} give {int(st['bad'])} record(s) a "
                             "population frequency Fk below their sample frequency fk; sampling weights are inverse "
@@ -1203,23 +1372,23 @@ def k_anonymity_parts(ctx: Any, keys: list[str], k: Any, weighted: bool) -> Any:
     out = KAnonymityResult(value=(viol_w if weighted else st["viol"]) / n, k=int(k), keys=list(keys), n=n,  # type: ignore[operator]  # weighted needs w: viol_w is set
                            violations=int(st["viol"]), sample_uniques=int(st["uniq"]), achieved_k=int(st["min_fk"]),
                            n_combinations=int(st["classes"]), weight=w, weighted=bool(weighted),
-                           violations_weighted=viol_w,
-                           per_key=_per_key_parts(ctx.z, keys, int(st["uniq"]), ctx.cache))
+                           violations_weighted=viol_w, blanks=blanks,
+                           per_key=_per_key_parts(ctx.z, keys, int(st["uniq"]), ctx.cache, blanks))
     sx, nx, _ = res["x"]
     out.original = (sx["viol_w"] if weighted else sx["viol"]) / nx
     return out
 
 
-def sample_uniques_parts(ctx: Any, keys: list[str]) -> Any:
+def sample_uniques_parts(ctx: Any, keys: list[str], blanks: str = DEFAULT_READING) -> Any:
     """:func:`ppdm.metrics.keyvar.sample_uniques` of a partitioned release, exactly."""
 
-    u, n = _uniques_cached(ctx.z, keys, ctx.cache)
-    ux, nx = _uniques_cached(ctx.x, keys, ctx.cache)
-    return SampleUniquesResult(value=u / n, keys=list(keys), n=n, sample_uniques=u,
-                               per_key=_per_key_parts(ctx.z, keys, u, ctx.cache), original=ux / nx)
+    u, n = _uniques_cached(ctx.z, keys, ctx.cache, blanks)
+    ux, nx = _uniques_cached(ctx.x, keys, ctx.cache, blanks)
+    return SampleUniquesResult(value=u / n, keys=list(keys), n=n, sample_uniques=u, blanks=blanks,
+                               per_key=_per_key_parts(ctx.z, keys, u, ctx.cache, blanks), original=ux / nx)
 
 
-def reidentification_risk_parts(ctx: Any, keys: list[str]) -> Any:
+def reidentification_risk_parts(ctx: Any, keys: list[str], blanks: str = DEFAULT_READING) -> Any:
     """:func:`ppdm.metrics.keyvar.reidentification_risk` of a partitioned release (weights of the
     schema), exactly: individual risks per class of equal keys, summed over the classes."""
     from ppdm.errors import PPDMError
@@ -1231,7 +1400,7 @@ def reidentification_risk_parts(ctx: Any, keys: list[str]) -> Any:
         if ww is not None:
             _check_weight_parts(df, ww, "re-identification risk")
         # unweighted classes of the evaluation's own tables are shared with k-anonymity
-        st, n = _class_stats(orig if ww is None else df, keys, ww, 3, ctx.cache if ww is None else None)
+        st, n = _class_stats(orig if ww is None else df, keys, ww, 3, ctx.cache if ww is None else None, blanks)
         if st["bad"] > 0:
             raise PPDMError(f"re-identification risk: the sampling weights in column {ww!r} give {int(st['bad'])} "
                             "record(s) a population frequency Fk below their sample frequency fk; sampling weights "
@@ -1241,20 +1410,34 @@ def reidentification_risk_parts(ctx: Any, keys: list[str]) -> Any:
     res = ReidentificationRiskResult(value=st["er"] / n, keys=list(keys), weight=ww, n=n,
                                      expected_reidentifications=st["er"], global_risk_pct=100.0 * st["er"] / n,
                                      max_risk=st["max"], sample_uniques=int(st["uniq"]),
-                                     n_combinations=int(st["classes"]),
-                                     per_key=_per_key_parts(ctx.z, keys, int(st["uniq"]), ctx.cache))
+                                     n_combinations=int(st["classes"]), blanks=blanks,
+                                     per_key=_per_key_parts(ctx.z, keys, int(st["uniq"]), ctx.cache, blanks))
     sx, nx, _ = out["x"]
     res.original = sx["er"] / nx
     return res
 
 
-def _ldiversity_table(df: Any, keys: list[str], sensitive: list[str], l_target: int) -> tuple[pd.DataFrame, int]:
+def _ldiversity_table(df: Any, keys: list[str], sensitive: list[str], l_target: int,
+                      blanks: str = DEFAULT_READING) -> tuple[pd.DataFrame, int]:
     """Per sensitive attribute: the smallest distinct and entropy l over the groups of exact keys
     and the share of records in groups below ``l_target`` — two group-bys (key and value cells,
-    then groups), as :func:`ppdm.metrics.keyvar.l_diversity` counts them."""
+    then groups), as :func:`ppdm.metrics.keyvar.l_diversity` counts them. With blank keys read as
+    wildcards the key and value cells (an aggregate, not records) are brought together and
+    :func:`wildcard_ldiversity` reads them."""
     rows = []
     n = None
     split = max(1, df.npartitions)
+    if blanks == "wildcard" and int(dask_compute(df[list(keys)].isna().any(axis=1).sum())[0]):
+        for s in sensitive:
+            cells = df[list(keys) + [s]].groupby(list(keys) + [s], dropna=False, observed=True).size()
+            cells = cells.compute().rename("c").reset_index()
+            c = cells["c"].to_numpy(dtype=float)
+            inv, d, e = wildcard_ldiversity(key_codes(cells, list(keys)), _codes(cells[s]), c)
+            size = np.bincount(inv, weights=c, minlength=len(d))
+            n = int(c.sum())
+            rows.append({"sensitive": s, "min_distinct_l": int(d.min()), "min_entropy_l": float(e.min()),
+                         "records_below_l_target": float(size[d < l_target].sum() / n) if n else 0.0})
+        return pd.DataFrame(rows), int(n or 0)
     for s in sensitive:
         cells = df[list(keys) + [s]].groupby(list(keys) + [s], dropna=False, observed=True).size(split_out=split)
         cells = cells.to_frame("c").reset_index()
@@ -1308,11 +1491,12 @@ def check_sensitive(sensitive: Any, columns: Any, keys: list[str], *, measure: s
     return sensitive
 
 
-def l_diversity_parts(ctx: Any, keys: list[str], sensitive: Any, l_target: Any) -> Any:
+def l_diversity_parts(ctx: Any, keys: list[str], sensitive: Any, l_target: Any,
+                      blanks: str = DEFAULT_READING) -> Any:
     """:func:`ppdm.metrics.keyvar.l_diversity` of a partitioned release, exactly."""
     sensitive = _l_diversity_args(l_target, sensitive, ctx.z.columns, keys)
-    per, n = _ldiversity_table(ctx.z, keys, sensitive, int(l_target))
-    per_x, _ = _ldiversity_table(ctx.x, keys, sensitive, int(l_target))
+    per, n = _ldiversity_table(ctx.z, keys, sensitive, int(l_target), blanks)
+    per_x, _ = _ldiversity_table(ctx.x, keys, sensitive, int(l_target), blanks)
     return LDiversityResult(value=float(per["min_distinct_l"].min()), keys=list(keys), sensitive=sensitive,
-                            l_target=int(l_target), n=n, per_sensitive=per,
+                            l_target=int(l_target), n=n, blanks=blanks, per_sensitive=per,
                             original=float(per_x["min_distinct_l"].min()))

@@ -537,12 +537,15 @@ def release_check(
             qi_same &= same[c]
         paired = int(all_same.sum())
         records_unchanged = int(qi_same.sum()) if qi else n
-        verbatim_unique = int(((all_same | has_copy) & unique_all).sum())
-        near_unique = int(((near_all | all_same | has_copy) & unique_all).sum())
+        exact = (all_same | has_copy) & unique_all
+        exact &= found_by_values(xv, zv, cols, hx, hz, exact)
+        verbatim_unique = int(exact.sum())
+        near_unique = int((exact | (near_all & ~all_same & ~has_copy & unique_all)).sum())
     else:
         paired = 0
         records_unchanged = multiset_matches(qi_x, hz.of(qi)) if qi else n
-        verbatim_unique = near_unique = int((has_copy & unique_all).sum())
+        exact = has_copy & unique_all
+        verbatim_unique = near_unique = int((exact & found_by_values(xv, zv, cols, hx, hz, exact)).sum())
     verbatim = max(paired, copied)
     # without a pairing a column's values matched as multisets say nothing of a record keeping
     # its own: only a column matched in full counts as untouched there
@@ -590,6 +593,36 @@ def _restorable_keys(x: pd.DataFrame, z: pd.DataFrame, qi: list[str], columns: l
     from ppdm.metrics.restorable import restorable_pairs  # loaded only when a check runs
 
     return restorable_pairs(x, z, qi, columns, paired=paired)[0] if qi else pd.DataFrame()
+
+
+#: a verbatim record unique in x counts as found when an intruder who knows its true values finds
+#: fewer than this many released records that could be it (itself alone)
+FOUND_BELOW = 2
+
+
+def found_by_values(x: pd.DataFrame, z: pd.DataFrame, cols: Sequence[str], hx: _RowHashes, hz: _RowHashes,
+                    rows: np.ndarray) -> np.ndarray:
+    """Which of x's records ``rows`` an intruder who knows their true values on ``cols`` narrows to
+    fewer than :data:`FOUND_BELOW` released records: the intruder's view
+    (:func:`ppdm.data.blanks.intruder_frequencies`), a blank of z matching any value and a value
+    missing in x being one the intruder does not know. A record that local suppression left as it
+    was, while blanking others so that they could be it, is then not found. Grouped by patterns
+    of blanks, never an n × n comparison."""
+    out = np.zeros(len(x), dtype=bool)
+    if not rows.any():
+        return out
+    cx, cz = [], []
+    for c in cols:
+        both = pd.factorize(np.concatenate([hx._column(c), hz._column(c)]))[0].astype(np.int64)
+        a, b = both[: len(x)], both[len(x):]
+        cx.append(np.where(x[c].isna().to_numpy(), -1, a))
+        cz.append(np.where(z[c].isna().to_numpy(), -1, b))
+    from ppdm.data.blanks import distinct_patterns, pattern_frequencies
+
+    pats, cnt, _ = distinct_patterns(np.column_stack(cz))
+    cand = pattern_frequencies(pats, cnt, queries=np.column_stack(cx)[rows])
+    out[np.flatnonzero(rows)] = cand < FOUND_BELOW
+    return out
 
 
 class _RowHashes:
