@@ -204,6 +204,45 @@ def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any],
     return {"sentence": sentence, "rows": rows, "known": True}
 
 
+def _differential_privacy(provenance: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The differential-privacy claim of a release, from its public provenance's ``privacy``
+    (DPCube's ``privacy_report_``, docs/differential_privacy.md): ε asked and spent, the
+    mechanism, whether the domain was declared, the guarantee and the DP warnings the release
+    was made with (the coarse grid, a domain read from the data). ``None`` for a release that
+    claims no ε."""
+    privacy = (provenance or {}).get("privacy")
+    if not isinstance(privacy, Mapping) or "epsilon" not in privacy:
+        return None
+    declared = privacy.get("domain_declared")
+    dom = privacy.get("domain") if isinstance(privacy.get("domain"), Mapping) else {}
+    if declared is None:
+        declared_text = "not said"
+    elif declared:
+        declared_text = "yes: every column's bounds or categories were declared"
+    else:
+        names = ", ".join(map(str, dom.get("from_data") or [])) or "some columns"
+        declared_text = f"no: {names} read from the data, so the release is not differentially private"
+    warns = []
+    for w in privacy.get("warnings") or []:
+        if isinstance(w, Mapping):
+            warns.append({"kind": str(w.get("kind") or "warning"), "text": str(w.get("text") or "")})
+        else:
+            warns.append({"kind": "warning", "text": str(w)})
+    eps, spent = privacy.get("epsilon"), privacy.get("epsilon_spent")
+    return {
+        "epsilon": "∞ (no noise)" if eps is None else fmt(eps, 6),
+        "epsilon_spent": "—" if spent is None else fmt(spent, 6),
+        "mechanism": str(privacy.get("mechanism") or "—"),
+        "count_noise": privacy.get("count_noise"),
+        "neighbouring": ((privacy.get("neighbouring") or {}).get("description")
+                         if isinstance(privacy.get("neighbouring"), Mapping) else None),
+        "differentially_private": bool(privacy.get("differentially_private")),
+        "domain_declared": declared_text,
+        "guarantee": privacy.get("guarantee"),
+        "warnings": warns,
+    }
+
+
 def _provenance_view(provenance: Mapping[str, Any] | None,
                      private: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The public provenance, with the input and release check of the private log when the
@@ -290,6 +329,7 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
         "subtitle": subtitle,
         "released": _released(doc.get("provenance"), inputs, doc.get("private")),
         "provenance": _provenance_view(doc.get("provenance"), doc.get("private")),
+        "dp": _differential_privacy(doc.get("provenance")),
         "verdicts": verdicts,
         "drivers": drivers_ctx,
         "linkage_drivers": linkage_drivers(doc),
