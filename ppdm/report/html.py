@@ -102,6 +102,62 @@ def _plain_value(v: Any) -> str:
     return "—" if v is None else str(v)
 
 
+def _param_words(key: str, v: Any, dates: Sequence[str] = ()) -> str:
+    """One parameter in words: ``key: value``, a per-column mapping as ``column value`` pairs,
+    numbers given for a date column in days since 1970-01-01 (how the library counts dates)."""
+    if isinstance(v, Mapping):
+        parts = []
+        for col, x in v.items():
+            text = _plain_value(x)
+            nums = isinstance(x, (int, float)) or (isinstance(x, (list, tuple)) and x
+                                                   and all(isinstance(i, (int, float)) for i in x))
+            if str(col) in dates and nums and not isinstance(x, bool):
+                text += " (days since 1970-01-01)"
+            how = " cut at " if key == "breaks" else ": " if isinstance(x, (list, tuple)) else " "
+            parts.append(f"{col}{how}{text}")
+        return f"{key.replace('_', ' ')}: {'; '.join(parts) or 'none'}"
+    return f"{key.replace('_', ' ')} {_plain_value(v)}"
+
+
+def describe_technique(tech: Mapping[str, Any] | str | None, schema: Mapping[str, Any] | None = None) -> str:
+    """A technique record of a provenance (:func:`ppdm.experiments.release.technique_record`) in
+    words: its name and the parameters it was given a value for (``None`` left out), and a chain
+    (``--then``) step by step, ``"recode (breaks: age cut at 0, 30, 50) then pram (pd 0.8)"``. Numbers
+    given for a date column of ``schema`` (the provenance's) are said to be days since 1970.
+    Steps recorded by an older ppdm as Python reprs are named, their reprs left out."""
+    if tech is None:
+        return "an unnamed technique"
+    if not isinstance(tech, Mapping):
+        return str(tech)
+    dates = list(((schema or {}).get("dates") or {}).keys()) if isinstance((schema or {}).get("dates"), Mapping) \
+        else list((schema or {}).get("dates") or [])
+    params = tech.get("parameters") if isinstance(tech.get("parameters"), Mapping) else {}
+    steps = params.get("steps") if isinstance(params, Mapping) else None
+    if isinstance(steps, list) and steps:
+        words = []
+        for step in steps:
+            if isinstance(step, Mapping):
+                words.append(describe_technique(step, schema))
+            elif isinstance(step, (list, tuple)) and step:  # [name, repr] written before chains were recorded
+                words.append(f"{step[0]} (parameters recorded as Python text by an older ppdm, not shown)")
+            else:
+                words.append(str(step))
+        return " then ".join(words)
+    name = str(tech.get("name") or "an unnamed technique")
+    given = [_param_words(str(k), v, dates) for k, v in (params or {}).items() if v is not None]
+    return f"{name} ({'; '.join(given)})" if given else name
+
+
+def _chain_text(provenance: Mapping[str, Any] | None) -> str | None:
+    """A chain's steps in words for the provenance table (``None`` for a single technique,
+    whose parameters the table shows as recorded)."""
+    tech = (provenance or {}).get("technique")
+    params = tech.get("parameters") if isinstance(tech, Mapping) else None
+    if not isinstance(params, Mapping) or not isinstance(params.get("steps"), list):
+        return None
+    return describe_technique(tech, (provenance or {}).get("schema"))
+
+
 def _dataset(info: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if info is None:
         return None
@@ -176,15 +232,23 @@ def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any],
     params = tech.get("parameters") if isinstance(tech, Mapping) else None
     src = provenance.get("input") or (private or {}).get("input") or {}
     seeded = provenance.get("seeded")
-    sentence = (f"{z.get('source', 'z')} ({size}) was released by {name or 'an unnamed technique'}"
-                + (f" with {_plain_value(params)}" if params else "")
+    steps = params.get("steps") if isinstance(params, Mapping) else None
+    if isinstance(steps, list) and steps:
+        how = f"a chain of {len(steps)} techniques, each on the release of the one before: " + describe_technique(
+            tech, provenance.get("schema"))
+    else:
+        how = (name or "an unnamed technique") + (f" with {_plain_value(params)}" if params else "")
+    sentence = (f"{z.get('source', 'z')} ({size}) was released by {how}"
                 + (f" from {src.get('source')}" if isinstance(src, Mapping) and src.get("source") else "")
                 + ("" if seeded is None else (", with a fixed seed" if seeded else ", seeded from the system"))
                 + ".")
     rows = []
     if isinstance(tech, Mapping):
         rows.append(("technique", f"{tech.get('name', '—')} ({tech.get('class', '—')})"))
-        rows.append(("parameters", _plain_value(tech.get("parameters") or {})))
+        if isinstance(steps, list) and steps:
+            rows.append(("parameters", describe_technique(tech, provenance.get("schema"))))
+        else:
+            rows.append(("parameters", _plain_value(tech.get("parameters") or {})))
     else:
         rows.append(("technique", _plain_value(tech)))
     if isinstance(src, Mapping) and src:
@@ -330,6 +394,7 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
         "released": _released(doc.get("provenance"), inputs, doc.get("private")),
         "provenance": _provenance_view(doc.get("provenance"), doc.get("private")),
         "dp": _differential_privacy(doc.get("provenance")),
+        "technique_text": _chain_text(doc.get("provenance")),
         "verdicts": verdicts,
         "drivers": drivers_ctx,
         "linkage_drivers": linkage_drivers(doc),
