@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
+import ppdm.metrics.model  # noqa: F401  (registers the model measures)
 from ppdm.cli.app import app
 from ppdm.data.schema import Schema
-import ppdm.metrics.model  # noqa: F401  (registers the model measures)
 from ppdm.metrics.base import MEASURES, EvaluationContext
 from ppdm.metrics.model import compare_models, prediction_accuracy_from
 from ppdm.report.html import render_evaluation_html
