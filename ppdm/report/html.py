@@ -448,12 +448,14 @@ def render_evaluation_html(
 
 # ---------------------------------------------------------------- comparison page
 def _measure_rows(result: Any) -> list[dict[str, Any]]:
-    from ppdm.experiments.compare import measure_info
+    from ppdm.experiments.compare import measure_header, measure_info, measure_unit
 
     rows = []
     for name in result.measures:
         info = measure_info(result, name)
-        rows.append({"name": name, "kind": info["kind"], "direction": direction_text(info["direction"]),
+        rows.append({"name": name, "header": measure_header(name, result.meta),
+                     "unit": measure_unit(name, result.meta), "kind": info["kind"],
+                     "direction": direction_text(info["direction"]),
                      "direction_key": info["direction"], "range": _range_text(info["range"]),
                      "threshold": info["threshold"],
                      "meaning": info["meaning"] or info["description"], "description": info["description"]})
@@ -469,10 +471,13 @@ def _oriented(value: float, direction: str | None) -> float:
     return -value if direction == "higher" else value
 
 
-def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], plots: bool) -> dict[str, Any]:
+def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], plots: bool,
+          high: Sequence[str] = ()) -> dict[str, Any]:
     """The risk–utility maps: each risk measure with a direction that differs between the
     releases, against the first utility measure with one that does (``--measures`` order).
-    A measure that is the same for every release is named, not drawn."""
+    A measure that is the same for every release is named, not drawn. The front holds only
+    settings whose risk is not judged high (``high``: their labels; drawn greyed out), and
+    each axis whose measure has a threshold gets the threshold as a line."""
     cell = summary.set_index(["label", "measure"])
     techniques = {t["label"]: t for t in result.meta["techniques"]}
 
@@ -541,19 +546,25 @@ def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], pl
                 continue
             points.append({"label": label, "risk": float(a["mean"]), "utility": float(b["mean"]),
                            "risk_ci": float(a["ci_high"] - a["mean"]), "utility_ci": float(b["ci_high"] - b["mean"]),
-                           "baseline": techniques[label]["technique"] == "original"})
-        # the front among the releases that change the data: the baseline protects nobody
+                           "baseline": techniques[label]["technique"] == "original", "high": label in high})
+        # the front among the releases that change the data and are not judged high risk: the
+        # baseline protects nobody, and a release judged HIGH is no choice whatever it keeps
         cands = [(p["label"], _oriented(p["risk"], r["direction_key"]), _oriented(p["utility"], u["direction_key"]))
-                 for p in points if not p["baseline"] and techniques[p["label"]].get("changes_data", True)]
+                 for p in points if not p["baseline"] and not p["high"]
+                 and techniques[p["label"]].get("changes_data", True)]
         front = pareto_front(cands)
         png = None
         if plots and points:
             png = png_base64(risk_utility_plot(points, risk=r["name"], risk_direction=r["direction_key"],
-                                               utility=u["name"], utility_direction=u["direction_key"], front=front))
+                                               utility=u["name"], utility_direction=u["direction_key"], front=front,
+                                               risk_threshold=r["threshold"], utility_threshold=u["threshold"],
+                                               utility_unit=u.get("unit")))
         drawn = {p["label"] for p in points}
         left_off = [{"label": lab, "reason": why} for lab, why in skipped.get(r["name"], {}).items()
                     if lab not in drawn]
         out.append({"risk": r["name"], "utility": u["name"], "png": png, "n_points": len(points), "front": front,
+                    "high": [p["label"] for p in points if p["high"]],
+                    "risk_threshold": r["threshold"], "utility_threshold": u["threshold"],
                     "scenario": SCENARIOS.get(SCENARIO_OF.get(r["name"]) or "", ""), "left_off": left_off,
                     "rows": [{"label": p["label"], "risk": fmt(p["risk"]), "utility": fmt(p["utility"])}
                              for p in points]})
@@ -600,7 +611,12 @@ def render_html(
     ``confidence`` is the level of the interval a best release must clear
     (:func:`ppdm.experiments.compare.best_releases`).
     """
-    from ppdm.experiments.compare import best_releases, correlation_matrix
+    from ppdm.experiments.compare import (
+        NOT_APPLICABLE_NUMBERS,
+        best_releases,
+        correlation_matrix,
+        not_applicable,
+    )
 
     meta = result.meta
     summary = result.summary(confidence)
@@ -609,26 +625,32 @@ def render_html(
     techniques = meta["techniques"]
     tech_of = {t["label"]: t["technique"] for t in techniques}
     best = best_releases(result, confidence)
-    maps = _maps(result, summary, measures, plots)
+    judged = comparison_verdicts(result, summary)
+    maps = _maps(result, summary, measures, plots,
+                 high=[v.label for v in judged if str(v.risk.get("status")).lower() == "high"])
 
     verdict_rows = []
-    for v in comparison_verdicts(result, summary):
+    for v in judged:
         verdict_rows.append({
             "label": v.label, "baseline": v.baseline, "changes": v.changes_data,
-            "front": v.label in maps["front"],
+            "front": v.label in maps["front"], "high": str(v.risk.get("status")).lower() == "high",
             "cells": [{"status": d["status"], "cls": status_class(d["status"]), "slug": status_slug(d["status"]),
                        "short": TechniqueVerdict.short(d), "sentence": d["sentence"]} for d in (v.risk, v.utility)],
         })
 
     means = summary.pivot(index="label", columns="measure", values="mean")
     stds = summary.pivot(index="label", columns="measure", values="std")
+    na = not_applicable(meta)
     summary_rows = []
     for lab in labels:
         cells = []
         for m in measures:
+            if (lab, m["name"]) in na:
+                cells.append({"text": na[(lab, m["name"])], "best": False, "na": True})
+                continue
             mu, sd = means.loc[lab, m["name"]], stds.loc[lab, m["name"]]
             text = fmt(mu) if not math.isfinite(float(sd)) else f"{fmt(mu)} ± {fmt(sd, 3)}"
-            cells.append({"text": text, "best": best[m["name"]].label == lab})
+            cells.append({"text": text, "best": best[m["name"]].label == lab, "na": False})
         summary_rows.append({"label": lab, "baseline": tech_of[lab] == "original", "cells": cells})
     best_rows = [{"measure": m["name"], "direction": m["direction"], "label": best[m["name"]].label,
                   "note": best[m["name"]].note} for m in measures]
@@ -685,6 +707,7 @@ def render_html(
         "measures": measures,
         "verdict_rows": verdict_rows,
         "summary_rows": summary_rows,
+        "na_text": NOT_APPLICABLE_NUMBERS,
         "best_rows": best_rows,
         "maps": maps,
         "sweeps": sweeps,
