@@ -546,7 +546,8 @@ def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], pl
                 continue
             points.append({"label": label, "risk": float(a["mean"]), "utility": float(b["mean"]),
                            "risk_ci": float(a["ci_high"] - a["mean"]), "utility_ci": float(b["ci_high"] - b["mean"]),
-                           "baseline": techniques[label]["technique"] == "original", "high": label in high})
+                           "baseline": techniques[label]["technique"] == "original",
+                           "high": label in high and techniques[label]["technique"] != "original"})
         # the front among the releases that change the data and are not judged high risk: the
         # baseline protects nobody, and a release judged HIGH is no choice whatever it keeps
         cands = [(p["label"], _oriented(p["risk"], r["direction_key"]), _oriented(p["utility"], u["direction_key"]))
