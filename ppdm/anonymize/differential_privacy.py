@@ -1119,21 +1119,27 @@ class DPCube(Technique):
                 f"numeric attributes × {fixed_cat} categorical/class cells), more than max_cells={self.max_cells}; "
                 "use bins='auto' (sized from n, the attributes and ε), fewer bins, or fewer attributes"
             )
+        # the DP warnings, kept for the public privacy report too (they quote ε and column names, no count of x)
+        self.dp_warnings_: list[tuple[str, str]] = []
         if dom.from_data:  # after every refusal: warn only about a release that is made
-            warnings.warn(
+            self.dp_warnings_.append(("domain from data",
                 f"DPCube read {_names(dom.from_data)} from the data (domain_from_data=True), so the release is not "
-                "differentially private; declare public bounds/categories (schema or bounds=/domains=)",
+                "differentially private; declare public bounds/categories (schema or bounds=/domains=)"))
+            warnings.warn(
+                self.dp_warnings_[-1][1],
                 DomainFromDataWarning,
                 stacklevel=3,
             )
         single = [d.name for d in grid.dims if d.name in schema.attributes and (
             d.merged or (d.kind != "categorical" and d.n_bins == 1 and dom.capacity(d.name) != 1))]
         if self.bins == "auto" and single:
-            warnings.warn(
+            self.dp_warnings_.append(("coarse grid",
                 f"at this table size and ε = {self.epsilon:g}, DPCube's grid keeps the structure of "
                 f"{len(schema.attributes) - len(single)} of the {len(schema.attributes)} attributes; the other "
                 f"{len(single)} are drawn uniformly over their declared domain, independently of the rest; release "
-                "fewer attributes or spend a larger ε to keep more of their structure",
+                "fewer attributes or spend a larger ε to keep more of their structure"))
+            warnings.warn(
+                self.dp_warnings_[-1][1],
                 CoarseGridWarning,
                 stacklevel=3,
             )
@@ -1411,6 +1417,8 @@ class DPCube(Technique):
                                           + "; a record missing a value of a column not declared nullable is "
                                             "dropped")},
             "selected_attributes": list(self.selected_),
+            # the warnings the release was made with, by kind (the coarse grid, a domain read from the data)
+            "warnings": [{"kind": k, "text": t} for k, t in getattr(self, "dp_warnings_", [])],
             "assumptions": assumptions,
             "guarantee": guarantee,
         }

@@ -41,15 +41,19 @@ from ppdm.errors import PPDMError
 def _print_summary(result, title: str) -> None:
     """The mean ± sd table; labels are never cut (the table wraps or turns vertical)."""
     from ppdm.cli.tables import print_table
-    from ppdm.experiments.compare import best_releases
+    from ppdm.experiments.compare import best_releases, measure_header, not_applicable
     from ppdm.report.evaluation import fmt_number
 
     s = result.summary()
     best = best_releases(result)
+    na = not_applicable(result.meta)
     rows, dim = [], []
     for i, lab in enumerate(result.labels):
         cells = [lab]
         for m in result.measures:
+            if (lab, m) in na:
+                cells.append(na[(lab, m)])
+                continue
             row = s[(s["label"] == lab) & (s["measure"] == m)].iloc[0]
             sd = float(row["std"])
             text = fmt_number(row["mean"]) if not math.isfinite(sd) else f"{fmt_number(row['mean'])} ± {fmt_number(sd, 3)}"
@@ -57,7 +61,8 @@ def _print_summary(result, title: str) -> None:
         rows.append(cells)
         if lab == "original":
             dim.append(i)
-    print_table(console, title, ["technique", *result.measures], rows, right=result.measures, dim_rows=dim)
+    headers = [measure_header(m, result.meta) for m in result.measures]
+    print_table(console, title, ["technique", *headers], rows, right=headers, dim_rows=dim)
 
 
 def _print_verdicts(result) -> None:

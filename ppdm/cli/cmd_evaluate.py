@@ -198,7 +198,7 @@ def evaluate(
         "--anonymized", "-z", help="Anonymized table z (path, Parquet dataset folder, glob, or builtin:NAME).")],
     class_column: ClassOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", "-r", help="Rule file Ψx (default: CART rules of x).")] = None,
-    test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: hold out 1/3 of x).")] = None,
+    test: Annotated[str | None, typer.Option("--test", "-t", help="Test table t for model measures (default: the control set when there is one, else hold out 1/3 of x).")] = None,
     control: Annotated[str | None, typer.Option("--control", help="Control set: original records not used to make z, for the attacks (default: the hold-out named by z's private log).")] = None,
     private: Annotated[Path | None, typer.Option("--private", help="z's private log, which pairs its rows with x's records (default: <z stem>.private.json beside z, when there).")] = None,
     pairing: Annotated[str, typer.Option("--pairing", help="How z's rows pair with x's: 'auto' (through the private log when there is one), 'position' (you declare z's rows to be x's, in order: a release made elsewhere that kept the order) or 'none' (record-by-record measures use pairing-free forms).")] = "auto",

@@ -61,6 +61,42 @@ RESULT_COLUMNS = ["technique", "label", "params", "fold", "repeat", "measure", "
 ProgressFn = Callable[[int, int, str], None]
 #: arguments every technique takes that are not parameters of the technique itself
 _COMMON_ARGS = ("class_column", "schema", "random_state")
+#: utility measures that compare only the numeric attributes of x and z: a technique that leaves every
+#: numeric value as it was (pram, recoding of categories) loses nothing *there* by construction, so
+#: its 0 is "not applicable", not "the best"
+NUMERIC_LOSS = ("il1s", "il1s_mean", "il_metrics", "sse_sst")
+#: how a measure not applicable to a technique reads in tables
+NOT_APPLICABLE_NUMBERS = "n/a (changes no numbers)"
+
+
+def measure_unit(name: str, meta: Mapping[str, Any] | None = None) -> str | None:
+    """The unit a comparison states for measure ``name`` (``None``: a plain number or share).
+
+    IL1s is compared per attribute: each value's distance from its original divided by the
+    spread of its attribute in x (√2 times its standard deviation, paper 003 §3.3.1), averaged
+    over the values and attributes compared (``form="mean"``, the default in a comparison):
+    "sd units", whatever the attributes' own units (days, dollars) are. With ``il1s.form=sum``
+    (sdcMicro's form) the same distances are summed over the records."""
+    if name == "il1s":
+        form = ((meta or {}).get("il1s_form") or "sum")
+        return "sd units" if form == "mean" else "sd units, summed over records"
+    if name == "il1s_mean":
+        return "sd units"
+    if name == "il_metrics":
+        return "%"
+    return None
+
+
+def measure_header(name: str, meta: Mapping[str, Any] | None = None) -> str:
+    """A measure's name in a table header, with its unit: ``"il1s (sd units)"``."""
+    unit = measure_unit(name, meta)
+    return f"{name} ({unit})" if unit else name
+
+
+def not_applicable(meta: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """``(label, measure)`` → why the measure does not apply to that setting (it is shown so,
+    never as a value, and never marked best)."""
+    return {(str(r["label"]), str(r["measure"])): str(r["reason"]) for r in meta.get("not_applicable") or []}
 
 
 # ----------------------------------------------------------------- technique specs
@@ -678,6 +714,7 @@ class _TaskOutput:
     rules: Any  # Ψx built by this task, or None
     skipped: dict[str, str]  # measure → reason it could not be computed
     changed: bool  # the release differs from the training table
+    numbers_changed: bool = True  # the release differs from the training table on some numeric attribute
 
 
 def _run_task(
@@ -728,9 +765,12 @@ def _run_task(
             skipped[m.name] = str(out.reason)
         values.append(out.value)
     changed = task.cls is not None and not _same_table(train, z)
+    nums = [c for c in [*schema.numeric, *schema.dates] if c in train.columns and c in z.columns]
+    numbers_changed = changed and (not nums or list(z.columns) != list(train.columns)
+                                   or not _same_table(train[nums], z[nums]))
     # only a newly built Ψx travels back, to be shared with the fold's other tasks
     return _TaskOutput(task.index, task.fold, task.repeat, values, ctx.rules if rules is None else None, skipped,
-                       changed)
+                       changed, numbers_changed)
 
 
 def _same_table(a: pd.DataFrame, b: pd.DataFrame) -> bool:
@@ -818,6 +858,13 @@ def compare(
     specs = _resolve_specs(techniques)
     mlist = _resolve_measure_list(measures, schema)
     check_measure_options(mlist, measure_options or {})
+    from ppdm.metrics._common import pick_options
+
+    il1s_form = pick_options(dict(measure_options or {}), "il1s", ["form"]).get("form")
+    if any(m.name == "il1s" for m in mlist) and il1s_form is None:
+        # compared per attribute: a setting's IL1s in sd units, not a sum over thousands of records
+        measure_options = {**dict(measure_options or {}), "il1s.form": "mean"}
+        il1s_form = "mean"
     if missing not in ("error", "drop", "keep"):
         raise ParameterError(f"missing must be 'error', 'drop' or 'keep', got {missing!r}")
     x, schema, identifiers = without_identifiers(x, schema)
@@ -872,6 +919,7 @@ def compare(
     values: dict[tuple[int, int, int], list[float]] = {}
     skipped: dict[tuple[int, str, str], int] = {}  # (spec index, measure, reason) → number of tasks
     changed: dict[int, bool] = {}
+    numbers_changed: dict[int, bool] = {}
 
     def args(t: _Task) -> tuple:
         return (t, folds[t.fold][0], folds[t.fold][1], schema, mlist, options, rules.get(t.fold))
@@ -886,6 +934,7 @@ def compare(
             for m, reason in out.skipped.items():
                 skipped[(out.index, m, reason)] = skipped.get((out.index, m, reason), 0) + 1
             changed[out.index] = changed.get(out.index, False) or out.changed
+            numbers_changed[out.index] = numbers_changed.get(out.index, False) or out.numbers_changed
             done += 1
             if progress is not None:
                 progress(done, total, f"fold {f + 1}/{cv} · {t.spec.display_label} · repeat {r + 1}/{repeats}")
@@ -906,15 +955,22 @@ def compare(
     all_effective: list[dict[str, Any]] = ([{}] if baseline else []) + effective
     offset = 0 if baseline else 1
     rows = []
+    na_rows: list[dict[str, str]] = []
     for i, spec in enumerate(all_specs):
         idx = i + offset
         tech_name = spec.name
         reps = 1 if idx == 0 else repeats
+        # a setting that changed the data but no numeric value in any run: its numeric losses do not apply
+        na = (set(NUMERIC_LOSS) if idx != 0 and changed.get(idx, False) and not numbers_changed.get(idx, True)
+              else set())
+        na_rows.extend({"label": spec.display_label, "measure": m.name, "reason": NOT_APPLICABLE_NUMBERS}
+                       for m in mlist if m.name in na)
         for f in range(cv):
             for r in range(reps):
                 vals = values[(idx, f, r)]
                 for m, v in zip(mlist, vals, strict=True):
-                    rows.append((tech_name, spec.display_label, spec.params_json, f, r, m.name, v))
+                    rows.append((tech_name, spec.display_label, spec.params_json, f, r, m.name,
+                                 float("nan") if m.name in na else v))
     data = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     data = data.astype({"fold": "int64", "repeat": "int64", "value": "float64"})
     label_of = {i + offset: spec.display_label for i, spec in enumerate(all_specs)}
@@ -940,6 +996,8 @@ def compare(
         "measures": [m.name for m in mlist],
         "measure_info": {m.name: m.info() for m in mlist},
         "skipped": skipped_rows,
+        "not_applicable": na_rows,
+        "il1s_form": il1s_form,
         "notes": notes,
     }
     return ComparisonResult(data, meta)

@@ -158,10 +158,22 @@ class Release:
 
 
 def technique_record(technique: Any) -> dict[str, Any]:
-    """Name, class and every parameter (defaults resolved) of a technique; no seed."""
+    """Name, class and every parameter (defaults resolved) of a technique; no seed.
+
+    A chain (:class:`~ppdm.anonymize.composition.Composition`, ``--then``) is named by its
+    steps (``"recode then pram"``) and records each step as a technique record of its own
+    under ``parameters.steps`` (with ``step``, its name in the chain), so that reports describe
+    it in words and readers find each step's parameters (never a Python repr of a step, its
+    schema or its hierarchies)."""
+    from ppdm.anonymize.composition import Composition
+
+    cls = f"{type(technique).__module__}.{type(technique).__name__}"
+    if isinstance(technique, Composition):
+        steps = [{"step": name, **technique_record(est)} for name, est in technique._named_steps()]
+        return {"name": " then ".join(str(s["name"]) for s in steps), "class": cls, "parameters": {"steps": steps}}
     params = {k: v for k, v in technique.get_params(deep=False).items() if k not in _COMMON}
     return {"name": getattr(technique, "method_name", type(technique).__name__),
-            "class": f"{type(technique).__module__}.{type(technique).__name__}",
+            "class": cls,
             "parameters": jsonable(params)}
 
 

@@ -68,6 +68,8 @@ class ModelMeasureResult(MeasureResult):
     score_z: float = float("nan")
     n_test: int = 0
     test_source: str = "given"
+    #: the test records in words (which table, how many records, what each model was trained on)
+    tested_on: str = ""
     pos_label: Any = None
     average: str | None = None
     classes: list[Any] = field(default_factory=list)
@@ -195,10 +197,22 @@ def _binary(mc: ModelComparison, average: str | None) -> tuple[bool, str | None]
     return False, average or DEFAULT_MULTICLASS_AVERAGE
 
 
+#: what each model was trained on and t is, by ``test_source``
+TESTED_ON = {
+    "given": "trained on x and on z, both tested on the {n} records of the test table given (--test)",
+    "control": "trained on x and on z, both tested on the {n} records of the control set (people held out before "
+               "anonymizing, in neither x's measured part nor z)",
+    "holdout": "trained on the rest of x and the same records of z, both tested on the {n} records of x held out "
+               "(a stratified part, test_size)",
+}
+
+
 def _result(mc: ModelComparison, sx: float, sz: float, pos: Any, average: str | None) -> ModelMeasureResult:
+    n = len(mc.y_test)
+    tested = TESTED_ON.get(mc.test_source, "tested on {n} records").format(n=n)
     return ModelMeasureResult(
-        value=float(sx - sz), score_x=float(sx), score_z=float(sz), n_test=len(mc.y_test),
-        test_source=mc.test_source, pos_label=pos, average=average, classes=list(mc.classes),
+        value=float(sx - sz), score_x=float(sx), score_z=float(sz), n_test=n,
+        test_source=mc.test_source, tested_on=tested, pos_label=pos, average=average, classes=list(mc.classes),
     )
 
 
@@ -319,20 +333,30 @@ MODEL_OPTIONS = ("test_size", "min_leaf_frac", "max_depth")
 def comparison_from_context(ctx: EvaluationContext) -> ModelComparison:
     """Ψx and Ψz trained once per context and shared by the three model measures.
 
-    Without a test table (``ctx.test is None``) a stratified part of x (``test_size``,
-    default 1/3, seeded by ``ctx.random_state``) is held out as t; see :func:`holdout`.
-    Options: ``test_size``, ``min_leaf_frac`` (0.02), ``max_depth`` (12).
+    The test records t are, in this order: the test table given (``ctx.test``, ``--test``);
+    else the control set (``ctx.control``: the records ``ppdm anonymize --holdout`` held out
+    before anonymizing), so Ψx is trained on all of x (the control records already left it)
+    and Ψz on all of z, and both are tested on people neither saw — the only honest test of a
+    synthetic release, whose records cannot be held out with their originals; else a
+    stratified part of x (``test_size``, default 1/3, seeded by ``ctx.random_state``) with the
+    same records of z, which needs z's rows paired with x's (:func:`holdout`). The result's
+    ``test_source`` says which (``"given"``, ``"control"``, ``"holdout"``) and ``tested_on``
+    says it in words. Options: ``test_size``, ``min_leaf_frac`` (0.02), ``max_depth`` (12).
     """
     o = ctx.options
     key = ("model_comparison", o.get("test_size", 1 / 3), o.get("min_leaf_frac", 0.02), o.get("max_depth", 12))
     if key not in ctx.cache:
         cls = ctx.schema.require_class()
-        if ctx.test is None and not ctx.paired:
+        if ctx.test is None and ctx.control is not None:
+            # people left out before anonymizing: neither model has seen them, whatever z is
+            x, z, t, source = ctx.x, ctx.z, ctx.control, "control"
+        elif ctx.test is None and not ctx.paired:
             # the held-out third of x must leave z too; without the pairing z would train on their records
             raise MeasureNotApplicable("holds out a third of x and the same records of z, but z's rows are not paired "
-                                       "with x's: give a test table with --test, the release's private log "
-                                       "(--private), or --pairing position")
-        if ctx.test is None:
+                                       "with x's: give a test table with --test, a control set (ppdm anonymize "
+                                       "--holdout, or --control), the release's private log (--private), or "
+                                       "--pairing position")
+        elif ctx.test is None:
             x, z, t = holdout(ctx.x, ctx.z, cls, test_size=key[1], random_state=ctx.random_state)
             source = "holdout"
         else:

@@ -104,6 +104,62 @@ def _plain_value(v: Any) -> str:
     return "—" if v is None else str(v)
 
 
+def _param_words(key: str, v: Any, dates: Sequence[str] = ()) -> str:
+    """One parameter in words: ``key: value``, a per-column mapping as ``column value`` pairs,
+    numbers given for a date column in days since 1970-01-01 (how the library counts dates)."""
+    if isinstance(v, Mapping):
+        parts = []
+        for col, x in v.items():
+            text = _plain_value(x)
+            nums = isinstance(x, (int, float)) or (isinstance(x, (list, tuple)) and x
+                                                   and all(isinstance(i, (int, float)) for i in x))
+            if str(col) in dates and nums and not isinstance(x, bool):
+                text += " (days since 1970-01-01)"
+            how = " cut at " if key == "breaks" else ": " if isinstance(x, (list, tuple)) else " "
+            parts.append(f"{col}{how}{text}")
+        return f"{key.replace('_', ' ')}: {'; '.join(parts) or 'none'}"
+    return f"{key.replace('_', ' ')} {_plain_value(v)}"
+
+
+def describe_technique(tech: Mapping[str, Any] | str | None, schema: Mapping[str, Any] | None = None) -> str:
+    """A technique record of a provenance (:func:`ppdm.experiments.release.technique_record`) in
+    words: its name and the parameters it was given a value for (``None`` left out), and a chain
+    (``--then``) step by step, ``"recode (breaks: age cut at 0, 30, 50) then pram (pd 0.8)"``. Numbers
+    given for a date column of ``schema`` (the provenance's) are said to be days since 1970.
+    Steps recorded by an older ppdm as Python reprs are named, their reprs left out."""
+    if tech is None:
+        return "an unnamed technique"
+    if not isinstance(tech, Mapping):
+        return str(tech)
+    dates = list(((schema or {}).get("dates") or {}).keys()) if isinstance((schema or {}).get("dates"), Mapping) \
+        else list((schema or {}).get("dates") or [])
+    params = tech.get("parameters") if isinstance(tech.get("parameters"), Mapping) else {}
+    steps = params.get("steps") if isinstance(params, Mapping) else None
+    if isinstance(steps, list) and steps:
+        words = []
+        for step in steps:
+            if isinstance(step, Mapping):
+                words.append(describe_technique(step, schema))
+            elif isinstance(step, (list, tuple)) and step:  # [name, repr] written before chains were recorded
+                words.append(f"{step[0]} (parameters recorded as Python text by an older ppdm, not shown)")
+            else:
+                words.append(str(step))
+        return " then ".join(words)
+    name = str(tech.get("name") or "an unnamed technique")
+    given = [_param_words(str(k), v, dates) for k, v in (params or {}).items() if v is not None]
+    return f"{name} ({'; '.join(given)})" if given else name
+
+
+def _chain_text(provenance: Mapping[str, Any] | None) -> str | None:
+    """A chain's steps in words for the provenance table (``None`` for a single technique,
+    whose parameters the table shows as recorded)."""
+    tech = (provenance or {}).get("technique")
+    params = tech.get("parameters") if isinstance(tech, Mapping) else None
+    if not isinstance(params, Mapping) or not isinstance(params.get("steps"), list):
+        return None
+    return describe_technique(tech, (provenance or {}).get("schema"))
+
+
 def _dataset(info: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if info is None:
         return None
@@ -178,15 +234,23 @@ def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any],
     params = tech.get("parameters") if isinstance(tech, Mapping) else None
     src = provenance.get("input") or (private or {}).get("input") or {}
     seeded = provenance.get("seeded")
-    sentence = (f"{z.get('source', 'z')} ({size}) was released by {name or 'an unnamed technique'}"
-                + (f" with {_plain_value(params)}" if params else "")
+    steps = params.get("steps") if isinstance(params, Mapping) else None
+    if isinstance(steps, list) and steps:
+        how = f"a chain of {len(steps)} techniques, each on the release of the one before: " + describe_technique(
+            tech, provenance.get("schema"))
+    else:
+        how = (name or "an unnamed technique") + (f" with {_plain_value(params)}" if params else "")
+    sentence = (f"{z.get('source', 'z')} ({size}) was released by {how}"
                 + (f" from {src.get('source')}" if isinstance(src, Mapping) and src.get("source") else "")
                 + ("" if seeded is None else (", with a fixed seed" if seeded else ", seeded from the system"))
                 + ".")
     rows = []
     if isinstance(tech, Mapping):
         rows.append(("technique", f"{tech.get('name', '—')} ({tech.get('class', '—')})"))
-        rows.append(("parameters", _plain_value(tech.get("parameters") or {})))
+        if isinstance(steps, list) and steps:
+            rows.append(("parameters", describe_technique(tech, provenance.get("schema"))))
+        else:
+            rows.append(("parameters", _plain_value(tech.get("parameters") or {})))
     else:
         rows.append(("technique", _plain_value(tech)))
     if isinstance(src, Mapping) and src:
@@ -204,6 +268,45 @@ def _released(provenance: Mapping[str, Any] | None, inputs: Mapping[str, Any],
     if x:
         rows.append(("compared with", f"{x.get('source', 'x')} ({x.get('rows', '—')} rows)"))
     return {"sentence": sentence, "rows": rows, "known": True}
+
+
+def _differential_privacy(provenance: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The differential-privacy claim of a release, from its public provenance's ``privacy``
+    (DPCube's ``privacy_report_``, docs/differential_privacy.md): ε asked and spent, the
+    mechanism, whether the domain was declared, the guarantee and the DP warnings the release
+    was made with (the coarse grid, a domain read from the data). ``None`` for a release that
+    claims no ε."""
+    privacy = (provenance or {}).get("privacy")
+    if not isinstance(privacy, Mapping) or "epsilon" not in privacy:
+        return None
+    declared = privacy.get("domain_declared")
+    dom = privacy.get("domain") if isinstance(privacy.get("domain"), Mapping) else {}
+    if declared is None:
+        declared_text = "not said"
+    elif declared:
+        declared_text = "yes: every column's bounds or categories were declared"
+    else:
+        names = ", ".join(map(str, dom.get("from_data") or [])) or "some columns"
+        declared_text = f"no: {names} read from the data, so the release is not differentially private"
+    warns = []
+    for w in privacy.get("warnings") or []:
+        if isinstance(w, Mapping):
+            warns.append({"kind": str(w.get("kind") or "warning"), "text": str(w.get("text") or "")})
+        else:
+            warns.append({"kind": "warning", "text": str(w)})
+    eps, spent = privacy.get("epsilon"), privacy.get("epsilon_spent")
+    return {
+        "epsilon": "∞ (no noise)" if eps is None else fmt(eps, 6),
+        "epsilon_spent": "—" if spent is None else fmt(spent, 6),
+        "mechanism": str(privacy.get("mechanism") or "—"),
+        "count_noise": privacy.get("count_noise"),
+        "neighbouring": ((privacy.get("neighbouring") or {}).get("description")
+                         if isinstance(privacy.get("neighbouring"), Mapping) else None),
+        "differentially_private": bool(privacy.get("differentially_private")),
+        "domain_declared": declared_text,
+        "guarantee": privacy.get("guarantee"),
+        "warnings": warns,
+    }
 
 
 def _provenance_view(provenance: Mapping[str, Any] | None,
@@ -302,6 +405,8 @@ def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | N
         "subtitle": subtitle,
         "released": _released(doc.get("provenance"), inputs, doc.get("private")),
         "provenance": _provenance_view(doc.get("provenance"), doc.get("private")),
+        "dp": _differential_privacy(doc.get("provenance")),
+        "technique_text": _chain_text(doc.get("provenance")),
         "verdicts": verdicts,
         "drivers": drivers_ctx,
         "linkage_drivers": linkage_drivers(doc),
@@ -357,12 +462,14 @@ def render_evaluation_html(
 
 # ---------------------------------------------------------------- comparison page
 def _measure_rows(result: Any) -> list[dict[str, Any]]:
-    from ppdm.experiments.compare import measure_info
+    from ppdm.experiments.compare import measure_header, measure_info, measure_unit
 
     rows = []
     for name in result.measures:
         info = measure_info(result, name)
-        rows.append({"name": name, "kind": info["kind"], "direction": direction_text(info["direction"]),
+        rows.append({"name": name, "header": measure_header(name, result.meta),
+                     "unit": measure_unit(name, result.meta), "kind": info["kind"],
+                     "direction": direction_text(info["direction"]),
                      "direction_key": info["direction"], "range": _range_text(info["range"]),
                      "threshold": info["threshold"],
                      "meaning": info["meaning"] or info["description"], "description": info["description"]})
@@ -378,10 +485,13 @@ def _oriented(value: float, direction: str | None) -> float:
     return -value if direction == "higher" else value
 
 
-def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], plots: bool) -> dict[str, Any]:
+def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], plots: bool,
+          high: Sequence[str] = ()) -> dict[str, Any]:
     """The risk–utility maps: each risk measure with a direction that differs between the
     releases, against the first utility measure with one that does (``--measures`` order).
-    A measure that is the same for every release is named, not drawn."""
+    A measure that is the same for every release is named, not drawn. The front holds only
+    settings whose risk is not judged high (``high``: their labels; drawn greyed out), and
+    each axis whose measure has a threshold gets the threshold as a line."""
     cell = summary.set_index(["label", "measure"])
     techniques = {t["label"]: t for t in result.meta["techniques"]}
 
@@ -450,19 +560,26 @@ def _maps(result: Any, summary: pd.DataFrame, measures: list[dict[str, Any]], pl
                 continue
             points.append({"label": label, "risk": float(a["mean"]), "utility": float(b["mean"]),
                            "risk_ci": float(a["ci_high"] - a["mean"]), "utility_ci": float(b["ci_high"] - b["mean"]),
-                           "baseline": techniques[label]["technique"] == "original"})
-        # the front among the releases that change the data: the baseline protects nobody
+                           "baseline": techniques[label]["technique"] == "original",
+                           "high": label in high and techniques[label]["technique"] != "original"})
+        # the front among the releases that change the data and are not judged high risk: the
+        # baseline protects nobody, and a release judged HIGH is no choice whatever it keeps
         cands = [(p["label"], _oriented(p["risk"], r["direction_key"]), _oriented(p["utility"], u["direction_key"]))
-                 for p in points if not p["baseline"] and techniques[p["label"]].get("changes_data", True)]
+                 for p in points if not p["baseline"] and not p["high"]
+                 and techniques[p["label"]].get("changes_data", True)]
         front = pareto_front(cands)
         png = None
         if plots and points:
             png = png_base64(risk_utility_plot(points, risk=r["name"], risk_direction=r["direction_key"],
-                                               utility=u["name"], utility_direction=u["direction_key"], front=front))
+                                               utility=u["name"], utility_direction=u["direction_key"], front=front,
+                                               risk_threshold=r["threshold"], utility_threshold=u["threshold"],
+                                               utility_unit=u.get("unit")))
         drawn = {p["label"] for p in points}
         left_off = [{"label": lab, "reason": why} for lab, why in skipped.get(r["name"], {}).items()
                     if lab not in drawn]
         out.append({"risk": r["name"], "utility": u["name"], "png": png, "n_points": len(points), "front": front,
+                    "high": [p["label"] for p in points if p["high"]],
+                    "risk_threshold": r["threshold"], "utility_threshold": u["threshold"],
                     "scenario": SCENARIOS.get(SCENARIO_OF.get(r["name"]) or "", ""), "left_off": left_off,
                     "rows": [{"label": p["label"], "risk": fmt(p["risk"]), "utility": fmt(p["utility"])}
                              for p in points]})
@@ -509,7 +626,12 @@ def render_html(
     ``confidence`` is the level of the interval a best release must clear
     (:func:`ppdm.experiments.compare.best_releases`).
     """
-    from ppdm.experiments.compare import best_releases, correlation_matrix
+    from ppdm.experiments.compare import (
+        NOT_APPLICABLE_NUMBERS,
+        best_releases,
+        correlation_matrix,
+        not_applicable,
+    )
 
     meta = result.meta
     summary = result.summary(confidence)
@@ -518,26 +640,32 @@ def render_html(
     techniques = meta["techniques"]
     tech_of = {t["label"]: t["technique"] for t in techniques}
     best = best_releases(result, confidence)
-    maps = _maps(result, summary, measures, plots)
+    judged = comparison_verdicts(result, summary)
+    maps = _maps(result, summary, measures, plots,
+                 high=[v.label for v in judged if str(v.risk.get("status")).lower() == "high"])
 
     verdict_rows = []
-    for v in comparison_verdicts(result, summary):
+    for v in judged:
         verdict_rows.append({
             "label": v.label, "baseline": v.baseline, "changes": v.changes_data,
-            "front": v.label in maps["front"],
+            "front": v.label in maps["front"], "high": str(v.risk.get("status")).lower() == "high",
             "cells": [{"status": d["status"], "cls": status_class(d["status"]), "slug": status_slug(d["status"]),
                        "short": TechniqueVerdict.short(d), "sentence": d["sentence"]} for d in (v.risk, v.utility)],
         })
 
     means = summary.pivot(index="label", columns="measure", values="mean")
     stds = summary.pivot(index="label", columns="measure", values="std")
+    na = not_applicable(meta)
     summary_rows = []
     for lab in labels:
         cells = []
         for m in measures:
+            if (lab, m["name"]) in na:
+                cells.append({"text": na[(lab, m["name"])], "best": False, "na": True})
+                continue
             mu, sd = means.loc[lab, m["name"]], stds.loc[lab, m["name"]]
             text = fmt(mu) if not math.isfinite(float(sd)) else f"{fmt(mu)} ± {fmt(sd, 3)}"
-            cells.append({"text": text, "best": best[m["name"]].label == lab})
+            cells.append({"text": text, "best": best[m["name"]].label == lab, "na": False})
         summary_rows.append({"label": lab, "baseline": tech_of[lab] == "original", "cells": cells})
     best_rows = [{"measure": m["name"], "direction": m["direction"], "label": best[m["name"]].label,
                   "note": best[m["name"]].note} for m in measures]
@@ -594,6 +722,7 @@ def render_html(
         "measures": measures,
         "verdict_rows": verdict_rows,
         "summary_rows": summary_rows,
+        "na_text": NOT_APPLICABLE_NUMBERS,
         "best_rows": best_rows,
         "maps": maps,
         "sweeps": sweeps,

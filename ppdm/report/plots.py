@@ -216,14 +216,18 @@ def correlation_heatmap(corr: pd.DataFrame, *, title: str = "") -> bytes:
 
 
 def risk_utility_plot(points: Sequence[dict[str, Any]], *, risk: str, risk_direction: str, utility: str,
-                      utility_direction: str, front: Sequence[str] = ()) -> bytes:
+                      utility_direction: str, front: Sequence[str] = (), risk_threshold: float | None = None,
+                      utility_threshold: float | None = None, utility_unit: str | None = None) -> bytes:
     """:func:`risk_utility_figure` as PNG bytes."""
     return figure_png(risk_utility_figure(points, risk=risk, risk_direction=risk_direction, utility=utility,
-                                          utility_direction=utility_direction, front=front))
+                                          utility_direction=utility_direction, front=front,
+                                          risk_threshold=risk_threshold, utility_threshold=utility_threshold,
+                                          utility_unit=utility_unit))
 
 
 def risk_utility_figure(points: Sequence[dict[str, Any]], *, risk: str, risk_direction: str, utility: str,
-                        utility_direction: str, front: Sequence[str] = ()) -> Figure:
+                        utility_direction: str, front: Sequence[str] = (), risk_threshold: float | None = None,
+                        utility_threshold: float | None = None, utility_unit: str | None = None) -> Figure:
     """The risk–utility map: one point per release, disclosure risk across, utility loss up.
 
     ``points`` hold ``label``, ``risk`` and ``utility`` (means) with ``risk_ci`` and
@@ -231,19 +235,30 @@ def risk_utility_figure(points: Sequence[dict[str, Any]], *, risk: str, risk_dir
     ``baseline`` (drawn in grey). An axis whose measure is better when higher is reversed,
     so that right always means more risk and up always means more utility lost: the lower
     left corner is the place to be. The releases named in ``front`` (those no other beats on
-    both axes) are joined by a dashed line, in that order. Tick labels carry no offset.
+    both axes) are joined by a dashed line, in that order. A point with ``high`` (its risk is
+    judged high) is drawn hollow and grey, labelled so: it is never on the front. The
+    thresholds of the judged measures (``risk_threshold``, ``utility_threshold``) are drawn as
+    dotted lines; ``utility_unit`` goes into the utility axis label. Tick labels carry no offset.
     """
     fig = Figure(figsize=(9.6, 5.2))
     ax = fig.add_subplot()
     for k, pt in enumerate(points):
-        color = "#888888" if pt.get("baseline") else f"C{k % 10}"
+        greyed = bool(pt.get("high"))
+        color = "#888888" if pt.get("baseline") else "#bbbbbb" if greyed else f"C{k % 10}"
         xerr = pt.get("risk_ci")
         yerr = pt.get("utility_ci")
         ax.errorbar([pt["risk"]], [pt["utility"]],
                     xerr=None if xerr is None or not math.isfinite(xerr) else [[xerr], [xerr]],
                     yerr=None if yerr is None or not math.isfinite(yerr) else [[yerr], [yerr]],
                     fmt="o", ms=6, color=color, ecolor=color, elinewidth=1, capsize=3,
-                    label=pt["label"], zorder=3)
+                    mfc="none" if greyed else color,
+                    label=pt["label"] + (" (risk judged high: not on the front)" if greyed else ""), zorder=3)
+    if risk_threshold is not None and math.isfinite(float(risk_threshold)):
+        ax.axvline(float(risk_threshold), ls=":", lw=1.2, color="#c62828", zorder=1,
+                   label=f"{risk} threshold {float(risk_threshold):g}")
+    if utility_threshold is not None and math.isfinite(float(utility_threshold)):
+        ax.axhline(float(utility_threshold), ls=":", lw=1.2, color="#1565c0", zorder=1,
+                   label=f"{utility} threshold {float(utility_threshold):g}")
     at = {pt["label"]: (pt["risk"], pt["utility"]) for pt in points}
     line = [at[lab] for lab in front if lab in at]
     if len(line) >= 2:
@@ -254,7 +269,8 @@ def risk_utility_figure(points: Sequence[dict[str, Any]], *, risk: str, risk_dir
     if utility_direction == "higher":
         ax.invert_yaxis()
     ax.set_xlabel(f"{risk} — disclosure risk, more to the right ({direction_text(risk_direction)})")
-    ax.set_ylabel(f"{utility} — utility lost, more upwards\n({direction_text(utility_direction)})")
+    unit = f" ({utility_unit})" if utility_unit else ""
+    ax.set_ylabel(f"{utility}{unit} — utility lost, more upwards\n({direction_text(utility_direction)})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     plain_axes(ax)
