@@ -730,5 +730,5 @@ __all__ = [
     "AlphaKResult", "BetaLikenessResult", "CLDiversityResult", "DeltaDisclosureResult", "EnhancedBetaLikenessResult",
     "GROUNDS", "PrivacyModelResult", "SensitiveCells", "TClosenessResult", "alpha_k_anonymity", "basic_beta_likeness",
     "delta_disclosure", "enhanced_beta_likeness", "equal_emd", "ordered_emd", "recursive_cl_diversity",
-    "sensitive_cells", "t_closeness",
+    "sensitive_cells", "t_closeness", "wildcard_sensitive_cells",
 ]
