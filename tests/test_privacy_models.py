@@ -130,11 +130,97 @@ def test_blank_sensitive_values_tell_nothing() -> None:
     assert recursive_cl_diversity(b, ["k"], ["s"]).value == 0.0
 
 
-def test_missing_key_values_are_a_class_of_their_own() -> None:
-    """As l-diversity groups them: the two records with a blank key form one class."""
+def test_missing_key_values_strict_are_a_class_of_their_own() -> None:
+    """blanks="strict" (pyCANON, ARX): the two records with a blank key form one class."""
     df = pd.DataFrame({"k": ["A", "A", None, None], "s": list("xyxx")})
+    r = alpha_k_anonymity(df, ["k"], ["s"], k=1, blanks="strict")
+    assert r.n_classes == 2 and r.value == 1.0 and r.blanks == "strict"  # the blank-key class holds x twice
+    # wildcard (default), one key: a blank matches A, so both classes are all four records, x three times
     r = alpha_k_anonymity(df, ["k"], ["s"], k=1)
-    assert r.n_classes == 2 and r.value == 1.0  # the blank-key class holds x twice
+    assert r.n_classes == 2 and r.value == pytest.approx(0.75) and r.blanks == "wildcard"
+
+
+def blank_key() -> pd.DataFrame:
+    """One key with one blank; p(s): x 2/5, y 3/5.
+
+    k = A, A, B, B, ·    s = x, y, y, y, x
+    strict:   A {x, y}   B {y, y}   · {x}           (sizes 2, 2, 1)
+    wildcard: A {x, y, x}  B {y, y, x}  · {all five}  (the blank matches A and B, and the single
+              key's all-blank record counts for every record; sizes 3, 3, 5; each record's own
+              class: A 2 records, B 2, · 1)
+    """
+    return pd.DataFrame({"k": ["A", "A", "B", "B", None], "s": list("xyyyx")})
+
+
+def test_a_blank_key_is_a_wildcard_in_every_model() -> None:
+    """t-closeness (equal distance), by hand on blank_key():
+    strict   A ½(|.5−.4| + |.5−.6|) = 0.1, B ½(.4 + .4) = 0.4, · ½(.6 + .6) = 0.6 → 0.6;
+             at t = 0.2 classes B and · fail: 3 of 5 records.
+    wildcard A ½(|2/3−.4| + |1/3−.6|) = 4/15, B ½(|1/3−.4| + |2/3−.6|) = 1/15, · 0 → 4/15;
+             at t = 0.2 class A fails, which is the own class of 2 records (not its 3 matched): 2/5.
+    δ-disclosure:
+    strict   A ln(.5/.4), ln(.6/.5); B ln(1/.6); · ln(1/.4) = ln 2.5 → ln 2.5
+    wildcard A ln((2/3)/.4) = ln(5/3), ln(.6/(1/3)) = ln 1.8; B ln(10/9), ln 1.2; · 0 → ln 1.8
+    (α,k): wildcard fk 3, 3, 5 (achieved_k 3), strict 2, 2, 1 — k_anonymity's fk under each reading."""
+    from ppdm.metrics.keyvar import key_frequencies
+
+    df = blank_key()
+    w, st = t_closeness(df, ["k"], ["s"]), t_closeness(df, ["k"], ["s"], blanks="strict")
+    assert w.value == pytest.approx(4 / 15) and w.records_failing == pytest.approx(2 / 5) and w.n_classes == 3
+    assert st.value == pytest.approx(0.6) and st.records_failing == pytest.approx(3 / 5) and st.n_classes == 3
+    assert sorted(w.per_class["size"]) == [3, 3, 5] and sorted(st.per_class["size"]) == [1, 2, 2]
+    assert delta_disclosure(df, ["k"], ["s"]).value == pytest.approx(math.log(1.8))
+    assert delta_disclosure(df, ["k"], ["s"], blanks="strict").value == pytest.approx(math.log(2.5))
+    for reading, want in (("wildcard", 3), ("strict", 1)):
+        r = alpha_k_anonymity(df, ["k"], ["s"], k=2, blanks=reading)
+        assert r.achieved_k == want == int(key_frequencies(df, ["k"], blanks=reading).fk.min())
+    # wildcard (c,2)-diversity: r_1/r_2 = 2 in A and B, 3/2 in ·; strict: B and · have one value
+    assert recursive_cl_diversity(df, ["k"], ["s"]).c_needed == pytest.approx(2.0)
+    assert recursive_cl_diversity(df, ["k"], ["s"], blanks="strict").value == pytest.approx(3 / 5)
+    with pytest.raises(ParameterError, match="blanks"):
+        basic_beta_likeness(df, ["k"], ["s"], blanks="any")
+
+
+def test_wildcard_classes_are_l_diversitys_groups() -> None:
+    """On random tables with blank keys (two keys, so the all-blank rule for complete records is
+    exercised) and no blank sensitive value, a record's wildcard class holds as many distinct
+    values as l_diversity's distinct l for it, and its size is the record's wildcard fk; without
+    blank keys the wildcard cells are the exact classes'."""
+    from ppdm.data.blanks import distinct_patterns
+    from ppdm.metrics.keyvar import key_frequencies, l_diversity
+    from ppdm.metrics.privacy_models import wildcard_sensitive_cells
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        n = int(rng.integers(3, 25))
+        df = pd.DataFrame({"a": rng.choice(["p", "q", None], n), "b": rng.choice(["u", "v", None], n),
+                           "s": rng.choice(list("xyz"), n)})
+        codes = key_codes(df, ["a", "b"])
+        inv = distinct_patterns(codes)[2]
+        c = wildcard_sensitive_cells(codes, df["s"])
+        distinct = np.bincount(c.cls, minlength=c.n_classes)
+        assert np.array_equal(distinct[inv], l_diversity(df, ["a", "b"], ["s"]).distinct_l["s"])
+        assert np.array_equal(c.size[inv], key_frequencies(df, ["a", "b"]).fk)
+        assert np.array_equal(c.members, np.bincount(inv)) and c.known.sum() >= n
+        full = df.fillna("r")
+        fc = key_codes(full, ["a", "b"])
+        a, b = wildcard_sensitive_cells(fc, full["s"]), sensitive_cells(group_codes(fc), full["s"])
+        ia, ib = distinct_patterns(fc)[2], group_codes(fc)
+        assert np.allclose(equal_emd(a)[ia], equal_emd(b)[ib]) and np.array_equal(a.size[ia], b.size[ib])
+
+
+def test_evaluate_reads_the_blanks_option() -> None:
+    """``-p blanks=strict`` (every key-variable measure) and ``-p delta_disclosure.blanks=strict``
+    give the strict result; the default reads the blank as a wildcard (blank_key() by hand)."""
+    df = blank_key()
+    sch = Schema(categorical=["k", "s"], quasi_identifiers=["k"], sensitive=["s"])
+    for opts, want in (({}, math.log(1.8)), ({"blanks": "strict"}, math.log(2.5)),
+                       ({"delta_disclosure.blanks": "strict"}, math.log(2.5))):
+        ctx = measurement_context(df, df, sch, random_state=0, paired=True, options=opts)
+        r = MEASURES["delta_disclosure"].fn(ctx)
+        assert r.value == pytest.approx(want) and r.original == pytest.approx(want), opts
+    for m in MODELS:
+        assert "blanks" in MEASURES[m].options, m
 
 
 def test_ordered_emd_is_its_definition() -> None:

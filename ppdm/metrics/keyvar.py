@@ -529,15 +529,16 @@ def _value_ldiversity(owner: np.ndarray, value: np.ndarray, count: np.ndarray,
     return distinct.astype(float), np.exp(ent)
 
 
-def wildcard_ldiversity(codes: np.ndarray, values: np.ndarray,
-                        counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """l-diversity of every distinct key pattern when a blank key matches any value.
+def wildcard_value_counts(codes: np.ndarray, values: np.ndarray, counts: np.ndarray
+                          ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
+    """The records of every (key pattern, sensitive value) pair when a blank key matches any value.
 
     ``codes`` are the key patterns of cells (rows may repeat), ``values`` each cell's sensitive
     code (−1 missing) and ``counts`` its records. A pattern's group is every record the wildcard
-    rule matches with it (:func:`ppdm.data.blanks.matching_groups`, groups overlapping); its
-    distinct and entropy l are read from the sensitive values of that group. Returns the
-    pattern of every cell and, per pattern, distinct l and exp(entropy).
+    rule matches with it (:func:`ppdm.data.blanks.matching_groups`, groups overlapping, summed
+    block by block: no n × n comparison). Returns the pattern of every cell, the number of
+    distinct patterns u, and per (pattern, value) pair present in a pattern's group its pattern
+    (0..u−1), its value (as in ``values``) and its records.
     """
     pats, _, inv = distinct_patterns(codes)
     u = len(pats)
@@ -554,7 +555,20 @@ def wildcard_ldiversity(codes: np.ndarray, values: np.ndarray,
         parts.append(q.merge(cells, on="g")[["q", "v", "c"]])
     allc = pd.concat(parts, ignore_index=True).groupby(["q", "v"], sort=False)["c"].sum().reset_index()
     value = np.asarray(vals)[allc["v"].to_numpy()]
-    d, e = _value_ldiversity(allc["q"].to_numpy(), value, allc["c"].to_numpy(dtype=float), u)
+    return inv, u, allc["q"].to_numpy(dtype=np.int64), value, allc["c"].to_numpy(dtype=float)
+
+
+def wildcard_ldiversity(codes: np.ndarray, values: np.ndarray,
+                        counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """l-diversity of every distinct key pattern when a blank key matches any value.
+
+    Arguments as :func:`wildcard_value_counts`, which gives each pattern's group (every record
+    the wildcard rule matches with it); its distinct and entropy l are read from the sensitive
+    values of that group. Returns the pattern of every cell and, per pattern, distinct l and
+    exp(entropy).
+    """
+    inv, u, pattern, value, count = wildcard_value_counts(codes, values, counts)
+    d, e = _value_ldiversity(pattern, value, count, u)
     return inv, d, e
 
 
@@ -1141,6 +1155,7 @@ def _attribute_disclosure_measure(ctx: EvaluationContext) -> AttributeDisclosure
 __all__ = [
     "AttributeDisclosureResult", "KAnonymityResult", "attribute_disclosure", "KeyFrequencies", "LDiversityResult", "ReidentificationRiskResult", "SampleUniquesResult",
     "BLANK_READINGS", "DEFAULT_READING", "IntruderViewResult", "context_blanks", "intruder_view", "wildcard_ldiversity",
+    "wildcard_value_counts",
     "KEY_STATUSES", "KEY_VARIABLE_MEASURES", "check_keys", "check_sensitive", "check_weights", "context_key_status", "context_keys",
     "infer_quasi_identifiers", "individual_risk", "judged_keys", "k_anonymity", "key_codes", "key_frequencies",
     "key_status", "l_diversity", "reidentification_risk", "released_covers", "sample_uniques",

@@ -21,10 +21,15 @@ models here ask how much the class's distribution q tells beyond the table's dis
 * :func:`delta_disclosure` — δ-disclosure privacy (Brickell & Shmatikov 2008, KDD, §3 Def. 4):
   |ln(q_i/p_i)| < δ for every value present in a class.
 
-**Classes** are the groups of records with equal quasi-identifiers, a missing key value being a
-value of its own — as :func:`ppdm.metrics.keyvar.l_diversity` groups them
-(:func:`ppdm.metrics.keyvar.group_codes`). The k of (α,k)-anonymity is read as
-:func:`ppdm.metrics.keyvar.k_anonymity` reads it (fk, a missing key value matching any value).
+**Classes** are read as :func:`ppdm.metrics.keyvar.l_diversity` reads them, a blank key as every
+key-variable measure reads it (``blanks``, :mod:`ppdm.data.blanks`). Under the default
+``"wildcard"`` reading (sdcMicro's: a blank matches any value) a record's class is every record
+the wildcard rule matches with its key pattern, so classes overlap: one class per distinct
+pattern, counted once per record in ``records_failing`` (:func:`wildcard_sensitive_cells`);
+under ``"strict"`` (pyCANON, ARX) a blank is a value of its own and classes are the records of
+equal keys (:func:`ppdm.metrics.keyvar.group_codes`). Without blank keys both are the same. The
+k of (α,k)-anonymity is the records of a class, :func:`ppdm.metrics.keyvar.k_anonymity`'s fk
+under the same reading.
 
 **Blank sensitive values** tell the intruder nothing: they are left out of the class's and the
 table's distributions, and a class whose sensitive values are all blank discloses nothing and
@@ -37,7 +42,8 @@ classes and the sensitive attributes, ``per_sensitive`` the same per attribute w
 records in classes that fail the model at the given parameter, and, for the library only,
 ``per_class`` (class sizes and values, no key or sensitive value, never printed or serialised).
 
-Where pyCANON 1.3 differs (docs/measures.md has the list): it drops records with a missing key;
+Where pyCANON 1.3 differs (docs/measures.md has the list): it drops records with a missing key
+(``blanks="strict"`` keeps them in a class of their own, the default reads them as wildcards);
 its recursive c is an integer computed from the counts sorted in *increasing* order; its
 enhanced β is max_i min(β_basic, −ln p_i), not the smallest β the enhanced model allows; ARX's
 δ uses log base 2 (ours and pyCANON's: the natural log).
@@ -47,7 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -56,15 +62,18 @@ from ppdm.errors import ParameterError, ScenarioNotApplicable
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
 from ppdm.metrics.keyvar import (
+    DEFAULT_READING,
     KEY_OPTIONS,
     _finish,
-    _frequencies,
     _opt,
     check_keys,
+    check_reading,
     check_sensitive,
+    context_blanks,
     group_codes,
     judged_keys,
     key_codes,
+    wildcard_value_counts,
 )
 
 #: ground distances of t-closeness: equal for categories, ordered for numbers, or read from the dtype
@@ -78,7 +87,10 @@ class SensitiveCells:
 
     A cell is a (class, value) pair present in the table; cells are sorted by class, then by
     value index (for an ordered attribute, by value). ``p`` is the table's distribution over the
-    ``m`` distinct non-blank values, ``known`` the non-blank records of each class.
+    ``m`` distinct non-blank values, ``size`` the records of each class and ``known`` those with a
+    non-blank sensitive value. Under the wildcard reading of blank keys a class is every record
+    a key pattern matches, so classes overlap: ``members`` then counts the records whose own
+    pattern it is (each record in one class), which a share of records failing a model counts.
     """
 
     sensitive: str
@@ -89,6 +101,12 @@ class SensitiveCells:
     val: np.ndarray  # value index of each cell, 0..m-1
     count: np.ndarray  # records of each cell
     p: np.ndarray  # table share of each value
+    members: np.ndarray | None = None  # records whose own key is the class's (None: exact classes, = size)
+
+    @property
+    def own(self) -> np.ndarray:
+        """Records whose own key is each class's: ``members``, else ``size`` (exact classes)."""
+        return self.size if self.members is None else self.members
 
     @property
     def m(self) -> int:
@@ -121,15 +139,20 @@ def _is_number(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
-def sensitive_cells(group: np.ndarray, s: pd.Series, *, ordered: bool = False) -> SensitiveCells:
-    """:class:`SensitiveCells` of attribute ``s`` over the classes ``group`` (dense ids, as
-    :func:`ppdm.metrics.keyvar.group_codes` gives). ``ordered`` sorts the values, which must be
-    numbers."""
+def _value_codes(s: pd.Series, ordered: bool) -> np.ndarray:
+    """Codes of the sensitive values (−1 blank), in the values' order when ``ordered`` (numbers only)."""
     if ordered and not _is_number(s):
         raise ParameterError(f"sensitive attribute {s.name!r} is not numeric: its values have no order "
                              "(t_closeness.ground=equal)")
     codes, _ = pd.factorize(s, sort=ordered, use_na_sentinel=True)
-    codes = codes.astype(np.int64, copy=False)
+    return codes.astype(np.int64, copy=False)
+
+
+def sensitive_cells(group: np.ndarray, s: pd.Series, *, ordered: bool = False) -> SensitiveCells:
+    """:class:`SensitiveCells` of attribute ``s`` over the classes ``group`` (dense ids, as
+    :func:`ppdm.metrics.keyvar.group_codes` gives). ``ordered`` sorts the values, which must be
+    numbers."""
+    codes = _value_codes(s, ordered)
     n_classes = int(group.max()) + 1 if len(group) else 0
     size = np.bincount(group, minlength=n_classes)
     ok = codes >= 0
@@ -139,6 +162,30 @@ def sensitive_cells(group: np.ndarray, s: pd.Series, *, ordered: bool = False) -
     p = np.bincount(codes[ok], minlength=m) / max(int(ok.sum()), 1)
     return SensitiveCells(sensitive=str(s.name), ordered=ordered, size=size, known=known,
                           cls=pair // max(m, 1), val=pair % max(m, 1), count=count.astype(float), p=p)
+
+
+def wildcard_sensitive_cells(codes: np.ndarray, s: pd.Series, *, ordered: bool = False) -> SensitiveCells:
+    """:class:`SensitiveCells` of attribute ``s`` when a blank key matches any value (sdcMicro's
+    rule, :mod:`ppdm.data.blanks`): one class per distinct key pattern of ``codes`` (as
+    :func:`ppdm.metrics.keyvar.key_codes` gives, −1 a blank), holding every record the wildcard
+    rule matches with that pattern — the group :func:`ppdm.metrics.keyvar.l_diversity` reads —
+    so classes overlap; ``members`` counts the records whose own pattern it is. The counts come
+    from :func:`ppdm.metrics.keyvar.wildcard_value_counts`. ``p`` is the table's distribution,
+    each record once."""
+    sc = _value_codes(s, ordered)
+    inv, u, cls, val, cnt = wildcard_value_counts(codes, sc, np.ones(len(sc)))
+    val = val.astype(np.int64, copy=False)
+    size = np.rint(np.bincount(cls, weights=cnt, minlength=u)).astype(np.int64)
+    ok = val >= 0
+    known = np.rint(np.bincount(cls[ok], weights=cnt[ok], minlength=u)).astype(np.int64)
+    cls, val, cnt = cls[ok], val[ok], cnt[ok]
+    order = np.lexsort((val, cls))  # by class, then value, as sensitive_cells sorts them
+    present = sc >= 0
+    m = int(sc.max()) + 1 if present.any() else 0
+    p = np.bincount(sc[present], minlength=m) / max(int(present.sum()), 1)
+    return SensitiveCells(sensitive=str(s.name), ordered=ordered, size=size, known=known, cls=cls[order],
+                          val=val[order], count=cnt[order].astype(float), p=p,
+                          members=np.bincount(inv, minlength=u))
 
 
 def equal_emd(c: SensitiveCells) -> np.ndarray:
@@ -201,6 +248,7 @@ class PrivacyModelResult(RecordDetailMixin):
     sensitive: list[str] = field(default_factory=list)
     n: int = 0
     n_classes: int = 0
+    blanks: str = DEFAULT_READING  # how a blank key was read (ppdm.data.blanks.BLANK_READINGS)
     blank_classes: int = 0  # classes whose sensitive values are all blank (they disclose nothing)
     records_failing: float = 0.0
     worst: str = ""  # the sensitive attribute that gives the value
@@ -294,25 +342,55 @@ def _integer(v: Any, what: str, low: int = 1) -> int:
     return int(v)
 
 
-def _prepare(df: pd.DataFrame, keys: Any, sensitive: Any, measure: str
-             ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """The checked keys and sensitive attributes, the key codes and the class of every record."""
+@dataclass
+class _Classes:
+    """A table's classes: the checked keys and sensitive attributes, the key codes, each record's
+    key pattern (``group``: dense ids, a blank a value of its own) and whether a class is every
+    record the wildcard rule matches with a pattern (blank keys read as wildcards) or the records
+    of equal keys."""
+
+    keys: list[str]
+    sensitive: list[str]
+    codes: np.ndarray
+    group: np.ndarray
+    blanks: str
+    wildcard: bool
+
+    @property
+    def n_classes(self) -> int:
+        """One class per distinct key pattern, under either reading."""
+        return int(self.group.max()) + 1 if len(self.group) else 0
+
+    def cells(self, s: pd.Series, *, ordered: bool = False) -> SensitiveCells:
+        """:class:`SensitiveCells` of ``s`` over these classes."""
+        if self.wildcard:
+            return wildcard_sensitive_cells(self.codes, s, ordered=ordered)
+        return sensitive_cells(self.group, s, ordered=ordered)
+
+
+def _prepare(df: pd.DataFrame, keys: Any, sensitive: Any, measure: str, blanks: str | None) -> _Classes:
+    """The classes of ``df``, blank keys read as ``blanks`` says (:mod:`ppdm.data.blanks`; the
+    wildcard reading only changes anything when some key is blank)."""
     keys = check_keys(df, keys, measure=measure)
     sensitive = check_sensitive(sensitive, df.columns, keys, measure=measure)
+    blanks = check_reading(blanks)
     codes = key_codes(df, keys)
-    return keys, sensitive, codes, group_codes(codes)
+    return _Classes(keys=keys, sensitive=sensitive, codes=codes, group=group_codes(codes), blanks=blanks,
+                    wildcard=blanks == "wildcard" and bool((codes < 0).any()))
 
 
 def _per_class(rows: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
-def _finish_result(res: PrivacyModelResult, per: list[dict[str, Any]], per_class: list[pd.DataFrame]
-                   ) -> PrivacyModelResult:
+_R = TypeVar("_R", bound=PrivacyModelResult)
+
+
+def _finish_result(res: _R, per: list[dict[str, Any]], per_class: list[pd.DataFrame]) -> _R:
     """``res`` with the worst attribute's value and the per-attribute and per-class tables."""
     table = pd.DataFrame(per)
-    i = int(table["value"].idxmax())
-    res.value = float(table.loc[i, "value"])
+    i = cast(int, table["value"].idxmax())  # a RangeIndex label
+    res.value = float(table["value"].max())  # the value at i
     res.worst = str(table.loc[i, "sensitive"])
     res.records_failing = float(table["records_failing"].max())
     res.blank_classes = int(table["blank_classes"].max())
@@ -323,15 +401,15 @@ def _finish_result(res: PrivacyModelResult, per: list[dict[str, Any]], per_class
 
 def _row(c: SensitiveCells, value: float, fails: np.ndarray, n: int, **extra: Any) -> dict[str, Any]:
     """One ``per_sensitive`` row: the attribute's value, its distinct values, the classes and
-    records failing the model, and the blank classes."""
+    records failing the model (each record once, in the class of its own key), and the blank classes."""
     return {"sensitive": c.sensitive, "value": float(value), "distinct_values": c.m,
-            "classes_failing": int(fails.sum()), "records_failing": float(c.size[fails].sum() / n) if n else 0.0,
+            "classes_failing": int(fails.sum()), "records_failing": float(c.own[fails].sum() / n) if n else 0.0,
             "blank_classes": int((c.known == 0).sum()), **extra}
 
 
 # ----------------------------------------------------------------------------- t-closeness
 def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
-                ground: str | dict[str, str] = "auto") -> TClosenessResult:
+                ground: str | dict[str, str] = "auto", blanks: str | None = None) -> TClosenessResult:
     """t-closeness of the sensitive attributes (Li, Li & Venkatasubramanian 2007, §4).
 
     For every class, the Earth Mover's Distance between its distribution of the sensitive
@@ -340,12 +418,15 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
     values in order, neighbours 1/(m−1) apart) it is 1/(m−1) Σ_i |Σ_{j≤i} (q_j − p_j)|. ``ground``
     (one for all attributes, or per attribute) is "equal", "ordered" or "auto" (ordered for a
     numeric column). ``value`` is the largest EMD: the table is t-close for every t at or above it;
-    ``records_failing`` is the share of records in classes with EMD > ``t``.
+    ``records_failing`` is the share of records in classes with EMD > ``t``. ``blanks`` reads a
+    blank key as :func:`ppdm.metrics.keyvar.l_diversity` does (module docstring: "wildcard", the
+    default, or "strict"); every model here takes it.
     """
     t = _number(t, "t-closeness t", strict=False, high=1.0)
-    keys, sensitive, _, group = _prepare(df, keys, sensitive, "t-closeness")
+    cl = _prepare(df, keys, sensitive, "t-closeness", blanks)
+    keys, sensitive = cl.keys, cl.sensitive
     grounds = ground if isinstance(ground, dict) else {s: ground for s in sensitive}
-    res = TClosenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
+    res = TClosenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
                            t=t)
     per, rows = [], []
     for s in sensitive:
@@ -353,7 +434,7 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
         if g not in GROUNDS:
             raise ParameterError(f"t-closeness ground must be one of {', '.join(GROUNDS)}, got {g!r}")
         ordered = _is_number(df[s]) if g == "auto" else g == "ordered"
-        c = sensitive_cells(group, df[s], ordered=ordered)
+        c = cl.cells(df[s], ordered=ordered)
         emd = ordered_emd(c) if ordered else equal_emd(c)
         res.ground[s] = "ordered" if ordered else "equal"
         per.append(_row(c, emd.max(initial=0.0), emd > t + 1e-12, len(df), ground=res.ground[s]))
@@ -362,8 +443,8 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
 
 
 # --------------------------------------------------------------- recursive (c,l)-diversity
-def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float = 3.0, l: int = 2  # noqa: E741
-                           ) -> CLDiversityResult:
+def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float = 3.0, l: int = 2,  # noqa: E741
+                           *, blanks: str | None = None) -> CLDiversityResult:
     """Recursive (c,l)-diversity (Machanavajjhala et al. 2007, §4.2): with a class's value counts
     in decreasing order r_1 ≥ r_2 ≥ … ≥ r_m, the class is (c,l)-diverse when
     r_1 < c (r_l + r_{l+1} + … + r_m) — the most frequent value does not dominate the tail left
@@ -375,13 +456,14 @@ def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float
     """
     c = _number(c, "(c,l)-diversity c")
     l = _integer(l, "(c,l)-diversity l")  # noqa: E741
-    keys, sensitive, _, group = _prepare(df, keys, sensitive, "(c,l)-diversity")
-    res = CLDiversityResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
+    cl = _prepare(df, keys, sensitive, "(c,l)-diversity", blanks)
+    keys, sensitive = cl.keys, cl.sensitive
+    res = CLDiversityResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
                             c=c, l=l)
     per, rows = [], []
     need_all, distinct_all = 0.0, None
     for s in sensitive:
-        cells = sensitive_cells(group, df[s])
+        cells = cl.cells(df[s])
         # counts in decreasing order within each class: rank 0 is r_1
         order = np.lexsort((-cells.count, cells.cls))
         cls, cnt = cells.cls[order], cells.count[order]
@@ -411,12 +493,13 @@ def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float
 
 # ---------------------------------------------------------------------- (α,k)-anonymity
 def alpha_k_anonymity(df: pd.DataFrame, keys: Any, sensitive: Any, alpha: float = 0.5, k: int = 2, *,
-                      values: Any = None) -> AlphaKResult:
+                      values: Any = None, blanks: str | None = None) -> AlphaKResult:
     """(α,k)-anonymity (Wong et al. 2006, §3): every class has at least k records and no
     sensitive value makes up more than α of it.
 
-    k is read as :func:`ppdm.metrics.keyvar.k_anonymity` reads it (fk, a missing key value
-    matching any value); shares over the classes of equal keys, blanks left out. ``values``
+    k is read as :func:`ppdm.metrics.keyvar.k_anonymity` reads it with the same ``blanks``: fk,
+    the records of a class (every record a blank key's pattern matches under the wildcard
+    reading); shares over the same classes, blank sensitive values left out. ``values``
     names the sensitive values whose share is bounded (Wong et al.'s sensitive values, e.g. a
     diagnosis; compared as text), by default every value. ``value`` is the largest share of
     a bounded value in a class, a class with fewer than k records counting as 1 (it fails
@@ -426,20 +509,20 @@ def alpha_k_anonymity(df: pd.DataFrame, keys: Any, sensitive: Any, alpha: float 
     """
     alpha = _number(alpha, "(α,k)-anonymity alpha", high=1.0)
     k = _integer(k, "(α,k)-anonymity k")
-    keys, sensitive, codes, group = _prepare(df, keys, sensitive, "(α,k)-anonymity")
+    cl = _prepare(df, keys, sensitive, "(α,k)-anonymity", blanks)
+    keys, sensitive = cl.keys, cl.sensitive
     if isinstance(values, str):
         values = [v.strip() for v in values.split(",") if v.strip()]
     bounded = None if values is None else {str(v) for v in values}
-    fk = _frequencies(codes, None)[0]  # k_anonymity's fk, from the codes already read
-    n_classes = int(group.max()) + 1
-    class_fk = np.zeros(n_classes)
-    class_fk[group] = fk  # records of a class share their keys, so their fk
-    small = class_fk < k
-    res = AlphaKResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=n_classes, alpha=alpha, k=k,
-                       achieved_k=int(fk.min()), values=None if bounded is None else sorted(bounded))
+    res = AlphaKResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes,
+                       blanks=cl.blanks, alpha=alpha, k=k, values=None if bounded is None else sorted(bounded))
     per, rows = [], []
     for s in sensitive:
-        cells = sensitive_cells(group, df[s])
+        cells = cl.cells(df[s])
+        # a class's records are its fk under either reading (k_anonymity's count, whatever s)
+        class_fk = cells.size
+        small = class_fk < k
+        res.achieved_k = int(class_fk.min())
         q = cells.q
         if bounded is not None:
             _, uniques = pd.factorize(df[s], use_na_sentinel=True)
@@ -456,27 +539,29 @@ def alpha_k_anonymity(df: pd.DataFrame, keys: Any, sensitive: Any, alpha: float 
 
 
 # ------------------------------------------------------------------------------ β-likeness
-def basic_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float = 1.0) -> BetaLikenessResult:
+def basic_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float = 1.0, *,
+                        blanks: str | None = None) -> BetaLikenessResult:
     """Basic β-likeness (Cao & Karras 2012, §3 Def. 2): in every class, every sensitive value
     whose share q exceeds its share p in the table grows by at most β relative to it,
     (q − p)/p ≤ β. ``value`` is the largest (q − p)/p: the table has basic β-likeness for
     every β at or above it; ``records_failing`` the share of records in classes above ``beta``.
     """
     beta = _number(beta, "β-likeness beta")
-    keys, sensitive, _, group = _prepare(df, keys, sensitive, "β-likeness")
-    res = BetaLikenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
+    cl = _prepare(df, keys, sensitive, "β-likeness", blanks)
+    keys, sensitive = cl.keys, cl.sensitive
+    res = BetaLikenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
                              beta=beta)
     per, rows = [], []
     for s in sensitive:
-        cells = sensitive_cells(group, df[s])
+        cells = cl.cells(df[s])
         gain = cells.class_max(relative_gain(cells))
         per.append(_row(cells, gain.max(initial=0.0), gain > beta * (1 + 1e-12), len(df)))
         rows.append(pd.DataFrame({"sensitive": s, "size": cells.size, "known": cells.known, "beta": gain}))
     return _finish_result(res, per, rows)
 
 
-def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float = 1.0
-                           ) -> EnhancedBetaLikenessResult:
+def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float = 1.0, *,
+                           blanks: str | None = None) -> EnhancedBetaLikenessResult:
     """Enhanced β-likeness (Cao & Karras 2012, §3 Def. 3): (q − p)/p ≤ min(β, −ln p) for every
     value whose share grows in a class — a frequent value (p > e^−β) may grow by −ln p at most,
     so its share in a class stays below p(1 − ln p) < 1.
@@ -488,13 +573,14 @@ def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: fl
     value; ``records_failing`` the share of records in classes above 1.
     """
     beta = _number(beta, "β-likeness beta")
-    keys, sensitive, _, group = _prepare(df, keys, sensitive, "enhanced β-likeness")
+    cl = _prepare(df, keys, sensitive, "enhanced β-likeness", blanks)
+    keys, sensitive = cl.keys, cl.sensitive
     res = EnhancedBetaLikenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df),
-                                     n_classes=int(group.max()) + 1, beta=beta)
+                                     n_classes=cl.n_classes, blanks=cl.blanks, beta=beta)
     per, rows = [], []
     need_all = basic_all = 0.0
     for s in sensitive:
-        cells = sensitive_cells(group, df[s])
+        cells = cl.cells(df[s])
         gain = relative_gain(cells)
         pv = cells.p[cells.val]
         with np.errstate(divide="ignore"):
@@ -514,7 +600,8 @@ def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: fl
 
 
 # ------------------------------------------------------------------- δ-disclosure privacy
-def delta_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, delta: float = 1.0) -> DeltaDisclosureResult:
+def delta_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, delta: float = 1.0, *,
+                     blanks: str | None = None) -> DeltaDisclosureResult:
     """δ-disclosure privacy (Brickell & Shmatikov 2008, §3): |ln(q/p)| < δ for every sensitive
     value present in a class — a class neither raises nor lowers a value's share by more than a
     factor e^δ. As ARX and pyCANON, values absent from a class are not counted (the paper's
@@ -523,12 +610,13 @@ def delta_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, delta: float =
     the share of records in classes at or above ``delta``.
     """
     delta = _number(delta, "δ-disclosure delta")
-    keys, sensitive, _, group = _prepare(df, keys, sensitive, "δ-disclosure")
-    res = DeltaDisclosureResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=int(group.max()) + 1,
+    cl = _prepare(df, keys, sensitive, "δ-disclosure", blanks)
+    keys, sensitive = cl.keys, cl.sensitive
+    res = DeltaDisclosureResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
                                 delta=delta)
     per, rows = [], []
     for s in sensitive:
-        cells = sensitive_cells(group, df[s])
+        cells = cl.cells(df[s])
         d = cells.class_max(np.abs(np.log(cells.q / cells.p[cells.val])))
         per.append(_row(cells, d.max(initial=0.0), d >= delta, len(df)))
         rows.append(pd.DataFrame({"sensitive": s, "size": cells.size, "known": cells.known, "delta": d}))
@@ -536,8 +624,9 @@ def delta_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, delta: float =
 
 
 # ---------------------------------------------------------------------------- registrations
-#: options every privacy-model measure reads besides its own parameters
-_COMMON = (*KEY_OPTIONS, "sensitive")
+#: options every privacy-model measure reads besides its own parameters (``blanks``: how a blank
+#: key is read, as every key-variable measure reads it, :func:`ppdm.metrics.keyvar.context_blanks`)
+_COMMON = (*KEY_OPTIONS, "sensitive", "blanks")
 
 
 def _context_args(ctx: EvaluationContext, name: str) -> tuple[list[str], list[str], list[str]]:
@@ -554,7 +643,10 @@ def _context_args(ctx: EvaluationContext, name: str) -> tuple[list[str], list[st
 
 
 def _both(ctx: EvaluationContext, name: str, fn: Any, **params: Any) -> Any:
+    """``fn`` on z (and its value on x in ``original``), blank keys read as the evaluation's
+    ``blanks`` option says (``-p blanks=strict``, or ``-p t_closeness.blanks=strict`` for one)."""
     sens, keys, perturbed = _context_args(ctx, name)
+    params["blanks"] = context_blanks(ctx, name)
     res = fn(ctx.z, keys, sens, **params)
     res.original = fn(ctx.x, keys, sens, **params).value
     return _finish(res, ctx, perturbed)
@@ -638,5 +730,5 @@ __all__ = [
     "AlphaKResult", "BetaLikenessResult", "CLDiversityResult", "DeltaDisclosureResult", "EnhancedBetaLikenessResult",
     "GROUNDS", "PrivacyModelResult", "SensitiveCells", "TClosenessResult", "alpha_k_anonymity", "basic_beta_likeness",
     "delta_disclosure", "enhanced_beta_likeness", "equal_emd", "ordered_emd", "recursive_cl_diversity",
-    "sensitive_cells", "t_closeness",
+    "sensitive_cells", "t_closeness", "wildcard_sensitive_cells",
 ]
