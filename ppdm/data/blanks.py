@@ -171,7 +171,8 @@ def pattern_frequencies(patterns: np.ndarray, weights: np.ndarray,
     for q_rows, q_gid, p_rows, p_gid in matching_groups(patterns, queries):
         size = int(max(q_gid.max(initial=-1), p_gid.max(initial=-1))) + 1
         if w.ndim == 1:
-            sums = np.bincount(p_gid, weights=w[p_rows], minlength=size)
+            # weighted, so floats (numpy's stubs say intp); the 2-D branch's zeros are floats too
+            sums: np.ndarray = np.bincount(p_gid, weights=w[p_rows], minlength=size)
         else:
             sums = np.zeros((size, w.shape[1]))
             np.add.at(sums, p_gid, w[p_rows])

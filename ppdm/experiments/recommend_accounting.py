@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ppdm.metrics.judgement import LineJudgement, Measured, judge_line
 
@@ -118,7 +118,8 @@ def epsilon_of(technique: str, params: Mapping[str, Any], privacy: Mapping[str, 
     return float(value) if _number(value) else None
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[float]:
+    """Whether ``v`` is a finite int or float (a bool is not a number here); narrows ``v`` for mypy."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 

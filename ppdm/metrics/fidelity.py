@@ -192,7 +192,7 @@ def _joint_tv(a: tuple[np.ndarray, np.ndarray, int], b: tuple[np.ndarray, np.nda
     (ax, az, ka), (bx, bz, kb) = a, b
     top = ka * kb
     # one code per cell of the contingency table; 32 bits are twice as fast to count
-    kind = np.int32 if top < 2**31 else np.int64
+    kind: type[np.signedinteger[Any]] = np.int32 if top < 2**31 else np.int64
     jx, jz = ax.astype(kind) * kind(kb) + bx, az.astype(kind) * kind(kb) + bz
     if top <= 4 * (jx.size + jz.size) + 1024:
         fx, fz = np.bincount(jx, minlength=top), np.bincount(jz, minlength=top)

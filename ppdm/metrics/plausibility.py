@@ -141,7 +141,7 @@ def _absent_pairs(cx: np.ndarray, cz: np.ndarray, k: list[int], cat: list[str], 
     flag = np.zeros(nz, dtype=bool)
     rows: list[tuple] = []
     n_pairs = 0
-    complete_x = (cx >= 0).all(axis=0)
+    complete_x = np.asarray((cx >= 0).all(axis=0))  # numpy's stubs: all(axis=0) may be a scalar
     for i in range(len(cat)):
         for j in range(i + 1, len(cat)):
             n_pairs += 1
@@ -296,6 +296,7 @@ def implausible_combinations(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str
 def _worst_text(pairs: pd.DataFrame, ranges: pd.DataFrame, most: int = 1) -> str:
     """The ``most`` combinations held by the most released records, in words ("; " between them)."""
     items: list[tuple[int, str]] = []
+    r: Any  # a row of labels, counts and numbers; pandas-stubs types each field as any scalar
     for r in pairs.itertuples(index=False):
         items.append((int(r.released), f"{r.column_a}={r.value_a} with {r.column_b}={r.value_b}: {r.released} "
                                        f"released records, none in x ({r.expected_in_x:.0f} expected)"))
@@ -351,7 +352,7 @@ def _holds(cmp: Comparison, s: pd.Series) -> np.ndarray:
     if cmp.op in ("<", "<=", ">", ">="):
         if nums is None:
             raise _NotEvaluable(f"{cmp.column} is not numeric in the table")
-        t = float(lits[0])  # type: ignore[arg-type]
+        t = float(lits[0])
         with np.errstate(invalid="ignore"):
             return {"<": nums < t, "<=": nums <= t, ">": nums > t, ">=": nums >= t}[cmp.op]
     if nums is not None and all(isinstance(v, float) for v in lits):
@@ -410,7 +411,7 @@ def edit_rule_violations(x: pd.DataFrame, z: pd.DataFrame,
         raise MeasureNotApplicable("edit_rule_violations: a table has no rows")
     fx = np.zeros(len(x), dtype=bool)
     fz = np.zeros(len(z), dtype=bool)
-    rows = []
+    rows: list[tuple[str, int | None, float | None, int | None, float | None, float | None, str]] = []
     for r in parsed:
         try:
             vx, vz = rule_violations(r, x), rule_violations(r, z)
