@@ -278,6 +278,9 @@ def measure_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[P
         return p
 
     X, Z = w(x, "x.csv"), w(z, "z.csv")
+    # edit_rule_violations is judged only on a schema that declares edit rules
+    (d / "schema.json").write_text(json.dumps({"numeric": ["a", "b"], "categorical": ["c"], "class_column": "label",
+                                               "edit_rules": ['c == "red" -> b >= 0']}))
     zn = z.copy()
     zn.loc[3, "a"] = np.nan
     xc, zc = x.copy(), z.copy()
@@ -299,7 +302,7 @@ def measure_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[P
 #: attribute, a control set (here the good x, whose columns every case shares)
 NEEDS: dict[str, list[str]] = {
     # the noise release perturbs c: the key-variable measures are asked for on it all the same
-    **{m: ["--qi", "c", "-p", f"{m}.all_keys=true"] for m in ("k_anonymity", "sample_uniques",
+    **{m: ["--qi", "c", "-p", f"{m}.all_keys=true"] for m in ("k_anonymity", "k_anonymity_intruder", "sample_uniques",
                                                                "reidentification_risk", "suda2",
                                                                "restorable_keys")},
     "l_diversity": ["--qi", "c", "--sensitive", "b", "-p", "l_diversity.all_keys=true"],
@@ -316,6 +319,8 @@ def _evaluate(measure: str, x: Path, z: Path) -> Any:
     extra = list(NEEDS.get(measure, []))
     if measure in CONTROLLED:
         extra += ["--control", str(x.parent / "x.csv")]
+    if MEASURES[measure].declared_by:
+        extra += ["--schema", str(x.parent / "schema.json")]
     # the tables of this matrix are made row by row from x: the owner pairs them by position
     return runner.invoke(app, ["evaluate", "-x", str(x), "-z", str(z), "--class", "label", "--pairing", "position",
                                "--measures", measure, "--json", *extra])

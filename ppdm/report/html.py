@@ -280,7 +280,8 @@ def _differential_privacy(provenance: Mapping[str, Any] | None) -> dict[str, Any
     if not isinstance(privacy, Mapping) or "epsilon" not in privacy:
         return None
     declared = privacy.get("domain_declared")
-    dom = privacy.get("domain") if isinstance(privacy.get("domain"), Mapping) else {}
+    dom_in = privacy.get("domain")
+    dom: Mapping[str, Any] = dom_in if isinstance(dom_in, Mapping) else {}
     if declared is None:
         declared_text = "not said"
     elif declared:
