@@ -447,8 +447,11 @@ class Generalize(Technique):
             lo, hi = float(x.min()), float(x.max())
             cands = []
             last = None
+            bounds = schema.bounds.get(c)
             for w in nested_widths(lo, hi, int(self.max_intervals)):
                 last = width_breaks(lo, hi, w)
+                if bounds is not None:  # intervals stop at declared bounds (the lowest then closed), as recode's
+                    last = np.unique(np.clip(last, float(bounds[0]), float(bounds[1])))
                 cands.append((("breaks", [float(b) for b in last]), f"intervals of width {w:g}"))
             if last is not None and last.size > 2:
                 cands.append((("breaks", [float(last[0]), float(last[-1])]), "one interval"))

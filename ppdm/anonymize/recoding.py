@@ -553,7 +553,9 @@ class Recode(Technique):
                 if clipped.size >= 2:
                     b, lowest = clipped, True
         else:
-            b, lowest, jit = spec, False, False
+            # explicit breaks starting at a declared lower bound: the bound itself is a possible value, so the
+            # lowest interval is closed there ([0,10] rather than (0,10], which would leave 0 outside)
+            b, lowest, jit = spec, bounds is not None and float(spec[0]) == float(bounds[0]), False
         self._check_outside(c, cut(x, b, lowest), jit)
         self.breaks_[c] = np.asarray(b, dtype=float)
         self.include_lowest_[c] = bool(lowest)
