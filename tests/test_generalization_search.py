@@ -214,7 +214,7 @@ def test_parameters_are_checked() -> None:
     x, schema = small_table()
     for params, needle in (({"k": 0}, "k must"), ({"t": 1.5}, "t must"), ({"suppression_limit": -0.1}, "suppression_limit"),
                            ({"l": 2, "sensitive": ["age"]}, "both a key and sensitive"),
-                           ({"sensitive": ["disease"]}, "neither l nor t"), ({"k": 1000}, "more than the 160"),
+                           ({"sensitive": ["disease"]}, "neither l nor t"), ({"k": 1000}, "n_samples=160"),
                            ({"weights": {"zip": 1.0}}, "'zip'")):
         with pytest.raises(ParameterError, match=needle):
             _tech(schema, **params).fit(x)

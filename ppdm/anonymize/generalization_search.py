@@ -394,7 +394,7 @@ class Generalize(Technique):
             if extra:
                 raise ParameterError(f"weights names {extra[0]!r}, which is not a key ({', '.join(keys)})")
         if self.k > len(df):
-            raise ParameterError(f"k={self.k} is more than the {len(df)} records of the table")
+            raise ParameterError(f"k={self.k} is more than the records of the table (n_samples={len(df)})")
         return keys, sens
 
     # ------------------------------------------------------------- hierarchies
