@@ -291,3 +291,25 @@ def test_adult_k5_and_t_closeness_on_income() -> None:
     print(f"adult, k=5, t=0.2 on income: loss {tech.loss_:.4f}, suppressed {tech.suppressed_.mean():.2%}, "
           f"levels {tech.privacy_report_['levels']}, {tech.nodes_evaluated_} of {tech.lattice_size_} nodes evaluated")
     assert tech.loss_ < 0.5
+
+
+def test_l_and_t_need_the_whole_table_so_partitions_are_refused() -> None:
+    x, schema = small_table()
+    for models in ({"t": 0.3}, {"l": 2}):
+        tech = _tech(schema, k=3, **models).fit(x)
+        with pytest.raises(ParameterError, match="partition"):
+            tech.transform_partition(x.iloc[:50], 0, 1)
+    # k holds partition by partition, and then for the whole table
+    tech = _tech(schema, k=3).fit(x)
+    z = pd.concat([tech.transform_partition(x.iloc[i:i + 80], i, 1) for i in (0, 80)])
+    assert z.index.equals(x.index) and k_anonymity(z, KEYS, 3).achieved_k >= 3
+
+
+def test_intervals_stop_at_a_declared_bound() -> None:
+    # ages 0–9 and 61–70 with declared bounds [0, 70]: the grid's first interval (-10,0] would stand
+    # for impossible ages, so the intervals start at 0, closed there ([0,10]), as recode's stop at bounds
+    x = pd.DataFrame({"age": [0, 3, 5, 9, 9, 61, 64, 66, 70, 70] * 3})
+    schema = Schema(numeric=["age"], integer=["age"], quasi_identifiers=["age"], bounds={"age": (0, 70)})
+    tech = Generalize(schema=schema, k=6, max_intervals=7, suppression_limit=0.0)
+    z = tech.fit_transform(x)
+    assert set(z["age"].astype(str)) == {"[0,10]", "(60,70]"}

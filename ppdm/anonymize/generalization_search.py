@@ -69,6 +69,12 @@ nodes is refused, naming its size, rather than searched blindly.
 
 Missing values: a missing key value stays missing and groups with the other missing values of
 its key; it loses nothing. A missing sensitive value is handled as each measure handles it.
+
+Partitions (Dask): each partition is recoded at the fitted levels and its failing records are
+suppressed, so every partition's classes, and hence the whole release's, hold at least k
+records (the limit is then not enforced per partition). With l or t a pandas table is needed:
+t compares a class with the whole table, and one partition's suppressed records need not hold l
+values.
 """
 
 from __future__ import annotations
@@ -589,9 +595,11 @@ class Generalize(Technique):
         return replace(out, hierarchies=hier)
 
     def transform_partition(self, X: pd.DataFrame, number: int, base: int) -> pd.DataFrame:
-        if self.t is not None:
-            raise ParameterError("t-closeness compares every class with the whole table's distribution, which a "
-                                 "partition does not hold; generalize with t transforms a pandas table")
+        if self.t is not None or self.l is not None:
+            # t compares a class with the whole table, and the suppressed records of one partition, as a class,
+            # need not hold l distinct values: a partition cannot check either for the whole release
+            raise ParameterError("with l or t, generalize checks the suppressed records and the table's distribution "
+                                 "over the whole table, which a partition does not hold; transform a pandas table")
         return super().transform_partition(X, number, base)
 
     # --------------------------------------------------------------- transform
