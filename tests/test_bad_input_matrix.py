@@ -56,6 +56,7 @@ IMPOSSIBLE: dict[str, tuple[str, Any]] = {
     "framework": ("p_cat", 1.5),
     "gadp": ("confidential", ["no_such_column"]),
     "gaussian-noise": ("level", -0.1),
+    "generalize": ("k", 0),
     "local-suppression": ("k", 0),
     "pram": ("alpha", 1.5),
     "recode": ("breaks", 0),

@@ -143,7 +143,14 @@ def round_breaks(x: np.ndarray, n: int) -> np.ndarray:
     multiple at or above the largest (ages 17 to 90 in 10-year bands: 10, 20, …, 90)."""
     v = np.asarray(x, dtype=float)
     lo, hi = float(v.min()), float(v.max())
-    w = round_width(lo, hi, n)
+    return width_breaks(lo, hi, round_width(lo, hi, n))
+
+
+def width_breaks(lo: float, hi: float, w: float) -> np.ndarray:
+    """Break points of intervals ``(a, a + w]`` of width ``w`` anchored at multiples of ``w``, from
+    the last multiple below ``lo`` to the first at or above ``hi``. Widths that divide one another
+    give nested intervals (each ``(a, a + 10]`` is a union of ``(b, b + 5]``): the generalisation
+    hierarchy of :mod:`ppdm.anonymize.generalization_search`."""
     m0 = math.ceil(lo / w) - 1  # the first break lies strictly below lo, so lo is in the first (a, b]
     m1 = math.ceil(hi / w)
     # multiples of w from whole numbers, 0.1-wide breaks reading 0.3 rather than 0.30000000000000004
@@ -546,7 +553,9 @@ class Recode(Technique):
                 if clipped.size >= 2:
                     b, lowest = clipped, True
         else:
-            b, lowest, jit = spec, False, False
+            # explicit breaks starting at a declared lower bound: the bound itself is a possible value, so the
+            # lowest interval is closed there ([0,10] rather than (0,10], which would leave 0 outside)
+            b, lowest, jit = spec, bounds is not None and float(spec[0]) == float(bounds[0]), False
         self._check_outside(c, cut(x, b, lowest), jit)
         self.breaks_[c] = np.asarray(b, dtype=float)
         self.include_lowest_[c] = bool(lowest)
@@ -1062,4 +1071,5 @@ def _coding_labels(bounds: tuple[float | None, float | None], reps: tuple[Any, A
 
 
 __all__ = ["Recode", "TopBottomCoding", "cut", "interval_labels", "parse_bound", "r_jitter", "recoded_schema",
-           "round_breaks", "round_width", "sdc_breaks"]
+           "round_breaks", "round_width", "sdc_breaks",
+           "width_breaks"]

@@ -1,0 +1,315 @@
+"""The generalisation search (``generalize``): optimal levels, suppression within the limit, k, l and t met.
+
+The search's answer is compared with a brute force over every node of a small lattice that uses
+nothing of the search: :class:`Recode` at each level vector, the records of failing classes
+blanked, the release judged by the measures (``k_anonymity``, ``l_diversity``, ``t_closeness``)
+and its loss computed here from the labels.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+from ppdm.anonymize.generalization_search import Generalize, nested_widths
+from ppdm.anonymize.recoding import Recode
+from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError
+from ppdm.metrics.keyvar import k_anonymity, l_diversity
+from ppdm.metrics.privacy_models import t_closeness
+
+KEYS = ["age", "city", "sex"]
+SENS = ["disease"]
+HIER = {"city": {"Leeds": ["North"], "York": ["North"], "Hull": ["North"],
+                 "Bath": ["South"], "Bristol": ["South"], "Exeter": ["South"]}}
+
+
+def small_table(n: int = 160, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
+    """Ages 20–69, six cities in two regions, two sexes, a three-valued diagnosis; the south's
+    old patients mostly have one disease, so t and l bite."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(20, 70, n)
+    city = rng.choice(list(HIER["city"]), n)
+    sex = rng.choice(["f", "m"], n)
+    south = np.isin(city, ["Bath", "Bristol", "Exeter"])
+    disease = np.where(south & (age > 50) & (rng.random(n) < 0.9), "flu",
+                       rng.choice(["flu", "cold", "gout"], n))
+    df = pd.DataFrame({"age": age, "city": city, "sex": sex, "disease": disease})
+    schema = Schema(numeric=["age"], categorical=["city", "sex", "disease"], integer=["age"],
+                    quasi_identifiers=KEYS, sensitive=SENS, hierarchies=HIER)
+    return df, schema
+
+
+def _tech(schema: Schema, **params) -> Generalize:
+    return Generalize(schema=schema, max_intervals=6, **params)
+
+
+# ----------------------------------------------------------------------------- brute force
+def _column_at(x: pd.DataFrame, fitted: Generalize, c: str, lv: int) -> pd.Series:
+    """Column ``c`` of x recoded at level ``lv`` by Recode alone."""
+    spec = fitted.level_specs_[c][lv]
+    if spec is None:
+        return x[c]
+    what, v = spec
+    rec = Recode(schema=fitted.search_schema_, columns=[c], **{what: {c: v}})
+    return rec.fit_transform(x)[c]
+
+
+def _release_at(x: pd.DataFrame, fitted: Generalize, node: tuple[int, ...], cache: dict | None = None) -> pd.DataFrame:
+    """x recoded at ``node`` by Recode alone (no suppression); each key is recoded on its own."""
+    cache = {} if cache is None else cache
+    z = x.copy()
+    for c, lv in zip(fitted.level_specs_, node, strict=True):
+        if (c, lv) not in cache:
+            cache[c, lv] = _column_at(x, fitted, c, lv)
+        z[c] = cache[c, lv]
+    return z
+
+
+def _loss(x: pd.DataFrame, z: pd.DataFrame, keys: list[str], sup: np.ndarray) -> float:
+    """ARX's Loss worked out from the labels: per key, (originals a label stands for − 1)/(D − 1)."""
+    total = 0.0
+    for c in keys:
+        d = x[c].nunique()
+        stands = pd.DataFrame({"z": z[c].astype(str), "x": x[c]}).groupby("z")["x"].transform("nunique")
+        per = (stands.to_numpy(dtype=float) - 1) / (d - 1)
+        per[sup] = 1.0
+        total += per.sum()
+    return total / (len(x) * len(keys))
+
+
+def brute_force(x: pd.DataFrame, fitted: Generalize, k: int, limit: float, l: int | None = None,  # noqa: E741
+                t: float | None = None) -> float:
+    """The least loss over every node of the lattice whose release meets every model."""
+    keys = list(fitted.level_specs_)
+    best = np.inf
+    cache: dict = {}
+    dis, values = pd.factorize(x["disease"])
+    p = np.bincount(dis) / len(dis)
+    for node in itertools.product(*[range(len(s)) for s in fitted.level_specs_.values()]):
+        z = _release_at(x, fitted, node, cache)
+        cls = z[keys].astype(str).groupby(keys, sort=False).ngroup().to_numpy()
+        bad = np.bincount(cls)[cls] < k
+        if l is not None:  # distinct diagnoses per class
+            bad |= np.bincount(np.unique(np.c_[cls, dis], axis=0)[:, 0])[cls] < l
+        if t is not None:  # equal ground distance: half the L1 distance of each class's shares from p
+            counts = np.zeros((cls.max() + 1, len(p)))
+            np.add.at(counts, (cls, dis), 1)
+            emd = 0.5 * np.abs(counts / counts.sum(axis=1, keepdims=True) - p).sum(axis=1)
+            bad |= emd[cls] > t + 1e-12
+        if bad.sum() > np.floor(limit * len(x) + 1e-9):
+            continue
+        z = z.astype(object)
+        z.loc[bad, keys] = np.nan
+        if l is not None and l_diversity(z, keys, SENS).value < l:
+            continue
+        if t is not None and t_closeness(z, keys, SENS, t).value > t + 1e-12:
+            continue
+        best = min(best, _loss(x, _release_at(x, fitted, node, cache), keys, bad))
+    return best
+
+
+@pytest.mark.parametrize("models", [{"k": 6}, {"k": 4, "l": 2}, {"k": 3, "t": 0.25}, {"k": 2, "l": 3}])
+def test_search_finds_the_brute_force_optimum(models: dict) -> None:
+    x, schema = small_table()
+    tech = _tech(schema, suppression_limit=0.05, **models)
+    z = tech.fit_transform(x)
+    # 4 age levels (as in x, width 10, width 50, one interval) × 3 city levels × 2 sex levels
+    assert tech.lattice_size_ == 24
+    assert [len(v) for v in tech.level_specs_.values()] == [4, 3, 2]
+    opt = brute_force(x, tech, models["k"], 0.05, models.get("l"), models.get("t"))
+    assert np.isfinite(opt)
+    assert tech.loss_ == pytest.approx(opt, abs=1e-9)  # exact, within 10 % a fortiori
+    # the release's own loss, worked out from its labels, is the one reported
+    sup = tech.suppressed_
+    assert _loss(x, _release_at(x, tech, tuple(tech.levels_.values())), KEYS, sup) == pytest.approx(tech.loss_)
+    assert tech.nodes_evaluated_ <= tech.lattice_size_
+    _check_release(x, z, tech, **models)
+
+
+def _check_release(x: pd.DataFrame, z: pd.DataFrame, tech: Generalize, k: int, l: int | None = None,  # noqa: E741
+                   t: float | None = None, limit: float = 0.05) -> None:
+    keys = tech.keys_
+    assert k_anonymity(z, keys, k).achieved_k >= k
+    sup = z[keys].isna().all(axis=1)
+    assert sup.mean() <= limit + 1e-12
+    assert (sup.to_numpy() == tech.suppressed_).all()
+    if l is not None:
+        assert l_diversity(z, keys, tech.sensitive_, l).value >= l
+    if t is not None:
+        assert t_closeness(z, keys, tech.sensitive_, t).value <= t + 1e-12
+    assert z.shape == x.shape and list(z.columns) == list(x.columns) and z.index.equals(x.index)
+
+
+def test_without_l_a_class_may_be_homogeneous_and_l_fixes_it() -> None:
+    # the release meant to break l-diversity: k alone leaves the south's old patients' class all flu
+    x, schema = small_table()
+    z = _tech(schema, k=3).fit_transform(x)
+    assert l_diversity(z, KEYS, SENS).value < 2
+    assert t_closeness(z, KEYS, SENS).value > 0.25
+    tech = _tech(schema, k=3, l=2, t=0.25)
+    z = tech.fit_transform(x)
+    _check_release(x, z, tech, k=3, l=2, t=0.25)
+
+
+def test_loss_by_hand_and_suppression_against_generalisation() -> None:
+    # c = A A A B B B C D, hierarchy A, B -> X and C, D -> Y, k = 2.
+    # Level 0: C and D are alone; suppressing them loses 1 each: loss 2/8 = 0.25.
+    # Level 1: X stands for 2 of the 4 values, Y too: every record loses (2-1)/(4-1) = 1/3.
+    x = pd.DataFrame({"c": list("AAABBBCD"), "v": range(8)})
+    schema = Schema(numeric=["v"], categorical=["c"], quasi_identifiers=["c"],
+                    hierarchies={"c": {"A": ["X"], "B": ["X"], "C": ["Y"], "D": ["Y"]}})
+    tech = Generalize(schema=schema, k=2, suppression_limit=0.25)
+    z = tech.fit_transform(x)
+    assert tech.levels_ == {"c": 0} and tech.loss_ == pytest.approx(0.25)
+    assert z["c"].isna().tolist() == [False] * 6 + [True] * 2
+    assert z["v"].tolist() == list(range(8))  # not a key: as it was
+    tech = Generalize(schema=schema, k=2, suppression_limit=0.2)  # 1 record at most: generalise
+    z = tech.fit_transform(x)
+    assert tech.levels_ == {"c": 1} and tech.loss_ == pytest.approx(1 / 3)
+    assert z["c"].astype(str).tolist() == ["X"] * 6 + ["Y"] * 2
+    # the hierarchy is topped by * (every category): the levels are as in x, X/Y, *
+    assert tech.hierarchy_["c"] == ["as in x", "hierarchy level 1", "every category (*)"]
+    assert tech.output_schema().hierarchies["c"]["A"] == ["X"]
+
+
+def test_nested_widths_by_hand() -> None:
+    # ages 17–90 in at most 10 intervals: width 10 (8 intervals), then 50 ((0,50], (50,100]): two
+    assert nested_widths(17, 90, 10) == [10.0, 50.0]
+    # [0, 1]: widths 0.1, 0.5 (three intervals from -0.5), 1 ((-1,0], (0,1]): two
+    assert nested_widths(0, 1, 10) == [0.1, 0.5, 1.0]
+    assert nested_widths(3, 3, 10) == []
+
+
+def test_every_level_is_a_coarsening_of_the_one_below() -> None:
+    x, schema = small_table()
+    bad = {"city": {"Leeds": ["North", "N"], "York": ["North", "S"], "Hull": ["North", "N"],
+                    "Bath": ["South", "S"], "Bristol": ["South", "S"], "Exeter": ["South", "S"]}}
+    from dataclasses import replace
+
+    with pytest.raises(ParameterError, match="'city' is not nested"):
+        _tech(replace(schema, hierarchies=bad), k=3).fit(x)
+
+
+def test_a_lattice_above_the_limit_is_refused_with_its_size() -> None:
+    x, schema = small_table()
+    with pytest.raises(ParameterError, match=r"4 × 3 × 2 = 24 level vectors.*max_nodes=10"):
+        _tech(schema, k=3, max_nodes=10).fit(x)
+
+
+def test_no_solution_within_the_limit_is_refused() -> None:
+    x, schema = small_table()
+    with pytest.raises(ParameterError, match="no level vector meets k=3, l=4"):
+        _tech(schema, k=3, l=4).fit(x)
+
+
+def test_parameters_are_checked() -> None:
+    x, schema = small_table()
+    for params, needle in (({"k": 0}, "k must"), ({"t": 1.5}, "t must"), ({"suppression_limit": -0.1}, "suppression_limit"),
+                           ({"l": 2, "sensitive": ["age"]}, "both a key and sensitive"),
+                           ({"sensitive": ["disease"]}, "neither l nor t"), ({"k": 1000}, "n_samples=160"),
+                           ({"weights": {"zip": 1.0}}, "'zip'")):
+        with pytest.raises(ParameterError, match=needle):
+            _tech(schema, **params).fit(x)
+
+
+def test_table_contract_and_clone() -> None:
+    x, schema = small_table()
+    x.index = pd.Index([f"r{i}" for i in range(len(x))])
+    tech = _tech(schema, k=4, l=2)
+    z = tech.fit_transform(x)
+    assert z.index.equals(x.index) and list(z.columns) == list(x.columns)
+    assert list(z.dtypes) == [tech._output_dtypes(x).get(c, x[c].dtype) for c in x.columns]
+    c = clone(tech)
+    assert c.get_params() == tech.get_params()
+    assert type(c)(**c.get_params()).get_params() == tech.get_params()
+    assert c.fit_transform(x).equals(z)
+    # what the owner may publish names no count of x; the private log holds them
+    assert "suppressed_records" not in tech.privacy_report_
+    assert tech.private_report_["suppressed_records"] == int(tech.suppressed_.sum())
+    assert tech.privacy_report_["levels"] == {c: tech.hierarchy_[c][lv] for c, lv in tech.levels_.items()}
+
+
+def test_weights_move_the_loss_to_the_cheap_keys() -> None:
+    x, schema = small_table()
+    plain = _tech(schema, k=6).fit(x)
+    heavy = _tech(schema, k=6, weights={"age": 50.0}).fit(x)
+    assert heavy.levels_["age"] <= plain.levels_["age"]
+    assert sum(heavy.levels_.values()) >= sum(plain.levels_.values())
+
+
+@settings(max_examples=15)
+@given(n=st.integers(12, 60), k=st.integers(2, 5), limit=st.sampled_from([0.0, 0.05, 0.2]),
+       seed=st.integers(0, 10_000), with_l=st.booleans())
+def test_release_always_meets_k_within_the_limit(n: int, k: int, limit: float, seed: int, with_l: bool) -> None:
+    rng = np.random.default_rng(seed)
+    x = pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.choice(list("pqrs"), n),
+                      "s": rng.choice(["u", "v", "w"], n)})
+    schema = Schema(numeric=["a"], categorical=["b", "s"], integer=["a"], quasi_identifiers=["a", "b"],
+                    sensitive=["s"])
+    tech = Generalize(schema=schema, k=k, suppression_limit=limit, l=2 if with_l else None)
+    try:
+        z = tech.fit_transform(x)
+    except ParameterError as e:
+        # k alone always has an answer (every key at its top level: one class of n ≥ k records)
+        assert with_l and "no level vector" in str(e)
+        return
+    _check_release(x, z, tech, k=k, l=2 if with_l else None, limit=limit)
+    assert list(z.dtypes) == [tech._output_dtypes(x).get(c, x[c].dtype) for c in x.columns]
+
+
+def test_missing_keys_stay_missing_and_form_no_small_class() -> None:
+    x, schema = small_table()
+    x["age"] = x["age"].astype(float)
+    x.loc[:9, "age"] = np.nan
+    schema = Schema(numeric=["age"], categorical=["city", "sex", "disease"], quasi_identifiers=KEYS,
+                    sensitive=SENS, hierarchies=HIER)
+    tech = _tech(schema, k=3, suppression_limit=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        z = tech.fit_transform(x)
+    assert z.loc[:9, "age"].isna().all()
+    _check_release(x, z, tech, k=3, limit=0.1)
+
+
+@pytest.mark.slow
+def test_adult_k5_and_t_closeness_on_income() -> None:
+    from ppdm.datasets import load
+
+    x, schema = load("adult", missing="drop")
+    keys = ["age", "education", "marital_status", "race", "sex", "native_country"]
+    tech = Generalize(schema=schema, keys=keys, k=5, t=0.2, sensitive=["income"])
+    z = tech.fit_transform(x)
+    _check_release(x, z, tech, k=5, t=0.2)
+    print(f"adult, k=5, t=0.2 on income: loss {tech.loss_:.4f}, suppressed {tech.suppressed_.mean():.2%}, "
+          f"levels {tech.privacy_report_['levels']}, {tech.nodes_evaluated_} of {tech.lattice_size_} nodes evaluated")
+    assert tech.loss_ < 0.5
+
+
+def test_l_and_t_need_the_whole_table_so_partitions_are_refused() -> None:
+    x, schema = small_table()
+    for models in ({"t": 0.3}, {"l": 2}):
+        tech = _tech(schema, k=3, **models).fit(x)
+        with pytest.raises(ParameterError, match="partition"):
+            tech.transform_partition(x.iloc[:50], 0, 1)
+    # k holds partition by partition, and then for the whole table
+    tech = _tech(schema, k=3).fit(x)
+    z = pd.concat([tech.transform_partition(x.iloc[i:i + 80], i, 1) for i in (0, 80)])
+    assert z.index.equals(x.index) and k_anonymity(z, KEYS, 3).achieved_k >= 3
+
+
+def test_intervals_stop_at_a_declared_bound() -> None:
+    # ages 0–9 and 61–70 with declared bounds [0, 70]: the grid's first interval (-10,0] would stand
+    # for impossible ages, so the intervals start at 0, closed there ([0,10]), as recode's stop at bounds
+    x = pd.DataFrame({"age": [0, 3, 5, 9, 9, 61, 64, 66, 70, 70] * 3})
+    schema = Schema(numeric=["age"], integer=["age"], quasi_identifiers=["age"], bounds={"age": (0, 70)})
+    tech = Generalize(schema=schema, k=6, max_intervals=7, suppression_limit=0.0)
+    z = tech.fit_transform(x)
+    assert set(z["age"].astype(str)) == {"[0,10]", "(60,70]"}
