@@ -33,7 +33,7 @@ def _pair_counts(groups: np.ndarray, values: pd.Series) -> dict:
 
 
 # ------------------------------------------------------------------ invariants
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS)
 def test_every_record_stays_in_its_leaf_of_every_tree(case, seed):
     df, trees = case
@@ -42,7 +42,7 @@ def test_every_record_stays_in_its_leaf_of_every_tree(case, seed):
         assert np.array_equal(t.apply(z), t.apply(df))
 
 
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS)
 def test_class_counts_of_every_leaf_are_unchanged(case, seed):
     df, trees = case
@@ -51,7 +51,7 @@ def test_class_counts_of_every_leaf_are_unchanged(case, seed):
         assert _pair_counts(t.apply(df), df["y"]) == _pair_counts(t.apply(z), z["y"])
 
 
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS)
 def test_categorical_multisets_kept_within_every_intersection(case, seed):
     df, trees = case
@@ -62,7 +62,7 @@ def test_categorical_multisets_kept_within_every_intersection(case, seed):
         assert _pair_counts(lab, df[c]) == _pair_counts(lab, z[c])
 
 
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS, st.sampled_from(["rules", "records"]), st.sampled_from([1 / 6, 0.5, 3.0]))
 def test_numeric_values_stay_inside_their_sub_domains(case, seed, source, frac):
     df, trees = case
@@ -81,7 +81,7 @@ def test_numeric_values_stay_inside_their_sub_domains(case, seed, source, frac):
         assert (z[sch.numeric].groupby(lab).max() <= df[sch.numeric].groupby(lab).max()).all().all()
 
 
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS)
 def test_no_noise_and_no_permutation_gives_back_x(case, seed):
     df, trees = case
@@ -89,7 +89,7 @@ def test_no_noise_and_no_permutation_gives_back_x(case, seed):
     pd.testing.assert_frame_equal(z, df)
 
 
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS)
 def test_same_seed_same_output(case, seed):
     df, trees = case

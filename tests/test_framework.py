@@ -23,7 +23,7 @@ def _fw(df, tree, seed, **kw) -> Framework:
     return Framework(class_column="y", tree=tree, detective_tree=DETECTIVE, random_state=seed, **kw).fit(df)
 
 
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS, st.sampled_from(["noise", "gadp"]), st.sampled_from(["shuffle", "probabilistic"]),
        st.sampled_from([0.1, 1.0]))
 def test_every_record_stays_in_its_leaf(case, seed, innocent, class_mode, p_cat):
@@ -47,7 +47,7 @@ def test_every_record_stays_in_its_leaf(case, seed, innocent, class_mode, p_cat)
         pd.testing.assert_frame_equal(pd.crosstab(leaf, df["y"].to_numpy()), pd.crosstab(leaf, z["y"].to_numpy()))
 
 
-@settings(max_examples=200)
+@settings(max_examples=50)
 @given(tables(), SEEDS)
 def test_same_seed_same_output_and_no_noise_identity(case, seed):
     df, trees = case

@@ -48,7 +48,7 @@ TABLES = st.tuples(st.integers(0, 2**31 - 1), st.integers(12, 60), st.integers(1
                    st.integers(2, 4))
 
 
-@settings(max_examples=200)
+@settings(max_examples=60)
 @given(TABLES)
 def test_egadp_reproduces_mean_covariance_and_covariance_with_s_exactly(args):
     seed, n, p, q, L = args
@@ -75,7 +75,7 @@ def test_egadp_reproduces_mean_covariance_and_covariance_with_s_exactly(args):
     assert np.allclose(bx, by, atol=1e-6 * (1 + np.abs(bx).max()))
 
 
-@settings(max_examples=200)
+@settings(max_examples=60)
 @given(TABLES.map(lambda a: (a[0], 200 + 4 * a[1], *a[2:])))
 def test_gadp_reproduces_moments_within_sampling_error(args):
     seed, n, p, q, L = args
@@ -159,7 +159,7 @@ def test_replace_with_other_value_never_keeps_the_value_it_changes():
     assert np.bincount(new[changed], minlength=5).min() > 0.15 * changed.sum()
 
 
-@settings(max_examples=200)
+@settings(max_examples=60)
 @given(st.integers(0, 2**31 - 1), st.integers(5, 40), st.sampled_from([0.0, 0.1, 1.0]))
 def test_rt_stays_in_the_domain_and_is_seeded(seed, n, p):
     df = correlated_table(seed, n, 2, 1, 3)

@@ -297,6 +297,10 @@ def test_a_90_percent_verbatim_release_is_high() -> None:
     assert doc["measures"]["record_linkage"]["value"] > 0.85
 
 
+# SysFor's forest on 4000 records of adult is the costliest test of the file: the slow suite runs it;
+# the same rule stays in the default suite on small tables (key-variable measures judge only unchanged
+# or generalised keys) and on adult with noise (the gaussian-noise release below)
+@pytest.mark.slow
 def test_forest_framework_release_is_not_high_on_key_frequencies_of_perturbed_values() -> None:
     from ppdm.anonymize.forest_framework import ForestFramework
 

@@ -28,7 +28,7 @@ from ppdm.data.provenance import (
 )
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError, SchemaError
-from ppdm.experiments.release import ReleaseRefused, release, save_release
+from ppdm.experiments.release import ReleaseRefused, ReleaseWarning, release, save_release
 
 runner = CliRunner()
 
@@ -79,9 +79,11 @@ def test_gadp_identity_case_is_caught_at_every_level() -> None:
     assert rel.check.share_verbatim == 0.0
     # 3. declared an ordinary attribute: GADP leaves it out of its predictors, with a warning; the
     #    release gate then refuses the untouched record names, which single out every person
-    with pytest.raises(ReleaseRefused, match="record, group pass into the release untouched"):
+    with pytest.raises(ReleaseRefused, match="record, group pass into the release untouched"), \
+            pytest.warns(UserWarning, match="'record' \\(1462 values\\)"):
         release(x, GADP(class_column="label"), other="record")
-    with pytest.warns(UserWarning, match="'record' \\(1462 values\\)"):
+    with pytest.warns(UserWarning, match="'record' \\(1462 values\\)"), \
+            pytest.warns(ReleaseWarning, match="record, group pass into the release untouched"):
         rel = release(x, GADP(class_column="label"), other="record", allow_untouched_keys=True)
     assert rel.technique.excluded_predictors_ == ["record"]
     assert any("record" in w for w in rel.warnings)
@@ -97,8 +99,10 @@ def test_gadp_identity_case_is_caught_at_every_level() -> None:
     with pytest.raises(ReleaseRefused, match="100.0% of the records"):
         release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record",
                 allow_untouched_keys=True)
-    rel = release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record",
-                  allow_unchanged=True, allow_untouched_keys=True)
+    with pytest.warns(ReleaseWarning, match="almost the original"), \
+            pytest.warns(ReleaseWarning, match="record, b, c, a, age, group pass into the release untouched"):
+        rel = release(x, GADP(class_column="label", max_level_share=1.0, min_residual_share=0.0), other="record",
+                      allow_unchanged=True, allow_untouched_keys=True)
     z, pos = rel.in_input_order()
     assert np.abs(z["a"].to_numpy() - x["a"].to_numpy()[pos]).max() < 1e-6
     assert rel.check.share_verbatim == 1.0
