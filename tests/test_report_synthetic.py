@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from people_table import people
 from typer.testing import CliRunner
 
 import ppdm.metrics.model  # noqa: F401  (registers the model measures)
@@ -23,15 +24,7 @@ runner = CliRunner()
 
 
 def _table(n: int = 300, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    a = rng.normal(40, 10, n).round(1)
-    return pd.DataFrame({
-        "age": a,
-        "hours": rng.integers(10, 60, n),
-        "sex": rng.choice(["f", "m"], n),
-        "job": rng.choice(["clerk", "nurse", "smith", "cook"], n),
-        "y": np.where(a + rng.normal(0, 5, n) > 40, "hi", "lo"),
-    })
+    return people(n, seed)
 
 
 def test_model_measures_test_on_the_control_set_when_no_test_table_is_given() -> None:
