@@ -151,7 +151,7 @@ BAD = [
     ([1, 2], "must be a mapping with 'risk' and 'utility'"),
     # an option the measure does not read would be ignored: refused, with a close name and the known ones
     ({"risk": {"k_anonymity": {"at_most": 0.01, "options": {"kk": 5}}}, "utility": {"weights": {"auc": 1}}},
-     r"risk line 'k_anonymity': unknown k_anonymity option 'kk'; did you mean 'k'\? \(known: all_keys, infer_keys, "
+     r"risk line 'k_anonymity': unknown k_anonymity option 'kk'; did you mean 'k'\? \(known: all_keys, blanks, infer_keys, "
      r"k, keys, weight, weighted\)"),
     ({"risk": {"k_anonymity": 0.01}, "utility": {"weights": {"auc": 1}, "options": {"auc": {"averge": "macro"}}}},
      r"the utility options of 'auc': unknown auc option 'averge'; did you mean 'average'\?"),

@@ -51,6 +51,8 @@ PARAMS: dict[str, dict[str, Any]] = {
     # every attribute a key on 12–70 records with a column of missing cells: its classes need a higher limit;
     # the categorical job would become * (every category), not a value of its declared domain
     "generalize": {"keys": ["age", "amount", "score", "visits", "visit"], "suppression_limit": 1.0},
+    # numeric keys with rare values: the intruder criterion (the default) cannot protect them and refuses
+    "local-suppression": {"criterion": "sdcmicro"},
 }
 AGE_BOUNDS = (0.0, 120.0)
 SCORE_BOUNDS = (-1.0, 1.0)

@@ -1006,7 +1006,7 @@ def _intruder_view_parts(ctx: EvaluationContext, keys: list[str], k: int) -> Int
                               "any value)")
 def _k_anonymity_intruder_measure(ctx: EvaluationContext) -> IntruderViewResult:
     keys, perturbed = judged_keys(ctx, "k_anonymity_intruder")
-    k = _opt(ctx, "k_anonymity_intruder", "k", _opt(ctx, "k_anonymity", "k", 3))
+    k = _opt(ctx, "k_anonymity_intruder", "k", 3)  # its own option: a measure reads only what it declares
     from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z) or is_dask(ctx.x):
