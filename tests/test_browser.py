@@ -81,8 +81,10 @@ def ppdm(*args: str, cwd: Path) -> str:
     return r.stdout + r.stderr
 
 
-#: the most a page may be tall at 1280 px by default: a few screens, the details folded
-MAX_HEIGHT = 4_000
+#: the most a page may be tall at 1280 px by default: a few screens, the details folded (an
+#: evaluation with --measures all lists some 35 measures, one row each, since the privacy models,
+#: the fidelity and plausibility measures and the intruder's view of k joined: 4 357 px measured)
+MAX_HEIGHT = 4_500
 
 
 @pytest.fixture(scope="module")
