@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,6 +191,20 @@ def parse_date_label(label: Any) -> Interval | None:
     return None
 
 
+def _label_ranges(out: np.ndarray, todo: np.ndarray, labs: Sequence[Any],
+                  parse: Callable[[Any], Interval | None], values: np.ndarray) -> np.ndarray:
+    """Give each value still ``todo`` the first label ``parse`` reads as a range holding it
+    (written into ``out``); returns what is left to do."""
+    for lab in labs:
+        iv = parse(lab)
+        if iv is None:
+            continue
+        sel = todo & iv.contains(values)
+        out[sel] = lab
+        todo = todo & ~sel
+    return todo
+
+
 def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
                ancestors: Mapping[Any, Sequence[Any]] | None = None) -> pd.Series:
     """Each original value as the released label that stands for it, given a column's labels
@@ -232,22 +246,9 @@ def generalise(original: pd.Series | Sequence[Any], labels: Sequence[Any], *,
         # birth cohorts and date intervals: each label read once as the dates it stands for
         from ppdm.data.types import to_time_axis
 
-        days = to_time_axis(x)
-        for lab in labs:
-            iv = parse_date_label(lab)
-            if iv is None:
-                continue
-            sel = todo & iv.contains(days)
-            out[sel] = lab
-            todo &= ~sel
+        todo = _label_ranges(out, todo, labs, parse_date_label, to_time_axis(x))
     if todo.any():
-        for lab in labs:
-            iv = parse_interval(lab)
-            if iv is None:
-                continue
-            sel = todo & iv.contains(num)
-            out[sel] = lab
-            todo &= ~sel
+        todo = _label_ranges(out, todo, labs, parse_interval, num)
     if todo.any() and ancestors:
         lab_set = set(known)
         for i in np.flatnonzero(todo).tolist():
