@@ -1,12 +1,17 @@
-"""What a searched differentially private release spends: every DP draw a search makes on the
-training records counts (its trials, the release's redraws and the release), summed by basic
-composition (Dwork & Roth 2014, Theorems 3.14 and 3.16); the provenance states the total and
-the terms, and the policy's ε line judges the total, not one draw's ε."""
+"""What a searched differentially private release spends, and that nothing unaccounted decides it.
+
+Every differentially private trial counts (twice its ε when stated for add/remove-one
+neighbours: the search's guarantee is for replace-one neighbours), so does each trial's
+Laplace-noised scores (``--score-epsilon``), and a fresh draw of the release when one is made;
+the provenance states the total and the terms, and the policy's ε line judges the total. The
+choice among differentially private trials reads their noisy scores only: exact measurements
+on the records (risk lines, exact utility) do not decide it."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,11 +22,19 @@ from typer.testing import CliRunner
 
 from ppdm.cli.app import app
 from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError
+from ppdm.experiments import recommend as rmod
+from ppdm.experiments.policy import parse_policy
 from ppdm.experiments.recommend_accounting import (
+    NOT_USED,
     Accounting,
+    counted_epsilon,
     epsilon_of,
     judge_epsilon,
+    noisy_scores,
     over_budget,
+    risk_of_epsilon,
+    score_rule,
     search_accounting,
 )
 
@@ -35,99 +48,197 @@ def _table(n: int = 60, seed: int = 0) -> pd.DataFrame:
                          "label": np.where(a + rng.normal(0, 5, n) > 50, "yes", "no")})
 
 
+def _schema(x: pd.DataFrame) -> Schema:
+    # DPCube needs a declared domain: bounds and categories that are public, not read from x
+    return dataclasses.replace(Schema.infer(x, "label"), bounds={"a": (0.0, 100.0), "b": (-5.0, 15.0)},
+                               categories={"label": ["no", "yes"]})
+
+
 @pytest.fixture
 def d(tmp_path: Path) -> Path:
     x = _table()
     x.to_csv(tmp_path / "x.csv", index=False)
-    # DPCube needs a declared domain: bounds and categories that are public, not read from x
-    sch = dataclasses.replace(Schema.infer(x, "label"), bounds={"a": (0.0, 100.0), "b": (-5.0, 15.0)},
-                              categories={"label": ["no", "yes"]})
-    (tmp_path / "schema.json").write_text(json.dumps(sch.to_dict()))
+    (tmp_path / "schema.json").write_text(json.dumps(_schema(x).to_dict()))
     return tmp_path
 
 
-def _run(d: Path, *extra: str):
-    return runner.invoke(app, ["recommend", str(d / "x.csv"), "--class", "label", "--schema", str(d / "schema.json"),
-                               "--out", str(d / "z.csv"), "--max", "verbatim_copies=0.2", "--utility", "correlation_difference=1",
-                               "--trials", "3", "--seed", "5", "--experiment-seed", "--json", *extra])
-
-
-def test_the_provenance_states_the_sum_over_every_draw_of_the_search(d: Path) -> None:
-    r = _run(d, "--techniques", "dpcube", "--report", str(d / "r.html"))
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.stdout)
-    prov = json.loads((d / "z.provenance.json").read_text())
-    trial_eps = [t["privacy"]["epsilon"] for t in sorted(doc["trials"], key=lambda t: t["number"])]
-    assert len(trial_eps) == 3 and len(set(trial_eps)) == 3  # ε is searched: three different values
-    search = prov["privacy"]["search"]
-    draws = [e["epsilon"] for e in search["draws"] if e["what"].startswith("release draw")]
-    chosen = next(t for t in doc["trials"] if t["number"] == doc["chosen"])["privacy"]["epsilon"]
-    # by hand: ε1 + ε2 + ε3 of the trials, plus the chosen setting's ε once per draw of the release
-    assert draws and all(e == chosen for e in draws)
-    total = trial_eps[0] + trial_eps[1] + trial_eps[2] + chosen * len(draws)
-    assert prov["privacy"]["epsilon"] == pytest.approx(total) and prov["privacy"]["epsilon_spent"] == pytest.approx(total)
-    assert search["epsilon_total"] == pytest.approx(total) and search["trials"] == 3
-    assert [e["what"] for e in search["draws"]][:3] == ["trial 0", "trial 1", "trial 2"]
-    assert prov["privacy"]["epsilon_of_this_draw"] == pytest.approx(chosen) and total > chosen
-    assert "Dwork & Roth 2014" in search["citation"] and search["sum"].endswith(f"= {total:.6g}")
-    assert f"{total:.6g}-differentially private" in prov["privacy"]["guarantee"]
-    assert doc["release"]["epsilon"]["epsilon_total"] == pytest.approx(total)
-    html = (d / "r.html").read_text()
-    assert "ε (the whole search)" in html and search["sum"] in html
-
-
-def _policy(d: Path, cap: float | None) -> Path:
-    pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"correlation_difference": 1}},
-           "techniques": {"dpcube": {"epsilon": 2.0}}}
-    if cap is not None:
-        pol["epsilon"] = cap
+def _policy(d: Path, cap: float) -> Path:
+    # every trial at ε = 0.5 for replace-one neighbours: each counts its own ε once
+    pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"prediction_accuracy": 1}},
+           "techniques": {"dpcube": {"epsilon": 0.5, "neighbouring": "replace"}}, "epsilon": cap}
     path = d / "policy.json"
     path.write_text(json.dumps(pol))
     return path
 
 
-def test_the_epsilon_line_judges_the_total_not_one_draw(d: Path) -> None:
-    # every draw at ε = 2: three trials and k draws of the release (a draw that misses the policy is
-    # discarded, and spent) make 2·(3 + k)
-    r = runner.invoke(app, ["recommend", str(d / "x.csv"), "--class", "label", "--schema", str(d / "schema.json"),
-                            "--out", str(d / "z.csv"), "--policy", str(_policy(d, 20.0)), "--trials", "3",
-                            "--seed", "5", "--experiment-seed", "--json"])
+def _run(d: Path, cap: float, *extra: str):
+    return runner.invoke(app, ["recommend", str(d / "x.csv"), "--class", "label", "--schema", str(d / "schema.json"),
+                               "--out", str(d / "z.csv"), "--policy", str(_policy(d, cap)), "--trials", "3",
+                               "--seed", "5", "--experiment-seed", "--json", *extra])
+
+
+def test_the_provenance_states_the_total_term_by_term_and_the_epsilon_line_judges_it(d: Path) -> None:
+    # by hand: three trials at ε = 0.5 (replace-one: counted once) and their scores at ε_s = 0.1 each;
+    # the release is the winning trial's own, so no further draw: 3·0.5 + 3·0.1 = 1.8, the cap itself
+    r = _run(d, 1.8, "--score-epsilon", "0.1", "--report", str(d / "r.html"))
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    search = json.loads((d / "z.provenance.json").read_text())["privacy"]["search"]
-    k = search["release_draws"]
-    assert k >= 1 and search["sum"] == " + ".join(["2"] * (3 + k)) + f" = {2 * (3 + k)}"
+    prov = json.loads((d / "z.provenance.json").read_text())
+    search = prov["privacy"]["search"]
+    assert [(e["what"], e["epsilon"]) for e in search["draws"]] == [
+        ("trial 0", 0.5), ("scores of trial 0", 0.1), ("trial 1", 0.5), ("scores of trial 1", 0.1),
+        ("trial 2", 0.5), ("scores of trial 2", 0.1)]
+    total = 0.5 + 0.1 + 0.5 + 0.1 + 0.5 + 0.1
+    assert prov["privacy"]["epsilon"] == pytest.approx(total) and prov["privacy"]["epsilon_spent"] == pytest.approx(total)
+    assert search["epsilon_total"] == pytest.approx(1.8) and search["sum"] == "0.5 + 0.1 + 0.5 + 0.1 + 0.5 + 0.1 = 1.8"
+    assert search["trials"] == 3 and search["scored_trials"] == 3 and search["release_draws"] == 0
+    assert prov["privacy"]["epsilon_of_this_draw"] == pytest.approx(0.5)
+    assert "not_covered" not in search  # a search of differentially private techniques alone is covered in full
+    assert "Theorem 3.16" in search["citation"] and "replace-one" in search["neighbouring"]
+    assert "1.8-differentially private" in prov["privacy"]["guarantee"]
+    # the ε line judged the total, at the cap itself: meets
     eps_line = next(ln for ln in doc["release"]["measured"]["lines"] if ln["measure"] == "epsilon")
-    assert eps_line["verdict"] == "meets" and eps_line["value"] == pytest.approx(2.0 * (3 + k))
-    # ε ≤ 7.9: each draw (2) is within it, the total (8) is not: no release, exit 3
+    assert eps_line["verdict"] == "meets" and eps_line["value"] == pytest.approx(1.8)
+    # the risk line was measured on the release for the owner, and said not to decide it
+    risk_line = next(ln for ln in doc["release"]["measured"]["lines"] if ln["measure"] == "verbatim_copies")
+    assert risk_line["verdict"] == "not applicable" and risk_line["reason"] == NOT_USED
+    assert risk_line["value"] is not None
+    html = (d / "r.html").read_text()
+    assert "ε (the whole search)" in html and search["sum"] in html and "scores of trial 2" in html
+    # ε ≤ 1.7: each trial (0.5) is within it, the total (1.8) is not: no release, exit 3
     for p in d.glob("z.*"):
         p.unlink()
-    r = runner.invoke(app, ["recommend", str(d / "x.csv"), "--class", "label", "--schema", str(d / "schema.json"),
-                            "--out", str(d / "z.csv"), "--policy", str(_policy(d, 7.9)), "--trials", "3",
-                            "--seed", "5", "--experiment-seed", "--json"])
+    r = _run(d, 1.7)
     assert r.exit_code == 3, r.output
     doc = json.loads(r.stdout)
     assert doc["release"] is None and not (d / "z.csv").exists()
-    assert "2 + 2 + 2 = 6" in doc["unmet"]["note"] and "ε ≤ 7.9" in doc["unmet"]["note"]
+    assert "0.5 + 0.1 + 0.5 + 0.1 + 0.5 + 0.1 = 1.8" in doc["unmet"]["note"] and "ε ≤ 1.7" in doc["unmet"]["note"]
+
+
+def test_the_choice_among_dp_trials_reads_the_noisy_scores_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attacker: exact measurements that would pick one trial and reject every release.
+
+    Every exact measurement is replaced: the risk line's measure is made to miss its line on
+    every release, and the exact accuracy ranks the trials in one order. The noisy scores are
+    replaced by ones ranking them in the opposite order. A search that read exact values would
+    release nothing (every risk line missed) or the exact best; this one releases the trial the
+    noisy scores prefer, and its ranking follows the scores alone."""
+    x = _table()
+    exact_of: dict[int, float] = {}
+
+    def fake_measures(z, data, out_schema=None, *, stop_on_miss=False, utility_only=False):  # type: ignore[no-untyped-def]
+        k = len(exact_of)
+        exact_of[k] = 0.9 - 0.2 * k  # exact accuracy: the first trial best, then worse and worse
+        out = {"prediction_accuracy": {"value": 0.0, "ci_low": None, "ci_high": None, "correct": 27 - 6 * k}}
+        if not utility_only:
+            out["verbatim_copies"] = {"value": 1.0, "ci_low": 1.0, "ci_high": 1.0}  # far above the line
+        return out
+
+    seen: list[dict] = []
+
+    def fake_scores(entries, measures, control_rows, score_epsilon, rng):  # type: ignore[no-untyped-def]
+        seen.append(dict(entries))
+        k = len(seen) - 1
+        # the noisy scores reverse the exact order: the last trial scores best
+        return {"epsilon": score_epsilon, "neighbouring": "replace",
+                "measures": {m: {"loss": 0.5 - 0.1 * k} for m in measures}}
+
+    monkeypatch.setattr(rmod, "measure_release", fake_measures)
+    monkeypatch.setattr(rmod, "noisy_scores", fake_scores)
+    pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"prediction_accuracy": 1}},
+           "techniques": {"dpcube": {"epsilon": 0.5, "neighbouring": "replace"}}}
+    res = rmod.recommend(x, pol, schema=_schema(x), n_trials=3, random_state=1)
+    assert len(seen) == 3  # each trial's exact entries went to the scoring, and nowhere else on the way
+    by_number = sorted(res.trials, key=lambda t: t.number)
+    assert [t.utility_loss for t in by_number] == pytest.approx([0.5, 0.4, 0.3])  # the noisy scores, not exact
+    assert all(t.feasible for t in by_number)  # the exact risk (1.0 > 0.2) rejected none
+    assert [t.number for t in res.ranking] == [2, 1, 0]  # the exact order would be [0, 1, 2]
+    assert res.release is not None and res.chosen is not None and res.chosen.number == 2
+    # the verification's line is shown with the exact value, and said not to decide
+    line = next(v for v in res.verification.lines if v.measure == "verbatim_copies")  # type: ignore[union-attr]
+    assert line.value == 1.0 and line.met and line.reason == NOT_USED
+
+
+def test_judging_a_dp_trial_ignores_its_exact_values() -> None:
+    # two outcomes with the same noisy scores and opposite exact values judge and rank the same
+    pol = parse_policy({"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"prediction_accuracy": 1}}})
+    scores = {"epsilon": 0.1, "measures": {"prediction_accuracy": {"loss": 0.25}}}
+    base = {"technique": "dpcube", "params": {"epsilon": 1.0, "neighbouring": "replace"}, "error": None,
+            "privacy": {"differentially_private": True, "epsilon": 1.0, "neighbouring": "replace"}, "scores": scores}
+    good = {**base, "measures": {"prediction_accuracy": {"value": 0.0}, "verbatim_copies": {"value": 0.0}}}
+    bad = {**base, "measures": {"prediction_accuracy": {"value": 1.0}, "verbatim_copies": {"value": 1.0}}}
+    a, b = rmod.record_of(0, good, pol), rmod.record_of(1, bad, pol)
+    assert a.feasible and b.feasible and a.utility_loss == b.utility_loss == 0.25
+    # the risk axis: tanh(ε/2) from the ε alone, tanh(0.5) = 0.46212
+    assert a.risk == b.risk == pytest.approx(math.tanh(0.5))
+    assert [v.verdict for v in a.lines] == [v.verdict for v in b.lines] == ["not applicable"]
+
+
+def test_scores_by_hand() -> None:
+    class NoNoise:
+        def laplace(self, loc: float, scale: float) -> float:
+            self.scale = scale
+            return 0.0
+
+    # 50 control records, 40 classified correctly: accuracy 0.8, loss 0.2; alone it gets all of ε_s = 0.1,
+    # sensitivity 1/50, noise scale (1/50)/0.1 = 0.2
+    rng = NoNoise()
+    out = noisy_scores({"prediction_accuracy": {"value": 0.05, "correct": 40}}, ["prediction_accuracy"], 50, 0.1,
+                       rng)  # type: ignore[arg-type]
+    pa = out["measures"]["prediction_accuracy"]
+    assert pa["loss"] == pytest.approx(0.2) and pa["sensitivity"] == pytest.approx(0.02)
+    assert pa["scale"] == pytest.approx(0.2) and rng.scale == pytest.approx(0.2) and out["epsilon"] == 0.1
+    # with a second measure each gets ε_s/2 = 0.05: accuracy's scale (1/50)/0.05 = 0.4; column_fidelity in [0, 1]
+    # (better when higher), clipped, sensitivity 1 (its range), scale 1/0.05 = 20, loss 1 − 0.7 = 0.3
+    out = noisy_scores({"prediction_accuracy": {"correct": 40}, "column_fidelity": {"value": 0.7}},
+                       ["prediction_accuracy", "column_fidelity"], 50, 0.1, NoNoise())  # type: ignore[arg-type]
+    assert out["measures"]["prediction_accuracy"]["scale"] == pytest.approx(0.4)
+    cf = out["measures"]["column_fidelity"]
+    assert cf["scale"] == pytest.approx(20.0) and cf["loss"] == pytest.approx(0.3)
+    # real noise: Laplace with that scale (mean absolute deviation = scale)
+    dev = [noisy_scores({"prediction_accuracy": {"correct": 40}}, ["prediction_accuracy"], 50, 0.1,
+                        np.random.default_rng(i))["measures"]["prediction_accuracy"]["loss"] - 0.2 for i in range(400)]
+    assert np.mean(np.abs(dev)) == pytest.approx(0.2, rel=0.2)
+    assert score_rule("prediction_accuracy").tight and not score_rule("correlation_difference").tight
+    with pytest.raises(ParameterError, match="no bounded range"):
+        score_rule("sse_sst")
 
 
 def test_accounting_by_hand() -> None:
-    # trials: dpcube at 0.5 (made a release), dpcube refused before its report (ε from its parameter, 0.25),
-    # a repeat (no release), and MDAV (no guarantee)
+    # trials: dpcube at 0.5 for add/remove neighbours, scored at 0.1 (counts 2·0.5 + 0.1); dpcube refused before
+    # its report (ε from its parameter, 0.25 for replace-one, not scored: 0.25); a repeat (no release); MDAV
     trials = [SimpleNamespace(number=0, technique="dpcube", params={"epsilon": 0.5}, repeat_of=None,
-                              privacy={"differentially_private": True, "epsilon": 0.5}),
-              SimpleNamespace(number=1, technique="dpcube", params={"epsilon": 0.25}, repeat_of=None, privacy=None),
-              SimpleNamespace(number=2, technique="mdav", params={"k": 3}, repeat_of=None, privacy=None),
-              SimpleNamespace(number=3, technique="mdav", params={"k": 3}, repeat_of=2, privacy=None)]
+                              privacy={"differentially_private": True, "epsilon": 0.5, "neighbouring": "add-remove"},
+                              scores={"epsilon": 0.1}),
+              SimpleNamespace(number=1, technique="dpcube", params={"epsilon": 0.25, "neighbouring": "replace"},
+                              repeat_of=None, privacy=None, scores=None),
+              SimpleNamespace(number=2, technique="mdav", params={"k": 3}, repeat_of=None, privacy=None, scores=None),
+              SimpleNamespace(number=3, technique="mdav", params={"k": 3}, repeat_of=2, privacy=None, scores=None)]
     acc = search_accounting(trials)
-    assert [(x.what, x.epsilon) for x in acc.draws] == [("trial 0", 0.5), ("trial 1", 0.25)]
-    assert acc.not_private == ["trial 2"] and acc.total == 0.75 and acc.sum_text() == "0.5 + 0.25 = 0.75"
+    assert [(x.what, x.epsilon) for x in acc.draws] == [("trial 0", 1.0), ("scores of trial 0", 0.1),
+                                                         ("trial 1", 0.25)]
+    assert acc.draws[0].note and "2 × 0.5" in acc.draws[0].note
+    assert acc.not_private == ["trial 2"] and acc.total == pytest.approx(1.35)
+    assert acc.sum_text() == "1 + 0.1 + 0.25 = 1.35"
+    # a search with a trial without a guarantee says what its total does not cover
+    assert "1 trial(s) of techniques without" in acc.to_dict()["not_covered"]
+    assert "not_covered" not in search_accounting(trials[:2]).to_dict()
+    assert counted_epsilon(0.3, "replace") == (0.3, None) and counted_epsilon(0.3, "add-remove")[0] == 0.6
     # a release whose domain was read from the data is not differentially private: it spends no claimable ε
     assert epsilon_of("dpcube", {"epsilon": 1.0}, {"differentially_private": False, "epsilon": 1.0}) is None
-    # one more draw at 0.5 makes 1.25: within ε ≤ 1.25 (the cap itself meets), past ε ≤ 1.2
-    assert over_budget(acc, 0.5, 1.25) is None and over_budget(acc, 0.5, None) is None
-    assert "1.25" in over_budget(acc, 0.5, 1.2)  # type: ignore[operator]
+    # one more draw at 0.5 makes 1.85: within ε ≤ 1.85 (the cap itself meets), past ε ≤ 1.8
+    assert over_budget(acc, 0.5, 1.85) is None and over_budget(acc, 0.5, None) is None
+    assert "1.85" in over_budget(acc, 0.5, 1.8)  # type: ignore[operator]
     j = judge_epsilon(1.25, 1.0)
     assert j.state == "misses" and j.margin == pytest.approx(0.25)  # (1.25 - 1) / 1
     assert judge_epsilon(0.75, 1.0).state == "meets"
     assert Accounting().total == 0.0
+    # ε = ln 3: (3 − 1)/(3 + 1) = 0.5
+    assert risk_of_epsilon(math.log(3)) == pytest.approx(0.5)
+
+
+def test_a_dp_search_scored_by_an_unbounded_measure_is_refused() -> None:
+    x = _table()
+    pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"sse_sst": 1}}, "techniques": {"dpcube": None}}
+    with pytest.raises(ParameterError, match="'sse_sst' has no bounded range"):
+        rmod.recommend(x, pol, schema=_schema(x), n_trials=1, random_state=0)

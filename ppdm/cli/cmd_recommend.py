@@ -100,7 +100,11 @@ def recommend(
     option: Annotated[list[str] | None, typer.Option(
         "--option", help="Option of a risk line's measure, MEASURE.OPTION=VALUE (e.g. k_anonymity.k=5).")] = None,
     epsilon: Annotated[str | None, typer.Option(
-        "--epsilon", help="A differentially private technique may spend at most this ε.")] = None,
+        "--epsilon", help="A differentially private release may claim at most this ε, the total over the whole "
+                          "search (every trial, its scores and the release).")] = None,
+    score_epsilon: Annotated[float, typer.Option(
+        "--score-epsilon", help="The ε each differentially private trial's noisy utility scores spend (counted in "
+                                "the total; default 0.1).")] = 0.1,
     utility: Annotated[list[str] | None, typer.Option(
         "--utility", help="Utility measure and weight NAME=WEIGHT (repeatable, e.g. auc=1,rule_accuracy=1).")] = None,
     priority: Annotated[str | None, typer.Option(
@@ -213,7 +217,7 @@ def recommend(
             warnings.simplefilter("ignore")
             result = run(x, pol, schema=sch, holdout=holdout, refit=refit, study=study_path, resume=resume,
                          budget=budget_s, n_trials=trials, n_jobs=jobs, executor=executor,
-                         random_state=random_state, input_info=info, started=started)
+                         random_state=random_state, input_info=info, started=started, score_epsilon=score_epsilon)
     except BaseException:
         if new_study:  # a refused or failed run leaves no study that blocks the next one (unless trials ran)
             discard_if_empty(study_path)

@@ -79,11 +79,20 @@ from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
 from ppdm.experiments.recommend_accounting import (
+    DEFAULT_SCORE_EPSILON,
+    NOT_USED,
+    NOT_USED_TRIAL,
     Accounting,
+    add_release,
+    counted_epsilon,
     epsilon_of,
     judge_epsilon,
+    neighbouring_of,
+    noisy_scores,
     over_budget,
     provenance_privacy,
+    risk_of_epsilon,
+    score_rule,
     search_accounting,
     searched_privacy,
 )
@@ -398,6 +407,10 @@ class SearchData:
     lines: tuple[tuple[str, float, str], ...] = ()
     #: positions of the control split's records in the table (the rest, in order, is the training split)
     held: np.ndarray | None = None
+    #: the policy's utility measures, which score a differentially private trial (with Laplace noise)
+    utility: tuple[str, ...] = ()
+    #: the ε each differentially private trial's scores spend (:mod:`ppdm.experiments.recommend_accounting`)
+    score_epsilon: float = DEFAULT_SCORE_EPSILON
 
 
 @dataclass
@@ -427,7 +440,7 @@ def measure_order(measures: Sequence[str]) -> list[str]:
 
 
 def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None = None, *,
-                    stop_on_miss: bool = False) -> dict[str, dict[str, Any]]:
+                    stop_on_miss: bool = False, utility_only: bool = False) -> dict[str, dict[str, Any]]:
     """Every measure of the policy on release ``z`` of the training split: value, confidence
     interval (``ci_low``/``ci_high`` when the measure gives one) or the reason it was skipped.
 
@@ -438,7 +451,8 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     are recorded with ``skipped`` naming the line that missed. A release that meets every line
     measured so far, and so every release that meets the policy, is measured in full; each
     measure uses the same seed whichever order it is taken in, so its value does not depend on
-    the order.
+    the order. With ``utility_only`` (a differentially private trial, which no risk line
+    judges) only the utility measures are taken.
 
     ``out_schema`` is the release's own schema when a technique recoded columns (numbers into
     interval labels, categories into coarser ones; ``Technique.output_schema``). Risk is then
@@ -464,6 +478,8 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     missed: str | None = None
     for name in (measure_order(data.measures) if stop_on_miss else data.measures):
         spec = registry[name]
+        if utility_only and spec.kind == "risk":
+            continue
         if missed is not None and spec.kind == "risk":
             out[name] = {"value": None, "ci_low": None, "ci_high": None, "skipped": missed,
                          "reason": f"not measured: the line on {missed} already misses"}
@@ -490,6 +506,9 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
                 entry["lower_bound"] = bound
             if (getattr(res.result, "percent", None) is True):
                 entry["percent"] = True
+            if name == "prediction_accuracy" and _finite(getattr(res.result, "score_z", None)):
+                # the control records Ψz classifies correctly: the count a differentially private trial is scored by
+                entry["correct"] = int(round(float(res.result.score_z) * int(getattr(res.result, "n_test", 0))))
         out[name] = entry
         if name in lines and entry["value"] is not None and not entry.get("not_applicable") \
                 and not entry.get("not_judged"):
@@ -579,14 +598,41 @@ def _technique(job: TrialJob, table: pd.DataFrame, schema: Schema) -> Any:
                            class_column=schema.class_column, schema=schema, random_state=job.seed)
 
 
+#: the release check's refusals that read x's values; they do not decide a differentially private draw
+_DATA_REFUSALS = ("unchanged", "verbatim_unique", "untouched_unique")
+
+
+def private_technique(technique: str) -> bool:
+    """Whether ``technique`` declares a differential-privacy ε (its search space names one)."""
+    try:
+        space = space_of(technique)
+    except PPDMError:
+        return False
+    return isinstance(space, SearchSpace) and space.epsilon is not None
+
+
 def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_info: dict[str, Any] | None = None
                  ) -> Release:
-    """The release of ``job`` on ``table``, made as ``ppdm anonymize`` makes one."""
+    """The release of ``job`` on ``table``, made as ``ppdm anonymize`` makes one.
+
+    For a technique with an ε the release check's refusals that read x's values (copies of
+    records, unique keys) are recorded as warnings in the owner's log instead of rejecting the
+    draw: a rejection by exact measurements on x is a choice no ε covers
+    (:mod:`ppdm.experiments.recommend_accounting`). A release of such a technique that turns
+    out not differentially private (a domain read from the data) is refused as any other."""
+    dp = private_technique(job.technique)
+    opts = GateOptions(suggest=False, allow_unchanged=dp, allow_verbatim=dp, allow_untouched_keys=dp)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a trial's warnings are not the user's; the final release reports its own
         # a refused trial is one point of the search: no search of its own for a setting that passes
-        return release(table, _technique(job, table, data.schema), schema=data.schema, detect_identifiers=False,
-                       input_info=input_info or data.input_info, gate_options=GateOptions(suggest=False))
+        rel = release(table, _technique(job, table, data.schema), schema=data.schema, detect_identifiers=False,
+                      input_info=input_info or data.input_info, gate_options=opts)
+    if dp and not (_privacy(rel.technique) or {}).get("differentially_private"):
+        for f in rel.findings:
+            if f.get("level") == "allowed" and f.get("rule") in _DATA_REFUSALS:
+                raise ReleaseRefused(f"the release check refuses a release that is not differentially private: "
+                                     f"{f.get('message')}")
+    return rel
 
 
 def measured_data(rel: Release) -> pd.DataFrame:
@@ -611,6 +657,14 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
         # measures pair z's records with x's: the release as published is shuffled
         z, out_schema = measured_data(rel), output_schema(rel.technique)
+        if (out["privacy"] or {}).get("differentially_private"):
+            # judged by Laplace-noised utility scores alone; the exact values stay in the owner's record
+            out["release_digest"] = release_digest(z, out_schema)  # the release is made again from its seed
+            out["measures"] = measure_release(z, data, out_schema, utility_only=True)
+            rng = np.random.default_rng(np.random.SeedSequence(int(job.seed or 0), spawn_key=(7,)))
+            out["scores"] = noisy_scores(out["measures"], data.utility, len(data.control), data.score_epsilon, rng)
+            out["scores"]["release_digest"] = out["release_digest"]
+            return out
         if job.known is not None:
             out["release_digest"] = release_digest(z, out_schema)
             out["same_release"] = out["release_digest"] in job.known  # measured already: not again
@@ -623,7 +677,8 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
             raise
         out["error"] = f"{type(e).__name__}: {' '.join(str(e).split())}"
         out["internal"] = True
-    out["seconds"] = time.perf_counter() - start
+    finally:
+        out["seconds"] = time.perf_counter() - start
     return out
 
 
@@ -644,8 +699,12 @@ def _privacy(tech: Any) -> dict[str, Any] | None:
     if not isinstance(rep, Mapping):
         return None
     eps = rep.get("epsilon")
-    return {"differentially_private": bool(rep.get("differentially_private")),
-            "epsilon": float(eps) if _finite(eps) else None}  # type: ignore[arg-type]  # _finite: float(eps) works
+    nb = rep.get("neighbouring")
+    out = {"differentially_private": bool(rep.get("differentially_private")),
+           "epsilon": float(eps) if _finite(eps) else None}  # type: ignore[arg-type]  # _finite: float(eps) works
+    if isinstance(nb, Mapping) and isinstance(nb.get("relation"), str):
+        out["neighbouring"] = nb["relation"]  # what the ε is stated for (recommend_accounting counts it)
+    return out
 
 
 def _json(v: Any) -> Any:
@@ -736,7 +795,14 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
     out: list[LineVerdict] = []
     measures = outcome.get("measures") or {}
     registry = load_all_measures()
+    scored = isinstance(outcome.get("scores"), Mapping)
     for line in policy.risk:
+        if scored:
+            # a differentially private release: its risk claim is ε; what was measured is shown, not judged
+            meas = read_entry(line.measure, measures.get(line.measure) or {})
+            out.append(LineVerdict(line.text(), line.measure, "not applicable", meas.value, meas.interval,
+                                   reason=NOT_USED if meas.value is not None else NOT_USED_TRIAL))
+            continue
         if policy.rules_out(line.measure):  # the owner excludes its intruder: shown, not judged
             out.append(LineVerdict(line.text(), line.measure, "not applicable", reason="ruled out by the policy"))
             continue
@@ -746,7 +812,8 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
             meas = replace(meas, reason=outcome.get("error") or "not computed")
         j = judge_line(meas, line.threshold, line.direction, span=_scale(line))
         out.append(LineVerdict(line.text(), line.measure, j.state, j.value, j.interval, j.margin, j.reason))
-    _unjudged_scenarios(out, policy, registry)
+    if not scored:
+        _unjudged_scenarios(out, policy, registry)
     if policy.epsilon is not None:
         priv = outcome.get("privacy")
         text = policy.epsilon.text()
@@ -797,6 +864,12 @@ def utility_losses(outcome: Mapping[str, Any], policy: Policy) -> dict[str, floa
     registry = load_all_measures()
     out: dict[str, float | None] = {}
     measures = outcome.get("measures") or {}
+    scores = outcome.get("scores")
+    if isinstance(scores, Mapping):  # a differentially private trial: its noisy scores, never the exact values
+        for term in policy.utility:
+            loss = ((scores.get("measures") or {}).get(term.measure) or {}).get("loss")
+            out[term.measure] = None if loss is None else float(loss)
+        return out
     for term in policy.utility:
         v = (measures.get(term.measure) or {}).get("value")
         if v is None:
@@ -879,6 +952,9 @@ class TrialRecord:
     internal: bool = False
     repeat_of: int | None = None
     privacy: dict[str, Any] | None = None
+    #: a differentially private trial's Laplace-noised scores (``epsilon``, and per measure ``loss``,
+    #: ``sensitivity``, ``scale``): what it was judged and ranked by
+    scores: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -893,7 +969,7 @@ class TrialRecord:
                 "state": self.state, "feasible": self.feasible, "risk": self.risk, "utility_loss": self.utility_loss,
                 "utility": self.utility, "measures": self.measures, "lines": [v.to_dict() for v in self.lines],
                 "seconds": self.seconds, "error": self.error, "internal": self.internal, "repeat_of": self.repeat_of,
-                "privacy": self.privacy}
+                "privacy": self.privacy, "scores": self.scores}
 
 
 def _short(v: Any) -> str:
@@ -908,13 +984,27 @@ def record_of(number: int, outcome: Mapping[str, Any], policy: Policy, *, state:
     lines = judge_lines(outcome, policy)
     losses = utility_losses(outcome, policy)
     loss = utility_loss(losses, policy)
-    risk = risk_value(lines, policy)
+    scores = outcome.get("scores") if isinstance(outcome.get("scores"), Mapping) else None
+    risk = risk_value(lines, policy) if scores is None else _dp_risk(outcome)
     error = outcome.get("error")
     feasible = error is None and state == "complete" and all(v.met for v in lines) and loss is not None
     return TrialRecord(number, str(outcome.get("technique")), dict(outcome.get("params") or {}),
                        "failed" if error and state == "complete" else state, dict(outcome.get("measures") or {}),
                        lines, feasible, risk, loss, losses, outcome.get("seconds"), error,
-                       bool(outcome.get("internal")), repeat_of, outcome.get("privacy"))
+                       bool(outcome.get("internal")), repeat_of, outcome.get("privacy"),
+                       None if scores is None else dict(scores))
+
+
+def _dp_risk(outcome: Mapping[str, Any]) -> float | None:
+    """A differentially private trial's place on the risk axis: what its own ε allows a test of
+    membership to gain (:func:`~ppdm.experiments.recommend_accounting.risk_of_epsilon`), from
+    its parameters and ε only, never from measurements."""
+    params = outcome.get("params") or {}
+    priv = outcome.get("privacy")
+    eps = epsilon_of(str(outcome.get("technique")), params, priv)
+    if eps is None:
+        return None
+    return risk_of_epsilon(counted_epsilon(eps, neighbouring_of(params, priv))[0])
 
 
 def pareto_front(records: Sequence[TrialRecord]) -> list[TrialRecord]:
@@ -1154,6 +1244,7 @@ def recommend(
     random_state: int | None = None,
     input_info: Mapping[str, Any] | None = None,
     started: float | None = None,
+    score_epsilon: float = DEFAULT_SCORE_EPSILON,
 ) -> RecommendResult:
     """Search the policy's techniques × parameters for the release that meets every risk line
     at the least loss of utility, and make it (see the module docstring).
@@ -1200,6 +1291,9 @@ def recommend(
     started:
         When the budget's clock started (a :func:`time.perf_counter` value; default: now), so a
         command can count the time it spent reading its input.
+    score_epsilon:
+        The ε each differentially private trial's utility scores spend (Laplace noise;
+        :mod:`ppdm.experiments.recommend_accounting`), counted in the total the release claims.
 
     Returns
     -------
@@ -1224,9 +1318,13 @@ def recommend(
                                      or random_state < 0):
         raise ParameterError(f"random_state must be a non-negative whole number or None, got {random_state!r}")
     storage = None if study is None else (str(study) if "://" in str(study) else study_storage(study))
+    if isinstance(score_epsilon, bool) or not isinstance(score_epsilon, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(score_epsilon)) or score_epsilon <= 0:
+        raise ParameterError(f"score_epsilon must be a number above 0, got {score_epsilon!r}")
 
     table, sch, ids = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
     spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))), table)
+    spaces, blunt = _check_scores(spaces, pol, left_out)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     info = {"sha256": table_sha256(table), "rows": int(len(table)), "columns": int(table.shape[1]),
@@ -1245,7 +1343,7 @@ def recommend(
         root = int(random_state) if random_state is not None else secrets.randbits(63)
     base_info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1]),
                  **dict(input_info or {})}
-    data = _search_data(table, sch, pol, holdout, root, base_info)
+    data = replace(_search_data(table, sch, pol, holdout, root, base_info), score_epsilon=float(score_epsilon))
     train, control = data.train, data.control
 
     # the reference: the training split released unchanged; it also checks every measure runs here
@@ -1296,6 +1394,10 @@ def recommend(
         split={"holdout": float(holdout), "train_rows": int(len(train)), "control_rows": int(len(control)),
                "rows": int(len(table)), "removed_identifiers": ids},
         spaces={s.name: s.describe(len(train)) for s in spaces}, left_out=left_out)
+    if blunt:
+        result.notes.append(f"differentially private trials are scored on {', '.join(blunt)} with Laplace noise as wide "
+                            "as the measure's range (its sensitivity is not known to be smaller): the choice among "
+                            "them is close to blind; prediction_accuracy scores with noise of scale 1/(|control| · ε)")
     internal = [r for r in records if r.internal]
     if internal:
         result.notes.append(f"{len(internal)} trial(s) stopped on an internal error (a defect of ppdm, reported "
@@ -1338,7 +1440,31 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
                       {**dict(base_info), "rows_used": int(len(train))},
                       tuple((ln.measure, float(ln.threshold), ln.direction) for ln in pol.risk
                             if not pol.rules_out(ln.measure)),  # a ruled-out line never stops a trial
-                      np.flatnonzero(mask))
+                      np.flatnonzero(mask), tuple(t.measure for t in pol.utility))
+
+
+def _check_scores(spaces: list[TechniqueSpace], pol: Policy, left_out: dict[str, str]
+                  ) -> tuple[list[TechniqueSpace], list[str]]:
+    """With a differentially private technique in the search, every utility measure of the
+    policy must score its trials with a known sensitivity: otherwise the techniques are left
+    out (``left_out`` says why), or, when the policy names them, the search is refused. Returns
+    the spaces kept and the measures that score with their whole range as sensitivity (wide
+    noise)."""
+    if not any(s.epsilon is not None for s in spaces):
+        return spaces, []
+    try:
+        rules = [score_rule(t.measure) for t in pol.utility]
+    except ParameterError as e:
+        if pol.techniques is not None:
+            raise
+        kept = [s for s in spaces if s.epsilon is None]
+        for s in spaces:
+            if s.epsilon is not None:
+                left_out[s.name] = str(e)
+        if not kept:
+            raise
+        return kept, []
+    return spaces, [r.measure for r in rules if not r.tight]
 
 
 def search_data(
@@ -1685,10 +1811,12 @@ def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
 
 def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root: int, seeded: bool,
            base_info: Mapping[str, Any]) -> None:
-    """Make the recommended release with a fresh seed; by default measure it against the
-    control split and keep it only when it meets the policy itself. Every differentially
-    private draw is added to what the search spent (:mod:`ppdm.experiments.recommend_accounting`),
-    and a draw that would take the total past the policy's ε is not made."""
+    """Make the recommended release. A differentially private winner publishes its own trial's
+    release (:func:`_final_private`). Otherwise the release is drawn with a fresh seed; by
+    default measured against the control split and kept only when it meets the policy itself.
+    Every differentially private draw is added to what the search spent
+    (:mod:`ppdm.experiments.recommend_accounting`), and a draw that would take the total past
+    the policy's ε is not made."""
     pol = result.policy
     acc = result.accounting = search_accounting(result.trials)
     cap = pol.epsilon.at_most if pol.epsilon is not None else None
@@ -1696,6 +1824,9 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
     tried: list[str] = []
     with progress.steps(None, "making the recommended release") as step:
         for cand in result.ranking[:FINAL_CANDIDATES]:
+            if cand.scores is not None:  # never redrawn, never rejected by a measurement: decided by the ε line alone
+                _final_private(result, data, table, root, seeded, base_info, cand, tried)
+                return
             draws = 1 if _deterministic(cand.technique, result) else FINAL_DRAWS
             eps = epsilon_of(cand.technique, cand.params, cand.privacy)
             for _ in range(draws):
@@ -1709,7 +1840,7 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                 source = table if result.refit else data.train
                 info = {**base_info, "rows_used": int(len(source))}
                 if eps is not None:  # spent once the technique has read the records, published or not
-                    acc.add(f"release draw {attempt}", cand.technique, eps)
+                    add_release(acc, f"release draw {attempt}", cand.technique, cand.params, cand.privacy)
                 try:
                     rel = make_release(job, source, data, info)
                 except ReleaseRefused as e:  # a fresh draw the release gate refuses is not released either
@@ -1748,14 +1879,83 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                                         f"({result.winner.label}), missed the policy; the release was made with "  # type: ignore[union-attr]  # a candidate other than the winner means a winner exists
                                         f"the next-ranked trial {cand.number} ({cand.label}) instead")
                 return
+    _unmet_final(result, tried, acc, cap)
+
+
+def _final_private(result: RecommendResult, data: SearchData, table: pd.DataFrame, root: int, seeded: bool,
+                   base_info: Mapping[str, Any], cand: TrialRecord, tried: list[str]) -> None:
+    """The recommended release of a differentially private winner, chosen by noisy scores.
+
+    Without ``refit`` it is the winning trial's own release, made again from the trial's seed
+    on the training split: the draw the total already counts (its fingerprint is checked; a
+    release that differs is counted as a fresh draw). With ``refit`` it is a fresh draw on the
+    whole table, counted. Either way it is never rejected or redrawn by a measurement on the
+    records: it is published when the policy's ε line meets the total, and its risk and
+    utility are measured against the control split for the owner only ("measured, not used
+    for the decision")."""
+    pol = result.policy
+    acc = result.accounting
+    assert acc is not None
+    cap = pol.epsilon.at_most if pol.epsilon is not None else None
+    if result.refit:
+        eps = epsilon_of(cand.technique, cand.params, cand.privacy)
+        over = None if eps is None else over_budget(acc, counted_epsilon(eps, neighbouring_of(cand.params,
+                                                                                               cand.privacy))[0], cap)
+        if over is not None:
+            tried.append(f"{cand.label}: not drawn: {over}")
+            _unmet_final(result, tried, acc, cap)
+            return
+        job = TrialJob(-1, cand.technique, dict(cand.params), _seed_of(root, 4, 0) if seeded else None)
+        source = table
+    else:
+        job = TrialJob(cand.number, cand.technique, dict(cand.params), _seed_of(root, 2, cand.number))
+        source = data.train
+    with progress.steps(None, "making the recommended release") as step:
+        try:
+            rel = make_release(job, source, data, {**base_info, "rows_used": int(len(source))})
+        except PPDMError as e:
+            if result.refit:  # it read the whole table before it stopped
+                add_release(acc, "release draw 1", cand.technique, cand.params, cand.privacy)
+            tried.append(f"{cand.label}: {' '.join(str(e).split())[:200]}")
+            _unmet_final(result, tried, acc, cap)
+            return
+        z, out_schema = measured_data(rel), output_schema(rel.technique)
+        own = _privacy(rel.technique)
+        if result.refit or release_digest(z, out_schema) != (cand.scores or {}).get("release_digest"):
+            add_release(acc, "release draw 1", cand.technique, cand.params, own)
+            if not result.refit:
+                result.notes.append("the winning trial's release could not be made again exactly; a fresh draw "
+                                    "of its setting was published, and its ε is counted")
+        step(1, description=f"measuring the recommended release ({cand.label}) for the owner")
+        outcome = {"technique": cand.technique, "params": cand.params, "privacy": searched_privacy(own, acc),
+                   "scores": cand.scores, "error": None, "internal": False,
+                   "measures": cand.measures if result.refit else measure_release(z, data, out_schema),
+                   "check": {"share_verbatim": float(rel.check.share_verbatim)}}
+        verification = record_of(cand.number if result.refit else -1, outcome, pol)
+        verification.state = "release"
+    if not verification.feasible:  # only the ε line can miss here: it judges the total
+        missed = [f"{v.line} {v.verdict}" for v in verification.failed_lines()]
+        tried.append(f"{cand.label}: " + (", ".join(missed) or "its scores are missing"))
+        _unmet_final(result, tried, acc, cap)
+        return
+    if not result.refit and data.held is not None:
+        rel.private = pair_with_table(rel.private, rel.pairing, data.held, len(table), result.split["holdout"])
+    _attach(rel, result, cand, verification, seeded)
+    result.release, result.verification, result.chosen = rel, verification, cand
+    result.control = None if result.refit else data.control
+
+
+def _unmet_final(result: RecommendResult, tried: list[str], acc: Accounting, cap: float | None) -> None:
+    """No release: trials met the policy but no release of the best could be published."""
     result.unmet = {"lines": [], "never_met": [], "closest_trial": None, "trials": len(result.trials),
                     "final_draws": tried,
                     "note": "trials met the policy, but fresh draws of the best releases did not; the margins are "
                             "too thin for a release to meet the policy reliably"}
-    if acc.draws and cap is not None and any(": not drawn: " in t for t in tried):
-        result.unmet["note"] = (f"trials met the policy, but the search spent ε = {acc.total:.4g} on the training "
-                                f"records ({acc.sum_text()}) and the policy allows ε ≤ {cap:g} in all; fewer trials "
-                                "or a smaller ε per trial leave room for the release")
+    if acc.draws and cap is not None and (not judge_epsilon(acc.total, cap).met
+                                          or any(": not drawn: " in t for t in tried)):
+        result.unmet["note"] = (f"trials met the policy, but the search spent ε = {acc.total:.4g} on the records "
+                                f"({acc.sum_text()}) and the policy allows ε ≤ {cap:g} in all; fewer trials, a "
+                                "smaller ε per trial or a smaller --score-epsilon leave room for the release")
 
 
 def _deterministic(technique: str, result: RecommendResult) -> bool:
