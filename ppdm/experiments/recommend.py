@@ -17,11 +17,17 @@ and :func:`recommend` searches techniques × parameters for the best release:
    :func:`ppdm.experiments.release.release` (roles, identifiers, rounding, release check),
    measures every risk line against the control split with its confidence interval and judges
    it with :func:`ppdm.metrics.base.judge` — a line is met only when the whole interval is
-   within it — and measures the policy's utility.
+   within it — and measures the policy's utility. A trial of a differentially private
+   technique is judged differently: by its ε and by Laplace-noised utility scores alone, never
+   by exact measurements on the records, so that the ε its release claims covers the whole
+   search (:mod:`ppdm.experiments.recommend_accounting`).
 4. Among the trials that met every line, the **front** holds those no other trial beats on
    both risk and utility loss; the **winner** loses the least utility (weights), or wins on
    the policy's priority order.
-5. The winner's technique and parameters make the **recommended release** with a fresh seed
+5. A differentially private winner's **recommended release** is its trial's own release
+   (made again from its seed; a fresh draw, counted, with ``refit=True``), published when the
+   policy's ε line meets the total the search spent. Any other winner's technique and
+   parameters make the **recommended release** with a fresh seed
    (OS entropy unless a seed is given): by default on the training split again, measured
    against the control split like every trial, and kept only when it meets the policy itself
    (a new draw of a random technique is a new release); with ``refit=True`` on the whole
@@ -106,7 +112,8 @@ from ppdm.metrics.release_check import GateOptions
 
 STUDY_NAME = "ppdm-recommend"
 STUDY_FORMAT = "ppdm.recommend-study"
-STUDY_VERSION = 1
+#: 2: differentially private trials are judged by noisy scores (an older study's were judged by exact values)
+STUDY_VERSION = 2
 #: trials when neither a trial budget nor a time budget is given
 DEFAULT_TRIALS = 100
 #: default share of the records held out as the control split
@@ -659,11 +666,11 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         z, out_schema = measured_data(rel), output_schema(rel.technique)
         if (out["privacy"] or {}).get("differentially_private"):
             # judged by Laplace-noised utility scores alone; the exact values stay in the owner's record
-            out["release_digest"] = release_digest(z, out_schema)  # the release is made again from its seed
             out["measures"] = measure_release(z, data, out_schema, utility_only=True)
             rng = np.random.default_rng(np.random.SeedSequence(int(job.seed or 0), spawn_key=(7,)))
             out["scores"] = noisy_scores(out["measures"], data.utility, len(data.control), data.score_epsilon, rng)
-            out["scores"]["release_digest"] = out["release_digest"]
+            # the winner's release is made again from its seed: its fingerprint tells it is the same
+            out["scores"]["release_digest"] = release_digest(z, out_schema)
             return out
         if job.known is not None:
             out["release_digest"] = release_digest(z, out_schema)
