@@ -242,3 +242,30 @@ def test_a_dp_search_scored_by_an_unbounded_measure_is_refused() -> None:
     pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"sse_sst": 1}}, "techniques": {"dpcube": None}}
     with pytest.raises(ParameterError, match="'sse_sst' has no bounded range"):
         rmod.recommend(x, pol, schema=_schema(x), n_trials=1, random_state=0)
+
+
+def test_the_release_check_does_not_reject_a_dp_draw_by_reading_x() -> None:
+    """DPCube at ε = 10⁶ copies every record of a small categorical table: ``ppdm anonymize``
+    refuses it (tests/test_release_gate.py). In a search the refusal would be a choice made by
+    reading x exactly, which no ε covers: the draw is kept, its ε (10⁶, the risk claim) judged
+    by the policy's ε line, and the refusal goes to the owner's log as an allowed finding. A
+    release of the same technique that is not differentially private is refused as any other."""
+    rng = np.random.default_rng(0)
+    vals = [f"v{i:02d}" for i in range(20)]
+    idx = rng.choice(20 ** 3, 60, replace=False)
+    x = pd.DataFrame({"c1": [vals[i // 400] for i in idx], "c2": [vals[(i // 20) % 20] for i in idx],
+                      "c3": [vals[i % 20] for i in idx], "y": rng.integers(0, 2, 60)})
+    sch = Schema([], ["c1", "c2", "c3"], "y", categories={"c1": vals, "c2": vals, "c3": vals, "y": [0, 1]})
+    data = SimpleNamespace(schema=sch, input_info={"source": None})
+    rel = rmod.make_release(rmod.TrialJob(0, "dpcube", {"epsilon": 1e6}, 1), x, data)  # type: ignore[arg-type]
+    assert rel.technique.privacy_report_["differentially_private"]
+    assert [f["level"] for f in rel.findings if f["rule"] == "unchanged"] == ["allowed"]
+    assert rel.private["gate"]["findings"] and "findings" not in json.dumps(rel.provenance)
+    # the same copy from a domain read from the data: not differentially private, refused
+    from ppdm.experiments.release import ReleaseRefused
+
+    bare = Schema([], ["c1", "c2", "c3"], "y")
+    data = SimpleNamespace(schema=bare, input_info={"source": None})
+    with pytest.raises(ReleaseRefused, match="not differentially private"):
+        rmod.make_release(rmod.TrialJob(0, "dpcube", {"epsilon": 1e6, "domain_from_data": True}, 1), x,
+                          data)  # type: ignore[arg-type]
