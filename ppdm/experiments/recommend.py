@@ -513,9 +513,10 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
                 entry["lower_bound"] = bound
             if (getattr(res.result, "percent", None) is True):
                 entry["percent"] = True
-            if name == "prediction_accuracy" and _finite(getattr(res.result, "score_z", None)):
+            score_z = getattr(res.result, "score_z", None)
+            if name == "prediction_accuracy" and score_z is not None and _finite(score_z):
                 # the control records Ψz classifies correctly: the count a differentially private trial is scored by
-                entry["correct"] = int(round(float(res.result.score_z) * int(getattr(res.result, "n_test", 0))))
+                entry["correct"] = int(round(float(score_z) * int(getattr(res.result, "n_test", 0))))
         out[name] = entry
         if name in lines and entry["value"] is not None and not entry.get("not_applicable") \
                 and not entry.get("not_judged"):

@@ -306,11 +306,11 @@ def noisy_scores(entries: Mapping[str, Mapping[str, Any]], measures: Sequence[st
             sens = 1.0 / max(1, control_rows)
             lo, hi, direction = 0.0, 1.0, "higher"
         else:
-            lo, hi = (float(v) for v in registry[m].value_range)  # bounded: score_rule checked
+            lo, hi = (float(b) for b in registry[m].value_range if b is not None)  # bounded: score_rule checked
             v = e.get("value")
             exact = min(hi, max(lo, float(v))) if _number(v) else None
             sens = hi - lo
-            direction = registry[m].direction
+            direction = str(registry[m].direction or "lower")
         scale = sens / share
         if exact is None:  # not computed on this release: no score (the trial cannot be ranked)
             out[m] = {"loss": None, "sensitivity": sens, "scale": scale, "epsilon": share, "rule": rule.what}
