@@ -800,3 +800,43 @@ def test_racing_weights_by_hand() -> None:
     assert list(aside) == ["A"] and "after 5 trials" in aside["A"]
     assert weights == {"B": 2, "C": 2, "D": 1}
     assert race(stu, spaces[:1]) == ({}, {})  # one technique is never set aside
+
+
+def test_every_trial_says_what_became_of_it_and_why() -> None:
+    """One word per trial (met, missed, failed, stopped, repeat), a reason for every one that did
+    not meet the policy, and one count of them that the screen, --json and the report share."""
+    from ppdm.cli.cmd_recommend import failure_lines, outcome_summary
+    from ppdm.experiments.recommend import RecommendResult
+
+    pol = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}}})
+    met = record_of(0, {"technique": "mdav", "params": {"k": 5}, "error": None,
+                        "measures": {"record_linkage": {"value": 0.05}, "sse_sst": {"value": 0.2}}}, pol)
+    missed = record_of(1, {"technique": "mdav", "params": {"k": 2}, "error": None,
+                           "measures": {"record_linkage": {"value": 0.3}, "sse_sst": {"value": 0.1}}}, pol)
+    no_utility = record_of(2, {"technique": "mdav", "params": {"k": 9}, "error": None,
+                               "measures": {"record_linkage": {"value": 0.01},
+                                            "sse_sst": {"value": None, "reason": "dates could not be compared"}}}, pol)
+    failed = record_of(3, {"technique": "recode", "params": {}, "error": "column 'd' is not numeric",
+                           "measures": {}}, pol)
+    failed2 = record_of(4, {"technique": "recode", "params": {}, "error": "column 'd' is not numeric",
+                            "measures": {}}, pol)
+    repeat = record_of(5, {"technique": "mdav", "params": {"k": 5}, "error": None,
+                           "measures": {"record_linkage": {"value": 0.05}, "sse_sst": {"value": 0.2}}}, pol,
+                       repeat_of=0)
+    stopped = record_of(6, {"technique": "mdav", "params": {}, "error": "still running when the time budget ran out",
+                            "measures": {}}, pol, state="stopped")
+    recs = [met, missed, no_utility, failed, failed2, repeat, stopped]
+    assert [r.outcome for r in recs] == ["met", "missed", "missed", "failed", "failed", "repeat", "stopped"]
+    assert met.why is None and missed.why == "missed record_linkage ≤ 0.1: misses"
+    assert no_utility.why == "its utility could not be measured (sse_sst: dates could not be compared)"
+    assert failed.why == "column 'd' is not numeric" and repeat.why == "the same release as trial 0"
+    assert failed.to_dict()["outcome"] == "failed" and failed.to_dict()["why"] == failed.why
+    res = RecommendResult(pol, recs, None, [], [], None, None, None, None, None, False, {}, {}, {}, {})
+    counts = res.outcomes()
+    assert counts == {"met": 1, "missed": 2, "failed": 2, "stopped": 1, "repeat": 1}
+    assert sum(counts.values()) == len(recs)  # every trial counted once
+    assert outcome_summary({"outcomes": counts}) == ("1 met the policy, 2 missed it, 2 failed, 1 stopped unfinished, "
+                                                     "1 repeated a setting already tried")
+    assert failure_lines([r.to_dict() for r in recs]) == [
+        "2 trial(s) (3, 4): column 'd' is not numeric",
+        "1 trial(s) (6): still running when the time budget ran out"]

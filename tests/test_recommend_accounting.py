@@ -105,6 +105,9 @@ def test_the_provenance_states_the_total_term_by_term_and_the_epsilon_line_judge
     assert risk_line["value"] is not None
     html = (d / "r.html").read_text()
     assert "ε (the whole search)" in html and search["sum"] in html and "scores of trial 2" in html
+    # one count of what became of the trials, in --json and the report
+    assert doc["study"]["outcomes"] == {"met": 3, "missed": 0, "failed": 0, "stopped": 0, "repeat": 0}
+    assert "3 met the policy, 0 missed it, 0 failed" in html
     # ε ≤ 1.7: each trial (0.5) is within it, the total (1.8) is not: no release, exit 3
     for p in d.glob("z.*"):
         p.unlink()
@@ -269,3 +272,15 @@ def test_the_release_check_does_not_reject_a_dp_draw_by_reading_x() -> None:
     with pytest.raises(ReleaseRefused, match="not differentially private"):
         rmod.make_release(rmod.TrialJob(0, "dpcube", {"epsilon": 1e6, "domain_from_data": True}, 1), x,
                           data)  # type: ignore[arg-type]
+
+
+def test_a_mixed_search_ranks_every_trial_on_the_noisy_scores_scale() -> None:
+    # a trial without a guarantee: Ψx 0.85, Ψz 0.8 on 50 control records (40 correct), value 0.05; in a search with
+    # a differentially private technique its loss is 1 − 40/50 = 0.2, the scale a DP trial's score is on
+    pol = parse_policy({"risk": {"record_linkage": 0.5}, "utility": {"weights": {"prediction_accuracy": 1}}})
+    measures = {"prediction_accuracy": {"value": 0.05, "correct": 40}, "record_linkage": {"value": 0.1}}
+    assert rmod._release_losses(measures, 50) == {"prediction_accuracy": pytest.approx(0.2)}
+    plain = {"technique": "mdav", "params": {"k": 3}, "error": None, "measures": measures}
+    assert rmod.record_of(0, plain, pol).utility_loss == pytest.approx(0.05)
+    mixed = {**plain, "losses": rmod._release_losses(measures, 50)}
+    assert rmod.record_of(0, mixed, pol).utility_loss == pytest.approx(0.2)

@@ -267,6 +267,36 @@ def _dask_executor(address: str) -> Any:
     return client.get_executor()
 
 
+def outcome_summary(study: dict[str, Any]) -> str:
+    """``"3 met the policy, 5 missed it, 2 failed"``: the one count of what became of the trials
+    (``study.outcomes``; :meth:`ppdm.experiments.recommend.RecommendResult.outcomes`)."""
+    o = study.get("outcomes") or {}
+    parts = [f"{o.get('met', 0)} met the policy", f"{o.get('missed', 0)} missed it", f"{o.get('failed', 0)} failed"]
+    if o.get("stopped"):
+        parts.append(f"{o['stopped']} stopped unfinished")
+    if o.get("repeat"):
+        parts.append(f"{o['repeat']} repeated a setting already tried")
+    return ", ".join(parts)
+
+
+def failure_lines(trials: list[dict[str, Any]], most: int = 5) -> list[str]:
+    """Why trials failed, one line per distinct reason with how many trials and which: every
+    failed trial is accounted for (the last line counts the reasons not shown)."""
+    by: dict[str, list[int]] = {}
+    for t in trials:
+        if t.get("outcome") in ("failed", "stopped"):
+            by.setdefault(str(t.get("why") or t.get("error") or "no reason recorded"), []).append(int(t["number"]))
+    out = []
+    for why, numbers in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))[:most]:
+        shown = ", ".join(map(str, numbers[:5])) + (", …" if len(numbers) > 5 else "")
+        out.append(f"{len(numbers)} trial(s) ({shown}): {why}")
+    rest = sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))[most:]
+    if rest:
+        out.append(f"{sum(len(n) for _, n in rest)} more trial(s) failed for {len(rest)} other reason(s): see --json "
+                   "or the report")
+    return out
+
+
 def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
     """The search, the front and the answer, as the terminal shows them."""
     from rich.markup import escape
@@ -276,12 +306,13 @@ def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
     from ppdm.report.recommend import line_text
 
     st = doc["study"]
-    console.print(f"search: {st['trials']} trial(s) ({st['new_trials']} in this run), {len(doc['feasible'])} met the "
-                  f"policy; stopped by the {st['stopped_by']} after {st.get('seconds', 0):.0f} s; study "
-                  f"{st.get('storage')} (private: it holds the seed of the split; keep it with x)",
-                  highlight=False, markup=False, soft_wrap=True)
+    console.print(f"search: {st['trials']} trial(s) ({st['new_trials']} in this run): {outcome_summary(st)}; stopped "
+                  f"by the {st['stopped_by']} after {st.get('seconds', 0):.0f} s; study {st.get('storage')} (private: "
+                  "it holds the seed of the split; keep it with x)", highlight=False, markup=False, soft_wrap=True)
+    for text in failure_lines(doc["trials"]):
+        err_console.print(f"[yellow]failed:[/yellow] {escape(text)}", highlight=False, soft_wrap=True)
     aside = st.get("set_aside") or {}
-    if aside:
+    if aside and (st.get("outcomes") or {}).get("met"):
         console.print(f"set aside once other techniques met the policy: {', '.join(sorted(aside))}",
                       highlight=False, markup=False, soft_wrap=True)
     for note in doc.get("notes") or []:

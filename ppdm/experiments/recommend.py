@@ -418,6 +418,9 @@ class SearchData:
     utility: tuple[str, ...] = ()
     #: the ε each differentially private trial's scores spend (:mod:`ppdm.experiments.recommend_accounting`)
     score_epsilon: float = DEFAULT_SCORE_EPSILON
+    #: whether the search has a differentially private technique: every trial's utility loss is then
+    #: taken on the scale its noisy scores are (see :func:`utility_losses`)
+    private_search: bool = False
 
 
 @dataclass
@@ -678,6 +681,8 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
             out["same_release"] = out["release_digest"] in job.known  # measured already: not again
         if not out.get("same_release"):
             out["measures"] = measure_release(z, data, out_schema, stop_on_miss=True)
+            if data.private_search:
+                out["losses"] = _release_losses(out["measures"], len(data.control))
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -688,6 +693,19 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
     finally:
         out["seconds"] = time.perf_counter() - start
     return out
+
+
+def _release_losses(measures: Mapping[str, Mapping[str, Any]], control_rows: int) -> dict[str, float]:
+    """The losses that differ from the measure's own value in a search with differentially
+    private trials, so every trial is ranked on one scale: ``prediction_accuracy`` as 1 − the
+    share of control records Ψz classifies correctly (what a differentially private trial is
+    scored by), not Ψx's accuracy minus Ψz's. Ψx's accuracy is the same for every trial, so the
+    order among the other trials is unchanged."""
+    e = measures.get("prediction_accuracy") or {}
+    n_ok = e.get("correct")
+    if n_ok is None or control_rows <= 0:
+        return {}
+    return {"prediction_accuracy": 1.0 - float(n_ok) / control_rows}
 
 
 def output_schema(tech: Any) -> Schema | None:
@@ -878,7 +896,12 @@ def utility_losses(outcome: Mapping[str, Any], policy: Policy) -> dict[str, floa
             loss = ((scores.get("measures") or {}).get(term.measure) or {}).get("loss")
             out[term.measure] = None if loss is None else float(loss)
         return out
+    given = outcome.get("losses")
+    on_scale: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     for term in policy.utility:
+        if term.measure in on_scale and (measures.get(term.measure) or {}).get("value") is not None:
+            out[term.measure] = float(on_scale[term.measure])
+            continue
         v = (measures.get(term.measure) or {}).get("value")
         if v is None:
             out[term.measure] = None
@@ -972,12 +995,44 @@ class TrialRecord:
     def failed_lines(self) -> list[LineVerdict]:
         return [v for v in self.lines if not v.met]
 
+    @property
+    def outcome(self) -> str:
+        """What became of the trial, one word the screen, ``--json`` and the report share:
+        ``met`` (met the policy), ``missed`` (measured, and missed a line or had no utility),
+        ``failed`` (its technique or release failed), ``stopped`` (never finished), ``repeat``
+        (a setting already tried)."""
+        if self.repeat_of is not None:
+            return "repeat"
+        if self.state == "stopped":
+            return "stopped"
+        if self.error is not None or self.state == "failed":
+            return "failed"
+        return "met" if self.feasible else "missed"
+
+    @property
+    def why(self) -> str | None:
+        """Why the trial did not meet the policy, in words (``None`` when it met it)."""
+        out = self.outcome
+        if out == "met":
+            return None
+        if out == "repeat":
+            return f"the same release as trial {self.repeat_of}"
+        if out in ("stopped", "failed"):
+            return self.error or ("did not finish" if out == "stopped" else "failed")
+        missed = [f"{v.line}: {v.verdict}" + (f" ({v.reason})" if v.reason and v.verdict != "misses" else "")
+                  for v in self.failed_lines() if not skipped_line(v)]
+        if missed:
+            return "missed " + "; ".join(missed)
+        gaps = [f"{m}: {(self.measures.get(m) or {}).get('reason') or 'no value'}"
+                for m, loss in self.utility.items() if loss is None]
+        return "its utility could not be measured (" + "; ".join(gaps) + ")" if gaps else "did not meet the policy"
+
     def to_dict(self) -> dict[str, Any]:
         return {"number": self.number, "technique": self.technique, "params": self.params, "label": self.label,
                 "state": self.state, "feasible": self.feasible, "risk": self.risk, "utility_loss": self.utility_loss,
                 "utility": self.utility, "measures": self.measures, "lines": [v.to_dict() for v in self.lines],
                 "seconds": self.seconds, "error": self.error, "internal": self.internal, "repeat_of": self.repeat_of,
-                "privacy": self.privacy, "scores": self.scores}
+                "privacy": self.privacy, "scores": self.scores, "outcome": self.outcome, "why": self.why}
 
 
 def _short(v: Any) -> str:
@@ -1136,6 +1191,14 @@ class RecommendResult:
     @property
     def feasible(self) -> list[TrialRecord]:
         return [r for r in self.trials if r.feasible]
+
+    def outcomes(self) -> dict[str, int]:
+        """How many trials met the policy, missed it, failed, were stopped or repeated a setting
+        (:attr:`TrialRecord.outcome`): the one count every output shows."""
+        out = {k: 0 for k in ("met", "missed", "failed", "stopped", "repeat")}
+        for r in self.trials:
+            out[r.outcome] += 1
+        return out
 
     def save(self, out: str | Path) -> list[Path]:
         """Write the recommended release as ``ppdm anonymize`` does (table, provenance, the
@@ -1351,7 +1414,8 @@ def recommend(
         root = int(random_state) if random_state is not None else secrets.randbits(63)
     base_info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1]),
                  **dict(input_info or {})}
-    data = replace(_search_data(table, sch, pol, holdout, root, base_info), score_epsilon=float(score_epsilon))
+    data = replace(_search_data(table, sch, pol, holdout, root, base_info), score_epsilon=float(score_epsilon),
+                   private_search=any(s.epsilon is not None for s in spaces))
     train, control = data.train, data.control
 
     # the reference: the training split released unchanged; it also checks every measure runs here
@@ -1415,6 +1479,7 @@ def recommend(
     else:
         _final(result, data, table, root, random_state is not None, base_info)
     result.study["seconds"] = time.perf_counter() - start
+    result.study["outcomes"] = result.outcomes()
     return result
 
 
@@ -1864,12 +1929,13 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     verification = replace(record_of(cand.number, outcome, pol), state=cand.state,
                                            seconds=cand.seconds)
                 else:
-                    outcome = {"technique": cand.technique, "params": cand.params,
-                               "measures": measure_release(measured_data(rel), data,
-                                                           output_schema(rel.technique)),
+                    got = measure_release(measured_data(rel), data, output_schema(rel.technique))
+                    outcome = {"technique": cand.technique, "params": cand.params, "measures": got,
                                "privacy": privacy,
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}
+                    if data.private_search:  # on the scale the trials were ranked on
+                        outcome["losses"] = _release_losses(got, len(data.control))
                     verification = record_of(-1, outcome, pol)
                     verification.state = "release"
                 if not verification.feasible:

@@ -334,7 +334,10 @@ def render_recommendation_html(doc: Mapping[str, Any], *, title: str = "ppdm rec
             "front": t["number"] in front, "chosen": chosen is not None and t["number"] == chosen["number"],
             "risk": fmt(t.get("risk")), "loss": fmt(t.get("utility_loss")),
             "cells": [{"text": _cell(ln), "cls": _cls(ln)} for ln in t["lines"]],
-            "error": t.get("error") or "", "repeat_of": t.get("repeat_of"),
+            # why a trial that did not run, or ran without a utility, did not meet the policy (the line cells say the rest)
+            "error": t.get("error") or ((t.get("why") or "") if t.get("outcome") == "missed"
+                                        and str(t.get("why") or "").startswith("its utility") else ""),
+            "repeat_of": t.get("repeat_of"),
         })
     release = doc.get("release")
     measured = ((release or {}).get("measured") or {}).get("lines") or []
