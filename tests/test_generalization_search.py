@@ -421,3 +421,49 @@ def test_discernibility_prunes_above_costly_nodes() -> None:
     tech = _tech(schema, k=3, loss="discernibility").fit(x)
     assert tech.nodes_pruned_["cost"] > 0
     assert tech.nodes_evaluated_ + sum(tech.nodes_pruned_.values()) <= tech.lattice_size_
+
+
+def test_search_space_raises_k_and_offers_l_and_t_only_with_sensitive_attributes() -> None:
+    from dataclasses import replace
+
+    from ppdm.anonymize.search_space import Choice, Integer
+    from ppdm.experiments.policy import parse_policy
+    from ppdm.experiments.recommend import build_spaces
+
+    _, schema = small_table()
+    pol = parse_policy({"risk": {"k_anonymity": {"at_most": 0, "options": {"k": 6}}},
+                        "utility": {"weights": {"prediction_accuracy": 1}}, "techniques": ["generalize"]})
+    (space,), _ = build_spaces(pol, replace(schema, sensitive=[]), 100)
+    assert space.params["k"] == Integer(6, 20, log=True)  # the policy's k, as local suppression's
+    assert space.fixed == {"l": None, "t": None}  # no sensitive attribute: nothing for l and t to be about
+    (space,), _ = build_spaces(pol, schema, 100)
+    assert space.params["l"] == Choice((None, 2, 3)) and "t" in space.params and not space.fixed
+    assert space.when == {"loss_weight": {"loss": ("mix",)}}
+
+
+def test_a_small_recommend_run_picks_generalize() -> None:
+    # a policy asking for k = 4 and l-diversity 2 on the diagnosis: local suppression cannot give l
+    # (it blanks keys, and the south's old patients stay a class of one diagnosis), generalize can
+    from dataclasses import replace
+
+    from ppdm.experiments.recommend import recommend
+
+    x, schema = small_table(200)
+    x["label"] = np.where(x["age"] + np.random.default_rng(1).normal(0, 10, len(x)) > 45, "yes", "no")
+    schema = replace(schema, class_column="label")
+    pol = {"risk": {"k_anonymity": {"at_most": 0, "options": {"k": 4}}, "l_diversity": {"at_least": 2}},
+           "utility": {"weights": {"prediction_accuracy": 1}},
+           "techniques": {"generalize": None, "local-suppression": None}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = recommend(x, pol, schema=schema, n_trials=3, random_state=0)
+    tried = {t.technique for t in res.trials}
+    assert tried == {"generalize", "local-suppression"}
+    assert all(t.params["k"] >= 4 for t in res.trials)
+    assert not any(t.feasible for t in res.trials if t.technique == "local-suppression")
+    w = res.winner
+    assert w is not None and w.technique == "generalize" and w.feasible
+    assert res.release is not None and res.release.provenance["technique"]["name"] == "generalize"
+    keys = list(w.params.get("keys") or KEYS)
+    z = res.release.data
+    assert k_anonymity(z, keys, 4).achieved_k >= 4 and l_diversity(z, keys, SENS).value >= 2

@@ -113,7 +113,7 @@ import pandas as pd
 from ppdm.anonymize.base import Technique, check_fraction, nullable_dtype
 from ppdm.anonymize.recoding import Recode, width_breaks
 from ppdm.anonymize.registry import register
-from ppdm.anonymize.search_space import NotSearchable
+from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.anonymize.suppression import key_list
 from ppdm.data.class_distributions import cells_from_codes, equal_emd, is_number, ordered_emd
 from ppdm.data.schema import Schema
@@ -399,8 +399,16 @@ class Generalize(Technique):
     handles_missing = True
     missing_policy = "kept"
     makes_missing = True
-    search_space = NotSearchable("it runs its own exact search over the hierarchy levels for the k, l and t it is "
-                                 "given; a policy search would only vary k and the suppression limit")
+    #: what a policy search varies: the models' parameters (l and t only where sensitive attributes are declared:
+    #: a policy's l_diversity or t_closeness line is met by trials that ask for it), the suppression limit and the
+    #: loss; the levels are this technique's own exact search. k starts at a policy's k_anonymity line's k.
+    search_space = SearchSpace(
+        {"k": Integer(2, 20, log=True), "suppression_limit": Real(0.0, 0.1),
+         "l": Choice((None, 2, 3)), "t": Choice((None, 0.5, 0.3, 0.2, 0.15)),
+         "loss": Choice(LOSSES), "loss_weight": Real(0.1, 0.9)},
+        when={"loss_weight": {"loss": ("mix",)}}, needs=("keys",), deterministic=True,
+        guarantees={"k": ("k_anonymity", "k")},
+        value_needs={"l": {2: "sensitive", 3: "sensitive"}, "t": {v: "sensitive" for v in (0.5, 0.3, 0.2, 0.15)}})
 
     def __init__(
         self,
