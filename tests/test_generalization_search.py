@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from ppdm.anonymize.generalization_search import Generalize, nested_widths
+from ppdm.anonymize.generalization_search import Generalize, nested_widths, release_loss
 from ppdm.anonymize.recoding import Recode
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
@@ -73,8 +73,20 @@ def _release_at(x: pd.DataFrame, fitted: Generalize, node: tuple[int, ...], cach
     return z
 
 
-def _loss(x: pd.DataFrame, z: pd.DataFrame, keys: list[str], sup: np.ndarray) -> float:
-    """ARX's Loss worked out from the labels: per key, (originals a label stands for − 1)/(D − 1)."""
+def _loss(x: pd.DataFrame, z: pd.DataFrame, keys: list[str], sup: np.ndarray, loss: str = "arx",
+          loss_weight: float = 0.5) -> float:
+    """The loss worked out from the labels of z (before suppression) and the suppressed records."""
+    return _mixed(_both_losses(x, z, keys, sup), loss, loss_weight)
+
+
+def _mixed(both: tuple[float, float], loss: str, loss_weight: float) -> float:
+    arx, dis = both
+    return {"arx": arx, "discernibility": dis, "mix": loss_weight * arx + (1 - loss_weight) * dis}[loss]
+
+
+def _both_losses(x: pd.DataFrame, z: pd.DataFrame, keys: list[str], sup: np.ndarray) -> tuple[float, float]:
+    """ARX's loss, per key (originals a label stands for − 1)/(D − 1), 1 when suppressed, and
+    discernibility, per record its class's size, n when suppressed, over n²."""
     total = 0.0
     for c in keys:
         d = x[c].nunique()
@@ -82,14 +94,18 @@ def _loss(x: pd.DataFrame, z: pd.DataFrame, keys: list[str], sup: np.ndarray) ->
         per = (stands.to_numpy(dtype=float) - 1) / (d - 1)
         per[sup] = 1.0
         total += per.sum()
-    return total / (len(x) * len(keys))
+    arx = total / (len(x) * len(keys))
+    n = len(x)
+    size = z[keys].astype(str).groupby(keys, sort=False)[keys[0]].transform("size").to_numpy(dtype=float)
+    dis = float(np.where(sup, n, size).sum()) / n**2  # suppression takes whole classes: kept sizes stand
+    return arx, dis
 
 
 def brute_force(x: pd.DataFrame, fitted: Generalize, k: int, limit: float, l: int | None = None,  # noqa: E741
-                t: float | None = None) -> float:
-    """The least loss over every node of the lattice whose release meets every model."""
+                t: float | None = None, losses: tuple[tuple[str, float], ...] = (("arx", 0.5),)) -> list[float]:
+    """The least of each loss over every node of the lattice whose release meets every model."""
     keys = list(fitted.level_specs_)
-    best = np.inf
+    best = [np.inf] * len(losses)
     cache: dict = {}
     dis, values = pd.factorize(x["disease"])
     p = np.bincount(dis) / len(dis)
@@ -112,26 +128,40 @@ def brute_force(x: pd.DataFrame, fitted: Generalize, k: int, limit: float, l: in
             continue
         if t is not None and t_closeness(z, keys, SENS, t).value > t + 1e-12:
             continue
-        best = min(best, _loss(x, _release_at(x, fitted, node, cache), keys, bad))
+        z = _release_at(x, fitted, node, cache)
+        both = _both_losses(x, z, keys, bad)
+        best = [min(b, _mixed(both, *lw)) for b, lw in zip(best, losses, strict=True)]
     return best
 
 
-@pytest.mark.parametrize("models", [{"k": 6}, {"k": 4, "l": 2}, {"k": 3, "t": 0.25}, {"k": 2, "l": 3}])
+MODELS = [{"k": 6}, {"k": 4, "l": 2}, {"k": 3, "t": 0.25}, {"k": 2, "l": 3}]
+LOSS_CHOICES = (("arx", 0.5), ("discernibility", 0.5), ("mix", 0.3))
+
+
+@pytest.mark.parametrize("models", MODELS, ids=["k", "k+l", "k+t", "l3"])
 def test_search_finds_the_brute_force_optimum(models: dict) -> None:
     x, schema = small_table()
-    tech = _tech(schema, suppression_limit=0.05, **models)
-    z = tech.fit_transform(x)
-    # 4 age levels (as in x, width 10, width 50, one interval) × 3 city levels × 2 sex levels
-    assert tech.lattice_size_ == 24
-    assert [len(v) for v in tech.level_specs_.values()] == [4, 3, 2]
-    opt = brute_force(x, tech, models["k"], 0.05, models.get("l"), models.get("t"))
-    assert np.isfinite(opt)
-    assert tech.loss_ == pytest.approx(opt, abs=1e-9)  # exact, within 10 % a fortiori
-    # the release's own loss, worked out from its labels, is the one reported
-    sup = tech.suppressed_
-    assert _loss(x, _release_at(x, tech, tuple(tech.levels_.values())), KEYS, sup) == pytest.approx(tech.loss_)
-    assert tech.nodes_evaluated_ <= tech.lattice_size_
-    _check_release(x, z, tech, **models)
+    opt = None
+    for loss, weight in LOSS_CHOICES:
+        tech = _tech(schema, suppression_limit=0.05, loss=loss, loss_weight=weight, **models)
+        z = tech.fit_transform(x)
+        # 4 age levels (as in x, width 10, width 50, one interval) × 3 city levels × 2 sex levels
+        assert tech.lattice_size_ == 24
+        assert [len(v) for v in tech.level_specs_.values()] == [4, 3, 2]
+        if opt is None:  # the lattice is the same whatever the loss: one brute force for every loss
+            opt = dict(zip(LOSS_CHOICES, brute_force(x, tech, models["k"], 0.05, models.get("l"), models.get("t"),
+                                                     LOSS_CHOICES), strict=True))
+        assert np.isfinite(opt[loss, weight])
+        assert tech.loss_ == pytest.approx(opt[loss, weight], abs=1e-9), loss  # exact, within 10 % a fortiori
+        # the release's own losses, worked out from its labels, are the ones reported
+        sup = tech.suppressed_
+        before = _release_at(x, tech, tuple(tech.levels_.values()))
+        assert _loss(x, before, KEYS, sup, loss, weight) == pytest.approx(tech.loss_)
+        for name in ("arx", "discernibility"):
+            assert _loss(x, before, KEYS, sup, name) == pytest.approx(tech.losses_[name])
+            assert release_loss(x, z, KEYS, name) == pytest.approx(tech.losses_[name])
+        assert tech.nodes_evaluated_ <= tech.lattice_size_
+        _check_release(x, z, tech, **models)
 
 
 def _check_release(x: pd.DataFrame, z: pd.DataFrame, tech: Generalize, k: int, l: int | None = None,  # noqa: E741
@@ -313,3 +343,127 @@ def test_intervals_stop_at_a_declared_bound() -> None:
     tech = Generalize(schema=schema, k=6, max_intervals=7, suppression_limit=0.0)
     z = tech.fit_transform(x)
     assert set(z["age"].astype(str)) == {"[0,10]", "(60,70]"}
+
+
+def _loss_table() -> tuple[pd.DataFrame, Schema]:
+    """c = C C B B A A A A D C, s = m except the last C (f); hierarchy A, B -> X and C, D -> Y."""
+    x = pd.DataFrame({"c": list("CCBBAAAADC"), "s": list("mmmmmmmmmf")})
+    schema = Schema(categorical=["c", "s"], quasi_identifiers=["c", "s"],
+                    hierarchies={"c": {"A": ["X"], "B": ["X"], "C": ["Y"], "D": ["Y"]}})
+    return x, schema
+
+
+def test_each_loss_by_hand_picks_its_own_node() -> None:
+    # n = 10, k = 2, at most 2 records suppressed; c has D = 4 values, s has 2.
+    # (c as in x, s as in x): classes Am 4, Bm 2, Cm 2, Cf 1, Dm 1 -> Cf and Dm suppressed.
+    #   ARX: 2 suppressed records lose 1 on both keys: 4 / (10 * 2) = 0.2
+    #   discernibility: 16 + 4 + 4 + 2 * 10 = 44 -> 44 / 100 = 0.44
+    # (c as in x, s = *): classes A 4, B 2, C 3, D 1 -> D suppressed.
+    #   ARX: s loses 1 on every record (10), c 1 on the suppressed one: 11 / 20 = 0.55
+    #   discernibility: 16 + 4 + 9 + 10 = 39 -> 0.39
+    # (c = X/Y, s as in x): Xm 6, Ym 3, Yf 1 -> Yf suppressed.
+    #   ARX: the 9 kept lose (2 - 1)/(4 - 1) = 1/3 on c, the suppressed 2: (3 + 2) / 20 = 0.25
+    #   discernibility: 36 + 9 + 10 = 55 -> 0.55
+    # every other node loses more by both (c = X/Y, s = *: 0.667 and 0.52; c = *: 0.55 and 0.91 at best).
+    x, schema = _loss_table()
+    arx = Generalize(schema=schema, k=2, suppression_limit=0.2).fit(x)
+    assert arx.levels_ == {"c": 0, "s": 0}
+    assert arx.loss_ == pytest.approx(0.2) and arx.losses_ == pytest.approx({"arx": 0.2, "discernibility": 0.44})
+    dis = Generalize(schema=schema, k=2, suppression_limit=0.2, loss="discernibility").fit(x)
+    assert dis.levels_ == {"c": 0, "s": 1}
+    assert dis.loss_ == pytest.approx(0.39) and dis.losses_ == pytest.approx({"arx": 0.55, "discernibility": 0.39})
+    # the mix w * ARX + (1 - w) * discernibility: (0, 0) gives 0.44 - 0.24 w, (0, 1) gives 0.39 + 0.16 w,
+    # (1, 0) gives 0.55 - 0.3 w: (0, 0) wins above w = 0.125, (0, 1) below
+    for w, levels, loss in ((0.5, {"c": 0, "s": 0}, 0.32), (0.1, {"c": 0, "s": 1}, 0.406)):
+        mix = Generalize(schema=schema, k=2, suppression_limit=0.2, loss="mix", loss_weight=w).fit(x)
+        assert mix.levels_ == levels and mix.loss_ == pytest.approx(loss)
+    # the public report names the loss, the private log its values
+    z = dis.transform(x)
+    assert dis.privacy_report_["loss"] == "discernibility" and "0.39" not in str(dis.privacy_report_)
+    assert dis.private_report_["loss_of_fit"] == pytest.approx(0.39)
+    assert dis.private_report_["arx_loss_of_fit"] == pytest.approx(0.55)
+    assert z["s"].isna().sum() == 1 and z["c"].isna().sum() == 1  # the D record: every key blanked
+
+
+def test_release_loss_judges_any_release_by_its_labels() -> None:
+    x, schema = _loss_table()
+    # another tool's release: c as X/Y, s as in x, the Yf record deleted (given back as a row of blanks)
+    z = pd.DataFrame({"c": list("YYXXXXXXYY"), "s": list("mmmmmmmmmf")}, dtype=object)
+    z.loc[9] = np.nan
+    assert release_loss(x, z, ["c", "s"]) == pytest.approx(0.25)
+    assert release_loss(x, z, ["c", "s"], "discernibility") == pytest.approx(0.55)
+    assert release_loss(x, z, ["c", "s"], "mix", loss_weight=0.5) == pytest.approx(0.4)
+    # key weights: c counts 3 times s: (3 * 9/3 + 3 * 1 + 1) / (10 * 4) = 13/40
+    assert release_loss(x, z, ["c", "s"], weights={"c": 3.0}) == pytest.approx(13 / 40)
+    # one blanked cell (the record kept otherwise) loses 1 on that key only and is no suppressed record
+    z2 = x.copy().astype(object)
+    z2.loc[0, "s"] = np.nan
+    assert release_loss(x, z2, ["c", "s"]) == pytest.approx(1 / 20)
+    # classes: A 4, B 2, C? with s blank 1, C m 1, C f 1, D 1 -> 16 + 4 + 1 + 1 + 1 + 1 = 24 / 100
+    assert release_loss(x, z2, ["c", "s"], "discernibility") == pytest.approx(0.24)
+    with pytest.raises(ParameterError, match="same records"):
+        release_loss(x, z.iloc[:9], ["c", "s"])
+    with pytest.raises(ParameterError, match="loss must be one of"):
+        release_loss(x, z, ["c", "s"], "lm")
+
+
+def test_loss_parameters_are_checked() -> None:
+    x, schema = _loss_table()
+    with pytest.raises(ParameterError, match="loss must be one of 'arx', 'discernibility', 'mix'"):
+        Generalize(schema=schema, loss="dm").fit(x)
+    with pytest.raises(ParameterError, match="loss_weight"):
+        Generalize(schema=schema, loss="mix", loss_weight=1.5).fit(x)
+
+
+def test_discernibility_prunes_above_costly_nodes() -> None:
+    # the cost bound of an evaluated node skips its generalisations: fewer nodes than the lattice
+    x, schema = small_table()
+    tech = _tech(schema, k=3, loss="discernibility").fit(x)
+    assert tech.nodes_pruned_["cost"] > 0
+    assert tech.nodes_evaluated_ + sum(tech.nodes_pruned_.values()) <= tech.lattice_size_
+
+
+def test_search_space_raises_k_and_offers_l_and_t_only_with_sensitive_attributes() -> None:
+    from dataclasses import replace
+
+    from ppdm.anonymize.search_space import Choice, Integer
+    from ppdm.experiments.policy import parse_policy
+    from ppdm.experiments.recommend import build_spaces
+
+    _, schema = small_table()
+    pol = parse_policy({"risk": {"k_anonymity": {"at_most": 0, "options": {"k": 6}}},
+                        "utility": {"weights": {"prediction_accuracy": 1}}, "techniques": ["generalize"]})
+    (space,), _ = build_spaces(pol, replace(schema, sensitive=[]), 100)
+    assert space.params["k"] == Integer(6, 20, log=True)  # the policy's k, as local suppression's
+    assert space.fixed == {"l": None, "t": None}  # no sensitive attribute: nothing for l and t to be about
+    (space,), _ = build_spaces(pol, schema, 100)
+    assert space.params["l"] == Choice((None, 2, 3)) and "t" in space.params and not space.fixed
+    assert space.when == {"loss_weight": {"loss": ("mix",)}}
+
+
+def test_a_small_recommend_run_picks_generalize() -> None:
+    # a policy asking for k = 4 and l-diversity 2 on the diagnosis: local suppression cannot give l
+    # (it blanks keys, and the south's old patients stay a class of one diagnosis), generalize can
+    from dataclasses import replace
+
+    from ppdm.experiments.recommend import recommend
+
+    x, schema = small_table(200)
+    x["label"] = np.where(x["age"] + np.random.default_rng(1).normal(0, 10, len(x)) > 45, "yes", "no")
+    schema = replace(schema, class_column="label")
+    pol = {"risk": {"k_anonymity": {"at_most": 0, "options": {"k": 4}}, "l_diversity": {"at_least": 2}},
+           "utility": {"weights": {"prediction_accuracy": 1}},
+           "techniques": {"generalize": None, "local-suppression": None}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = recommend(x, pol, schema=schema, n_trials=3, random_state=0)
+    tried = {t.technique for t in res.trials}
+    assert tried == {"generalize", "local-suppression"}
+    assert all(t.params["k"] >= 4 for t in res.trials)
+    assert not any(t.feasible for t in res.trials if t.technique == "local-suppression")
+    w = res.winner
+    assert w is not None and w.technique == "generalize" and w.feasible
+    assert res.release is not None and res.release.provenance["technique"]["name"] == "generalize"
+    keys = list(w.params.get("keys") or KEYS)
+    z = res.release.data
+    assert k_anonymity(z, keys, 4).achieved_k >= 4 and l_diversity(z, keys, SENS).value >= 2

@@ -41,12 +41,26 @@ row count is kept, and at most ``suppression_limit`` of the records may be suppr
 suppressed records form one more class, which must meet l-diversity and t-closeness as well
 (the measures see it as a class); records whose keys are all missing in x belong to it.
 
-**Loss** (ARX's "Loss", Iyengar 2002's LM), the quantity minimised: for a key q with D_q
-distinct observed values, a released value standing for s of them loses (s − 1)/(D_q − 1); a
-suppressed record loses 1 on every observed key; a missing value loses nothing. The loss of a
-release is the weighted mean over the records and the keys (``weights``, default equal):
+**Loss**, the quantity minimised, one of (``loss``):
 
-    loss = Σ_i Σ_q w_q · loss_iq / (n · Σ_q w_q),  in [0, 1].
+* ``"arx"``, ARX's "Loss" (Iyengar 2002's LM): for a key q with D_q distinct observed values, a
+  released value standing for s of them loses (s − 1)/(D_q − 1); a suppressed record loses 1 on
+  every observed key; a missing value loses nothing. The loss of a release is the weighted mean
+  over the records and the keys (``weights``, default equal):
+
+      loss = Σ_i Σ_q w_q · loss_iq / (n · Σ_q w_q),  in [0, 1];
+
+* ``"discernibility"``, Bayardo & Agrawal 2005's discernibility metric (§2, C_DM): a record
+  costs the size of its class (the records it cannot be told from) and a suppressed record costs
+  n (it cannot be told from any record); records whose keys are all missing in x are costed as
+  suppressed. Divided by n², it is the mean over the records of the share of the table each
+  cannot be told from, in [1/n, 1]. It knows no key weights: it counts records, not values;
+* ``"mix"``: ``loss_weight`` · ARX's loss + (1 − ``loss_weight``) · discernibility, both in
+  [0, 1]. ARX's loss charges a coarse label on every record that carries it, whatever the class
+  sizes; discernibility charges large classes and suppression, whatever the labels.
+
+:func:`release_loss` computes either loss of any release from its labels and x, so a release made
+by another tool is judged by the same numbers.
 
 **Search.** The level vectors form a lattice (node ≤ node' when every level is at most as
 coarse). Two monotonicities make an exact search cheap:
@@ -57,15 +71,22 @@ coarse). Two monotonicities make an exact search cheap:
   tagging: Kohlmayer et al. 2012, §3; El Emam et al. 2009, §4). A node below a failed one is never
   evaluated. t-closeness with suppression is not monotone (a t-close class merged with another
   may not be), so it is checked on every node evaluated;
-* the loss a node's levels cause without suppression is a lower bound of the loss of the node
-  and of every generalisation of it (coarser levels lose more per record, a suppressed record
-  loses most), and it is additive over the keys, so it is known for the whole lattice before any
-  record is grouped.
+* the losses are monotone from below. ARX's loss a node's levels cause without suppression
+  bounds the loss of the node and of every generalisation of it (coarser levels lose more per
+  record, a suppressed record loses most); it is additive over the keys, so it is known for the
+  whole lattice before any record is grouped. Discernibility without suppression, known once a
+  node's classes are formed, bounds that of the node and of every generalisation of it (a class
+  of a generalisation holds the classes of the node, and a suppressed record costs n, the most),
+  as Bayardo & Agrawal's pruning by cost bounds (§4); before any node is evaluated, each record
+  costs at least k (its class) or n (blank in x).
 
-Nodes are visited in order of that bound; the search stops at the first node whose bound is not
-below the best loss found, so the result is the lattice's optimum (the brute force over every node
-in ``tests/test_generalization_search.py`` finds the same). A lattice of more than ``max_nodes``
-nodes is refused, naming its size, rather than searched blindly.
+Nodes are visited in order of ARX's bound; a node whose bound (for ``"discernibility"``, the
+largest discernibility of an evaluated node below it; for ``"mix"``, the weighted sum of both
+bounds) is not below the best loss found is skipped, and the search stops at the first node whose
+bound before any evaluation is not below it. The result is the lattice's optimum for the loss
+chosen (the brute force over every node in ``tests/test_generalization_search.py`` finds the same
+for each loss). A lattice of more than ``max_nodes`` nodes is refused, naming its size, rather
+than searched blindly.
 
 Missing values: a missing key value stays missing and groups with the other missing values of
 its key; it loses nothing. A missing sensitive value is handled as each measure handles it.
@@ -92,7 +113,7 @@ import pandas as pd
 from ppdm.anonymize.base import Technique, check_fraction, nullable_dtype
 from ppdm.anonymize.recoding import Recode, width_breaks
 from ppdm.anonymize.registry import register
-from ppdm.anonymize.search_space import NotSearchable
+from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.anonymize.suppression import key_list
 from ppdm.data.class_distributions import cells_from_codes, equal_emd, is_number, ordered_emd
 from ppdm.data.schema import Schema
@@ -105,6 +126,15 @@ DATE_LEVELS: tuple[tuple[str, Any, str], ...] = (("date_period", "month", "month
                                                  ("cohort", 5, "5-year cohorts"), ("cohort", 10, "10-year cohorts"))
 #: the round width units, each dividing the next times ten: intervals of consecutive widths nest
 WIDTH_UNITS = (1, 5)
+#: the losses the search may minimise (see the module's docstring)
+LOSSES = ("arx", "discernibility", "mix")
+_LOSS_WORDS = {
+    "arx": "ARX's Loss (Iyengar's LM): per key, (original values a released value stands for − 1)/(distinct values "
+           "− 1), 1 for a suppressed record",
+    "discernibility": "discernibility (Bayardo & Agrawal 2005) / n²: per record, the share of the table in its class, 1 "
+                      "for a suppressed record",
+    "mix": "loss_weight × ARX's Loss + (1 − loss_weight) × discernibility / n²",
+}
 _EPS = 1e-12
 
 
@@ -175,6 +205,49 @@ def _factor(values: Any) -> np.ndarray:
     codes, _ = pd.factorize(pd.Series(values, dtype=object) if not isinstance(values, pd.Series) else values,
                             use_na_sentinel=True)
     return codes.astype(np.int64, copy=False)
+
+
+def release_loss(x: pd.DataFrame, z: pd.DataFrame, keys: list[str], loss: str = "arx", *,
+                 weights: Mapping[str, float] | None = None, loss_weight: float = 0.5) -> float:
+    """The loss of release ``z`` of ``x`` on ``keys``, worked out from z's labels alone (the row
+    order of x and z the same; a record another tool deleted is given back as a row of blanks).
+
+    ``"arx"``: a released label of key q stands for the values x holds under it in the same rows;
+    a record loses (those values − 1)/(D_q − 1), D_q the distinct values of x, and a blank in z
+    where x has a value loses 1 (suppression); weighted mean over the records and keys.
+    ``"discernibility"``: a record costs the records of z with the same keys (a blank a value of
+    its own), a record whose keys are all blank in z costs n; the sum over n². ``"mix"``:
+    ``loss_weight`` × the first + (1 − ``loss_weight``) × the second. These are the losses
+    :class:`Generalize` minimises (see the module's docstring), so another tool's release and
+    generalize's are judged by the same numbers."""
+    if loss not in LOSSES:
+        raise ParameterError(f"loss must be one of {', '.join(map(repr, LOSSES))}, got {loss!r}")
+    check_fraction("loss_weight", loss_weight)
+    if len(x) != len(z):
+        raise ParameterError(f"x and z must hold the same records in the same order (n={len(x)} and {len(z)})")
+    bad = [c for c in keys if c not in x.columns or c not in z.columns]
+    if bad:
+        raise ParameterError(f"key {bad[0]!r} is not a column of both tables")
+    n = len(x)
+    if not n or not keys:
+        return 0.0
+    a_w, d_w = {"arx": (1.0, 0.0), "discernibility": (0.0, 1.0)}.get(loss, (float(loss_weight), 1 - float(loss_weight)))
+    zcodes = [_factor(z[c].reset_index(drop=True)) for c in keys]
+    total = 0.0
+    if a_w > 0:
+        w = np.array([float((weights or {}).get(c, 1.0)) for c in keys])
+        for q, c in enumerate(keys):
+            orig = _factor(x[c].reset_index(drop=True))
+            domain = int(orig.max()) + 1 if (orig >= 0).any() else 0
+            per = _record_loss(orig, zcodes[q], domain)
+            per[(zcodes[q] < 0) & (orig >= 0)] = 1.0  # blanked: stands for every value
+            total += a_w * w[q] * float(per.sum()) / (n * float(w.sum()))
+    if d_w > 0:
+        out = np.all(np.stack(zcodes) < 0, axis=0)
+        g = class_ids(zcodes, n)
+        size = np.bincount(g)[g].astype(float)
+        total += d_w * (float(size[~out].sum()) + float(out.sum()) * n) / (float(n) * n)
+    return total
 
 
 # ------------------------------------------------------------------------------ the classes
@@ -274,6 +347,8 @@ class Outcome:
     ok: bool = False
     suppressed: np.ndarray | None = None
     loss: float = math.inf
+    arx: float = math.inf
+    discernibility: float = math.inf
 
 
 # ------------------------------------------------------------------------------ the technique
@@ -297,7 +372,12 @@ class Generalize(Technique):
     suppression_limit:
         The largest share of records that may be suppressed (default 0.05, ARX's common choice).
     weights:
-        The weight of each key in the loss (dict key → positive number; default 1 each).
+        The weight of each key in ARX's loss (dict key → positive number; default 1 each).
+    loss:
+        The loss minimised: ``"arx"`` (ARX's loss, the default), ``"discernibility"`` (Bayardo &
+        Agrawal's, a suppressed record costing n) or ``"mix"`` of the two (see the module's docstring).
+    loss_weight:
+        With ``loss="mix"``, the weight of ARX's loss; discernibility has 1 − ``loss_weight``.
     max_intervals:
         The finest interval level of a numeric key has at most about this many intervals.
     max_nodes:
@@ -307,8 +387,10 @@ class Generalize(Technique):
     After ``fit``: ``levels_`` (key → level chosen), ``hierarchy_`` (key → the levels' descriptions),
     ``level_specs_`` (key → what :class:`Recode` is given at each level, ``None`` at level 0),
     ``search_schema_`` (the schema with the categorical keys' top level ``*``),
-    ``loss_`` (ARX's Loss of the release of x, suppression included), ``lattice_size_``,
-    ``nodes_evaluated_``, ``recode_`` (the fitted :class:`Recode`, ``None`` when no key is
+    ``loss_`` (the loss minimised, of the release of x, suppression included), ``losses_`` (ARX's
+    loss and discernibility of that release, by name), ``lattice_size_``,
+    ``nodes_evaluated_``, ``nodes_pruned_`` (nodes skipped by predictive tagging and by the cost
+    bound), ``recode_`` (the fitted :class:`Recode`, ``None`` when no key is
     generalised). After ``transform``: ``privacy_report_`` (the guarantee, public) and
     ``private_report_`` (records suppressed, the loss: counts of x, for the owner's private log);
     ``suppressed_`` is the mask of suppressed records of the last release (not written anywhere).
@@ -317,8 +399,16 @@ class Generalize(Technique):
     handles_missing = True
     missing_policy = "kept"
     makes_missing = True
-    search_space = NotSearchable("it runs its own exact search over the hierarchy levels for the k, l and t it is "
-                                 "given; a policy search would only vary k and the suppression limit")
+    #: what a policy search varies: the models' parameters (l and t only where sensitive attributes are declared:
+    #: a policy's l_diversity or t_closeness line is met by trials that ask for it), the suppression limit and the
+    #: loss; the levels are this technique's own exact search. k starts at a policy's k_anonymity line's k.
+    search_space = SearchSpace(
+        {"k": Integer(2, 20, log=True), "suppression_limit": Real(0.0, 0.1),
+         "l": Choice((None, 2, 3)), "t": Choice((None, 0.5, 0.3, 0.2, 0.15)),
+         "loss": Choice(LOSSES), "loss_weight": Real(0.1, 0.9)},
+        when={"loss_weight": {"loss": ("mix",)}}, needs=("keys",), deterministic=True,
+        guarantees={"k": ("k_anonymity", "k")},
+        value_needs={"l": {2: "sensitive", 3: "sensitive"}, "t": {v: "sensitive" for v in (0.5, 0.3, 0.2, 0.15)}})
 
     def __init__(
         self,
@@ -332,6 +422,8 @@ class Generalize(Technique):
         sensitive: list[str] | str | None = None,
         suppression_limit: float = 0.05,
         weights: dict[str, float] | None = None,
+        loss: str = "arx",
+        loss_weight: float = 0.5,
         max_intervals: int = 100,
         max_nodes: int = 200_000,
     ) -> None:
@@ -345,6 +437,8 @@ class Generalize(Technique):
         self.sensitive = sensitive
         self.suppression_limit = suppression_limit
         self.weights = weights
+        self.loss = loss
+        self.loss_weight = loss_weight
         self.max_intervals = max_intervals
         self.max_nodes = max_nodes
 
@@ -362,6 +456,9 @@ class Generalize(Technique):
         if self.t is not None:
             check_fraction("t", self.t)
         check_fraction("suppression_limit", self.suppression_limit)
+        if self.loss not in LOSSES:
+            raise ParameterError(f"loss must be one of {', '.join(map(repr, LOSSES))}, got {self.loss!r}")
+        check_fraction("loss_weight", self.loss_weight)
         if self.weights is not None:
             if not isinstance(self.weights, Mapping):
                 raise ParameterError(f"weights must be a dict key -> positive number, got {self.weights!r}")
@@ -506,16 +603,27 @@ class Generalize(Technique):
         node, out = self._search(ladders, models, w, n)
         self.levels_ = {lad.column: int(lv) for lad, lv in zip(ladders, node, strict=True)}
         self.loss_ = float(out.loss)
+        self.losses_ = {"arx": float(out.arx), "discernibility": float(out.discernibility)}
         spec = {lad.column: lad.specs[lv] for lad, lv in zip(ladders, node, strict=True) if lv > 0}
         self.recode_ = self._recode(spec, df, self.search_schema_, rng) if spec else None  # type: ignore[arg-type]
         self.released_keys_ = [lad.column for lad in ladders]
         self.models_ = replace(models, scodes=[], ordered=[])  # the codes are x's: not kept
 
+    def _loss_weights(self) -> tuple[float, float]:
+        """The weights of ARX's loss and of discernibility in the loss minimised."""
+        if self.loss == "arx":
+            return 1.0, 0.0
+        if self.loss == "discernibility":
+            return 0.0, 1.0
+        return float(self.loss_weight), 1.0 - float(self.loss_weight)
+
     def _search(self, ladders: list[Ladder], models: Models, w: np.ndarray, n: int) -> tuple[tuple[int, ...], Outcome]:
         """The node of least loss meeting every model within the limit (see the module's docstring)."""
         m = len(ladders)
+        a_w, d_w = self._loss_weights()
         wsum = float(w.sum()) if m else 1.0
         scale = n * wsum if n and wsum else 1.0
+        dscale = float(n) * float(n) if n else 1.0
         # the loss of each key's levels without suppression, summed over the records: additive bound
         base = [np.array([w[q] * float(lad.loss[lv].sum()) for lv in range(lad.levels)]) for q, lad in enumerate(ladders)]
         grid = np.array(list(itertools.product(*[range(lad.levels) for lad in ladders])), dtype=np.int64)
@@ -531,19 +639,40 @@ class Generalize(Technique):
         blank = np.ones(n, dtype=bool) if m else np.zeros(n, dtype=bool)
         for lad in ladders:
             blank &= lad.codes[0] < 0
+        n_blank = int(blank.sum())
+        # before any node is grouped: a kept record's class holds ≥ k records, a blank one costs n
+        d_floor = ((n - n_blank) * min(int(models.k), n) + n_blank * n) / dscale
         limit = math.floor(float(self.suppression_limit) * n + 1e-9)
         failed: list[np.ndarray] = []
         failed_arr = np.zeros((0, m), dtype=np.int64)
+        seen: list[np.ndarray] = []  # nodes grouped, with their discernibility before suppression
+        seen_arr = np.zeros((0, m), dtype=np.int64)
+        seen_d: list[float] = []
+        seen_d_arr = np.zeros(0)
         best: tuple[tuple[int, ...], Outcome] | None = None
         evaluated = 0
+        pruned = {"tagging": 0, "cost": 0}
         for idx in order:
-            if best is not None and bound[idx] >= best[1].loss - _EPS:
+            if best is not None and a_w * bound[idx] + d_w * d_floor >= best[1].loss - _EPS:
                 break  # every node left loses at least its bound, which is no better
             node = grid[idx]
             if len(failed_arr) and np.all(node[None, :] <= failed_arr, axis=1).any():
+                pruned["tagging"] += 1
                 continue  # below a node that fails the monotone models: fails them too (predictive tagging)
+            if d_w > 0 and best is not None and len(seen_arr):
+                below = np.all(seen_arr <= node[None, :], axis=1)
+                if below.any() and a_w * bound[idx] + d_w * max(d_floor, float(seen_d_arr[below].max())) \
+                        >= best[1].loss - _EPS:
+                    pruned["cost"] += 1
+                    continue  # above a node whose classes already cost more: no better (cost bound)
             evaluated += 1
             g = class_ids([lad.codes[lv] for lad, lv in zip(ladders, node, strict=True)], n)
+            size = np.bincount(g)[g].astype(float)
+            if d_w > 0:
+                seen.append(node)
+                seen_arr = np.array(seen, dtype=np.int64).reshape(len(seen), m)
+                seen_d.append((float(size[~blank].sum()) + n_blank * n) / dscale)
+                seen_d_arr = np.array(seen_d)
             mono, tbad = failing(g, blank, models)
             if int(mono.sum()) > limit:
                 failed.append(node)
@@ -556,10 +685,15 @@ class Generalize(Technique):
             if sup.any():
                 kept -= sum(w[q] * float(lad.loss[lv][sup].sum()) for q, (lad, lv) in enumerate(zip(ladders, node,
                                                                                                         strict=True)))
-            loss = (kept + float(observed[sup].sum())) / scale
+            arx = (kept + float(observed[sup].sum())) / scale
+            out = sup | blank
+            # a kept class is whole (suppression takes whole classes), so its records' sizes stand
+            dis = (float(size[~out].sum()) + float(out.sum()) * n) / dscale
+            loss = a_w * arx + d_w * dis
             if best is None or loss < best[1].loss - _EPS:
-                best = (tuple(int(v) for v in node), Outcome(True, True, sup, loss))
+                best = (tuple(int(v) for v in node), Outcome(True, True, sup, loss, arx, dis))
         self.nodes_evaluated_ = evaluated
+        self.nodes_pruned_ = pruned
         if best is None:
             asked = f"k={models.k}" + (f", l={models.l}" if models.l is not None else "") + (
                 f", t={models.t:g}" if models.t is not None else "")
@@ -632,10 +766,13 @@ class Generalize(Technique):
             "suppressed_records": int(sup.sum()),
             "suppressed_share": float(sup.mean()) if n else 0.0,
             "loss_of_fit": self.loss_,
+            "arx_loss_of_fit": self.losses_["arx"],
+            "discernibility_of_fit": self.losses_["discernibility"],
             "lattice_size": int(self.lattice_size_),
             "nodes_evaluated": int(self.nodes_evaluated_),
             "note": "suppressed_records counts the records of this release whose keys were all blanked; loss_of_fit "
-                    "is ARX's Loss of the release of the fitted table (suppression included)",
+                    "is the loss minimised (loss) of the release of the fitted table, suppression included; "
+                    "arx_loss_of_fit and discernibility_of_fit are its two parts, each in [0, 1]",
         }
         return out
 
@@ -655,10 +792,11 @@ class Generalize(Technique):
             "rule": "classes are records with equal released keys, a missing value being a value of its own; the "
                     "records of classes failing a model have every key blanked (at most suppression_limit of them), "
                     "and the blanked records, as one class, meet l and t too",
-            "loss": "ARX's Loss (Iyengar's LM): per key, (original values a released value stands for − 1)/(distinct "
-                    "values − 1), 1 for a suppressed record; its value on x is in the owner's private log",
+            "loss": self.loss,
+            "loss_weight": float(self.loss_weight) if self.loss == "mix" else None,
+            "loss_rule": _LOSS_WORDS[self.loss] + "; its value on x is in the owner's private log",
         }
 
 
-__all__ = ["DATE_LEVELS", "Generalize", "Ladder", "TOP", "class_ids", "distinct_l", "failing", "nested_widths",
-           "suppressed_class_ok"]
+__all__ = ["DATE_LEVELS", "Generalize", "LOSSES", "Ladder", "TOP", "class_ids", "distinct_l", "failing", "nested_widths",
+           "release_loss", "suppressed_class_ok"]

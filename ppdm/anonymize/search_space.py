@@ -31,6 +31,7 @@ NEEDS = {
     "categorical": "a categorical attribute",
     "class": "a class column",
     "keys": "declared quasi-identifiers",
+    "sensitive": "declared sensitive attributes",
     "unique-valued": "a numeric attribute on which many records have a value of their own",
 }
 
@@ -137,7 +138,8 @@ class SearchSpace:
     needs:
         What the table must offer for the technique to fit it: any of ``"numeric"``,
         ``"categorical"`` (attributes of that type), ``"class"`` (a class column), ``"keys"``
-        (declared quasi-identifiers). A technique that does not fit is left out of a search.
+        (declared quasi-identifiers), ``"sensitive"`` (declared sensitive attributes other than
+        the keys). A technique that does not fit is left out of a search.
     epsilon:
         The parameter that is the ε of the technique's differential-privacy guarantee; a
         policy's ε cap bounds it.
@@ -308,6 +310,7 @@ def _offers(schema: Schema, table: Any = None) -> dict[str, bool]:
         "categorical": bool([c for c in schema.categorical if c != schema.class_column]),
         "class": schema.class_column is not None,
         "keys": bool(schema.quasi_identifiers),
+        "sensitive": bool([c for c in schema.sensitive if c not in schema.quasi_identifiers]),
         "unique-valued": True if table is None else bool(unique_valued(table, schema)),
     }
 
