@@ -404,13 +404,15 @@ def refuse_unreachable_keys(codes: np.ndarray, keys: list[str], k: int) -> None:
     text = ", ".join(f"{keys[j]} {100 * share[j]:.0f}%" for j in named[:5])
     more = f" and {len(named) - 5} more" if len(named) > 5 else ""
     what = "measured key(s)" if measured else "key(s)"
+    where = ("on their only key, which cannot be blanked for them" if m == 1 else
+             f"on more of their {m} keys than the {top} it may blank in a record")
     raise ParameterError(
-        f"local-suppression cannot reach k={k} in the intruder's view (criterion='intruder', the default): "
-        f"{int(stuck.sum())} of {n} records hold a value fewer than {k} records share on more of their {m} keys than "
-        f"the {top} it may blank, so no blanking gives them {k} candidates; {what} {text}{more} (share of records "
-        f"holding such a value): recode them into intervals first (--method recode --then local-suppression), "
-        "declare as keys (--qi) only the attributes an intruder knows, or ask for k under sdcMicro's reading only "
-        "(criterion='sdcmicro', CLI: --param criterion=sdcmicro)")
+        f"local-suppression cannot protect {int(stuck.sum())} of {n} records in the intruder's view "
+        f"(criterion='intruder', the default, k={k}): they hold a value fewer than {k} records share {where}, so "
+        f"no blanking gives them {k} candidates; {what} {text}{more} (share of records holding such a value): "
+        "recode them into intervals first (--method recode --then local-suppression), declare as keys (--qi) only "
+        "the attributes an intruder knows, or ask for k under sdcMicro's reading only (criterion='sdcmicro', CLI: "
+        "--param criterion=sdcmicro)")
 
 
 def _combs(value: Any) -> list[int]:
