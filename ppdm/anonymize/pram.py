@@ -85,6 +85,10 @@ class Pram(Technique):
     perturb_class:
         Post-randomise the class column too (default ``False``).
 
+    With the default ``columns`` (and no ``perturb_class``), a table whose other keys make more
+    than :data:`IDENTIFYING_SHARE` of its records unique on their own is refused before any
+    matrix is drawn (no pd or alpha changes them; the refusal names recode then pram).
+
     After ``fit``: ``matrices_`` (column → R, rows = original categories, or with strata
     (column, stratum) → R), ``levels_`` and ``metadata_`` (the matrices in random substitution's format), all
     for the owner only: they go to the private log (``private_report_``), never beside the release.
