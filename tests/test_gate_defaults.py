@@ -202,7 +202,7 @@ def chain_release(table: str, methods: list[str]):  # type: ignore[no-untyped-de
     *[(t, ("top-bottom-coding", "recode")) for t in ("wine", "boston", "credit", "wbc", "tarragona", "banknote",
                                                    "abalone", "cascrefmicrodata", "testdata")],
     *[(t, ("recode", "pram")) for t in ("credit", "abalone", "testdata")],
-    ("banknote", ("recode", "local-suppression")),
+    *[(t, ("recode", "local-suppression")) for t in ("banknote", "cmc", "abalone")],
 ])
 def test_the_chains_the_refusals_name_pass(table: str, chain: tuple[str, ...]) -> None:
     """Where a refusal names a chain, the chain passes on that table (the cheap ones run above)."""
