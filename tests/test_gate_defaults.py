@@ -136,27 +136,7 @@ def test_random_substitution_default_gamma_passes_and_a_weak_gamma_is_refused_na
                                   random_state=1, params={"gamma": named}))
 
 
-# ------------------------------------------------------------------------ PRAM's up-front refusal
-def test_pram_refuses_when_the_attributes_it_leaves_identify_most_records() -> None:
-    """PRAM changes categories only. Four records, ``n`` numeric: values 1, 2, 3, 4 make all four
-    records unique on what PRAM leaves (100 % > 50 %): refused up front, naming ``n``; values
-    1, 1, 2, 3 make two of four unique (50 %, not more than half): PRAM runs, and the gate judges
-    it; named columns are the owner's choice and are never refused here."""
-    import pandas as pd
-
-    from ppdm.anonymize.pram import IDENTIFYING_SHARE, Pram
-    from ppdm.data.schema import Schema
-    from ppdm.errors import ParameterError
-
-    assert IDENTIFYING_SHARE == 0.5
-    sch = Schema(numeric=["n"], categorical=["c"])
-    x = pd.DataFrame({"n": [1.0, 2.0, 3.0, 4.0], "c": list("abab")})
-    with pytest.raises(ParameterError, match=r"leaves as they are \(n\) make 100\.0% of the records unique"):
-        Pram(schema=sch, random_state=0).fit(x)
-    Pram(schema=sch, columns=["c"], random_state=0).fit(x)
-    Pram(schema=sch, random_state=0).fit(x.assign(n=[1.0, 1.0, 2.0, 3.0]))
-
-
+# ------------------------------------------------------------------------------ PRAM's refusal
 def test_pram_default_on_cmc_is_refused_naming_the_chain_that_passes() -> None:
     """cmc: sdcMicro's pd = 0.8 and alpha = 0.5 keep most categories (53.5 % of the records
     verbatim and unique, refused above 5 %); the refusal names recode then pram, which passes."""

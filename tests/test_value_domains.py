@@ -53,8 +53,6 @@ PARAMS: dict[str, dict[str, Any]] = {
     "generalize": {"keys": ["age", "amount", "score", "visits", "visit"], "suppression_limit": 1.0},
     # numeric keys with rare values: the intruder criterion (the default) cannot protect them and refuses
     "local-suppression": {"criterion": "sdcmicro"},
-    # its one categorical attribute named: by default PRAM refuses a table whose numbers single records out
-    "pram": {"columns": ["job"]},
 }
 AGE_BOUNDS = (0.0, 120.0)
 SCORE_BOUNDS = (-1.0, 1.0)

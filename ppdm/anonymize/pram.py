@@ -57,12 +57,6 @@ def _levels(values: pd.Series) -> list[Any]:
     return sorted(pd.unique(values.dropna()).tolist(), key=_sort_key)
 
 
-#: PRAM refuses up front when the attributes it leaves as they are make more than this share of
-#: the records unique on their own (the release gate refuses untouched keys that single out more
-#: than half the records, docs/roles_and_release.md; no setting of PRAM changes them)
-IDENTIFYING_SHARE = 0.5
-
-
 @register("pram")
 class Pram(Technique):
     """Invariant PRAM of categorical attributes (sdcMicro's ``pram``).
@@ -85,9 +79,8 @@ class Pram(Technique):
     perturb_class:
         Post-randomise the class column too (default ``False``).
 
-    With the default ``columns`` (and no ``perturb_class``), a table whose other keys make more
-    than :data:`IDENTIFYING_SHARE` of its records unique on their own is refused before any
-    matrix is drawn (no pd or alpha changes them; the refusal names recode then pram).
+    PRAM changes categories only: on a table whose numbers single records out, the release gate
+    refuses its release whatever pd and alpha are, and names recode then pram, which passes.
 
     After ``fit``: ``matrices_`` (column → R, rows = original categories, or with strata
     (column, stratum) → R), ``levels_`` and ``metadata_`` (the matrices in random substitution's format), all
@@ -163,29 +156,6 @@ class Pram(Technique):
                 raise ParameterError(f"pd names column {extra[0]!r}, which is not post-randomised")
         return cols
 
-    def _refuse_identifying_rest(self, df: pd.DataFrame, schema: Schema, cols: list[str]) -> None:
-        """Refuse when the attributes PRAM leaves as they are identify most records on their own
-        (with the default ``columns`` and ``perturb_class`` only).
-
-        PRAM changes the categories it is given and nothing else. When the rest of the keys (the
-        declared quasi-identifiers, else every attribute) make more than
-        :data:`IDENTIFYING_SHARE` of the records unique — measured attributes such as amounts
-        or weights do — those records are found whatever the matrices do, so no setting of pd
-        or alpha protects them, and the release gate would refuse every one."""
-        keys = list(schema.quasi_identifiers) or list(schema.attributes)
-        rest = [c for c in keys if c not in cols and c in df.columns]
-        if not rest or len(df) < 2:
-            return
-        share = float((~df[rest].duplicated(keep=False)).mean())
-        if share <= IDENTIFYING_SHARE:
-            return
-        named = ", ".join(rest[:5]) + (f" and {len(rest) - 5} more" if len(rest) > 5 else "")
-        raise ParameterError(
-            f"pram changes categories only, and the attributes it leaves as they are ({named}) make "
-            f"{100 * share:.1f}% of the records unique on their own, so no pd or alpha protects them; recode them "
-            "into intervals first (--method recode --then pram), or choose random-substitution, which bins numbers "
-            "and changes categories too")
-
     def _pd_for(self, column: str) -> float:
         if isinstance(self.pd, Mapping):
             if column in self.pd:
@@ -198,10 +168,6 @@ class Pram(Technique):
     # --------------------------------------------------------------------- fit
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         cols = self._targets(schema)
-        if self.columns is None and not self.perturb_class:
-            # PRAM's default choice of what to change; columns the owner names are the owner's choice,
-            # judged by the release gate as they come out
-            self._refuse_identifying_rest(df, schema, cols)
         strata = _names(self.strata) or []
         bad = [c for c in strata if c not in df.columns]
         if bad:
@@ -339,4 +305,4 @@ def _stratum_keys(df: pd.DataFrame, strata: list[str]) -> list[tuple[Any, np.nda
     return [(key, groups[key]) for key in order]
 
 
-__all__ = ["IDENTIFYING_SHARE", "Pram"]
+__all__ = ["Pram"]
