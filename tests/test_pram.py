@@ -146,7 +146,7 @@ def test_numeric_columns_are_refused_in_one_line(tmp_path: Path) -> None:
     x = pd.DataFrame({"age": [20, 30, 40, 50], "c": list("abab")})
     with pytest.raises(ParameterError, match="'age' is numeric"):
         Pram(columns=["age"]).fit(x)
-    with pytest.raises(ParameterError, match="needs a categorical attribute"):
+    with pytest.raises(ParameterError, match="has no categorical attribute to post-randomise; choose random-substitution"):
         Pram().fit(x[["age"]])
     src = tmp_path / "x.csv"
     x.to_csv(src, index=False)

@@ -231,7 +231,8 @@ def test_per_attribute_gamma_and_bins_and_perturb_class():
         {"gamma": 1},
         {"gamma": 5, "n_bins": 1},
         {"gamma": 5, "n_bins": 2.5},
-        {"gamma": None},
+        {"gamma": None, "rho1": 0.05},  # no gamma means γ = 5 (DEFAULT_GAMMA); rho1 alone lacks rho2
+        {"gamma": None, "rho2": 0.5},
         {"gamma": None, "rho1": 0.5, "rho2": 0.4},
         {"gamma": None, "rho1": 0.3, "rho2": 0.3},
         {"gamma": 5, "rho1": 0.1, "rho2": 0.5},

@@ -400,18 +400,24 @@ def _evaluate_any(px: Path, pz: Path, cls: str, measures: str) -> dict[str, Any]
     return json.loads(res.stdout)["measures"]
 
 
-def test_random_substitution_without_gamma_says_how_to_give_it(tmp_path: Path) -> None:
+def test_random_substitution_without_gamma_uses_the_papers_protective_gamma(tmp_path: Path) -> None:
+    """No gamma: γ = 5, the protective end of Dowd et al.'s 5 ≤ γ ≤ 12 (001 §6); one of rho1/rho2
+    alone is refused, naming the other. Worked by hand: column a has 200 distinct values, so 10
+    bins; a value keeps its bin with probability γ/(γ+N−1) = 5/14, moves to each other bin with 1/14."""
     src = _continuous_class(tmp_path)
     res = runner.invoke(app, ["anonymize", *GATE_OFF, str(src), "-m", "random-substitution", "-o", str(tmp_path / "z.csv")])
-    out = res.output.strip()
-    assert res.exit_code == 2 and out.startswith("error:") and len(out.splitlines()) == 1, out
-    for needle in ("--param gamma=19", "greater than 1", "0 < rho1 < rho2 < 1", "--param rho1=0.05", "--param rho2=0.5"):
-        assert needle in out, (needle, out)
-    from ppdm.anonymize.random_substitution import RandomSubstitution
+    assert res.exit_code == 0, res.output
+    from ppdm.anonymize.random_substitution import DEFAULT_GAMMA, RandomSubstitution
     from ppdm.errors import ParameterError
 
-    with pytest.raises(ParameterError, match=r"gamma=19 \(CLI: --param gamma=19\)"):
-        RandomSubstitution().fit(pd.DataFrame({"a": [1.0, 2.0, 3.0]}))
+    assert DEFAULT_GAMMA == 5.0
+    t = RandomSubstitution().fit(pd.read_csv(src))
+    m = t.matrices_["a"]
+    assert m.shape == (10, 10)
+    assert m[0, 0] == pytest.approx(5 / 14) and m[1, 0] == pytest.approx(1 / 14)
+    assert t.keep_probabilities()["a"] == pytest.approx(5 / 14)
+    with pytest.raises(ParameterError, match=r"rho1 needs rho2.*rho2=0.5 \(CLI: --param rho2=0.5\)"):
+        RandomSubstitution(rho1=0.05).fit(pd.DataFrame({"a": [1.0, 2.0, 3.0]}))
 
 
 # ------------------------------------------------------------------ IL metrics: the paper's form and a robust one

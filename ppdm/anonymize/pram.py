@@ -79,6 +79,9 @@ class Pram(Technique):
     perturb_class:
         Post-randomise the class column too (default ``False``).
 
+    PRAM changes categories only: on a table whose numbers single records out, the release gate
+    refuses its release whatever pd and alpha are, and names recode then pram, which passes.
+
     After ``fit``: ``matrices_`` (column → R, rows = original categories, or with strata
     (column, stratum) → R), ``levels_`` and ``metadata_`` (the matrices in random substitution's format), all
     for the owner only: they go to the private log (``private_report_``), never beside the release.
@@ -144,8 +147,9 @@ class Pram(Technique):
                 f"pram changes categories, and column {numeric[0]!r} is numeric; recode it into intervals first "
                 "(recode) or use random-substitution, which bins numbers")
         if not cols:
-            raise ParameterError("pram needs a categorical attribute to post-randomise and the table has none "
-                                 "(name columns=..., or perturb_class=True for the class)")
+            raise ParameterError("pram changes no attribute of this table: it has no categorical attribute to "
+                                 "post-randomise; choose random-substitution, which bins numbers (or recode them into "
+                                 "intervals first: --method recode --then pram), or name columns=...")
         if isinstance(self.pd, Mapping):
             extra = sorted(set(map(str, self.pd)) - set(cols) - {"*"})
             if extra:

@@ -65,6 +65,14 @@ REFERENCES = {
     "pram": "invariant PRAM (Gouweleeuw et al. 1998; sdcMicro's pram); matrix[h][k] = p(k -> h)",
 }
 DEFAULT_BINS = 10
+#: γ when neither ``gamma`` nor (``rho1``, ``rho2``) is given: the protective end of the range
+#: 5 ≤ γ ≤ 12 that Dowd, Xu & Zhang (2006) §6 call reasonable in practice ("large γ provides a
+#: poor protection of privacy and small γ reduces the accuracy"). In ρ1-to-ρ2 terms
+#: (ρ2 = γρ1 / (1 − ρ1 + γρ1), §4) a prior of 5 % rises to at most 20.8 %, of 10 % to 35.7 %;
+#: with N = 10 bins a value keeps its bin with probability 5/14 ≈ 0.36, a binary attribute 5/6
+DEFAULT_GAMMA = 5.0
+#: the smallest γ the release gate's search of a passing setting tries (γ = 1 makes M singular)
+GAMMA_FLOOR = 1.5
 
 
 def _py(v: Any) -> Any:
@@ -354,9 +362,11 @@ class RandomSubstitution(Technique):
     gamma:
         γ > 1 of the gamma-diagonal matrix, a number or a dict column → γ (a ``"*"`` key
         gives the value for columns not named). Larger γ keeps more values (less privacy).
+        ``None`` (default) without ``rho1``/``rho2``: :data:`DEFAULT_GAMMA` = 5, the protective
+        end of the range 5 ≤ γ ≤ 12 the paper recommends (001 §6).
     rho1, rho2:
         Instead of ``gamma``: the ρ1-to-ρ2 privacy requirement; γ is then the largest value
-        allowed, ``ρ2(1−ρ1)/(ρ1(1−ρ2))`` (001 §4).
+        allowed, ``ρ2(1−ρ1)/(ρ1(1−ρ2))`` (001 §4). Both or neither.
     n_bins:
         N, the number of equal-width bins of a numeric attribute (≥ 2), a number or a dict
         column → N (``"*"`` for the rest; otherwise 10). Categorical attributes use their
@@ -415,12 +425,14 @@ class RandomSubstitution(Technique):
     # ------------------------------------------------------------------ params
     def _validate_params(self) -> None:
         if self.gamma is None:
-            if self.rho1 is None or self.rho2 is None:
+            if (self.rho1 is None) != (self.rho2 is None):
+                given, lacking = ("rho1", "rho2") if self.rho2 is None else ("rho2", "rho1")
                 raise ParameterError(
-                    "random substitution needs gamma, a number greater than 1 (a larger gamma keeps more values), "
-                    "e.g. gamma=19 (CLI: --param gamma=19); or the privacy requirement 0 < rho1 < rho2 < 1, e.g. "
-                    "rho1=0.05 (CLI: --param rho1=0.05) with rho2=0.5 (CLI: --param rho2=0.5), which give gamma = 19")
-            gamma_from_privacy(self.rho1, self.rho2)
+                    f"{given} needs {lacking}: the privacy requirement is the pair 0 < rho1 < rho2 < 1, e.g. rho1=0.05 "
+                    "(CLI: --param rho1=0.05) with rho2=0.5 (CLI: --param rho2=0.5), which give gamma = 19; or give "
+                    f"gamma, a number greater than 1 (default {DEFAULT_GAMMA:g}; a larger gamma keeps more values)")
+            if self.rho1 is not None:
+                gamma_from_privacy(self.rho1, self.rho2)  # type: ignore[arg-type]  # both set: checked above
         else:
             if self.rho1 is not None or self.rho2 is not None:
                 raise ParameterError("give either gamma or (rho1, rho2), not both")
@@ -452,6 +464,8 @@ class RandomSubstitution(Technique):
 
     def _gamma_for(self, column: str) -> float:
         if self.gamma is None:
+            if self.rho1 is None:
+                return DEFAULT_GAMMA
             return gamma_from_privacy(self.rho1, self.rho2)  # type: ignore[arg-type]  # checked: both set without gamma
         if isinstance(self.gamma, Mapping):
             if column in self.gamma:
@@ -460,6 +474,14 @@ class RandomSubstitution(Technique):
                 return float(self.gamma["*"])
             raise ParameterError(f"gamma has no entry for column {column!r} (add it or a '*' default)")
         return float(self.gamma)
+
+    def strength_setting(self) -> tuple[str, str, float | None, Any] | None:
+        """γ for the release gate's search (:meth:`Technique.strength_setting`): smaller is
+        stronger, down to :data:`GAMMA_FLOOR`; the default γ when none is given. A γ per
+        column, or one derived from (rho1, rho2), is the owner's to change: no search."""
+        if self.rho1 is not None or self.rho2 is not None or isinstance(self.gamma, Mapping):
+            return None
+        return "gamma", "decreasing", GAMMA_FLOOR, DEFAULT_GAMMA if self.gamma is None else self.gamma
 
     def _bins_for(self, column: str) -> int:
         if isinstance(self.n_bins, Mapping):

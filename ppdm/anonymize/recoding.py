@@ -893,6 +893,12 @@ class TopBottomCoding(Technique):
     Tests are strict: x > top (x < bottom) is coded, a value equal to the bound is kept. An
     integer column needs a whole-number replacement. After ``fit``: ``bounds_`` (column →
     (bottom, top), ``None`` where not coded).
+
+    The default codes the top 1 %: it protects the largest values (the rare, recognisable
+    ones), not the table — the other 99 % of each column come out as they were, so the
+    release gate refuses it alone, and no quantile short of coding most values would change
+    that. Compose it with a technique that changes every record (``--method top-bottom-coding
+    --then recode``, which the refusal names and which passes on the shipped tables).
     """
 
     handles_missing = True

@@ -271,6 +271,8 @@ class LocalSuppression(Technique):
             else:
                 new = alg.sdcmicro_suppress(codes, k, order)
         else:
+            if self.criterion_ == "intruder" and not self.combs_:
+                refuse_unreachable_keys(codes, keys, k)
             cost = alg.entropy_costs(codes) if isinstance(self.costs_, str) else self.costs_
             new = self._cover(codes, k, cost, order)
         blank = (new < 0) & (codes >= 0)
@@ -355,6 +357,64 @@ class LocalSuppression(Technique):
         return public
 
 
+#: a key is *measured* (a measurement rather than a category) when more than this share of the
+#: records hold a value of it that fewer than k records share
+MEASURED_SHARE = 0.5
+
+
+def rare_cells(codes: np.ndarray, k: int) -> np.ndarray:
+    """Boolean (n, m): the key cells whose value fewer than ``k`` records hold. A missing cell
+    counts as rare: the intruder criterion's cover takes it as a value no other record has."""
+    rare = np.ones(codes.shape, dtype=bool)
+    for j in range(codes.shape[1]):
+        c = codes[:, j]
+        seen = c >= 0
+        if seen.any():
+            counts = np.bincount(c[seen])
+            rare[seen, j] = counts[c[seen]] < k
+    return rare
+
+
+def refuse_unreachable_keys(codes: np.ndarray, keys: list[str], k: int) -> None:
+    """Refuse, before any blanking, keys on which the intruder criterion cannot be reached.
+
+    Under ``criterion="intruder"`` a record keeps its own values as the intruder knows them, so
+    its candidates are records that agree with it on every key they have not blanked. The
+    cover blanks at most ``top`` keys of a record (:func:`ppdm.anonymize._suppression.
+    _largest_subset_size`: all of them but one up to 13 keys), so a record needs k − 1 others that
+    agree with it on the ``m − top`` keys left; a record holding a value fewer than k records
+    share on more than ``top`` keys cannot get them, and the cover would stop there after its
+    work. That happens on *measured* keys — amounts, weights, concentrations — where nearly
+    every value is rare: local suppression is made for categorical keys (Templ, Kowarik &
+    Meindl 2015 §3.5 apply it after recoding). The refusal names the measured keys (more than
+    :data:`MEASURED_SHARE` of the records rare on them; else the keys rarest for the records
+    concerned) and what works instead."""
+    n, m = codes.shape
+    if n == 0 or m == 0 or k <= 1:
+        return
+    rare = rare_cells(codes, k)
+    top = alg._largest_subset_size(m, len(np.unique(codes, axis=0)))
+    stuck = (rare.sum(axis=1) > top) & ~(codes < 0).all(axis=1)
+    if not stuck.any():
+        return
+    share = rare.mean(axis=0)
+    order = np.argsort(-share, kind="stable")
+    measured = [j for j in order if share[j] > MEASURED_SHARE]
+    named = measured or [j for j in order if rare[stuck, j].any()]
+    text = ", ".join(f"{keys[j]} {100 * share[j]:.0f}%" for j in named[:5])
+    more = f" and {len(named) - 5} more" if len(named) > 5 else ""
+    what = "measured key(s)" if measured else "key(s)"
+    where = ("on their only key, which cannot be blanked for them" if m == 1 else
+             f"on more of their {m} keys than the {top} it may blank in a record")
+    raise ParameterError(
+        f"local-suppression cannot protect {int(stuck.sum())} of {n} records in the intruder's view "
+        f"(criterion='intruder', the default, k={k}): they hold a value fewer than {k} records share {where}, so "
+        f"no blanking gives them {k} candidates; {what} {text}{more} (share of records holding such a value): "
+        "recode them into intervals first (--method recode --then local-suppression), declare as keys (--qi) only "
+        "the attributes an intruder knows, or ask for k under sdcMicro's reading only (criterion='sdcmicro', CLI: "
+        "--param criterion=sdcmicro)")
+
+
 def _combs(value: Any) -> list[int]:
     if value is None:
         return []
@@ -416,4 +476,4 @@ def _weights(value: Any, keys: list[str]) -> np.ndarray | str:
     return np.array(out)
 
 
-__all__ = ["LocalSuppression", "MODES", "RULE", "key_list"]
+__all__ = ["MEASURED_SHARE", "LocalSuppression", "MODES", "RULE", "key_list", "rare_cells", "refuse_unreachable_keys"]

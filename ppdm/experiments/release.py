@@ -600,6 +600,15 @@ _FIXES: dict[str, list[tuple[str, str]]] = {
                        "(a larger k)")],
     "random-substitution": [("gamma", "perturb more (a smaller gamma, now {gamma})")],
     "gadp": [("confidential", "declare them confidential (confidential=[...]) so GADP redraws them")],
+    # techniques that change part of a record by design: the target that passes is a chain
+    "top-bottom-coding": [("top", "compose top and bottom coding (it codes only the values beyond top={top}, "
+                                  "bottom={bottom}) with a technique that changes every record: --method "
+                                  "top-bottom-coding --then recode passes on the shipped tables")],
+    "local-suppression": [("k", "generalise the keys first and blank only what stays rare: --method recode --then "
+                                "local-suppression")],
+    "pram": [("pd", "recode the attributes pram leaves as they are into intervals first: --method recode --then "
+                    "pram passes on the shipped tables; or post-randomise more (a smaller pd, now {pd}, and a larger "
+                    "alpha, now {alpha})")],
     "dpcube": [("epsilon", "lower epsilon (now {epsilon})")],
 }
 #: techniques that change only the attributes named in their columns= parameter (all numeric ones by default)
