@@ -25,23 +25,12 @@ import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
+from ppdm.metrics._common import wilson_score as wilson
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.utils import RandomState, check_random_state
 
 
 # ------------------------------------------------------------------------ rates
-def wilson(n_success: float, n_total: int, confidence: float) -> tuple[float, float]:
-    """Wilson score estimate of a success rate and its error at ``confidence``."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
-    z2 = z * z
-    den = n_total + z2
-    rate = (n_success + 0.5 * z2) / den
-    err = z / den * math.sqrt(max(0.0, n_success * (n_total - n_success) / n_total) + 0.25 * z2)
-    return rate, err
-
-
 def residual(main: tuple[float, float], control: tuple[float, float]) -> tuple[float, float]:
     """Residual success of the main attack over the control attack and its propagated error."""
     (a, ea), (c, ec) = main, control

@@ -34,9 +34,9 @@ import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
+from ppdm.metrics._common import wilson_interval
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.metrics.keyvar import _opt, group_codes
-from ppdm.metrics.linkage import wilson_interval
 from ppdm.metrics.risk import _threads
 
 #: released records (and originals, for the reference) whose nearest original is searched by default

@@ -46,7 +46,7 @@ import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
-from ppdm.metrics._common import mixed_attributes
+from ppdm.metrics._common import mixed_attributes, wilson_interval
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 from ppdm.metrics.risk import _threads
@@ -721,18 +721,6 @@ def credits(own: np.ndarray, count: np.ndarray, first: np.ndarray, mine: np.ndar
     if ties == "first":
         return (own & (first == mine)).astype(float)
     return (own & (count == 1)).astype(float)
-
-
-def wilson_interval(k: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a share k/n (k may be a sum of fractional credits in [0, 1])."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
-    z2 = z * z
-    p = k / n
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z / (1 + z2 / n) * np.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _check_ties(ties: str) -> None:
