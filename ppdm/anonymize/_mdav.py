@@ -27,8 +27,9 @@ Blocking (:func:`kd_blocks`) cuts a table into compact blocks by recursive media
 along the attribute of largest (weighted) variance; :class:`CellTree` is the same kind of
 split learnt on a table, used to order the records of a table too large for memory.
 
-The checks and summaries both the in-memory technique and its Dask form use (:func:`check_k`,
-:func:`labels_in_blocks`, :func:`group_means`) live here too, so neither imports the other.
+The summaries both the in-memory technique and its Dask form use (:func:`labels_in_blocks`,
+:func:`group_means`) live here too, so neither imports the other (both check k with
+:func:`ppdm.utils.check_k`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ import itertools
 
 import numpy as np
 from numba import njit
-
-from ppdm.errors import ParameterError
 
 #: records per kd-tree leaf of the fast kernel (measured best at p = 5 among 8, 16, 32, 64)
 LEAF_SIZE = 16
@@ -959,17 +958,6 @@ class CellTree:
 
 
 # ============================================================ shared by in-memory and Dask MDAV
-def check_k(k: object, n: int, *, name: str = "k") -> int:
-    """Return ``k`` as an int, or raise :class:`ParameterError` unless 1 ≤ k ≤ n."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"{name} must be a whole number, got {k!r}")
-    if k < 1:
-        raise ParameterError(f"{name} must be at least 1, got {k}")
-    if k > n:
-        raise ParameterError(f"{name}={k} exceeds the number of records ({n}); no group of {k} can be formed")
-    return int(k)
-
-
 def labels_in_blocks(A: np.ndarray, w: np.ndarray, k: int, f32: bool, blocks: np.ndarray) -> np.ndarray:
     """MDAV labels of every record, MDAV run within each block (numbered 0…b−1); each block's
     records keep their index order (the tie rules' order). ``f32``: sdcMicro's single precision

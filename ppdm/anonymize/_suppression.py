@@ -49,7 +49,6 @@ from __future__ import annotations
 import heapq
 import math
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -770,17 +769,6 @@ def prune(out: np.ndarray, orig: np.ndarray, k: int, subsets: list[tuple[int, ..
                              cols[first].astype(np.int64), Ks, has, fk, int(k)))
 
 
-def check_k(k: Any, n: int) -> int:
-    """``k`` as an int, or :class:`ParameterError` unless it is a whole number in 1..n."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"k must be a whole number ≥ 1, got {k!r}")
-    if k < 1:
-        raise ParameterError(f"k must be at least 1, got {k}")
-    if k > n:
-        raise ParameterError(f"k={k} is larger than the table ({n} records): no release of it can be {k}-anonymous")
-    return int(k)
-
-
 def entropy_costs(codes: np.ndarray) -> np.ndarray:
     """The Shannon entropy (bits) of each key's observed values, scaled to mean 1: blanking a
     cell of an informative key costs more."""
@@ -799,7 +787,7 @@ def entropy_costs(codes: np.ndarray) -> np.ndarray:
     return np.maximum(arr / mean, 1e-3) if mean > 0 else np.ones_like(arr)
 
 
-__all__ = ["CRITERIA", "check_k", "cover_suppress", "default_importance", "distinct_patterns", "encode_keys",
+__all__ = ["CRITERIA", "cover_suppress", "default_importance", "distinct_patterns", "encode_keys",
            "entropy_costs", "intruder_frequencies", "pattern_frequencies", "rank_min", "record_frequencies",
            "sdcmicro_combs", "sdcmicro_suppress", "suppression_order"]
 
