@@ -550,6 +550,27 @@ JOINT_BUDGET = 2_000_000
 PRUNE_BUDGET = 200_000_000
 
 
+@njit(cache=True, inline="always")
+def _matches(out: np.ndarray, i: int, r: int, j: int, Ks: np.ndarray,
+             s: int) -> tuple[bool, bool]:  # pragma: no cover - numba
+    """Whether records i and r are compatible on the keys ``Ks[s]`` once r's key j is blanked, and
+    whether they are already (wildcard rule: a blank matches any value). Shared by
+    :func:`_joint_gain` and :func:`_joint_apply`."""
+    cq = True
+    cp = True
+    for a in range(Ks.shape[1]):
+        kk = Ks[s, a]
+        x = out[i, kk]
+        y = out[r, kk]
+        if x < 0 or y < 0 or x == y:
+            continue
+        cp = False
+        if kk != j:
+            cq = False
+            break
+    return cq, cp
+
+
 @njit(cache=True)
 def _joint_gain(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray, fk: np.ndarray,
                 k: int) -> float:  # pragma: no cover - numba
@@ -574,18 +595,7 @@ def _joint_gain(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray
         for i in range(n):
             if i == r:
                 continue
-            cq = True
-            cp = True
-            for a in range(c):
-                kk = Ks[s, a]
-                x = out[i, kk]
-                y = out[r, kk]
-                if x < 0 or y < 0 or x == y:
-                    continue
-                cp = False
-                if kk != j:
-                    cq = False
-                    break
+            cq, cp = _matches(out, i, r, j, Ks, s)
             if cq:
                 fq += 1
                 if not cp and fk[s, i] < k:
@@ -601,7 +611,6 @@ def _joint_gain(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray
 def _joint_apply(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray,
                  fk: np.ndarray) -> None:  # pragma: no cover - numba
     n = out.shape[0]
-    c = Ks.shape[1]
     for s in range(Ks.shape[0]):
         if not has[s, j]:
             continue
@@ -609,18 +618,7 @@ def _joint_apply(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarra
         for i in range(n):
             if i == r:
                 continue
-            cq = True
-            cp = True
-            for a in range(c):
-                kk = Ks[s, a]
-                x = out[i, kk]
-                y = out[r, kk]
-                if x < 0 or y < 0 or x == y:
-                    continue
-                cp = False
-                if kk != j:
-                    cq = False
-                    break
+            cq, cp = _matches(out, i, r, j, Ks, s)
             if cq:
                 fq += 1
                 if not cp:

@@ -350,27 +350,17 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         # the DP warnings, kept for the public privacy report too (they quote ε and column names, no count of x)
         self.dp_warnings_: list[tuple[str, str]] = []
         if dom.from_data:  # after every refusal: warn only about a release that is made
-            self.dp_warnings_.append(("domain from data",
+            self._warn("domain from data", DomainFromDataWarning,
                 f"DPCube read {_names(dom.from_data)} from the data (domain_from_data=True), so the release is not "
-                "differentially private; declare public bounds/categories (schema or bounds=/domains=)"))
-            warnings.warn(
-                self.dp_warnings_[-1][1],
-                DomainFromDataWarning,
-                stacklevel=3,
-            )
+                "differentially private; declare public bounds/categories (schema or bounds=/domains=)")
         single = [d.name for d in grid.dims if d.name in schema.attributes and (
             d.merged or (d.kind != "categorical" and d.n_bins == 1 and dom.capacity(d.name) != 1))]
         if self.bins == "auto" and single:
-            self.dp_warnings_.append(("coarse grid",
+            self._warn("coarse grid", CoarseGridWarning,
                 f"at this table size and ε = {self.epsilon:g}, DPCube's grid keeps the structure of "
                 f"{len(schema.attributes) - len(single)} of the {len(schema.attributes)} attributes; the other "
                 f"{len(single)} are drawn uniformly over their declared domain, independently of the rest; release "
-                "fewer attributes or spend a larger ε to keep more of their structure"))
-            warnings.warn(
-                self.dp_warnings_[-1][1],
-                CoarseGridWarning,
-                stacklevel=3,
-            )
+                "fewer attributes or spend a larger ε to keep more of their structure")
         if self.partitioning == "cell":
             e1, e2 = rest, 0.0
         else:
@@ -448,3 +438,8 @@ class DPCube(_GridPlan, _Report, _Synthesis):
             "dropped_unknown_category": int(notes["dropped_unknown"]),
             "clamped_to_bounds": {c: int(k) for c, k in notes["clamped"].items() if k},
         }
+
+    def _warn(self, kind: str, category: type[UserWarning], text: str) -> None:
+        """Warn, and keep the warning for the public privacy report (it quotes ε and column names, no count of x)."""
+        self.dp_warnings_.append((kind, text))
+        warnings.warn(text, category, stacklevel=4)  # the caller of fit

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ppdm.metrics._kernels import push_children
+
 LEAF_SIZE = 32
 
 
@@ -170,25 +172,7 @@ def _search_one(
         if left[k] >= 0:
             dl = _box_d2(zi, lo, hi, left[k])
             dr = _box_d2(zi, lo, hi, right[k])
-            # the nearer child is pushed last, so it is visited first
-            if dl <= dr:
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_rd[sp] = dr
-                    sp += 1
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_rd[sp] = dl
-                    sp += 1
-            else:
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_rd[sp] = dl
-                    sp += 1
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_rd[sp] = dr
-                    sp += 1
+            sp = push_children(st_node, st_rd, sp, left[k], right[k], dl, dr, prune)
             continue
         leaves += 1
         if leaves > budget:

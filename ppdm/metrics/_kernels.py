@@ -379,3 +379,30 @@ def gemm_resolve_rows(
         own[i] = is_own
         count[i] = cnt
         first[i] = f
+
+
+@njit(cache=True, inline="always")
+def push_children(st_node: np.ndarray, st_bound: np.ndarray, sp: int, left: int, right: int,
+                  dl: float, dr: float, prune: float) -> int:
+    """Push the children of a tree node that may hold a point within ``prune`` on a search
+    stack, the nearer one last so it is visited first; returns the new stack size. One step
+    of every depth-first tree search here (the ball search of SERS, mixed record linkage)."""
+    if dl <= dr:
+        if dr <= prune:
+            st_node[sp] = right
+            st_bound[sp] = dr
+            sp += 1
+        if dl <= prune:
+            st_node[sp] = left
+            st_bound[sp] = dl
+            sp += 1
+    else:
+        if dl <= prune:
+            st_node[sp] = left
+            st_bound[sp] = dl
+            sp += 1
+        if dr <= prune:
+            st_node[sp] = right
+            st_bound[sp] = dr
+            sp += 1
+    return sp

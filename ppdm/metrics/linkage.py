@@ -47,6 +47,7 @@ from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics._common import mixed_attributes, wilson_interval
+from ppdm.metrics._kernels import push_children
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 from ppdm.metrics.risk import _threads
@@ -459,24 +460,7 @@ def _mixed_search_one(
         if left[k] >= 0:
             dl = _mixed_bound(zn, zc, gz, i, left[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
             dr = _mixed_bound(zn, zc, gz, i, right[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
-            if dl <= dr:  # the nearer child is pushed last, so it is visited first
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_lb[sp] = dr
-                    sp += 1
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_lb[sp] = dl
-                    sp += 1
-            else:
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_lb[sp] = dl
-                    sp += 1
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_lb[sp] = dr
-                    sp += 1
+            sp = push_children(st_node, st_lb, sp, left[k], right[k], dl, dr, prune)
             continue
         leaves += 1
         if leaves > budget:

@@ -22,6 +22,7 @@ from ppdm.trees._c45_kernels import (
     SMALL,
     _add_errs,
     _scan_numeric,
+    node_class_weights,
     nominal_criteria,
     route_estimate,
     scan_numeric_unit,
@@ -142,15 +143,8 @@ def select_split_fast(y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use
     for every categorical attribute in one pass over the rows), each numeric attribute's
     values, classes and weights in sorted order (``sval[q]``, ``scls[q]``, ``sw[q]``)."""
     m = is_nom.shape[0]
-    class_w = np.zeros(n_classes)
-    for i in range(rows.shape[0]):
-        class_w[y[rows[i]]] += w[i]
-    total_w = class_w.sum()
-    best_c = 0.0
-    for c in range(n_classes):
-        if class_w[c] > best_c + SMALL:
-            best_c = class_w[c]
-    if total_w < 2.0 * min_obj - SMALL or abs(total_w - best_c) < SMALL:
+    class_w, total_w, stop = node_class_weights(y, rows, w, n_classes, min_obj)
+    if stop:
         return -1, 0.0
     n_nom = nomc.shape[1]
     bags3[:n_nom] = 0.0
