@@ -195,7 +195,10 @@ def mdav_reference(X: np.ndarray, w: np.ndarray, k: int, f32: bool, tie_high: bo
 
 # ============================================================ distances and bounds
 # All three compute Σ_j w_j·u_j² with the same operations in the same order; only u_j differs
-# (the record's difference, or the largest / smallest difference a box allows).
+# (the record's difference, or the largest / smallest difference a box allows). They are written
+# out each, not shared through a helper given u_j: they are the innermost loops of MDAV, numba
+# cannot inline a function passed as an argument, and the f32 branch must round at exactly
+# these points to reproduce sdcMicro's single-precision distances (the duplicates tool lists them).
 @njit(cache=True)
 def _dist(A: np.ndarray, q: int, c: np.ndarray, w: np.ndarray, f32: bool) -> float:
     p = A.shape[1]
@@ -325,6 +328,8 @@ def _kd_build(X: np.ndarray, w: np.ndarray, leaf: int):
             continue
         best = 0.0
         ax = -1
+        # the weighted squared spread of each attribute (the ball search's kd-tree measures plain
+        # widths and keeps every node's box: another rule, so a loop of its own)
         for j in range(p):
             lo = np.inf
             hi = -np.inf

@@ -610,6 +610,9 @@ def _joint_gain(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray
 @njit(cache=True)
 def _joint_apply(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray,
                  fk: np.ndarray) -> None:  # pragma: no cover - numba
+    # the same walk over the records as _joint_gain (its match test is _matches), kept as its own
+    # compiled loop: the gain only reads the counts, this updates them, and it runs once per
+    # chosen cell where the gain runs once per candidate
     n = out.shape[0]
     for s in range(Ks.shape[0]):
         if not has[s, j]:

@@ -26,6 +26,7 @@ from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
 from ppdm.metrics._common import wilson_score as wilson
+from ppdm.metrics._kernels import mismatch_counts
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.utils import RandomState, check_random_state
 
@@ -267,13 +268,7 @@ def knn_gower(
         bp = np.empty(k, dtype=np.int64)
         bi = np.empty(k, dtype=np.int64)
         for q in range(c * chunk, min(nq, (c + 1) * chunk)):
-            for g in range(n_groups):
-                dc[g] = 0
-            for a in range(n_cat):
-                v = q_cat[q, a]
-                row = g_codes[a]
-                for g in range(n_groups):
-                    dc[g] += 1 if row[g] != v else 0
+            mismatch_counts(dc, g_codes, q_cat[q])
             for r in range(k):
                 bd[r] = np.inf
                 bp[r] = np.iinfo(np.int64).max

@@ -47,7 +47,7 @@ from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics._common import mixed_attributes, wilson_interval
-from ppdm.metrics._kernels import push_children
+from ppdm.metrics._kernels import add_children, push_children, sort_range
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 from ppdm.metrics.risk import _threads
@@ -378,22 +378,9 @@ def build_mixed_tree(xn: np.ndarray, xc: np.ndarray, gx: np.ndarray, leaf_size: 
         else:
             if best < 0:
                 continue  # one group of identical points: a leaf
-            vals = np.empty(e - s)
-            for t in range(s, e):
-                vals[t - s] = xn[perm[t], best]
-            order = np.argsort(vals, kind="mergesort")
-            sub = perm[s:e].copy()
-            for t in range(e - s):
-                perm[s + t] = sub[order[t]]
+            sort_range(perm, xn, s, e, best)
             mid = s + (e - s) // 2
-        left[k] = n_nodes
-        right[k] = n_nodes + 1
-        start[n_nodes], end[n_nodes] = s, mid
-        start[n_nodes + 1], end[n_nodes + 1] = mid, e
-        stack[sp] = n_nodes
-        stack[sp + 1] = n_nodes + 1
-        sp += 2
-        n_nodes += 2
+        sp, n_nodes = add_children(k, s, mid, e, left, right, start, end, stack, sp, n_nodes)
     m = n_nodes
     return (perm, start[:m], end[:m], left[:m], right[:m], glo[:m], ghi[:m], nlo[:m], nhi[:m], nmiss[:m],
             nall[:m], clo[:m], chi[:m], cbit[:m])
@@ -489,7 +476,11 @@ def _mixed_scan_one(
     zn: np.ndarray, zc: np.ndarray, i: int, d_own: float, own_j: int, mode: int, lim: float,
     xn: np.ndarray, xc: np.ndarray, rel_tol: float, abs_tol: float, offset: int,
 ) -> tuple[int, float, int]:
-    """:func:`_mixed_search_one` by a plain scan of the block (no budget)."""
+    """:func:`_mixed_search_one` by a plain scan of the block (no budget).
+
+    Its visit of a candidate repeats the search's leaf visit on purpose: it finishes searches
+    that ran over their budget, and a compiled inline helper with the search's early return
+    for mode 1 would cost the hot loop a status flag per candidate."""
     reach = d_own * (1.0 + rel_tol) + abs_tol if mode == 1 else lim
     best = np.inf
     count = 0

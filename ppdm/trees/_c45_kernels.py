@@ -214,6 +214,25 @@ def node_class_weights(y, rows, w, n_classes, min_obj):
     return class_w, total_w, stop
 
 
+@njit(cache=True, inline="always")
+def choose_test(valid, gains, ratios, gain_sum, n_valid):
+    """C4.5's selection rule: among the valid tests whose gain is at least the average gain of
+    those counted in ``gain_sum``/``n_valid`` (J48's 1e-3 slack), the first of largest gain
+    ratio; −1 when there is none (shared by the interpreted and the compiled builders)."""
+    if n_valid == 0:
+        return -1
+    avg = gain_sum / n_valid
+    best = -1
+    best_gr = 0.0
+    for a in range(valid.shape[0]):
+        if valid[a] and gains[a] >= avg - 1e-3 and ratios[a] > best_gr + SMALL:
+            best = a
+            best_gr = ratios[a]
+    if best < 0 or abs(best_gr) < SMALL:
+        return -1
+    return best
+
+
 @njit(cache=True)
 def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None):
     """Scan the cut points of known values sorted ascending (C4.5 release 8, J48 C45Split)."""
@@ -374,16 +393,8 @@ def _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, a
             if in_avg[a]:
                 avg += ig
                 n_valid += 1
-    if n_valid == 0:
-        return -1, 0.0, 0.0, 0.0
-    avg = avg / n_valid
-    best = -1
-    best_gr = 0.0
-    for a in range(m):
-        if valid[a] and gains[a] >= avg - 1e-3 and ratios[a] > best_gr + SMALL:
-            best = a
-            best_gr = ratios[a]
-    if best < 0 or abs(best_gr) < SMALL:
+    best = choose_test(valid, gains, ratios, avg, n_valid)
+    if best < 0:
         return -1, 0.0, 0.0, 0.0
     return best, thrs[best], gains[best], ratios[best]
 
