@@ -112,6 +112,22 @@ def check_n_features(owner: object, n_features: int) -> None:
         )
 
 
+def check_k(k: object, n: int, *, name: str = "k", too_large: str = "no group of {k} records can be formed") -> int:
+    """``k`` as an int, or :class:`ParameterError` unless it is a whole number in 1..n.
+
+    The one check of a group size k against a table of n records (microaggregation's groups,
+    local suppression's k-anonymity); ``too_large`` says, with ``{k}`` filled in, why a k above
+    n cannot be met.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ParameterError(f"{name} must be a whole number ≥ 1, got {k!r}")
+    if k < 1:
+        raise ParameterError(f"{name} must be at least 1, got {k}")
+    if k > n:
+        raise ParameterError(f"{name}={k} is larger than the table ({n} records): {too_large.format(k=k)}")
+    return int(k)
+
+
 _Choice = TypeVar("_Choice", bound=str)
 
 

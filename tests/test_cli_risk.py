@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from ppdm.cli.app import app
 from ppdm.data.schema import Schema
 from ppdm.experiments.compare import compare
+from ppdm.metrics.judgement import ATTACKS
 
 runner = CliRunner()
-ATTACKS = ("singling_out_univariate", "singling_out_multivariate", "linkability", "inference")
 
 
 def _table(n: int = 240, seed: int = 0) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from sklearn.base import clone
 
-import ppdm.anonymize.differential_privacy as dpmod
+import ppdm.anonymize._dp_partition as _dp_partition
 from ppdm.anonymize import get_technique, make_technique
 from ppdm.anonymize._dp_mechanisms import (
     discrete_laplace,
@@ -488,7 +488,7 @@ def _kd_reference(noisy, noise_var, min_count, split_threshold):
 @pytest.mark.parametrize("direct", [False, True])
 def test_kd_partition_fast_sums_match_direct_sums(shape, direct, monkeypatch):
     if direct:  # the path for many dimensions, also on small grids
-        monkeypatch.setattr(dpmod, "_SAT_MAX_DIMS", 0)
+        monkeypatch.setattr(_dp_partition, "_SAT_MAX_DIMS", 0)
     rng = np.random.default_rng(len(shape))
     for _ in range(5):
         noisy = rng.poisson(rng.gamma(0.5, 6.0, shape)).astype(float) + rng.laplace(0, 1.0, shape)

@@ -56,6 +56,7 @@ from click.testing import CliRunner
 from json_numbers import json_numbers
 from scipy.stats import beta, binom
 
+import ppdm.anonymize._dp_phases as phases
 import ppdm.anonymize.differential_privacy as dpmod
 from ppdm.cli.app import app
 from ppdm.data import Schema
@@ -199,11 +200,11 @@ def half_scale(monkeypatch):
     """Noise of half the claimed scale in one phase (the budget it claims, doubled in fact)."""
 
     def apply(name: str) -> None:
-        real = getattr(dpmod, name)
+        real = getattr(phases, name)
         if name == "noisy_table_size":
-            monkeypatch.setattr(dpmod, name, lambda n, eps, rng: real(n, 2 * eps, rng))
+            monkeypatch.setattr(phases, name, lambda n, eps, rng: real(n, 2 * eps, rng))
         else:
-            monkeypatch.setattr(dpmod, name, lambda v, s, eps, rng: real(v, s, 2 * eps, rng))
+            monkeypatch.setattr(phases, name, lambda v, s, eps, rng: real(v, s, 2 * eps, rng))
 
     return apply
 
@@ -459,8 +460,8 @@ def test_files_audit_fails_when_exact_n_is_written(tmp_path, monkeypatch, where)
         monkeypatch.setattr(dpmod.DPCube, "measurements",
                             lambda self: {**real_m(self), "table_size_noisy": float(self.partition_counts_.sum())})
     else:  # the release has exactly n records
-        monkeypatch.setattr(dpmod, "noisy_table_size", lambda n, eps, rng: float(n))
-        monkeypatch.setattr(dpmod, "discrete_laplace_variance", lambda s, eps: 0.0)
+        monkeypatch.setattr(phases, "noisy_table_size", lambda n, eps, rng: float(n))
+        monkeypatch.setattr(phases, "discrete_laplace_variance", lambda s, eps: 0.0)
     audit = _files_audit(tmp_path)
     eps = audit.claimed("")
     bound, event = _files_bound(audit, n_select=40, n_estimate=60)
@@ -496,8 +497,8 @@ def test_attribute_selection_respects_its_budget(tmp_path):
 
 
 def test_selection_audit_fails_without_its_noise(tmp_path, monkeypatch):
-    real = dpmod.select_attributes
-    monkeypatch.setattr(dpmod, "select_attributes", lambda s, k, e, d, rng: real(s, k, math.inf, d, rng))
+    real = phases.select_attributes
+    monkeypatch.setattr(phases, "select_attributes", lambda s, k, e, d, rng: real(s, k, math.inf, d, rng))
     audit = _selection_audit(tmp_path)
     eps_s = audit.claimed("attribute selection")
     bound, c = audit.bound([_picked_g1], n=60)
@@ -525,8 +526,8 @@ def test_bin_edges_respect_their_budget(tmp_path):
 
 
 def test_edges_audit_fails_without_their_noise(tmp_path, monkeypatch):
-    real = dpmod.dp_bin_edges
-    monkeypatch.setattr(dpmod, "dp_bin_edges", lambda v, lo, hi, nb, eps, d, i, rng, **kw:
+    real = phases.dp_bin_edges
+    monkeypatch.setattr(phases, "dp_bin_edges", lambda v, lo, hi, nb, eps, d, i, rng, **kw:
                         real(v, lo, hi, nb, math.inf, d, i, rng, **kw))
     audit = _edges_audit(tmp_path)
     eps_q = audit.claimed("bin edges")

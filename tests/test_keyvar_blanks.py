@@ -120,6 +120,13 @@ def test_one_frequency_count_for_the_technique_and_the_measures() -> None:
     assert alg.intruder_frequencies is blanks.intruder_frequencies
     codes = blanks.key_codes(Z, KEYS)
     np.testing.assert_array_equal(alg.record_frequencies(codes), key_frequencies(Z, KEYS).fk)
+    # the measures' counting is the same function, with the number of distinct patterns: (x,p),
+    # (x,·), (x,q), (y,q), (·,q) are 5; Fk of weights 1..6 as in test_wildcard_reading_by_hand
+    fk, groups = blanks.record_frequencies_and_groups(codes)
+    np.testing.assert_array_equal(fk, [2, 4, 3, 3, 5, 3])
+    assert groups == 5 == key_frequencies(Z, KEYS).n_groups
+    both, _ = blanks.record_frequencies_and_groups(codes, weights=np.column_stack([np.ones(6), Z["w"]]))
+    np.testing.assert_array_equal(both[:, 1], [3, 11, 10, 15, 20, 15])
 
 
 def _ctx(x: pd.DataFrame, z: pd.DataFrame, **options) -> EvaluationContext:

@@ -339,3 +339,16 @@ def test_importance_class_blanks_what_the_class_needs_least() -> None:
                          importance="class").fit(df[["edu", "town"]])
     with pytest.raises(ParameterError, match="'class'"):
         LocalSuppression(class_column="label", schema=schema, importance="classes").fit(df)
+
+
+def test_check_k_is_one_check_for_every_group_size() -> None:
+    from ppdm.utils import check_k
+
+    assert check_k(np.int64(3), 3) == 3 and type(check_k(np.int64(3), 3)) is int
+    for bad, needle in ((True, "whole number ≥ 1"), (2.0, "whole number ≥ 1"), (0, "at least 1")):
+        with pytest.raises(ParameterError, match=needle):
+            check_k(bad, 5)
+    with pytest.raises(ParameterError, match=r"k=6 is larger than the table \(5 records\): no group of 6 records"):
+        check_k(6, 5)
+    with pytest.raises(ParameterError, match="no release of it can be 6-anonymous"):
+        check_k(6, 5, too_large="no release of it can be {k}-anonymous")

@@ -243,3 +243,18 @@ def test_adult_with_all_but_fnlwgt_and_income_permuted_is_linked_by_exact_joins(
     value, joined = _adult_measure(lambda x, rng: x.assign(**{c: rng.permutation(x[c].to_numpy())
                                                               for c in x.columns if c not in keep}))
     assert value >= 0.5 and joined > 15_000
+
+
+def test_wilson_interval_by_hand():
+    from ppdm.metrics._common import wilson_interval, wilson_score
+
+    # z = 1.959964 (95 %), z² = 3.841459. k = 5 of n = 10: centre (5 + 1.920729)/13.841459 = 0.5,
+    # half-width 1.959964/13.841459 · √(5·5/10 + 0.960365) = 0.141601 · 1.860206 = 0.263407
+    assert wilson_interval(5, 10) == pytest.approx((0.236593, 0.763407), abs=1e-6)
+    # k = 0: centre = half-width = 1.920729/13.841459 = 0.138766, so the interval starts at 0
+    lo, hi = wilson_interval(0, 10)
+    assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(0.277533, abs=1e-6)
+    # fractional credit k = 2.5 of n = 4: centre 4.420729/7.841459 = 0.563764,
+    # half 1.959964/7.841459 · √(2.5·1.5/4 + 0.960365) = 0.249949 · 1.377630 = 0.344337
+    assert wilson_score(2.5, 4) == pytest.approx((0.563764, 0.344337), abs=1e-6)
+    assert wilson_interval(2.5, 4) == pytest.approx((0.219427, 0.908101), abs=1e-6)

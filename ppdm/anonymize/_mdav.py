@@ -27,8 +27,9 @@ Blocking (:func:`kd_blocks`) cuts a table into compact blocks by recursive media
 along the attribute of largest (weighted) variance; :class:`CellTree` is the same kind of
 split learnt on a table, used to order the records of a table too large for memory.
 
-The checks and summaries both the in-memory technique and its Dask form use (:func:`check_k`,
-:func:`labels_in_blocks`, :func:`group_means`) live here too, so neither imports the other.
+The summaries both the in-memory technique and its Dask form use (:func:`labels_in_blocks`,
+:func:`group_means`) live here too, so neither imports the other (both check k with
+:func:`ppdm.utils.check_k`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ import itertools
 
 import numpy as np
 from numba import njit
-
-from ppdm.errors import ParameterError
 
 #: records per kd-tree leaf of the fast kernel (measured best at p = 5 among 8, 16, 32, 64)
 LEAF_SIZE = 16
@@ -196,7 +195,10 @@ def mdav_reference(X: np.ndarray, w: np.ndarray, k: int, f32: bool, tie_high: bo
 
 # ============================================================ distances and bounds
 # All three compute Σ_j w_j·u_j² with the same operations in the same order; only u_j differs
-# (the record's difference, or the largest / smallest difference a box allows).
+# (the record's difference, or the largest / smallest difference a box allows). They are written
+# out each, not shared through a helper given u_j: they are the innermost loops of MDAV, numba
+# cannot inline a function passed as an argument, and the f32 branch must round at exactly
+# these points to reproduce sdcMicro's single-precision distances (the duplicates tool lists them).
 @njit(cache=True)
 def _dist(A: np.ndarray, q: int, c: np.ndarray, w: np.ndarray, f32: bool) -> float:
     p = A.shape[1]
@@ -326,6 +328,8 @@ def _kd_build(X: np.ndarray, w: np.ndarray, leaf: int):
             continue
         best = 0.0
         ax = -1
+        # the weighted squared spread of each attribute (the ball search's kd-tree measures plain
+        # widths and keeps every node's box: another rule, so a loop of its own)
         for j in range(p):
             lo = np.inf
             hi = -np.inf
@@ -959,17 +963,6 @@ class CellTree:
 
 
 # ============================================================ shared by in-memory and Dask MDAV
-def check_k(k: object, n: int, *, name: str = "k") -> int:
-    """Return ``k`` as an int, or raise :class:`ParameterError` unless 1 ≤ k ≤ n."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"{name} must be a whole number, got {k!r}")
-    if k < 1:
-        raise ParameterError(f"{name} must be at least 1, got {k}")
-    if k > n:
-        raise ParameterError(f"{name}={k} exceeds the number of records ({n}); no group of {k} can be formed")
-    return int(k)
-
-
 def labels_in_blocks(A: np.ndarray, w: np.ndarray, k: int, f32: bool, blocks: np.ndarray) -> np.ndarray:
     """MDAV labels of every record, MDAV run within each block (numbered 0…b−1); each block's
     records keep their index order (the tie rules' order). ``f32``: sdcMicro's single precision

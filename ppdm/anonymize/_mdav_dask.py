@@ -30,11 +30,11 @@ import pandas as pd
 from numba import njit
 
 from ppdm.anonymize._domain import DomainGuard, technique_name
-from ppdm.anonymize._mdav import POSITION_BITS, check_k, group_means, kd_blocks, labels_in_blocks
+from ppdm.anonymize._mdav import POSITION_BITS, group_means, kd_blocks, labels_in_blocks
 from ppdm.anonymize.base import restore_table
 from ppdm.data.types import working_frame
 from ppdm.errors import ParameterError, PPDMError
-from ppdm.utils import check_choice
+from ppdm.utils import check_choice, check_k
 
 
 @njit(cache=True)

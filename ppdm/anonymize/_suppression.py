@@ -49,7 +49,6 @@ from __future__ import annotations
 import heapq
 import math
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -551,6 +550,27 @@ JOINT_BUDGET = 2_000_000
 PRUNE_BUDGET = 200_000_000
 
 
+@njit(cache=True, inline="always")
+def _matches(out: np.ndarray, i: int, r: int, j: int, Ks: np.ndarray,
+             s: int) -> tuple[bool, bool]:  # pragma: no cover - numba
+    """Whether records i and r are compatible on the keys ``Ks[s]`` once r's key j is blanked, and
+    whether they are already (wildcard rule: a blank matches any value). Shared by
+    :func:`_joint_gain` and :func:`_joint_apply`."""
+    cq = True
+    cp = True
+    for a in range(Ks.shape[1]):
+        kk = Ks[s, a]
+        x = out[i, kk]
+        y = out[r, kk]
+        if x < 0 or y < 0 or x == y:
+            continue
+        cp = False
+        if kk != j:
+            cq = False
+            break
+    return cq, cp
+
+
 @njit(cache=True)
 def _joint_gain(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray, fk: np.ndarray,
                 k: int) -> float:  # pragma: no cover - numba
@@ -575,18 +595,7 @@ def _joint_gain(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray
         for i in range(n):
             if i == r:
                 continue
-            cq = True
-            cp = True
-            for a in range(c):
-                kk = Ks[s, a]
-                x = out[i, kk]
-                y = out[r, kk]
-                if x < 0 or y < 0 or x == y:
-                    continue
-                cp = False
-                if kk != j:
-                    cq = False
-                    break
+            cq, cp = _matches(out, i, r, j, Ks, s)
             if cq:
                 fq += 1
                 if not cp and fk[s, i] < k:
@@ -601,8 +610,10 @@ def _joint_gain(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray
 @njit(cache=True)
 def _joint_apply(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarray,
                  fk: np.ndarray) -> None:  # pragma: no cover - numba
+    # the same walk over the records as _joint_gain (its match test is _matches), kept as its own
+    # compiled loop: the gain only reads the counts, this updates them, and it runs once per
+    # chosen cell where the gain runs once per candidate
     n = out.shape[0]
-    c = Ks.shape[1]
     for s in range(Ks.shape[0]):
         if not has[s, j]:
             continue
@@ -610,18 +621,7 @@ def _joint_apply(out: np.ndarray, r: int, j: int, Ks: np.ndarray, has: np.ndarra
         for i in range(n):
             if i == r:
                 continue
-            cq = True
-            cp = True
-            for a in range(c):
-                kk = Ks[s, a]
-                x = out[i, kk]
-                y = out[r, kk]
-                if x < 0 or y < 0 or x == y:
-                    continue
-                cp = False
-                if kk != j:
-                    cq = False
-                    break
+            cq, cp = _matches(out, i, r, j, Ks, s)
             if cq:
                 fq += 1
                 if not cp:
@@ -770,17 +770,6 @@ def prune(out: np.ndarray, orig: np.ndarray, k: int, subsets: list[tuple[int, ..
                              cols[first].astype(np.int64), Ks, has, fk, int(k)))
 
 
-def check_k(k: Any, n: int) -> int:
-    """``k`` as an int, or :class:`ParameterError` unless it is a whole number in 1..n."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"k must be a whole number ≥ 1, got {k!r}")
-    if k < 1:
-        raise ParameterError(f"k must be at least 1, got {k}")
-    if k > n:
-        raise ParameterError(f"k={k} is larger than the table ({n} records): no release of it can be {k}-anonymous")
-    return int(k)
-
-
 def entropy_costs(codes: np.ndarray) -> np.ndarray:
     """The Shannon entropy (bits) of each key's observed values, scaled to mean 1: blanking a
     cell of an informative key costs more."""
@@ -799,7 +788,7 @@ def entropy_costs(codes: np.ndarray) -> np.ndarray:
     return np.maximum(arr / mean, 1e-3) if mean > 0 else np.ones_like(arr)
 
 
-__all__ = ["CRITERIA", "check_k", "cover_suppress", "default_importance", "distinct_patterns", "encode_keys",
+__all__ = ["CRITERIA", "cover_suppress", "default_importance", "distinct_patterns", "encode_keys",
            "entropy_costs", "intruder_frequencies", "pattern_frequencies", "rank_min", "record_frequencies",
            "sdcmicro_combs", "sdcmicro_suppress", "suppression_order"]
 

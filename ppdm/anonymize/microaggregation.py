@@ -25,13 +25,13 @@ import pandas as pd
 from numba import njit
 
 from ppdm.anonymize._domain import DomainGuard, technique_name
-from ppdm.anonymize._mdav import CellTree, check_k, group_means, kd_blocks, labels_in_blocks, mdav_labels
+from ppdm.anonymize._mdav import CellTree, group_means, kd_blocks, labels_in_blocks, mdav_labels
 from ppdm.anonymize.base import Technique, check_column_names
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
-from ppdm.utils import check_choice, finite_vector
+from ppdm.utils import check_choice, check_k, finite_vector
 
 Scaling = Literal["standard", "sdcmicro", "none"]
 Strategy = Literal["auto", "global", "blocked"]

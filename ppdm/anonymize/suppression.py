@@ -61,6 +61,7 @@ from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
+from ppdm.utils import check_k
 
 MODES = ("cover", "sdcmicro")
 COMBS_IMPORTANCE = ("keys", "columns")
@@ -257,7 +258,7 @@ class LocalSuppression(Technique):
         keys = self.keys_
         codes = alg.encode_keys(df, keys)
         n, m = codes.shape
-        k = alg.check_k(self.k, n)
+        k = check_k(self.k, n, too_large="no release of it can be {k}-anonymous")
         if isinstance(self.importance_, str):  # "class": computed on the table being released
             y = alg.encode_keys(df, [schema.class_column])[:, 0]  # type: ignore[list-item]  # "class" is set only with a class column (fit)
             imp = alg.class_importance(codes, y)

@@ -25,23 +25,13 @@ import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
+from ppdm.metrics._common import wilson_score as wilson
+from ppdm.metrics._kernels import mismatch_counts
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.utils import RandomState, check_random_state
 
 
 # ------------------------------------------------------------------------ rates
-def wilson(n_success: float, n_total: int, confidence: float) -> tuple[float, float]:
-    """Wilson score estimate of a success rate and its error at ``confidence``."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
-    z2 = z * z
-    den = n_total + z2
-    rate = (n_success + 0.5 * z2) / den
-    err = z / den * math.sqrt(max(0.0, n_success * (n_total - n_success) / n_total) + 0.25 * z2)
-    return rate, err
-
-
 def residual(main: tuple[float, float], control: tuple[float, float]) -> tuple[float, float]:
     """Residual success of the main attack over the control attack and its propagated error."""
     (a, ea), (c, ec) = main, control
@@ -278,13 +268,7 @@ def knn_gower(
         bp = np.empty(k, dtype=np.int64)
         bi = np.empty(k, dtype=np.int64)
         for q in range(c * chunk, min(nq, (c + 1) * chunk)):
-            for g in range(n_groups):
-                dc[g] = 0
-            for a in range(n_cat):
-                v = q_cat[q, a]
-                row = g_codes[a]
-                for g in range(n_groups):
-                    dc[g] += 1 if row[g] != v else 0
+            mismatch_counts(dc, g_codes, q_cat[q])
             for r in range(k):
                 bd[r] = np.inf
                 bp[r] = np.iinfo(np.int64).max

@@ -185,11 +185,18 @@ def record_frequencies(codes: np.ndarray, blanks: str = DEFAULT_READING,
     """fk of every record of a code matrix under a reading of blanks (:data:`BLANK_READINGS`);
     with ``weights`` (one per record, or (n, c)), the summed weights of the matching records
     instead (Fk)."""
+    return record_frequencies_and_groups(codes, blanks, weights)[0]
+
+
+def record_frequencies_and_groups(codes: np.ndarray, blanks: str = DEFAULT_READING,
+                                  weights: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """:func:`record_frequencies` and the number of distinct key patterns (a blank counted as a
+    value of its own): the one fk counting of local suppression and of the key-variable measures."""
     pats, cnt, inv = distinct_patterns(codes)
     w = cnt.astype(float) if weights is None else _sum_by(inv, np.asarray(weights, dtype=float), len(pats))
     if check_reading(blanks) == "strict" or not (pats < 0).any():
-        return w[inv]
-    return pattern_frequencies(pats, w)[inv]
+        return w[inv], len(pats)
+    return pattern_frequencies(pats, w)[inv], len(pats)
 
 
 def _sum_by(inv: np.ndarray, w: np.ndarray, size: int) -> np.ndarray:
@@ -214,4 +221,5 @@ def intruder_frequencies(original: np.ndarray, released: np.ndarray) -> np.ndarr
 
 
 __all__ = ["BLANK_READINGS", "DEFAULT_READING", "check_reading", "distinct_patterns", "intruder_frequencies",
-           "joint_key_codes", "key_codes", "matching_groups", "pattern_frequencies", "record_frequencies", "row_ids"]
+           "joint_key_codes", "key_codes", "matching_groups", "pattern_frequencies", "record_frequencies",
+           "record_frequencies_and_groups", "row_ids"]

@@ -40,13 +40,12 @@ from typing import Any
 from ppdm.errors import ParameterError
 from ppdm.experiments.evaluation import load_all_measures, unknown_option
 from ppdm.metrics.base import MEASURES, MeasureSpec
+from ppdm.metrics.judgement import ATTACKS
 
 POLICY_FORMAT = "ppdm.policy"
 POLICY_VERSION = 1
 
-#: the attacks that compare what a release tells about its own people with what it tells about
-#: a control set (Giomi et al. 2023); the policy word ``attacks`` stands for all of them
-ATTACKS = ("singling_out_univariate", "singling_out_multivariate", "linkability", "inference")
+#: the policy word ``attacks`` stands for all the attacks against a control set (metrics.judgement.ATTACKS)
 GROUPS = {"attacks": ATTACKS}
 
 #: what the risk axis of the front may be besides a measure name

@@ -1072,16 +1072,10 @@ def _dp_risk(outcome: Mapping[str, Any]) -> float | None:
 
 def pareto_front(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     """The trials no other trial beats on both risk and utility loss (lower is better on both),
-    by increasing risk."""
-    pts = [r for r in records if r.risk is not None and r.utility_loss is not None]
-    pts.sort(key=lambda r: (r.risk, r.utility_loss, r.number))
-    front: list[TrialRecord] = []
-    best_loss = math.inf
-    for r in pts:
-        if r.utility_loss < best_loss:  # type: ignore[operator]  # pts keeps records with both values set
-            front.append(r)
-            best_loss = r.utility_loss  # type: ignore[assignment]  # pts keeps records with both values set
-    return front
+    by increasing risk; of trials at the same point, the earliest (see :mod:`ppdm.experiments._front`)."""
+    from ppdm.experiments._front import pareto_front as front
+
+    return front(sorted(records, key=lambda r: r.number), lambda r: r.risk, lambda r: r.utility_loss, ties="first")
 
 
 def rank(records: Sequence[TrialRecord], policy: Policy) -> list[TrialRecord]:

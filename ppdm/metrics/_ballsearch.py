@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ppdm.metrics._kernels import add_children, push_children, sort_range
+
 LEAF_SIZE = 32
 
 
@@ -68,22 +70,9 @@ def build_tree(x: np.ndarray, leaf_size: int) -> tuple:
                 best_d = a
         if e - s <= leaf_size or width <= 0.0:
             continue  # a leaf (identical rows always stay together)
-        vals = np.empty(e - s)
-        for t in range(s, e):
-            vals[t - s] = x[perm[t], best_d]
-        order = np.argsort(vals, kind="mergesort")
-        sub = perm[s:e].copy()
-        for t in range(e - s):
-            perm[s + t] = sub[order[t]]
+        sort_range(perm, x, s, e, best_d)
         mid = s + (e - s) // 2
-        left[k] = n_nodes
-        right[k] = n_nodes + 1
-        start[n_nodes], end[n_nodes] = s, mid
-        start[n_nodes + 1], end[n_nodes + 1] = mid, e
-        stack[sp] = n_nodes
-        stack[sp + 1] = n_nodes + 1
-        sp += 2
-        n_nodes += 2
+        sp, n_nodes = add_children(k, s, mid, e, left, right, start, end, stack, sp, n_nodes)
     xp = np.empty((n, m))
     for t in range(n):
         for a in range(m):
@@ -170,25 +159,7 @@ def _search_one(
         if left[k] >= 0:
             dl = _box_d2(zi, lo, hi, left[k])
             dr = _box_d2(zi, lo, hi, right[k])
-            # the nearer child is pushed last, so it is visited first
-            if dl <= dr:
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_rd[sp] = dr
-                    sp += 1
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_rd[sp] = dl
-                    sp += 1
-            else:
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_rd[sp] = dl
-                    sp += 1
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_rd[sp] = dr
-                    sp += 1
+            sp = push_children(st_node, st_rd, sp, left[k], right[k], dl, dr, prune)
             continue
         leaves += 1
         if leaves > budget:

@@ -8,6 +8,7 @@ matrices and refuses anything that would make the comparison meaningless.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -278,3 +279,29 @@ def power_of_two_scale(*mats: np.ndarray, per_column: bool) -> np.ndarray:
     if big == 0.0 or lo <= big <= hi:
         return np.ones(p)
     return np.full(p, np.ldexp(1.0, -int(exp.max())))
+
+
+def wilson_score(k: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score estimate of a share k/n and its half-width at ``confidence`` (Wilson 1927).
+
+    With z the normal quantile of the confidence level, the estimate is
+    ``(k + z²/2) / (n + z²)`` and the half-width ``z / (n + z²) · √(k(n − k)/n + z²/4)``
+    (Giomi et al. 2023, §4, write the attack rates this way). ``k`` may be a sum of
+    fractional credits in [0, n]. The one implementation behind the attack rates, the
+    linkage and matching intervals and closeness's sampled shares.
+    """
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
+    z2 = z * z
+    p = k / n
+    # the same numbers in terms of the share p (as the linkage and matching intervals always had them)
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * math.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
+    return centre, half
+
+
+def wilson_interval(k: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a share k/n, clipped to [0, 1] (see :func:`wilson_score`)."""
+    centre, half = wilson_score(k, n, confidence)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -379,3 +379,71 @@ def gemm_resolve_rows(
         own[i] = is_own
         count[i] = cnt
         first[i] = f
+
+
+@njit(cache=True, inline="always")
+def push_children(st_node: np.ndarray, st_bound: np.ndarray, sp: int, left: int, right: int,
+                  dl: float, dr: float, prune: float) -> int:
+    """Push the children of a tree node that may hold a point within ``prune`` on a search
+    stack, the nearer one last so it is visited first; returns the new stack size. One step
+    of every depth-first tree search here (the ball search of SERS, mixed record linkage)."""
+    if dl <= dr:
+        if dr <= prune:
+            st_node[sp] = right
+            st_bound[sp] = dr
+            sp += 1
+        if dl <= prune:
+            st_node[sp] = left
+            st_bound[sp] = dl
+            sp += 1
+    else:
+        if dl <= prune:
+            st_node[sp] = left
+            st_bound[sp] = dl
+            sp += 1
+        if dr <= prune:
+            st_node[sp] = right
+            st_bound[sp] = dr
+            sp += 1
+    return sp
+
+
+@njit(cache=True, inline="always")
+def sort_range(perm: np.ndarray, X: np.ndarray, s: int, e: int, col: int) -> None:
+    """Reorder ``perm[s:e]`` by column ``col`` of ``X`` (stable), so a tree node can be cut at its
+    middle; shared by the tree builders of the ball search and of mixed record linkage."""
+    vals = np.empty(e - s)
+    for t in range(s, e):
+        vals[t - s] = X[perm[t], col]
+    order = np.argsort(vals, kind="mergesort")
+    sub = perm[s:e].copy()
+    for t in range(e - s):
+        perm[s + t] = sub[order[t]]
+
+
+@njit(cache=True, inline="always")
+def add_children(k: int, s: int, mid: int, e: int, left: np.ndarray, right: np.ndarray, start: np.ndarray,
+                 end: np.ndarray, stack: np.ndarray, sp: int, n_nodes: int) -> tuple[int, int]:
+    """Make rows ``s:mid`` and ``mid:e`` of node ``k`` its two children and push them on the
+    build stack; returns the new stack size and node count."""
+    left[k] = n_nodes
+    right[k] = n_nodes + 1
+    start[n_nodes], end[n_nodes] = s, mid
+    start[n_nodes + 1], end[n_nodes + 1] = mid, e
+    stack[sp] = n_nodes
+    stack[sp + 1] = n_nodes + 1
+    return sp + 2, n_nodes + 2
+
+
+@njit(cache=True, inline="always")
+def mismatch_counts(dc: np.ndarray, codes: np.ndarray, q: np.ndarray) -> None:
+    """``dc[g]``: on how many categorical attributes group g (``codes[a, g]``) differs from the
+    query's codes ``q[a]``; shared by the attacks' and closeness's nearest-record searches."""
+    n_groups = dc.shape[0]
+    for g in range(n_groups):
+        dc[g] = 0
+    for a in range(codes.shape[0]):
+        v = q[a]
+        row = codes[a]
+        for g in range(n_groups):
+            dc[g] += 1 if row[g] != v else 0

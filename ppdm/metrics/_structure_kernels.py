@@ -21,6 +21,9 @@ import math
 import numpy as np
 from numba import njit
 
+# the growable buffers of the tree builder (one implementation for both compiled builders)
+from ppdm.trees._c45_compiled import _grow_1d, _grow_2d
+
 
 @njit(cache=True)
 def _imp(counts: np.ndarray, tot: float, gini: bool) -> float:
@@ -53,24 +56,6 @@ def _weighted(left: np.ndarray, right: np.ndarray, nl: float, nr: float, gini: b
     for c in range(left.shape[0]):
         w -= xlogx[int(left[c])] + xlogx[int(right[c])]
     return w
-
-
-@njit(cache=True)
-def _grow(a: np.ndarray, need: int) -> np.ndarray:
-    if need <= a.shape[0]:
-        return a
-    out = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@njit(cache=True)
-def _grow2(a: np.ndarray, need: int) -> np.ndarray:
-    if need <= a.shape[0]:
-        return a
-    out = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -223,9 +208,9 @@ def segment_scores(ptr, recs, y, n_classes, codes, n_codes, is_num, criterion, t
             floor = best - tol * (1.0 + abs(best))
             for j in range(n_cuts):
                 if gains[j] >= floor:
-                    cand_seg = _grow(cand_seg, n_cand + 1)
-                    cand_attr = _grow(cand_attr, n_cand + 1)
-                    cand_left = _grow2(cand_left, n_cand + 1)
+                    cand_seg = _grow_1d(cand_seg, n_cand + 1)
+                    cand_attr = _grow_1d(cand_attr, n_cand + 1)
+                    cand_left = _grow_2d(cand_left, n_cand + 1)
                     cand_seg[n_cand] = s
                     cand_attr[n_cand] = a
                     cand_left[n_cand] = cuts_left[j]

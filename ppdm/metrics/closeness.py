@@ -34,9 +34,10 @@ import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
+from ppdm.metrics._common import wilson_interval
+from ppdm.metrics._kernels import mismatch_counts
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.metrics.keyvar import _opt, group_codes
-from ppdm.metrics.linkage import wilson_interval
 from ppdm.metrics.risk import _threads
 
 #: released records (and originals, for the reference) whose nearest original is searched by default
@@ -169,13 +170,7 @@ def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.nd
         head = np.empty(n_cat + 2, dtype=np.int64)
         by_level = np.empty(n_groups, dtype=np.int64)
         for i in range(ch * chunk, min(nq, (ch + 1) * chunk)):
-            for g in range(n_groups):
-                dc[g] = 0
-            for a in range(n_cat):
-                v = qc[i, a]
-                row = g_codes[a]
-                for g in range(n_groups):
-                    dc[g] += row[g] != v
+            mismatch_counts(dc, g_codes, qc[i])
             # groups sorted by their categorical distance (a counting sort)
             for lv in range(n_cat + 2):
                 head[lv] = 0

@@ -192,6 +192,8 @@ def span_of(value_range: tuple[float | None, float | None], threshold: float) ->
 # -------------------------------------------------------------------------------- verdicts
 #: verdict words per topic: title, good status, bad status
 _WORDS = {"risk": ("Disclosure risk", "low", "high"), "utility": ("Utility", "kept", "reduced")}
+#: the attacks that compare what a release tells about its own people with what it tells about
+#: a control set (Giomi et al. 2023): the one list, used by the verdicts and by policies' ``attacks``
 ATTACKS = ("singling_out_univariate", "singling_out_multivariate", "linkability", "inference")
 
 

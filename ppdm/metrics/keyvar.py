@@ -54,6 +54,7 @@ from ppdm.data.blanks import (
     key_codes,
     matching_groups,
     pattern_frequencies,
+    record_frequencies_and_groups,
 )
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, ScenarioNotApplicable, SchemaError
 from ppdm.metrics._dask import check_aligned, pair_partitions, reduce_parts
@@ -244,15 +245,11 @@ def _frequencies(codes: np.ndarray, w: np.ndarray | None,
                  blanks: str = DEFAULT_READING) -> tuple[np.ndarray, np.ndarray, int]:
     """fk, Fk (= fk without weights) and the number of distinct keys of a code matrix, blanks read
     as ``blanks`` says (:mod:`ppdm.data.blanks`: the counting the technique shares)."""
-    pats, cnt, inv = distinct_patterns(codes)
-    sums = cnt.astype(float) if w is None else np.column_stack(
-        [cnt.astype(float), np.bincount(inv, weights=w, minlength=len(pats))])
-    if blanks == "wildcard" and (pats < 0).any():
-        sums = pattern_frequencies(pats, sums)
     if w is None:
-        fk = sums[inv]
-        return fk, fk, len(pats)
-    return sums[inv, 0], sums[inv, 1], len(pats)
+        fk, n_groups = record_frequencies_and_groups(codes, blanks)
+        return fk, fk, n_groups
+    both, n_groups = record_frequencies_and_groups(codes, blanks, np.column_stack([np.ones(len(codes)), w]))
+    return both[:, 0], both[:, 1], n_groups
 
 
 def individual_risk(fk: np.ndarray, Fk: np.ndarray, weighted: bool = True) -> np.ndarray:

@@ -46,7 +46,8 @@ import pandas as pd
 from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
-from ppdm.metrics._common import mixed_attributes
+from ppdm.metrics._common import mixed_attributes, wilson_interval
+from ppdm.metrics._kernels import add_children, push_children, sort_range
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 from ppdm.metrics.risk import _threads
@@ -377,22 +378,9 @@ def build_mixed_tree(xn: np.ndarray, xc: np.ndarray, gx: np.ndarray, leaf_size: 
         else:
             if best < 0:
                 continue  # one group of identical points: a leaf
-            vals = np.empty(e - s)
-            for t in range(s, e):
-                vals[t - s] = xn[perm[t], best]
-            order = np.argsort(vals, kind="mergesort")
-            sub = perm[s:e].copy()
-            for t in range(e - s):
-                perm[s + t] = sub[order[t]]
+            sort_range(perm, xn, s, e, best)
             mid = s + (e - s) // 2
-        left[k] = n_nodes
-        right[k] = n_nodes + 1
-        start[n_nodes], end[n_nodes] = s, mid
-        start[n_nodes + 1], end[n_nodes + 1] = mid, e
-        stack[sp] = n_nodes
-        stack[sp + 1] = n_nodes + 1
-        sp += 2
-        n_nodes += 2
+        sp, n_nodes = add_children(k, s, mid, e, left, right, start, end, stack, sp, n_nodes)
     m = n_nodes
     return (perm, start[:m], end[:m], left[:m], right[:m], glo[:m], ghi[:m], nlo[:m], nhi[:m], nmiss[:m],
             nall[:m], clo[:m], chi[:m], cbit[:m])
@@ -459,24 +447,7 @@ def _mixed_search_one(
         if left[k] >= 0:
             dl = _mixed_bound(zn, zc, gz, i, left[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
             dr = _mixed_bound(zn, zc, gz, i, right[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
-            if dl <= dr:  # the nearer child is pushed last, so it is visited first
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_lb[sp] = dr
-                    sp += 1
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_lb[sp] = dl
-                    sp += 1
-            else:
-                if dl <= prune:
-                    st_node[sp] = left[k]
-                    st_lb[sp] = dl
-                    sp += 1
-                if dr <= prune:
-                    st_node[sp] = right[k]
-                    st_lb[sp] = dr
-                    sp += 1
+            sp = push_children(st_node, st_lb, sp, left[k], right[k], dl, dr, prune)
             continue
         leaves += 1
         if leaves > budget:
@@ -505,7 +476,11 @@ def _mixed_scan_one(
     zn: np.ndarray, zc: np.ndarray, i: int, d_own: float, own_j: int, mode: int, lim: float,
     xn: np.ndarray, xc: np.ndarray, rel_tol: float, abs_tol: float, offset: int,
 ) -> tuple[int, float, int]:
-    """:func:`_mixed_search_one` by a plain scan of the block (no budget)."""
+    """:func:`_mixed_search_one` by a plain scan of the block (no budget).
+
+    Its visit of a candidate repeats the search's leaf visit on purpose: it finishes searches
+    that ran over their budget, and a compiled inline helper with the search's early return
+    for mode 1 would cost the hot loop a status flag per candidate."""
     reach = d_own * (1.0 + rel_tol) + abs_tol if mode == 1 else lim
     best = np.inf
     count = 0
@@ -721,18 +696,6 @@ def credits(own: np.ndarray, count: np.ndarray, first: np.ndarray, mine: np.ndar
     if ties == "first":
         return (own & (first == mine)).astype(float)
     return (own & (count == 1)).astype(float)
-
-
-def wilson_interval(k: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a share k/n (k may be a sum of fractional credits in [0, 1])."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
-    z2 = z * z
-    p = k / n
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z / (1 + z2 / n) * np.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _check_ties(ties: str) -> None:

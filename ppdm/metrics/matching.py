@@ -53,6 +53,7 @@ import pandas as pd
 from numba import njit
 
 from ppdm.errors import ParameterError, SchemaError
+from ppdm.metrics._common import wilson_interval
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 
@@ -426,17 +427,6 @@ def _check_tolerances(tolerance: Any) -> tuple[float, ...]:
     return vals
 
 
-def _wilson(k: float, n: int, confidence: float) -> tuple[float, float]:
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 * (1.0 + confidence))
-    z2 = z * z
-    p = k / n
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z / (1 + z2 / n) * math.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def qi_matching(
     x: pd.DataFrame,
     z: pd.DataFrame,
@@ -532,7 +522,7 @@ def summarise_matching(
                          confidence=confidence)
     if m < population:
         res.sample_size, res.population = m, population
-        res.ci_low, res.ci_high = _wilson(float(credit.sum()), m, confidence)
+        res.ci_low, res.ci_high = wilson_interval(float(credit.sum()), m, confidence)
     return res
 
 

@@ -383,7 +383,7 @@ def comparison_verdicts(result: Any, summary: Any | None = None) -> list[Techniq
 def pareto_front(points: Sequence[tuple[str, float, float]]) -> list[str]:
     """Labels of the points ``(label, risk, loss)`` that no other point beats on both
     (lower risk and lower utility loss, at least one strictly), ordered by risk."""
+    from ppdm.experiments._front import pareto_front as front
+
     pts = [(lab, float(r), float(u)) for lab, r, u in points if math.isfinite(float(r)) and math.isfinite(float(u))]
-    front = [p for p in pts if not any((q[1] <= p[1] and q[2] <= p[2]) and (q[1] < p[1] or q[2] < p[2])
-                                       for q in pts)]
-    return [p[0] for p in sorted(front, key=lambda p: (p[1], p[2]))]
+    return [p[0] for p in front(pts, lambda p: p[1], lambda p: p[2])]

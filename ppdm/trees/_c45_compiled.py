@@ -22,6 +22,8 @@ from ppdm.trees._c45_kernels import (
     SMALL,
     _add_errs,
     _scan_numeric,
+    choose_test,
+    node_class_weights,
     nominal_criteria,
     route_estimate,
     scan_numeric_unit,
@@ -114,24 +116,24 @@ def _split_sorted(srt, sval, scls, sw, s, e, starts, brow, tmp_r, tmp_w, bq):
     for q in range(srt.shape[0]):
         for i in range(s, e):
             bq[i] = brow[srt[q, i]]
-        pos[:] = starts[:nb]
-        for i in range(s, e):
-            b = bq[i]
-            tmp_r[pos[b]] = srt[q, i]
-            tmp_w[pos[b]] = sval[q, i]
-            pos[b] += 1
-        for i in range(s, e):
-            srt[q, i] = tmp_r[i]
-            sval[q, i] = tmp_w[i]
-        pos[:] = starts[:nb]
-        for i in range(s, e):
-            b = bq[i]
-            tmp_r[pos[b]] = scls[q, i]
-            tmp_w[pos[b]] = sw[q, i]
-            pos[b] += 1
-        for i in range(s, e):
-            scls[q, i] = tmp_r[i]
-            sw[q, i] = tmp_w[i]
+        _partition_pair(srt[q], sval[q], s, e, bq, pos, starts, tmp_r, tmp_w)
+        _partition_pair(scls[q], sw[q], s, e, bq, pos, starts, tmp_r, tmp_w)
+
+
+@njit(cache=True, inline="always")
+def _partition_pair(a, b, s, e, bq, pos, starts, tmp_a, tmp_b):
+    """Stable partition of ``a[s:e]`` and ``b[s:e]`` alike over the branches' ranges (each
+    row's branch in ``bq``), through the buffers ``tmp_a``/``tmp_b``."""
+    nb = starts.shape[0] - 1
+    pos[:] = starts[:nb]
+    for i in range(s, e):
+        br = bq[i]
+        tmp_a[pos[br]] = a[i]
+        tmp_b[pos[br]] = b[i]
+        pos[br] += 1
+    for i in range(s, e):
+        a[i] = tmp_a[i]
+        b[i] = tmp_b[i]
 
 
 @njit(cache=True)
@@ -142,15 +144,8 @@ def select_split_fast(y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use
     for every categorical attribute in one pass over the rows), each numeric attribute's
     values, classes and weights in sorted order (``sval[q]``, ``scls[q]``, ``sw[q]``)."""
     m = is_nom.shape[0]
-    class_w = np.zeros(n_classes)
-    for i in range(rows.shape[0]):
-        class_w[y[rows[i]]] += w[i]
-    total_w = class_w.sum()
-    best_c = 0.0
-    for c in range(n_classes):
-        if class_w[c] > best_c + SMALL:
-            best_c = class_w[c]
-    if total_w < 2.0 * min_obj - SMALL or abs(total_w - best_c) < SMALL:
+    class_w, total_w, stop = node_class_weights(y, rows, w, n_classes, min_obj)
+    if stop:
         return -1, 0.0
     n_nom = nomc.shape[1]
     bags3[:n_nom] = 0.0
@@ -186,16 +181,8 @@ def select_split_fast(y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use
             if in_avg[a]:
                 avg += ig
                 n_valid += 1
-    if n_valid == 0:
-        return -1, 0.0
-    avg = avg / n_valid
-    best = -1
-    best_gr = 0.0
-    for a in range(m):
-        if valid[a] and gains[a] >= avg - 1e-3 and ratios[a] > best_gr + SMALL:
-            best = a
-            best_gr = ratios[a]
-    if best < 0 or abs(best_gr) < SMALL:
+    best = choose_test(valid, gains, ratios, avg, n_valid)
+    if best < 0:
         return -1, 0.0
     return best, thrs[best]
 

@@ -169,6 +169,70 @@ def _eval_numeric_sorted(col, y, srows, wrow, n_classes, total_w, min_obj, use_m
     return _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab)
 
 
+@njit(cache=True, inline="always")
+def _min_split(known_w: float, n_classes: int, min_obj: float) -> float:
+    """J48's least weight on each side of a numeric cut: a tenth of the known weight per class,
+    between ``min_obj`` and 25 (shared by both numeric scans)."""
+    min_split = 0.1 * known_w / n_classes
+    if min_split <= min_obj + SMALL:
+        min_split = min_obj
+    elif min_split > 25.0 + SMALL:
+        min_split = 25.0
+    return min_split
+
+
+@njit(cache=True, inline="always")
+def _best_cut(vals, split_index, best_gain, tries, total_w, use_mdl):
+    """The best cut of a numeric scan: whether there is one, its gain after the MDL correction
+    for choosing among ``tries`` cut points, and its threshold (the midpoint of the values on
+    either side, or the lower one when the midpoint rounds up to the upper; shared by both scans)."""
+    if tries == 0:
+        return False, 0.0, 0.0
+    if use_mdl:
+        best_gain = best_gain - np.log(tries) / LOG2 / total_w
+    if best_gain <= SMALL or split_index < 0:
+        return False, 0.0, 0.0
+    thr = (vals[split_index + 1] + vals[split_index]) / 2.0
+    if thr == vals[split_index + 1]:
+        thr = vals[split_index]
+    return True, best_gain, thr
+
+
+@njit(cache=True, inline="always")
+def node_class_weights(y, rows, w, n_classes, min_obj):
+    """The class weights of a node's rows, their total, and whether the node is too small or
+    pure to split (J48's stopping rule; shared by the interpreted and the compiled builders)."""
+    class_w = np.zeros(n_classes)
+    for i in range(rows.shape[0]):
+        class_w[y[rows[i]]] += w[i]
+    total_w = class_w.sum()
+    best_c = 0.0
+    for c in range(n_classes):
+        if class_w[c] > best_c + SMALL:
+            best_c = class_w[c]
+    stop = total_w < 2.0 * min_obj - SMALL or abs(total_w - best_c) < SMALL
+    return class_w, total_w, stop
+
+
+@njit(cache=True, inline="always")
+def choose_test(valid, gains, ratios, gain_sum, n_valid):
+    """C4.5's selection rule: among the valid tests whose gain is at least the average gain of
+    those counted in ``gain_sum``/``n_valid`` (J48's 1e-3 slack), the first of largest gain
+    ratio; −1 when there is none (shared by the interpreted and the compiled builders)."""
+    if n_valid == 0:
+        return -1
+    avg = gain_sum / n_valid
+    best = -1
+    best_gr = 0.0
+    for a in range(valid.shape[0]):
+        if valid[a] and gains[a] >= avg - 1e-3 and ratios[a] > best_gr + SMALL:
+            best = a
+            best_gr = ratios[a]
+    if best < 0 or abs(best_gr) < SMALL:
+        return -1
+    return best
+
+
 @njit(cache=True)
 def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None):
     """Scan the cut points of known values sorted ascending (C4.5 release 8, J48 C45Split)."""
@@ -177,11 +241,7 @@ def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None
     for i in range(k):
         bags[1, cls[i]] += wts[i]
     known_w = bags[1].sum()
-    min_split = 0.1 * known_w / n_classes
-    if min_split <= min_obj + SMALL:
-        min_split = min_obj
-    elif min_split > 25.0 + SMALL:
-        min_split = 25.0
+    min_split = _min_split(known_w, n_classes, min_obj)
     # enough known rows? (J48 compares the row count, not the weight)
     if k < 2.0 * min_split - SMALL:
         return False, 0.0, 0.0, 0.0
@@ -206,16 +266,9 @@ def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None
                     split_index = nxt - 1
                 tries += 1
             last = nxt
-    if tries == 0:
+    ok, best_gain, thr = _best_cut(vals, split_index, best_gain, tries, total_w, use_mdl)
+    if not ok:
         return False, 0.0, 0.0, 0.0
-    # MDL correction for choosing among `tries` cut points
-    if use_mdl:
-        best_gain = best_gain - np.log(tries) / LOG2 / total_w
-    if best_gain <= SMALL or split_index < 0:
-        return False, 0.0, 0.0, 0.0
-    thr = (vals[split_index + 1] + vals[split_index]) / 2.0
-    if thr == vals[split_index + 1]:
-        thr = vals[split_index]
     bags[:, :] = 0.0
     for i in range(k):
         if i <= split_index:
@@ -238,11 +291,7 @@ def scan_numeric_unit(vals, cls, n_classes, total_w, min_obj, use_mdl, tab):
     for i in range(k):
         cnt[1, cls[i]] += 1
     known_w = float(k)
-    min_split = 0.1 * known_w / n_classes
-    if min_split <= min_obj + SMALL:
-        min_split = min_obj
-    elif min_split > 25.0 + SMALL:
-        min_split = 25.0
+    min_split = _min_split(known_w, n_classes, min_obj)
     if k < 2.0 * min_split - SMALL:
         return False, 0.0, 0.0, 0.0
     s0 = 0.0
@@ -278,15 +327,9 @@ def scan_numeric_unit(vals, cls, n_classes, total_w, min_obj, use_mdl, tab):
                     split_index = nxt - 1
                 tries += 1
             last = nxt
-    if tries == 0:
+    ok, best_gain, thr = _best_cut(vals, split_index, best_gain, tries, total_w, use_mdl)
+    if not ok:
         return False, 0.0, 0.0, 0.0
-    if use_mdl:
-        best_gain = best_gain - np.log(tries) / LOG2 / total_w
-    if best_gain <= SMALL or split_index < 0:
-        return False, 0.0, 0.0, 0.0
-    thr = (vals[split_index + 1] + vals[split_index]) / 2.0
-    if thr == vals[split_index + 1]:
-        thr = vals[split_index]
     bags = np.zeros((2, C))
     for i in range(k):
         if i <= split_index:
@@ -322,15 +365,8 @@ def select_split_sorted(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj
 def _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos, wrow,
             presorted, tab):
     m = X.shape[1]
-    class_w = np.zeros(n_classes)
-    for i in range(rows.shape[0]):
-        class_w[y[rows[i]]] += w[i]
-    total_w = class_w.sum()
-    best_c = 0.0
-    for c in range(n_classes):
-        if class_w[c] > best_c + SMALL:
-            best_c = class_w[c]
-    if total_w < 2.0 * min_obj - SMALL or abs(total_w - best_c) < SMALL:
+    class_w, total_w, stop = node_class_weights(y, rows, w, n_classes, min_obj)
+    if stop:
         return -1, 0.0, 0.0, 0.0
     valid = np.zeros(m, dtype=np.bool_)
     gains = np.zeros(m)
@@ -357,16 +393,8 @@ def _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, a
             if in_avg[a]:
                 avg += ig
                 n_valid += 1
-    if n_valid == 0:
-        return -1, 0.0, 0.0, 0.0
-    avg = avg / n_valid
-    best = -1
-    best_gr = 0.0
-    for a in range(m):
-        if valid[a] and gains[a] >= avg - 1e-3 and ratios[a] > best_gr + SMALL:
-            best = a
-            best_gr = ratios[a]
-    if best < 0 or abs(best_gr) < SMALL:
+    best = choose_test(valid, gains, ratios, avg, n_valid)
+    if best < 0:
         return -1, 0.0, 0.0, 0.0
     return best, thrs[best], gains[best], ratios[best]
 
