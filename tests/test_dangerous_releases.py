@@ -266,8 +266,10 @@ def test_a_risk_measure_that_could_not_run_leaves_the_verdict_uncertain_never_lo
            "inference": m(None, "control", status="skipped", reason="needs a control set")}
     v = verdict("risk", doc)
     assert v.status == "uncertain" and "not measured: inference (needs a control set)" in v.sentence
-    v = verdict("risk", doc, ruled_out=["control"])
-    assert v.status == "low" and v.sentence.endswith("ruled out by the owner: attacks against a control set.")
+    v = verdict("risk", doc, ruled_out=["control", "quasi-identifiers", "sensitive"])
+    assert v.status == "low" and v.sentence.endswith(
+        "ruled out by the owner: attacks against a control set, who knows the quasi-identifiers and who learns a "
+        "sensitive attribute.")
     v = verdict("risk", {"record_linkage": m(0.01, "originals", lower_bound="give the private log")})
     assert v.status == "uncertain" and "(a lower bound)" in v.sentence
     v = verdict("risk", {"record_linkage": m(0.2, "originals", lower_bound="give the private log")})
@@ -276,3 +278,30 @@ def test_a_risk_measure_that_could_not_run_leaves_the_verdict_uncertain_never_lo
                             "rule_accuracy": {"kind": "utility", "value": 0.01, "threshold": 0.05,
                                               "direction": "lower"}})
     assert u.status == "kept" and u.not_measured == [{"measure": "auc", "reason": "not computed"}]
+
+
+def test_a_narrowed_evaluation_that_leaves_an_intruder_out_is_never_low() -> None:
+    """``--measures record_linkage`` on a release that a key-variable intruder singles out: the one
+    measure asked for meets, but three intruder scenarios were never asked about, so the verdict
+    is UNCERTAIN and names each with the measure or the --rule-out that settles it. Asking for a
+    measure that does not apply (no sensitive attribute) counts as asking; ruling the rest out
+    gives LOW."""
+    from ppdm.metrics.judgement import unasked_scenarios, verdict
+
+    def m(value: float | None, scenario: str, **kw: Any) -> dict[str, Any]:
+        return {"kind": "risk", "value": value, "threshold": 0.05, "direction": "lower", "range": [0, 1],
+                "scenario": scenario, **kw}
+
+    doc = {"record_linkage": m(0.01, "originals")}
+    assert unasked_scenarios(doc) == ["quasi-identifiers", "sensitive", "control"]
+    v = verdict("risk", doc)
+    assert v.status == "uncertain" and v.unasked == ["quasi-identifiers", "sensitive", "control"]
+    assert "3 intruder scenarios went unjudged" in v.sentence
+    assert "intruders not judged (no measure of theirs was asked for): who knows the quasi-identifiers (add " \
+           "--measures k_anonymity_intruder or --rule-out quasi-identifiers)" in v.sentence
+    doc["attribute_disclosure"] = m(None, "sensitive", not_applicable=True, reason="no sensitive attribute")
+    assert unasked_scenarios(doc, ["control"]) == ["quasi-identifiers"]
+    assert verdict("risk", doc, ruled_out=["control"]).status == "uncertain"
+    assert verdict("risk", doc, ruled_out=["control", "quasi-identifiers"]).status == "low"
+    doc["k_anonymity_intruder"] = m(0.3, "quasi-identifiers")
+    assert verdict("risk", doc).status == "high"  # a miss still says HIGH, whatever was left out

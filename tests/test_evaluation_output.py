@@ -234,8 +234,10 @@ def test_verdicts_state_numbers_and_thresholds() -> None:
 
     v = verdict("risk", {"ddr": m("risk", 0.41, 0.05), "idr": m("risk", 0.02, 0.1), "sers": m("risk", 2.0, None)})
     assert v.status == "high"
-    assert v.sentence == ("Disclosure risk is HIGH: 1 of 2 judged risk measures miss their threshold — ddr = 0.41 "
-                          "(should be ≤ 0.05); within: idr = 0.02 (≤ 0.1).")
+    assert v.sentence.startswith("Disclosure risk is HIGH: 1 of 2 judged risk measures miss their threshold — ddr = "
+                                 "0.41 (should be ≤ 0.05); within: idr = 0.02 (≤ 0.1); intruders not judged (no measure of "
+                                 "theirs was asked for): who knows the quasi-identifiers (add --measures "
+                                 "k_anonymity_intruder or --rule-out quasi-identifiers)")
     v = verdict("utility", {"edusc": m("utility", 0.95, 0.9, "higher"), "auc": m("utility", 0.0, 0.02)})
     assert v.status == "kept" and "edusc = 0.95 (≥ 0.9) and auc = 0 (≤ 0.02)" in v.sentence
     v = verdict("risk", {"auc": m("utility", 0.0, 0.02)})
@@ -249,7 +251,8 @@ def test_verdicts_state_numbers_and_thresholds() -> None:
 
 def test_threshold_option_replaces_the_registered_one(release) -> None:
     r = evaluate("-x", str(release["x"]), "-z", str(release["z"]), "--class", "label", "--measures", "ddr",
-                 "--threshold", "ddr=1", "--json")
+                 "--threshold", "ddr=1", "--json", *[a for s in ("quasi-identifiers", "sensitive", "control")
+                                                     for a in ("--rule-out", s)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["measures"]["ddr"]["threshold"] == 1.0

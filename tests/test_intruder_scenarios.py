@@ -17,7 +17,7 @@ import pytest
 from ppdm.data.schema import Schema
 from ppdm.errors import MeasureNotApplicable
 from ppdm.experiments.evaluation import load_all_measures, run_measure
-from ppdm.metrics.base import MEASURES, SCENARIO_OF, EvaluationContext, judge
+from ppdm.metrics.base import MEASURES, SCENARIO_OF, SCENARIOS, EvaluationContext, judge
 from ppdm.metrics.keyvar import judged_keys, k_anonymity, key_status, reidentification_risk
 from ppdm.metrics.linkage import record_linkage
 from ppdm.metrics.matching import qi_matching
@@ -224,25 +224,28 @@ def _doc(**measures: dict) -> dict:
 
 
 def test_verdict_respects_intervals() -> None:
-    v = verdict("risk", _doc(a={"value": 0.01}, b={"value": 0.02, "interval": [0.0, 0.04]}))
+    # hand-made entries of no scenario: every scenario ruled out, so that the intervals alone decide
+    # (a scenario left unasked keeps the verdict from LOW: test_dangerous_releases)
+    everyone = list(SCENARIOS)
+    v = verdict("risk", _doc(a={"value": 0.01}, b={"value": 0.02, "interval": [0.0, 0.04]}), ruled_out=everyone)
     assert v.status == "low" and [j["judgement"] for j in v.judged] == ["meets", "meets"]
-    v = verdict("risk", _doc(a={"value": 0.01}, inference={"value": 0.046, "interval": [0.0, 0.09]}))
+    v = verdict("risk", _doc(a={"value": 0.01}, inference={"value": 0.046, "interval": [0.0, 0.09]}), ruled_out=everyone)
     assert v.status == "uncertain" and "UNCERTAIN" in v.sentence and "more attacks" in v.sentence
     assert "inference = 0.046 [0, 0.09]" in v.sentence
     assert v.judged[1]["judgement"] == "uncertain" and v.judged[1]["meets"] is False
     # a value past the threshold whose interval reaches back within it is uncertain, not a miss
-    v = verdict("risk", _doc(linkability={"value": 0.055, "interval": [0.03, 0.08]}))
+    v = verdict("risk", _doc(linkability={"value": 0.055, "interval": [0.03, 0.08]}), ruled_out=everyone)
     assert v.status == "uncertain"
-    v = verdict("risk", _doc(a={"value": 0.2}, b={"value": 0.046, "interval": [0.0, 0.09]}))
+    v = verdict("risk", _doc(a={"value": 0.2}, b={"value": 0.046, "interval": [0.0, 0.09]}), ruled_out=everyone)
     assert v.status == "high" and "uncertain: b" in v.sentence
-    v = verdict("risk", _doc(a={"value": 0.07, "interval": [0.06, 0.08]}))
+    v = verdict("risk", _doc(a={"value": 0.07, "interval": [0.06, 0.08]}), ruled_out=everyone)
     assert v.status == "high"
     # a measure whose scenario does not apply is named, not judged
-    v = verdict("risk", _doc(a={"value": 0.01}, qi_matching={"value": 0.3, "not_judged": "keys unchanged"}))
+    v = verdict("risk", _doc(a={"value": 0.01}, qi_matching={"value": 0.3, "not_judged": "keys unchanged"}), ruled_out=everyone)
     assert v.status == "low" and v.not_judged == [{"measure": "qi_matching", "reason": "keys unchanged"}]
     # a sampled measure gets the advice to sample more
     v = verdict("risk", _doc(record_linkage={"value": 0.049, "interval": [0.04, 0.06],
-                                             "details": {"sample_size": 20000}}))
+                                             "details": {"sample_size": 20000}}), ruled_out=everyone)
     assert v.status == "uncertain" and "--sample-rows" in v.sentence
     assert judge(0.049, 0.05, "lower", (0.04, 0.06)) == "uncertain"
 

@@ -27,7 +27,8 @@ names the part in its details' ``worst``, and the verdict sentence says it ("col
 
 Risk verdicts judge intruder *scenarios* (:data:`ppdm.metrics.base.SCENARIOS`): the verdict
 is the worst of them. A risk measure that could not be measured leaves the verdict
-UNCERTAIN, never LOW; an owner who rules a scenario out (for example, no intruder can hold
+UNCERTAIN, never LOW, and so does a scenario no measure was asked for (an evaluation narrowed
+with ``--measures``); an owner who rules a scenario out (for example, no intruder can hold
 the original records) says so explicitly, and the verdict sentence names the exclusion.
 """
 
@@ -204,7 +205,8 @@ class Verdict:
     ``judged`` lists the lines held to their thresholds, ``not_judged`` the measures whose
     scenario does not apply, ``not_measured`` those that could not be computed (a risk
     verdict is never LOW while one is missing), ``scenarios`` the intruder scenarios judged and
-    ``ruled_out`` those the owner excluded.
+    ``ruled_out`` those the owner excluded, ``unasked`` those no measure of the evaluation
+    models (a risk verdict is never LOW while one is left: :func:`unasked_scenarios`).
     """
 
     topic: str
@@ -215,11 +217,12 @@ class Verdict:
     not_measured: list[dict[str, Any]] = field(default_factory=list)
     scenarios: list[str] = field(default_factory=list)
     ruled_out: list[str] = field(default_factory=list)
+    unasked: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "sentence": self.sentence, "judged": self.judged,
                 "not_judged": self.not_judged, "not_measured": self.not_measured,
-                "scenarios": self.scenarios, "ruled_out": self.ruled_out}
+                "scenarios": self.scenarios, "ruled_out": self.ruled_out, "unasked_scenarios": self.unasked}
 
 
 def fmt_number(v: Any, digits: int = 4) -> str:
@@ -233,6 +236,14 @@ def fmt_number(v: Any, digits: int = 4) -> str:
     if not math.isfinite(f):
         return "—"
     return f"{f:.{digits}g}"
+
+#: a measure that judges each intruder scenario, for the hint of a verdict that left one out
+SCENARIO_HINT: dict[str, str] = {
+    "originals": "record_linkage",
+    "quasi-identifiers": "k_anonymity_intruder",
+    "sensitive": "attribute_disclosure",
+    "control": "linkability",
+}
 
 
 def _op(direction: str) -> str:
@@ -301,6 +312,7 @@ def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out:
     title, good, bad = _WORDS[topic]
     ruled = sorted(set(ruled_out)) if topic == "risk" else []
     lines = judge_measures(topic, measures, ruled)
+    absent = unasked_scenarios(measures, ruled) if topic == "risk" else []
     unjudged: list[dict[str, Any]] = [{"measure": j.measure, "reason": j.reason} for j in lines if j.state == NOT_APPLICABLE]
     missing = [j for j in lines if j.state == NOT_MEASURED]
     judged = [j for j in lines if j.state in (MEETS, MISSES, UNCERTAIN)]
@@ -311,14 +323,17 @@ def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out:
     missing_dicts = [{"measure": j.measure, "reason": j.reason} for j in missing]
     # utility keeps its old reading of a skipped measure: listed, not judged
     blocking = missing if topic == "risk" else []
+    absent_text = ("; intruders not judged (no measure of theirs was asked for): " + _join(
+        [f"{SCENARIO_WORDS.get(s, s)} (add --measures {SCENARIO_HINT.get(s, '…')} or --rule-out {s})"
+         for s in absent])) if absent else ""
     if not judged:
         why = (f"{_join([j.measure for j in missing])} could not be computed (see below)" if missing
                else f"no {topic} measure with a threshold was computed")
         if unjudged and not missing:
             why = f"{_join([u['measure'] for u in unjudged])} do not apply to this release"
         hint = " (add e.g. --measures ddr,idr)" if topic == "risk" and not missing else ""
-        return Verdict(topic, "not judged", f"{title} was not judged: {why}{hint}{ruled_text}.", [], unjudged,
-                       missing_dicts, [], ruled)
+        return Verdict(topic, "not judged", f"{title} was not judged: {why}{hint}{absent_text}{ruled_text}.", [],
+                       unjudged, missing_dicts, [], ruled, absent)
     misses = [j for j in judged if j.state == MISSES]
     unsure = [j for j in judged if j.state == UNCERTAIN]
     meets = [j for j in judged if j.state == MEETS]
@@ -329,12 +344,14 @@ def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out:
         if unsure:
             tail += "; uncertain: " + _join([_show(j, False) for j in unsure])
         status = bad
-    elif unsure or blocking:
+    elif unsure or blocking or absent:
         parts = []
         if unsure:
             parts.append(f"{len(unsure)} of {k} judged straddle their threshold or only bound the risk from below")
         if blocking:
             parts.append(f"{len(blocking)} could not be measured")
+        if absent:
+            parts.append(f"{len(absent)} intruder scenario{'s' if len(absent) > 1 else ''} went unjudged")
         head = f"{title} is UNCERTAIN: no judged {topic} measure misses its threshold, but " + " and ".join(parts)
         tail = ""
         if unsure:
@@ -351,8 +368,20 @@ def verdict(topic: str, measures: Mapping[str, Mapping[str, Any]], *, ruled_out:
         tail += ("; within: " if misses or unsure or blocking else " — ") + _join([_show(j, False) for j in meets])
     if topic == "risk" and scenarios:
         tail += "; intruders judged: " + _join([SCENARIO_WORDS.get(s, s) for s in scenarios])
-    return Verdict(topic, status, head + tail + ruled_text + ".", [j.to_dict() for j in judged], unjudged,
-                   missing_dicts, scenarios, ruled)
+    return Verdict(topic, status, head + tail + absent_text + ruled_text + ".", [j.to_dict() for j in judged],
+                   unjudged, missing_dicts, scenarios, ruled, absent)
+
+
+def unasked_scenarios(measures: Mapping[str, Mapping[str, Any]], ruled_out: Iterable[str] = ()) -> list[str]:
+    """The intruder scenarios (:data:`ppdm.metrics.base.SCENARIOS`) that no risk measure of
+    ``measures`` models and the owner did not rule out: a subset of measures
+    (``--measures``) that leaves one out says nothing about that intruder, so the risk
+    verdict cannot be LOW. A scenario whose measures were asked for but do not apply (no
+    sensitive attribute declared) or could not run counts as asked for: those states are
+    judged on their own."""
+    asked = {m.get("scenario") for m in measures.values() if m.get("kind") == "risk"}
+    ruled = set(ruled_out)
+    return [s for s in SCENARIOS if s not in asked and s not in ruled]
 
 
 def _short(reason: str | None) -> str:
@@ -387,4 +416,4 @@ def check_scenarios(names: Iterable[str]) -> list[str]:
 
 __all__ = ["MEETS", "MISSES", "NOT_APPLICABLE", "NOT_MEASURED", "SCENARIO_WORDS", "STATES", "UNCERTAIN",
            "LineJudgement", "Measured", "Verdict", "check_scenarios", "fmt_number", "judge_line", "judge_measures",
-           "read_entry", "result_lower_bound", "span_of", "verdict", "verdicts"]
+           "read_entry", "result_lower_bound", "span_of", "unasked_scenarios", "verdict", "verdicts"]
