@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -16,6 +17,33 @@ settings.register_profile(
 )
 settings.load_profile("ci" if os.environ.get("CI") else "ppdm")
 
+# Property tests name the examples they need for a thorough search (@settings(max_examples=N), or
+# the profile's 100). The default run tries a third of them, at least 10, to stay in its time
+# budget (docs/testing.md); PPDM_HYPOTHESIS=thorough tries them all, as .ci/run's slow step does
+# for every property test (`-m "slow or hypothesis"`), so no search is lost, only moved.
+THOROUGH = os.environ.get("PPDM_HYPOTHESIS", "") == "thorough"
+LIGHT_SHARE, LIGHT_FLOOR = 1 / 3, 10
+
+
+def light_examples(n: int) -> int:
+    """The examples the default run tries of a property test that asks for ``n``."""
+    return n if THOROUGH else min(n, max(LIGHT_FLOOR, math.ceil(n * LIGHT_SHARE)))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if THOROUGH:
+        return
+    done: set[int] = set()
+    for item in items:
+        fn = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))  # a method's function
+        # @given tests carry their resolved settings here (hypothesis reads them when the test
+        # runs); a parametrized test is one function seen once
+        chosen = getattr(fn, "_hypothesis_internal_use_settings", None)
+        if fn is None or chosen is None or not hasattr(fn, "hypothesis") or id(fn) in done:
+            continue
+        done.add(id(fn))
+        fn._hypothesis_internal_use_settings = settings(chosen, max_examples=light_examples(chosen.max_examples))
+
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
@@ -23,3 +51,27 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not present beside the checkout")
     return SHARED
+
+
+# PPDM_TEST_CPU=<file> appends one line per test: its CPU seconds (this process and the processes
+# it waited for: setup, call and teardown together) and its node id. Wall time (--durations) swells
+# on a shared machine; CPU time is what the suite's budget counts (docs/testing.md).
+_CPU_LOG = os.environ.get("PPDM_TEST_CPU")
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+if _CPU_LOG:
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # type: ignore[no-untyped-def]
+        start = _cpu_seconds()
+        yield
+        with open(_CPU_LOG, "a", encoding="utf-8") as log:
+            log.write(f"{_cpu_seconds() - start:.3f}\t{item.nodeid}\n")

@@ -32,16 +32,11 @@ def test_sysfor_with_paper_preset(tmp_path: Path) -> None:
 
 
 def test_unknown_parameter_exits_2_and_writes_nothing(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
+    # in process (the exit code comes from the command group; test_cli_shell runs the real entry point)
     out = tmp_path / "r.txt"
-    root = Path(__file__).resolve().parents[1]
-    res = subprocess.run([sys.executable, "-m", "ppdm.cli", "tree", "builtin:wine", "-p", "depth=3",
-                          "--rules-out", str(out)], cwd=root, capture_output=True, text=True)
-    assert res.returncode == 2
-    assert "depth" in res.stderr
+    res = runner.invoke(app, ["tree", "builtin:wine", "-p", "depth=3", "--rules-out", str(out)])
+    assert res.exit_code == 2
+    assert "depth" in res.output
     assert not out.exists()
-    res = subprocess.run([sys.executable, "-m", "ppdm.cli", "tree", "builtin:wine", "-a", "cart"],
-                         cwd=root, capture_output=True, text=True)
-    assert res.returncode == 2
+    res = runner.invoke(app, ["tree", "builtin:wine", "-a", "cart"])
+    assert res.exit_code == 2

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,8 +20,6 @@ from ppdm.experiments.dp_retention import (
     write_outputs,
 )
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, register_measure
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -155,11 +150,13 @@ def test_cli_dp_experiment(stand_in_measures, tmp_path):
 
 
 def test_cli_bad_epsilon_exits_2_and_writes_nothing(tmp_path):
+    from ppdm.cli.app import app
+
+    # in process (the exit code comes from the command group; test_cli_shell runs the real entry point)
     out = tmp_path / "never"
-    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "reproduce", "dp-experiment", "--out", str(out), "--epsilons", "0"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    assert "epsilons" in proc.stderr
+    res = CliRunner().invoke(app, ["reproduce", "dp-experiment", "--out", str(out), "--epsilons", "0"])
+    assert res.exit_code == 2, res.output
+    assert "epsilons" in res.output
     assert not out.exists()
 
 
@@ -215,19 +212,19 @@ def test_cli_dp_experiment_refuses_a_table_without_declared_domain(tmp_path):
     x, _ = load("banknote")
     src = tmp_path / "bank.csv"
     x.to_csv(src, index=False)
+    from ppdm.cli.app import app
+
     out = tmp_path / "never"
-    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "reproduce", "dp-experiment", "--out", str(out), "--data", str(src),
-                           "--class", "class", "--epsilons", "1", "--folds", "2", "--repeats", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    assert "public domain declared in the schema" in proc.stderr and "'variance'" in proc.stderr
+    res = CliRunner().invoke(app, ["reproduce", "dp-experiment", "--out", str(out), "--data", str(src),
+                                   "--class", "class", "--epsilons", "1", "--folds", "2", "--repeats", "1"])
+    assert res.exit_code == 2, res.output
+    assert "public domain declared in the schema" in res.output and "'variance'" in res.output
     assert not out.exists()
     # the same table with a schema file declaring its domain runs
     _, s = load("banknote")
     s.save(tmp_path / "schema.json")
-    proc = subprocess.run([sys.executable, "-m", "ppdm.cli", "reproduce", "dp-experiment", "--out", str(out), "--data", str(src),
-                           "--schema", str(tmp_path / "schema.json"), "--epsilons", "1", "--folds", "2",
-                           "--repeats", "1", "--noise-levels", "0.1", "--measures", "rule_accuracy"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    res = CliRunner().invoke(app, ["reproduce", "dp-experiment", "--out", str(out), "--data", str(src),
+                                   "--schema", str(tmp_path / "schema.json"), "--epsilons", "1", "--folds", "2",
+                                   "--repeats", "1", "--noise-levels", "0.1", "--measures", "rule_accuracy"])
+    assert res.exit_code == 0, res.output
     assert (out / "dp_retention.md").exists()
