@@ -119,9 +119,13 @@ def test_with_an_epsilon_line_the_search_is_a_privacy_filter_and_never_spends_mo
     r = _run(d, 1.0, "--score-epsilon", "0.1")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    search = json.loads((d / "z.provenance.json").read_text())["privacy"]["search"]
+    prov = json.loads((d / "z.provenance.json").read_text())["privacy"]
+    search = prov["search"]
     terms = [(e["what"], e["epsilon"]) for e in search["draws"]]
     assert terms == [("trial 0", 0.5), ("scores of trial 0", 0.1)]
+    # the guarantee is the budget fixed in advance; what was spent (data-dependent) is stated beside it
+    assert prov["epsilon"] == 1.0 and prov["epsilon_spent"] == pytest.approx(0.6)
+    assert "1-differentially private" in prov["guarantee"] and "spent 0.6 ≤ 1" in prov["guarantee"]
     spent = math.fsum(e for _, e in terms)
     assert spent == pytest.approx(0.6) and spent <= 1.0
     assert search["epsilon_total"] == pytest.approx(0.6) and search["budget"] == 1.0

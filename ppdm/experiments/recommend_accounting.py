@@ -443,22 +443,24 @@ def searched_privacy(privacy: Mapping[str, Any] | None, acc: Accounting) -> dict
 
 
 def provenance_privacy(privacy: Mapping[str, Any], acc: Accounting) -> dict[str, Any]:
-    """A searched release's public privacy record: its ε is the total (and so is what it
-    spent), the draw's own ε is kept as ``epsilon_of_this_draw`` (its ``phases`` add up to
+    """A searched release's public privacy record: its ε is the guarantee — the budget fixed
+    before the search when there was one (a privacy filter: what was spent is data-dependent,
+    the budget is not), else the realised total, stated as ex-post — and ``epsilon_spent`` the
+    total; the draw's own ε is kept as ``epsilon_of_this_draw`` (its ``phases`` add up to
     that), and ``search`` says how the total was reached, term by term."""
     out = dict(privacy)
     out["epsilon_of_this_draw"] = privacy.get("epsilon")
-    out["epsilon"] = acc.total
+    claim = acc.total if acc.budget is None else float(acc.budget)
+    out["epsilon"] = claim
     out["epsilon_spent"] = acc.total
     out["search"] = acc.to_dict()
     own = privacy.get("guarantee")
     gap = acc.not_covered()
-    out["guarantee"] = (f"With the search that chose it, the release is {acc.total:.6g}-differentially private for "
+    out["guarantee"] = (f"With the search that chose it, the release is {claim:.6g}-differentially private for "
                         f"{NEIGHBOURS}, by basic composition over {len(acc.draws)} terms ({acc.sum_text()}): every "
                         "differentially private trial on the records, each trial's Laplace-noised scores, and any "
                         "fresh draw of the release; the choice was made from the noisy scores alone "
-                        f"({CITATION}). {acc.adaptivity()[0].upper()}{acc.adaptivity()[1:]}."
-                        + (f" Not covered: {gap}." if gap else "")
+                        f"({CITATION}); {acc.adaptivity()}." + (f" Not covered: {gap}." if gap else "")
                         + (f" This draw alone: {own}" if own else ""))
     return out
 
