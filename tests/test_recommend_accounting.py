@@ -28,6 +28,7 @@ from ppdm.experiments.policy import parse_policy
 from ppdm.experiments.recommend_accounting import (
     NOT_USED,
     Accounting,
+    PrivacyFilter,
     counted_epsilon,
     epsilon_of,
     judge_epsilon,
@@ -36,6 +37,7 @@ from ppdm.experiments.recommend_accounting import (
     risk_of_epsilon,
     score_rule,
     search_accounting,
+    trial_cost,
 )
 
 runner = CliRunner()
@@ -108,14 +110,80 @@ def test_the_provenance_states_the_total_term_by_term_and_the_epsilon_line_judge
     # one count of what became of the trials, in --json and the report
     assert doc["study"]["outcomes"] == {"met": 3, "missed": 0, "failed": 0, "stopped": 0, "repeat": 0}
     assert "3 met the policy, 0 missed it, 0 failed" in html
-    # ε ≤ 1.7: each trial (0.5) is within it, the total (1.8) is not: no release, exit 3
-    for p in d.glob("z.*"):
-        p.unlink()
-    r = _run(d, 1.7)
-    assert r.exit_code == 3, r.output
+
+
+def test_with_an_epsilon_line_the_search_is_a_privacy_filter_and_never_spends_more(d: Path) -> None:
+    # by hand: ε ≤ 1.0 fixed before the search; each trial at ε = 0.5 (replace-one: once) plus its scores at
+    # 0.1 costs 0.6. Trial 0: 0 + 0.6 = 0.6 ≤ 1.0, run. Trial 1: 0.6 + 0.6 = 1.2 > 1.0, not run; the search
+    # stops (ε is fixed, so nothing differentially private fits any more) although --trials 3 asked for three
+    r = _run(d, 1.0, "--score-epsilon", "0.1")
+    assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["release"] is None and not (d / "z.csv").exists()
-    assert "0.5 + 0.1 + 0.5 + 0.1 + 0.5 + 0.1 = 1.8" in doc["unmet"]["note"] and "ε ≤ 1.7" in doc["unmet"]["note"]
+    prov = json.loads((d / "z.provenance.json").read_text())["privacy"]
+    search = prov["search"]
+    terms = [(e["what"], e["epsilon"]) for e in search["draws"]]
+    assert terms == [("trial 0", 0.5), ("scores of trial 0", 0.1)]
+    # the guarantee is the budget fixed in advance; what was spent (data-dependent) is stated beside it
+    assert prov["epsilon"] == 1.0 and prov["epsilon_spent"] == pytest.approx(0.6)
+    assert "1-differentially private" in prov["guarantee"] and "spent 0.6 ≤ 1" in prov["guarantee"]
+    spent = math.fsum(e for _, e in terms)
+    assert spent == pytest.approx(0.6) and spent <= 1.0
+    assert search["epsilon_total"] == pytest.approx(0.6) and search["budget"] == 1.0
+    assert "fixed before the search (privacy filter" in search["adaptive"] and "Rogers" in search["adaptive"]
+    assert "spent 0.6 ≤ 1" in search["adaptive"] and "ex-post" not in search["adaptive"]
+    skipped = next(t for t in doc["trials"] if t["number"] == 1)
+    assert skipped["outcome"] == "stopped" and skipped["ran"] is False
+    assert skipped["why"].startswith("ε budget") and "not run" in skipped["why"]
+    assert [t["number"] for t in doc["trials"]] == [0, 1]  # no DP trial proposed after it
+    assert doc["study"]["stopped_by"] == "ε budget"
+    assert doc["study"]["outcomes"] == {"met": 1, "missed": 0, "failed": 0, "stopped": 1, "repeat": 0}
+
+
+def test_without_an_epsilon_line_the_total_is_stated_as_ex_post(d: Path) -> None:
+    pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"prediction_accuracy": 1}},
+           "techniques": {"dpcube": {"epsilon": 0.5, "neighbouring": "replace"}}}
+    (d / "policy.json").write_text(json.dumps(pol))
+    r = runner.invoke(app, ["recommend", str(d / "x.csv"), "--class", "label", "--schema", str(d / "schema.json"),
+                            "--out", str(d / "z.csv"), "--policy", str(d / "policy.json"), "--trials", "1",
+                            "--seed", "5", "--experiment-seed", "--json"])
+    assert r.exit_code == 0, r.output
+    prov = json.loads((d / "z.provenance.json").read_text())["privacy"]
+    assert prov["search"]["budget"] is None and "ex-post" in prov["search"]["adaptive"]
+    assert "ex-post" in prov["guarantee"] and "privacy filter" not in prov["guarantee"]
+    assert any("ex-post" in n for n in json.loads(r.stdout)["notes"])
+
+
+def test_privacy_filter_by_hand() -> None:
+    # B = 1.0; terms 0.5 + 0.1 charged: 0.6. Another 0.3 + 0.1 → 1.0 ≤ 1.0 fits (the line's own edge);
+    # then 0.05 + 0.1 → 1.15 does not; nothing is charged by asking
+    f = PrivacyFilter(1.0)
+    f.charge(0.5, 0.1)
+    assert f.spent == pytest.approx(0.6) and f.room == pytest.approx(0.4)
+    assert f.fits(0.3, 0.1)
+    f.charge(0.3, 0.1)
+    assert not f.fits(0.05, 0.1) and f.spent == pytest.approx(1.0)
+    assert "not run" in f.why_not(0.05, 0.1)
+    # a DPCube trial at ε = 0.2 for add/remove neighbours is charged 2 × 0.2, plus its scores
+    assert trial_cost("dpcube", {"epsilon": 0.2}, 0.1) == (0.4, 0.1)
+    assert trial_cost("dpcube", {"epsilon": 0.2, "neighbouring": "replace"}, 0.1) == (0.2, 0.1)
+    assert trial_cost("mdav", {"k": 5}, 0.1) is None
+
+
+def test_the_sampler_ε_range_is_capped_at_what_remains() -> None:
+    import optuna
+
+    x = _table()
+    spaces, _ = rmod.build_spaces(parse_policy({"risk": {"verbatim_copies": 0.2}, "techniques": ["dpcube"], "epsilon": 1.0,
+                                                 "utility": {"weights": {"prediction_accuracy": 1}}}), _schema(x), len(x))
+    ts = spaces[0]
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(20):
+        # room 0.3 for the release's counted ε; DPCube's default add/remove neighbours count twice: ε ≤ 0.15
+        _, params = rmod.suggest(study.ask(), spaces, len(x), room=0.3)
+        assert ts.params["epsilon"].low <= params["epsilon"] <= 0.15
+    # a room below the range's low end leaves the range as it is (the filter then refuses the trial)
+    _, params = rmod.suggest(study.ask(), spaces, len(x), room=0.001)
+    assert params["epsilon"] >= ts.params["epsilon"].low
 
 
 def test_the_choice_among_dp_trials_reads_the_noisy_scores_only(monkeypatch: pytest.MonkeyPatch) -> None:

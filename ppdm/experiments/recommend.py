@@ -86,9 +86,11 @@ from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
 from ppdm.experiments.recommend_accounting import (
     DEFAULT_SCORE_EPSILON,
+    EX_POST,
     NOT_USED,
     NOT_USED_TRIAL,
     Accounting,
+    PrivacyFilter,
     add_release,
     counted_epsilon,
     epsilon_of,
@@ -101,6 +103,7 @@ from ppdm.experiments.recommend_accounting import (
     score_rule,
     search_accounting,
     searched_privacy,
+    trial_cost,
 )
 from ppdm.experiments.recommend_pairing import pair_with_table
 from ppdm.experiments.recommend_repeats import MeasuredReleases, release_digest
@@ -338,9 +341,13 @@ def _check_space(ts: TechniqueSpace, schema: Schema, n_records: int, table: pd.D
             raise ParameterError(f"technique {ts.name!r} refuses {shown or 'its defaults'}: {e}") from None
 
 
-def suggest(trial: Any, spaces: Sequence[TechniqueSpace], n_records: int) -> tuple[TechniqueSpace, dict[str, Any]]:
+def suggest(trial: Any, spaces: Sequence[TechniqueSpace], n_records: int, room: float | None = None
+            ) -> tuple[TechniqueSpace, dict[str, Any]]:
     """Draw a technique and then its own parameters from an Optuna trial (the parameters of
-    technique T are named ``T:param``, so every technique has its own distributions)."""
+    technique T are named ``T:param``, so every technique has its own distributions). With
+    ``room`` (what a privacy filter leaves for a release's ε counted for replace-one
+    neighbours), a differentially private technique's ε range is capped so that it fits, when
+    the range reaches that low; the filter still checks the setting drawn."""
     name = trial.suggest_categorical("technique", [s.name for s in spaces])
     ts = next(s for s in spaces if s.name == name)
     chosen: dict[str, Any] = {}
@@ -353,8 +360,35 @@ def suggest(trial: Any, spaces: Sequence[TechniqueSpace], n_records: int) -> tup
         elif isinstance(dist, Integer):
             chosen[p] = int(trial.suggest_int(key, dist.low, dist.high_for(n_records), log=dist.log))
         else:
-            chosen[p] = float(trial.suggest_float(key, dist.low, dist.high, log=dist.log))
+            high = dist.high
+            if room is not None and p == ts.epsilon:
+                # counted twice unless stated for replace-one neighbours (not known yet: the larger count)
+                twice = chosen.get("neighbouring", ts.fixed.get("neighbouring", ts.defaults.get("neighbouring")))
+                fit = room / (1.0 if twice == "replace" else 2.0) * (1.0 - 1e-9)  # a hair under: rounding
+                if dist.low <= fit < high:
+                    high = fit
+            chosen[p] = float(trial.suggest_float(key, dist.low, high, log=dist.log))
     return ts, {**ts.fixed, **chosen}
+
+
+def _cheapest(ts: TechniqueSpace, score_epsilon: float) -> float | None:
+    """The least a trial of ``ts`` can be charged (its smallest ε, counted once when it can be
+    stated for replace-one neighbours, plus its scores); ``None`` without an ε."""
+    if ts.epsilon is None:
+        return None
+    dist = ts.params.get(ts.epsilon)
+    if ts.epsilon in ts.fixed or dist is None:
+        eps = ts.fixed.get(ts.epsilon, ts.defaults.get(ts.epsilon))
+    elif isinstance(dist, Choice):
+        eps = min((v for v in dist.values if isinstance(v, (int, float)) and not isinstance(v, bool)), default=None)
+    else:
+        eps = dist.low
+    nb = ts.params.get("neighbouring")
+    replace_ok = (isinstance(nb, Choice) and "replace" in nb.values) or \
+        ts.fixed.get("neighbouring", ts.defaults.get("neighbouring")) == "replace"
+    terms = trial_cost(ts.name, {ts.epsilon: eps, "neighbouring": "replace" if replace_ok else "add-remove"},
+                       score_epsilon) if isinstance(eps, (int, float)) else None
+    return None if terms is None else math.fsum(terms)
 
 
 def random_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int) -> dict[str, Any]:
@@ -986,6 +1020,8 @@ class TrialRecord:
     #: a differentially private trial's Laplace-noised scores (``epsilon``, and per measure ``loss``,
     #: ``sensitivity``, ``scale``): what it was judged and ranked by
     scores: dict[str, Any] | None = None
+    #: false for a trial the privacy filter did not run (its ε did not fit the budget): nothing spent
+    ran: bool = True
 
     @property
     def label(self) -> str:
@@ -1032,7 +1068,8 @@ class TrialRecord:
                 "state": self.state, "feasible": self.feasible, "risk": self.risk, "utility_loss": self.utility_loss,
                 "utility": self.utility, "measures": self.measures, "lines": [v.to_dict() for v in self.lines],
                 "seconds": self.seconds, "error": self.error, "internal": self.internal, "repeat_of": self.repeat_of,
-                "privacy": self.privacy, "scores": self.scores, "outcome": self.outcome, "why": self.why}
+                "privacy": self.privacy, "scores": self.scores, "outcome": self.outcome, "why": self.why,
+                "ran": self.ran}
 
 
 def _short(v: Any) -> str:
@@ -1692,6 +1729,16 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
     repeats = 0
     fresh: dict[str, Any] | None = None  # a random untried setting for the next trial, after a repeat
     stopped_by = "trial budget"
+    # with an ε line the search is a privacy filter: its budget is fixed now, before any trial, and a
+    # differentially private trial runs only if what is charged so far plus its own ε stays within it
+    # (running trials are charged when they start; a resumed study's trials count from the start)
+    flt = PrivacyFilter(pol.epsilon.at_most) if pol.epsilon is not None and any(
+        s.epsilon is not None for s in spaces) else None
+    if flt is not None:
+        flt.charge(*(d.epsilon for d in search_accounting(_records(stu, pol)).draws))
+    plain = sorted(s.name for s in spaces if s.epsilon is None)
+    skips = 0  # trials in a row the filter did not run
+    spent_out = False
     parallel = executor is not None or workers > 1
     if parallel and executor is None:
         own_pool = _process_pool(workers, data)
@@ -1747,8 +1794,19 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                 while (len(running) < slots
                        and (target is None or finished() + len(running) < target)
                        and clock.can_start(time.perf_counter())
-                       and repeats < EXHAUSTED_AFTER):
-                    if fresh is not None:
+                       and repeats < EXHAUSTED_AFTER and skips < EXHAUSTED_AFTER):
+                    # once a trial did not fit: does any differentially private setting still fit? (what is
+                    # spent only grows, so once none does, none will)
+                    spent_out = spent_out or (skips > 0 and flt is not None and all(
+                        c is None or not flt.fits(c) for c in (_cheapest(s, data.score_epsilon) for s in spaces
+                                                               if s.epsilon is not None)))
+                    if spent_out and not plain:  # nothing differentially private fits any more, nor is there else
+                        skips = EXHAUSTED_AFTER
+                        break
+                    if spent_out:  # the search stops proposing differentially private trials
+                        rng = np.random.default_rng(_seed_of(root, 7, len(stu.trials)))
+                        stu.enqueue_trial({"technique": plain[int(rng.integers(len(plain)))]})
+                    elif fresh is not None:
                         # enqueued only now, so a setting never waits in the study beyond the budget
                         stu.enqueue_trial(fresh)
                         fresh = None
@@ -1760,10 +1818,22 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                             rng = np.random.default_rng(_seed_of(root, 6, len(stu.trials)))
                             stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
                     trial = stu.ask()
-                    ts, params = suggest(trial, spaces, n_records)
+                    room = None if flt is None else flt.room - data.score_epsilon
+                    ts, params = suggest(trial, spaces, n_records, room)
                     job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number),
                                    measured.known() if ts.deterministic else None)
                     trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
+                    cost = None if flt is None else trial_cost(ts.name, params, data.score_epsilon)
+                    if cost is not None and flt is not None and not flt.fits(*cost):
+                        # not run: it reads nothing, spends nothing, and the sampler learns nothing from it
+                        trial.set_user_attr("stopped", flt.why_not(*cost))
+                        trial.set_user_attr("not_run", True)
+                        stu.tell(trial, state=TrialState.FAIL)
+                        skips += 1
+                        continue
+                    if cost is not None and flt is not None:
+                        flt.charge(*cost)
+                    skips = 0
                     k = _key(ts.name, params)
                     if ts.deterministic and k in seen:
                         prev = stu.get_trials(deepcopy=False)[seen[k]].user_attrs["outcome"]
@@ -1784,6 +1854,9 @@ def _search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: P
                         fut = pool.submit(_run_in_worker, job) if own_pool is not None else \
                             pool.submit(_run_with_data, job, data)
                         running[fut] = _Running(trial, job, time.perf_counter())
+                if skips >= EXHAUSTED_AFTER and not running:
+                    stopped_by = "ε budget"
+                    break
                 if repeats >= EXHAUSTED_AFTER and not running:
                     stopped_by = "search space exhausted"
                     break
@@ -1872,6 +1945,7 @@ def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
             state = "complete" if t.state == TrialState.COMPLETE or t.user_attrs.get("repeat_of") is not None \
                 else "failed"
         rec = record_of(t.number, o, pol, state=state, repeat_of=t.user_attrs.get("repeat_of"))
+        rec.ran = not t.user_attrs.get("not_run")
         out.append(rec)
     return out
 
@@ -1887,6 +1961,9 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
     pol = result.policy
     acc = result.accounting = search_accounting(result.trials)
     cap = pol.epsilon.at_most if pol.epsilon is not None else None
+    acc.budget = cap  # fixed before the search: the filter kept the trials within it, and the draws below too
+    if cap is None and acc.draws:
+        result.notes.append(f"ε: {EX_POST}")
     attempt = 0
     tried: list[str] = []
     with progress.steps(None, "making the recommended release") as step:

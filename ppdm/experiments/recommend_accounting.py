@@ -75,6 +75,23 @@ mechanism (random search) and that the number of runs is random with the stated 
 ppdm's search is adaptive (TPE proposes each trial from the earlier ones) and is stopped by
 a trial or time budget, outside both theorems' assumptions; basic composition holds as is.
 
+**Adaptively chosen ε: a privacy filter.** Basic composition as stated above fixes every
+εᵢ before the search; here the sampler chooses each trial's ε (and whether a differentially
+private trial runs at all) from earlier noisy outputs, so the realised sum ε₁ + … + ε_k is
+itself a function of the outputs. For pure ε-DP it bounds the privacy loss of every outcome
+(each step's loss is at most the εᵢ chosen from the outputs before it), but that is an
+*ex-post* bound (Ligett, Neel, Roth, Waggoner & Wu 2017, *Accuracy First*, NeurIPS; Rogers,
+Roth, Ullman & Vadhan 2016, *Privacy Odometers and Filters: Pay-as-you-Go Composition*,
+NeurIPS, their "privacy odometer" use), not ε-DP for an ε fixed in advance. With the policy's ε
+line ε ≤ B the search is instead a **privacy filter** (Rogers et al. 2016: a stopping rule
+that halts before a budget fixed in advance is exceeded; their basic-composition filter, with
+δ = 0 for pure DP, continues while ε₁ + … + εᵢ ≤ B): B is fixed before the search, and a
+mechanism runs only if the spent sum plus its own ε stays ≤ B (:class:`PrivacyFilter`), so the
+whole search is B-differentially private whatever the sampler chose, and the total spent S ≤ B
+by construction. A differentially private trial is charged up front at its release's counted
+ε plus its scoring ε (:func:`trial_cost`); one that would not fit is not run. Without an ε line
+the total is stated as the ex-post bound it is (:data:`EX_POST`).
+
 **Mixed searches.** Trials of techniques without a guarantee are measured exactly against x
 and judged by every risk line. When a differentially private release wins a search that also
 tried such techniques, the choice over them, and the settings the sampler proposed after
@@ -107,6 +124,17 @@ NOT_COVERED = ("{n} trial(s) of techniques without a differential-privacy guaran
                "the training and control records; choosing this release over them, and the settings the sampler "
                "proposed after them, depend on those measurements, which no ε covers. The total covers the "
                "differentially private trials, their scores and the release")
+#: the privacy filter that makes the sum a guarantee fixed in advance (an ε line: budget B)
+FILTER_CITATION = ("Rogers, Roth, Ullman & Vadhan 2016, Privacy Odometers and Filters: Pay-as-you-Go Composition "
+                   "(NeurIPS), the basic-composition privacy filter with δ = 0")
+FILTER = ("ε budget {budget:g} fixed before the search (privacy filter, " + FILTER_CITATION + "): a differentially "
+          "private mechanism ran only if the total spent plus its ε stayed within the budget; spent {spent:.6g} ≤ "
+          "{budget:g}")
+#: what the total is without an ε line: the realised sum of adaptively chosen ε
+EX_POST = ("no ε budget was fixed before the search: the total is the realised sum of ε chosen adaptively by the "
+           "sampler from earlier outputs, an ex-post bound on the privacy loss of this outcome (Ligett et al. 2017, "
+           "Accuracy First; Rogers et al. 2016, Privacy Odometers and Filters), not an ε-DP guarantee fixed in "
+           "advance; set the policy's ε line for one")
 #: why a risk line does not judge a differentially private trial (its reason, in words)
 NOT_USED = ("measured, not used for the decision: a differentially private release is judged by its ε (the "
             "policy's ε line on the total), not by measurements on the records, which no ε covers")
@@ -141,6 +169,8 @@ class Accounting:
 
     draws: list[Draw] = field(default_factory=list)
     not_private: list[str] = field(default_factory=list)
+    #: the ε budget fixed before the search (the policy's ε line), or ``None``: ex-post total
+    budget: float | None = None
 
     @property
     def total(self) -> float:
@@ -157,6 +187,13 @@ class Accounting:
         terms = " + ".join(f"{d.epsilon:.6g}" for d in self.draws)
         return f"{terms} = {self.total:.6g}"
 
+    def adaptivity(self) -> str:
+        """How the total holds although the sampler chose each ε adaptively: within a budget
+        fixed in advance (:data:`FILTER`), or as an ex-post bound (:data:`EX_POST`)."""
+        if self.budget is None:
+            return EX_POST
+        return FILTER.format(budget=self.budget, spent=self.total)
+
     def not_covered(self) -> str | None:
         """What the total does not cover (trials without a guarantee in the same search), or ``None``."""
         return NOT_COVERED.format(n=len(self.not_private)) if self.not_private else None
@@ -168,7 +205,8 @@ class Accounting:
                "scored_trials": sum(1 for d in self.draws if d.kind == "scores"),
                "release_draws": sum(1 for d in self.draws if d.what.startswith("release draw")),
                "trials_without_guarantee": len(self.not_private),
-               "decisions": "made from the noisy scores, the parameters and the ε alone (post-processing)"}
+               "decisions": "made from the noisy scores, the parameters and the ε alone (post-processing)",
+               "budget": self.budget, "adaptive": self.adaptivity()}
         if self.not_private:
             out["not_covered"] = self.not_covered()
         return out
@@ -219,6 +257,50 @@ def counted_epsilon(eps: float, neighbouring: str) -> tuple[float, str | None]:
                               "(group privacy)")
 
 
+def trial_cost(technique: str, params: Mapping[str, Any], score_epsilon: float) -> tuple[float, float] | None:
+    """What a differentially private trial of ``technique`` with ``params`` is charged before it
+    runs, as the two terms the accounting counts: its release's ε for replace-one neighbours
+    (:func:`counted_epsilon`) and the scoring ε of its noisy scores; ``None`` for a technique
+    without an ε (nothing spent)."""
+    eps = epsilon_of(technique, params)
+    if eps is None:
+        return None
+    return counted_epsilon(eps, neighbouring_of(params, None))[0], float(score_epsilon)
+
+
+@dataclass
+class PrivacyFilter:
+    """The basic-composition privacy filter for pure ε-DP (Rogers, Roth, Ullman & Vadhan 2016):
+    ``budget`` B is fixed before the search, and a mechanism is run only when :meth:`fits`
+    says the terms already ``charged`` plus its own stay ≤ B (by :func:`judge_epsilon`, the
+    same judge as the ε line, on the same sum), so the total is at most B whatever ε the
+    sampler chose."""
+
+    budget: float
+    charged: list[float] = field(default_factory=list)
+
+    @property
+    def spent(self) -> float:
+        return math.fsum(self.charged)
+
+    @property
+    def room(self) -> float:
+        """What is left of the budget (never below 0)."""
+        return max(0.0, float(self.budget) - self.spent)
+
+    def fits(self, *terms: float) -> bool:
+        return judge_epsilon(math.fsum([*self.charged, *map(float, terms)]), self.budget).met
+
+    def charge(self, *terms: float) -> None:
+        self.charged.extend(map(float, terms))
+
+    def why_not(self, *terms: float) -> str:
+        """Why a mechanism of ``terms`` is not run, in one line (the trial's outcome says it)."""
+        return (f"ε budget: its ε of {math.fsum(terms):.4g} (release counted for replace-one neighbours, plus its "
+                f"scores) does not fit in the budget ε ≤ {self.budget:g} fixed before the search ({self.spent:.4g} "
+                "spent); not run (privacy filter)")
+
+
 def _number(v: Any) -> TypeGuard[float]:
     """Whether ``v`` is a finite int or float (a bool is not a number here); narrows ``v`` for mypy."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
@@ -238,12 +320,13 @@ def add_release(acc: Accounting, what: str, technique: str, params: Mapping[str,
 
 def search_accounting(trials: Iterable[Any]) -> Accounting:
     """What a search's trials spent (records with ``number``, ``technique``, ``params``,
-    ``privacy``, ``repeat_of`` and ``scores``): each trial of a technique with an ε is a draw
-    and, when it was scored, its scores a second term; a repeat of a setting already tried
-    made no release; other trials are listed as without a guarantee."""
+    ``privacy``, ``repeat_of``, ``scores`` and optionally ``ran``): each trial of a technique
+    with an ε is a draw and, when it was scored, its scores a second term; a repeat of a
+    setting already tried made no release, nor did a trial the privacy filter did not run
+    (``ran`` false); other trials are listed as without a guarantee."""
     acc = Accounting()
     for t in sorted(trials, key=lambda t: t.number):
-        if t.repeat_of is not None:
+        if t.repeat_of is not None or not getattr(t, "ran", True):  # a trial the filter did not run spent nothing
             continue
         if add_release(acc, f"trial {t.number}", t.technique, t.params, t.privacy) is None:
             acc.not_private.append(f"trial {t.number}")
@@ -360,21 +443,24 @@ def searched_privacy(privacy: Mapping[str, Any] | None, acc: Accounting) -> dict
 
 
 def provenance_privacy(privacy: Mapping[str, Any], acc: Accounting) -> dict[str, Any]:
-    """A searched release's public privacy record: its ε is the total (and so is what it
-    spent), the draw's own ε is kept as ``epsilon_of_this_draw`` (its ``phases`` add up to
+    """A searched release's public privacy record: its ε is the guarantee — the budget fixed
+    before the search when there was one (a privacy filter: what was spent is data-dependent,
+    the budget is not), else the realised total, stated as ex-post — and ``epsilon_spent`` the
+    total; the draw's own ε is kept as ``epsilon_of_this_draw`` (its ``phases`` add up to
     that), and ``search`` says how the total was reached, term by term."""
     out = dict(privacy)
     out["epsilon_of_this_draw"] = privacy.get("epsilon")
-    out["epsilon"] = acc.total
+    claim = acc.total if acc.budget is None else float(acc.budget)
+    out["epsilon"] = claim
     out["epsilon_spent"] = acc.total
     out["search"] = acc.to_dict()
     own = privacy.get("guarantee")
     gap = acc.not_covered()
-    out["guarantee"] = (f"With the search that chose it, the release is {acc.total:.6g}-differentially private for "
+    out["guarantee"] = (f"With the search that chose it, the release is {claim:.6g}-differentially private for "
                         f"{NEIGHBOURS}, by basic composition over {len(acc.draws)} terms ({acc.sum_text()}): every "
                         "differentially private trial on the records, each trial's Laplace-noised scores, and any "
                         "fresh draw of the release; the choice was made from the noisy scores alone "
-                        f"({CITATION})." + (f" Not covered: {gap}." if gap else "")
+                        f"({CITATION}); {acc.adaptivity()}." + (f" Not covered: {gap}." if gap else "")
                         + (f" This draw alone: {own}" if own else ""))
     return out
 
@@ -385,12 +471,12 @@ def summary(acc: Accounting) -> str:
     trials = sum(1 for d in acc.draws if d.kind == "release" and d.what.startswith("trial"))
     text = (f"ε spent on the records: {acc.sum_text()} ({trials} differentially private trial(s), {scored} trial "
             f"score(s), {sum(1 for d in acc.draws if d.what.startswith('release draw'))} fresh draw(s) of the release), "
-            f"by basic composition for replace-one neighbours; the release claims the total")
+            f"by basic composition for replace-one neighbours; the release claims the total; {acc.adaptivity()}")
     gap = acc.not_covered()
     return text + (f". Not covered: {gap}" if gap else "")
 
 
-__all__ = ["CITATION", "COMPOSITION", "DEFAULT_SCORE_EPSILON", "NEIGHBOURS", "NOT_COVERED", "NOT_USED",
-           "NOT_USED_TRIAL", "Accounting", "Draw", "ScoreRule", "add_release", "counted_epsilon", "epsilon_of",
+__all__ = ["CITATION", "COMPOSITION", "DEFAULT_SCORE_EPSILON", "EX_POST", "FILTER", "FILTER_CITATION", "NEIGHBOURS",
+           "NOT_COVERED", "NOT_USED", "NOT_USED_TRIAL", "Accounting", "Draw", "PrivacyFilter", "ScoreRule", "add_release", "counted_epsilon", "epsilon_of",
            "judge_epsilon", "neighbouring_of", "noisy_scores", "over_budget", "provenance_privacy", "risk_of_epsilon",
-           "score_rule", "search_accounting", "searched_privacy", "summary"]
+           "score_rule", "search_accounting", "searched_privacy", "summary", "trial_cost"]
