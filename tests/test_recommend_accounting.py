@@ -107,6 +107,7 @@ def test_the_provenance_states_the_total_term_by_term_and_the_epsilon_line_judge
     assert risk_line["value"] is not None
     html = (d / "r.html").read_text()
     assert "ε (the whole search)" in html and search["sum"] in html and "scores of trial 2" in html
+    assert "the budget fixed before the search" in html and "privacy filter" in html  # the claim is the budget
     # one count of what became of the trials, in --json and the report
     assert doc["study"]["outcomes"] == {"met": 3, "missed": 0, "failed": 0, "stopped": 0, "repeat": 0}
     assert "3 met the policy, 0 missed it, 0 failed" in html
