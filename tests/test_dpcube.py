@@ -269,6 +269,23 @@ def test_column_outside_schema_is_refused():
         DPCube(schema=Schema(["a"], ["job"], "y")).fit(_table())
 
 
+
+def test_a_weight_column_is_synthesized_not_copied():
+    """A sampling weight (schema role ``weight``) is x's, record by record: DPCube synthesizes it
+    from the DP counts like a numeric attribute, inside its declared bounds; the release keeps the
+    column and never holds x's weights (continuous weights: a copied one would match exactly).
+    Without public bounds for it, the refusal names the weight, as it would any attribute."""
+    from dataclasses import replace
+
+    df = _table()
+    df["w"] = np.random.default_rng(3).uniform(1.0, 9.0, len(df))
+    sch = replace(SCHEMA, weight="w")  # a schema declares bounds of attributes; the weight's go to bounds=
+    z = DPCube(schema=sch, bounds={"w": (0.0, 10.0)}, epsilon=1.0, random_state=0).fit_transform(df)
+    assert list(z.columns) == list(df.columns) and z["w"].dtype == np.float64
+    assert z["w"].between(0.0, 10.0).all() and not np.isin(z["w"].to_numpy(), df["w"].to_numpy()).any()
+    with pytest.raises((SchemaError, ParameterError), match="'w'"):
+        DPCube(schema=sch, epsilon=1.0, random_state=0).fit(df)
+
 # ----------------------------------------------------------------- noise
 def test_discrete_laplace_is_two_sided_geometric():
     rng = np.random.default_rng(1)

@@ -196,8 +196,8 @@ class _Declared(Technique):
         if self.schema is None and not self.domain_from_data:
             decl = self.declared_schema(list(map(str, df.columns)))
             if decl is not None:
-                return decl
-        return super()._resolve_schema(df)
+                return _weight_as_attribute(decl)
+        return _weight_as_attribute(super()._resolve_schema(df))
 
     def declared_schema(self, columns: Sequence[str]) -> Schema | None:
         """The schema ``bounds=`` and ``domains=`` declare for a table of ``columns`` (in that
@@ -352,3 +352,18 @@ class _Declared(Technique):
         record kept (values outside the domain are clamped; unknown categories get code 0)."""
         enc, _, _ = self._encode(X, self.schema_)
         return enc
+
+
+def _weight_as_attribute(schema: Schema) -> Schema:
+    """The schema with its sampling-weight column made a numeric attribute.
+
+    Other techniques pass a weight through unchanged: their records are x's records. A
+    synthetic record stands for no one in x, and x's weights copied into it would publish
+    them. DPCube synthesizes the weight like any numeric attribute instead (its public bounds
+    declared like theirs), so the release keeps the column and every value in it comes out of
+    the differentially private counts."""
+    from dataclasses import replace
+
+    if schema.weight is None:
+        return schema
+    return replace(schema, weight=None, numeric=[*schema.numeric, schema.weight])
