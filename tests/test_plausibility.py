@@ -255,6 +255,29 @@ def test_random_substitution_of_the_hospital_table_is_caught_both_ways() -> None
     assert abs(implausible_combinations(x, part, ["age"], cat).value - found.value) < 0.06
 
 
+
+def test_forest_framework_release_of_the_hospital_table_is_caught_both_ways() -> None:
+    """The issue's example: Forest Framework (Fletcher & Islam 2015) changes attribute values within
+    the leaves of its forest, which do not split on sex or diagnosis where the class does not need
+    it, so deliveries land on men and obstetric codes at ages outside 12..55. Both readings count
+    them: the combinations absent from x (found without any rule) and the declared edit rules, and
+    every record that breaks a declared rule is among those found without rules."""
+    from ppdm.anonymize.registry import make_technique
+
+    x = hospital(1500)
+    tech = make_technique("forest-framework", class_column="readmitted", schema=hospital_schema(),
+                          random_state=1, params={})
+    z = tech.fit_transform(x)
+    found = implausible_combinations(x, z, ["age"], ["sex", "diagnosis", "insurance", "readmitted"])
+    assert found.value > 0.05
+    released = {(r.column_a, r.value_a, r.column_b, r.value_b): r.released for r in found.pairs.itertuples()}
+    assert released[("sex", "M", "diagnosis", "O80")] > 10 and released[("sex", "M", "diagnosis", "O82")] > 10
+    declared = edit_rule_violations(x, z, RULES)
+    assert declared.x_share == 0.0 and declared.value > 0.03
+    men, ages, _ = declared.rules["z_violations"].tolist()
+    assert men > 10 and ages > 10  # deliveries on men, obstetric codes at implausible ages
+    assert not (declared.flags & ~found.flags).any()
+
 def test_hospital_verdict_is_not_kept(tmp_path: Path) -> None:
     from ppdm.experiments.evaluate import EvaluateOptions, evaluate
     from ppdm.report.summary import plausibility_drivers
