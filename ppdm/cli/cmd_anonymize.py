@@ -26,6 +26,7 @@ from ppdm.cli.app import (
     OtherOpt,
     ParamOpt,
     QiOpt,
+    SchedulerOpt,
     SchemaOpt,
     SeedOpt,
     SensitiveOpt,
@@ -34,7 +35,15 @@ from ppdm.cli.app import (
     _missing,
     app,
 )
-from ppdm.cli.common import BUILTIN, console, err_console, load_input, release_seed, roles_from_options
+from ppdm.cli.common import (
+    BUILTIN,
+    console,
+    err_console,
+    load_input,
+    release_seed,
+    roles_from_options,
+    use_scheduler,
+)
 from ppdm.errors import PPDMError
 
 
@@ -87,6 +96,7 @@ def anonymize(
     blocksize: BlocksizeOpt = "64MB",
     fit_rows: Annotated[int, typer.Option(
         "--fit-rows", help="With dask: records of the random sample the technique is fitted on.")] = 100_000,
+    scheduler: SchedulerOpt = None,
     then: Annotated[list[str] | None, typer.Option(
         "--then", help="A further technique applied to the release of the one before (repeatable; docs/sdc.md). "
         "Give a step's parameters as -p METHOD.name=value.")] = None,
@@ -113,6 +123,7 @@ def anonymize(
     from ppdm.utils import parse_params
 
     random_state = release_seed(seed, experiment_seed)
+    use_scheduler(scheduler)  # the partitioned passes run on its workers
     from ppdm.metrics.release_check import GateOptions
 
     # the gate's thresholds and overrides travel as one object down to the check
