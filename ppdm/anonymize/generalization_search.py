@@ -315,6 +315,8 @@ class Generalize(Technique):
     """
 
     handles_missing = True
+    #: the private log's count: a partitioned release totals it over its partitions
+    summed_over_partitions = ("suppressed_records",)
     missing_policy = "kept"
     makes_missing = True
     search_space = NotSearchable("it runs its own exact search over the hierarchy levels for the k, l and t it is "
