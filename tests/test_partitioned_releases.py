@@ -102,3 +102,31 @@ def test_a_recoded_partitioned_release_is_evaluated_as_in_memory(tmp_path: Path)
     assert ooc["measures"]["release_check"]["details"]["n_records"] == 600
     for name, m in mem["measures"].items():
         assert ooc["measures"][name]["value"] == pytest.approx(m["value"], rel=1e-12), name
+
+
+@pytest.mark.filterwarnings("ignore:.*come out unchanged on every column")
+def test_the_gate_judges_a_partitioned_local_suppression_in_the_intruders_view(tmp_path: Path) -> None:
+    """Local suppression (criterion='intruder', its default) leaves most records as they were and
+    blanks others so that each has k candidates for an intruder who knows its values: the gate
+    lets it through by partition as in memory (it refused it: "whoever knows those finds the
+    record"), and still counts every unique record as found when nothing is blanked."""
+    # complete records: a missing cell of z could be anyone's value, so with holes nothing is found alone
+    x = mixed_table(1500)[["age", "zip", "member", "grade", "label"]].dropna().reset_index(drop=True)
+    src = tmp_path / "x"
+    src.mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(x)), 3)):
+        x.iloc[rows].to_parquet(src / f"part{i}.parquet", index=False)
+
+    def released(k: int, out: str, **gate: bool) -> Any:
+        tech = make_technique("local-suppression", class_column="label", random_state=4,
+                              params={"k": k, "keys": KEYS})
+        return release_dataset(open_dataset(str(src), categorical=["grade"]), tech, tmp_path / out,
+                               missing="keep", fit_rows=300, **gate)
+
+    rel = released(3, "z")
+    assert rel.check.records_verbatim > 0.5 * len(x)  # most records come out as they were ...
+    assert rel.check.records_verbatim_unique == 0  # ... and none is found alone by its values
+    # k=1 blanks nothing: every record unique in x is found alone by its values (the gate is told to let
+    # the copy through, to see the count it would refuse on)
+    bare = released(1, "z1", allow_unchanged=True, allow_untouched_keys=True)
+    assert bare.check.records_verbatim_unique == bare.check.unique_in_x_all > 0
