@@ -84,7 +84,7 @@ def open_release_datasets(
     x, sch, ids = without_identifiers(xds.data, sch, (provenance or {}).get("removed_identifiers") or [])
     read_schema = sch  # x's own types, for the test set read like x
     # a recoded release is compared on its own categories, as in memory: the same view of x, by partition
-    x, sch, recode = recoded_parts(x, sch, owner_view(provenance, pairing.private))
+    x, sch, recode = recoded_parts(x, sch, owner_view(dict(provenance) if provenance else None, pairing.private))
     head = recode(head)
     zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block, decimal=decimal)
     cols, want = zds.columns, [str(c) for c in x.columns]
