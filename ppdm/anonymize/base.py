@@ -22,6 +22,7 @@ dates in their resolution, whole numbers rounded, missing cells kept.
 
 from __future__ import annotations
 
+import copy
 from abc import ABCMeta, abstractmethod
 from typing import Any, ClassVar
 
@@ -81,6 +82,9 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: "decreasing", limit)`` — the direction in which protection grows and the furthest value
     #: worth trying (``None``: no limit); ``None`` when the technique has no single such parameter
     strength_param: ClassVar[tuple[str, str, float | None] | None] = None
+    #: keys of ``private_report_`` that count records or cells of the table transformed: a
+    #: partitioned release adds them up over its partitions (:meth:`merge_partition_reports`)
+    summed_over_partitions: ClassVar[tuple[str, ...]] = ()
 
     # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
     class_column: str | None
@@ -235,6 +239,39 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             return X
         return self._transform_frame(X, np.random.default_rng([base, int(number)]))
 
+    def transform_partition_reported(self, X: pd.DataFrame, number: int, base: int) -> tuple[pd.DataFrame, Any]:
+        """:meth:`transform_partition` on a copy of this technique, with the reports that the
+        partition's transform wrote: ``(privacy_report_, private_report_)`` of the copy, or
+        ``None`` when the transform wrote none (the fitted reports stand). The fitted technique
+        is left as it was, so partitions transformed at once in threads, or on the workers of a
+        cluster, do not overwrite one another's reports; :meth:`merge_partition_reports` totals
+        them."""
+        t = copy.copy(self)
+        before = (getattr(t, "privacy_report_", None), getattr(t, "private_report_", None))
+        z = t.transform_partition(X, number, base)
+        after = (getattr(t, "privacy_report_", None), getattr(t, "private_report_", None))
+        if after[0] is before[0] and after[1] is before[1]:
+            return z, None
+        return z, after
+
+    def merge_partition_reports(self, reports: list[Any]) -> None:
+        """Set ``privacy_report_`` and ``private_report_`` of the whole partitioned release from
+        its partitions' reports (:meth:`transform_partition_reported`, one per partition, in
+        order): the counts named by :attr:`summed_over_partitions` added up, every other entry
+        kept when all partitions agree on it, else listed partition by partition. Without any
+        partition's report the fitted ones stand."""
+        written = [r for r in reports if r is not None]
+        if not written:
+            return
+        self.privacy_report_ = merge_reports([r[0] for r in written], ())
+        private = merge_reports([r[1] for r in written], self.summed_over_partitions)
+        if private is not None and self.summed_over_partitions:
+            private = {**private, "partitions": len(written),
+                       "partitions_note": "the technique ran on each partition on its own: "
+                                          f"{', '.join(self.summed_over_partitions)} are totals over the partitions, "
+                                          "and an entry that differs between partitions is listed per partition"}
+        self.private_report_ = private
+
     def _transform_dask(self, ddf: Any) -> Any:
         if not self._keeps_rows():
             raise ParameterError(
@@ -290,6 +327,36 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         tags.input_tags.categorical = True
         tags.non_deterministic = False
         return tags
+
+
+def merge_reports(reports: list[Any], summed: tuple[str, ...] = ()) -> Any:
+    """One report from the reports of a table's partitions: the entries named in ``summed``
+    (counts, or dicts of counts) added up; any other entry kept when every report has the same,
+    else the list of the reports' values, partition by partition. ``None`` when no report."""
+    dicts = [r for r in reports if isinstance(r, dict)]
+    if not dicts:
+        return None
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(k for r in dicts for k in r):
+        values = [r.get(key) for r in dicts]
+        if key in summed:
+            out[key] = _total(values)
+        elif all(v == values[0] for v in values[1:]):
+            out[key] = values[0]
+        else:
+            out[key] = values
+    return out
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum of counts (``None`` where a partition had none), dicts summed key by key."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    if all(isinstance(v, dict) for v in present):
+        keys = dict.fromkeys(k for v in present for k in v)
+        return {k: _total([v.get(k) for v in present]) for k in keys}
+    return sum(present)
 
 
 def _is_dask(X: Any) -> bool:

@@ -127,6 +127,15 @@ class Composition(Technique):
         self.steps_ = fitted
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
         self.n_features_in_ = df.shape[1]
+        self._collect_reports()
+        if not keep_output:
+            return None
+        return cur.to_numpy() if was_array else cur
+
+    def _collect_reports(self) -> None:
+        """The composition's reports from its fitted steps' (after fit, or once a partitioned
+        release has totalled them)."""
+        fitted = self.steps_
         self.privacy_report_ = {
             "composition": [{"step": name, "method": getattr(s, "method_name", type(s).__name__),
                              "privacy": getattr(s, "privacy_report_", None)} for name, s in fitted],
@@ -137,9 +146,6 @@ class Composition(Technique):
         # what only the owner may see (a step's private_report_), for the private log
         kept = {name: s.private_report_ for name, s in fitted if getattr(s, "private_report_", None)}
         self.private_report_ = {"composition": kept} if kept else None
-        if not keep_output:
-            return None
-        return cur.to_numpy() if was_array else cur
 
     # --------------------------------------------------------------- transform
     def transform(self, X: pd.DataFrame) -> pd.DataFrame:
@@ -165,11 +171,27 @@ class Composition(Technique):
     def transform_partition(self, X: pd.DataFrame, number: int, base: int) -> pd.DataFrame:
         """Transform partition ``number`` with every step, each step's generator seeded by
         ``(base, step, number)``."""
+        return self.transform_partition_reported(X, number, base)[0]
+
+    def transform_partition_reported(self, X: pd.DataFrame, number: int, base: int) -> tuple[pd.DataFrame, Any]:
+        """:meth:`transform_partition` with every step's reports of the partition (a list, one
+        entry per step, or ``None`` when no step wrote any)."""
         check_is_fitted(self, "steps_")
-        cur = X
+        cur, reports = X, []
         for i, (_, step) in enumerate(self.steps_):
-            cur = step.transform_partition(cur, number, int(np.random.SeedSequence([base, i]).generate_state(1)[0]))
-        return cur
+            cur, rep = step.transform_partition_reported(
+                cur, number, int(np.random.SeedSequence([base, i]).generate_state(1)[0]))
+            reports.append(rep)
+        return cur, reports if any(r is not None for r in reports) else None
+
+    def merge_partition_reports(self, reports: list[Any]) -> None:
+        """Every step totals its partitions' reports; the composition's are then made from them."""
+        written = [r for r in reports if r is not None]
+        if not written:
+            return
+        for i, (_, step) in enumerate(self.steps_):
+            step.merge_partition_reports([r[i] for r in written])
+        self._collect_reports()
 
     def output_schema(self) -> Schema:
         check_is_fitted(self, "steps_")

@@ -397,6 +397,8 @@ class Generalize(Technique):
     """
 
     handles_missing = True
+    #: the private log's count: a partitioned release totals it over its partitions
+    summed_over_partitions = ("suppressed_records",)
     missing_policy = "kept"
     makes_missing = True
     #: what a policy search varies: the models' parameters (l and t only where sensitive attributes are declared:

@@ -142,6 +142,9 @@ class LocalSuppression(Technique):
                                when={"weights": {"mode": ("cover",)}}, needs=("keys",), deterministic=True,
                                guarantees={"k": ("k_anonymity", "k")}, value_needs={"importance": {"class": "class"}})
     makes_missing = True
+    #: the private log's counts: a partitioned release totals them over its partitions
+    summed_over_partitions = ("suppressed_cells", "suppressed_by_key", "records_with_suppression", "records_below_k",
+                              "records_below_k_for_intruder")
 
     def __init__(
         self,

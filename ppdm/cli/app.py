@@ -144,6 +144,9 @@ EngineOpt = Annotated[str, typer.Option(
                      "a glob or a file over 1 GiB).")]
 BlocksizeOpt = Annotated[str, typer.Option(
     "--blocksize", help="With dask: bytes of CSV per partition (e.g. 64MB, the default).")]
+SchedulerOpt = Annotated[str | None, typer.Option(
+    "--scheduler", help="Address of a Dask scheduler (tcp://host:8786): the command's partitioned work and parallel "
+                        "tasks run on its workers (needs pip install 'ppdm[cluster]'; docs/scale.md).")]
 DateOpt = Annotated[list[str] | None, typer.Option(
     "--date", help="Date column(s), each optionally with its strftime format: --date visit or "
                    "--date 'visit=%d/%m/%Y' (default: detected).")]

@@ -26,6 +26,7 @@ from ppdm.cli.app import (
     OtherOpt,
     ParamOpt,
     QiOpt,
+    SchedulerOpt,
     SchemaOpt,
     SeedOpt,
     SensitiveOpt,
@@ -34,7 +35,15 @@ from ppdm.cli.app import (
     _missing,
     app,
 )
-from ppdm.cli.common import BUILTIN, console, err_console, load_input, release_seed, roles_from_options
+from ppdm.cli.common import (
+    BUILTIN,
+    console,
+    err_console,
+    load_input,
+    release_seed,
+    roles_from_options,
+    use_scheduler,
+)
 from ppdm.errors import PPDMError
 
 
@@ -87,6 +96,7 @@ def anonymize(
     blocksize: BlocksizeOpt = "64MB",
     fit_rows: Annotated[int, typer.Option(
         "--fit-rows", help="With dask: records of the random sample the technique is fitted on.")] = 100_000,
+    scheduler: SchedulerOpt = None,
     then: Annotated[list[str] | None, typer.Option(
         "--then", help="A further technique applied to the release of the one before (repeatable; docs/sdc.md). "
         "Give a step's parameters as -p METHOD.name=value.")] = None,
@@ -113,6 +123,7 @@ def anonymize(
     from ppdm.utils import parse_params
 
     random_state = release_seed(seed, experiment_seed)
+    use_scheduler(scheduler)  # the partitioned passes run on its workers
     from ppdm.metrics.release_check import GateOptions
 
     # the gate's thresholds and overrides travel as one object down to the check
@@ -120,8 +131,6 @@ def anonymize(
         _gate_options(gate), allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
         allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)}
     get_technique(method)  # an unknown name is the first thing to say, before the table is read
-    if then and wants_dask(data, engine):
-        raise PPDMError("--then is not available for a partitioned input yet; anonymize a table in memory")
     if wants_dask(data, engine):
         dask_params: dict[str, Any] = {}
         _declared_domain(method, dask_params, domain_from_data, declared=schema is not None, data=data,
@@ -135,7 +144,8 @@ def anonymize(
                                identifiers, quasi_identifiers, sensitive, weight, other),
                            keep_identifiers=keep_identifiers,
                            categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
-                           fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args, decimal=decimal)
+                           fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args, decimal=decimal,
+                           then=then)
         return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
@@ -265,8 +275,9 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
                        keep_identifiers: bool, categorical: list[str] | None,
                        date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
                        shuffle: bool = True, gate_args: dict[str, Any] | None = None,
-                       decimal: str | None = None) -> None:
-    """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset."""
+                       decimal: str | None = None, then: list[str] | None = None) -> None:
+    """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset
+    (a ``--then`` chain fitted step by step on the sample, then applied to every partition)."""
     import warnings
 
     from ppdm.anonymize.registry import make_technique
@@ -291,8 +302,15 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
     ds = open_dataset(data, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=blocksize,
                       decimal=decimal)
     base = loaded.with_class(class_column) if loaded is not None and class_column is not None else loaded
-    tech = make_technique(method, class_column=class_column if class_column else (base.class_column if base else None),
-                          random_state=random_state, schema=None, params=parse_params(param))
+    cls = class_column if class_column else (base.class_column if base else None)
+    if then:
+        from ppdm.anonymize.composition import make_composition
+
+        tech = make_composition([method, *then], params=parse_params(param), class_column=cls,
+                                random_state=random_state)
+    else:
+        tech = make_technique(method, class_column=cls, random_state=random_state, schema=None,
+                              params=parse_params(param))
     dec = parse_decimals(decimals, [c for c in ds.columns if pd_float(ds.head[c])])
     from ppdm.cli.progress import progress_bar
 
@@ -304,7 +322,7 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
                               input_info={"missing": missing}, **(gate_args or {}))
     _report(rel, random_state)
     _report_files(out, rel.written, f"{rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
-                  f"{rel.fit_rows}", method, shuffle, True)
+                  f"{rel.fit_rows}", " then ".join([method, *(then or [])]), shuffle, True)
 
 
 def _gate_options(items: list[str] | None) -> dict[str, float] | None:

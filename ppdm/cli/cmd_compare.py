@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -18,6 +18,7 @@ from ppdm.cli.app import (
     MissingKeepOpt,
     OtherOpt,
     QiOpt,
+    SchedulerOpt,
     SchemaOpt,
     SensitiveOpt,
     SepOpt,
@@ -34,6 +35,7 @@ from ppdm.cli.common import (
     measurement_seed,
     report_drawn_seed,
     roles_from_options,
+    use_scheduler,
 )
 from ppdm.errors import PPDMError
 
@@ -101,6 +103,7 @@ def compare_cmd(
     report: Annotated[bool, typer.Option("--report", help="Also write report.html into --out.")] = False,
     title: Annotated[str | None, typer.Option("--title", help="Title of the HTML report.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers (results do not depend on it).")] = 1,
+    scheduler: SchedulerOpt = None,
     missing: MissingKeepOpt = "error",
     schema: SchemaOpt = None,
     sep: SepOpt = None,
@@ -140,6 +143,8 @@ def compare_cmd(
             raise PPDMError(f"--out {str(out)!r} exists and is not a folder")
         if jobs == 0 or jobs < -1:
             raise PPDMError(f"--jobs must be a positive number or -1 (all cores), got {jobs}")
+        # on a cluster the folds' tasks go to its workers (joblib's Dask backend); results do not change
+        client = use_scheduler(scheduler)
         provenance = None
         if not data.startswith(BUILTIN):
             from ppdm.data.provenance import read_provenance
@@ -160,8 +165,10 @@ def compare_cmd(
                     task.reset(total)
                 task(1, description=what)
 
-            result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed_value, n_jobs=jobs,
-                             progress=progress, dataset_name=name, measure_options=options, missing=miss)
+            with _parallel_backend(client):
+                result = compare(x, sch, specs, measures, cv=cv, repeats=repeats, random_state=seed_value,
+                                 n_jobs=-1 if client is not None and jobs == 1 else jobs, progress=progress,
+                                 dataset_name=name, measure_options=options, missing=miss)
         if provenance is not None:
             result.meta["provenance"] = provenance
         result.meta["removed_identifiers"] = [*ids, *result.meta.get("removed_identifiers", [])]
@@ -211,3 +218,14 @@ def report_cmd(
         fail(str(e))
         return
     console.print(f"wrote {target}")
+
+
+def _parallel_backend(client: object) -> Any:
+    """joblib's Dask backend while ``client`` (``--scheduler``) is connected, else nothing."""
+    import contextlib
+
+    if client is None:
+        return contextlib.nullcontext()
+    from joblib import parallel_config
+
+    return parallel_config(backend="dask")

@@ -28,6 +28,7 @@ from ppdm.cli.app import (
     MissingKeepOpt,
     OtherOpt,
     QiOpt,
+    SchedulerOpt,
     SchemaOpt,
     SensitiveOpt,
     SepOpt,
@@ -44,6 +45,7 @@ from ppdm.cli.common import (
     print_json,
     report_drawn_seed,
     roles_from_options,
+    use_scheduler,
 )
 from ppdm.errors import ParameterError, SchemaError
 
@@ -233,6 +235,7 @@ def evaluate(
     sample_rows: Annotated[int, typer.Option(
         "--sample-rows", help="With dask: records of the sample that measures without an exact out-of-core "
                               "form are computed on.")] = 20_000,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """Measure what an anonymized table z keeps of x and how exposed its records are.
 
@@ -250,6 +253,7 @@ def evaluate(
     from ppdm.utils import parse_params
 
     miss = _missing(missing, keep=True)
+    use_scheduler(scheduler)  # the partitioned passes run on its workers
     seed_value, drawn = measurement_seed(seed)
     if html is not None:
         from ppdm.data.io import check_output_path

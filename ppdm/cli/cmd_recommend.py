@@ -256,15 +256,9 @@ def _study_path(out: Path) -> Path:
 
 
 def _dask_executor(address: str) -> Any:
-    try:
-        from distributed import Client
-    except ImportError:
-        raise PPDMError("--scheduler needs the 'distributed' package (pip install distributed)") from None
-    try:
-        client = Client(address)
-    except OSError as e:
-        raise PPDMError(f"cannot reach the Dask scheduler {address!r}: {e}") from None
-    return client.get_executor()
+    from ppdm.cli.common import use_scheduler
+
+    return use_scheduler(address).get_executor()
 
 
 def outcome_summary(study: dict[str, Any]) -> str:

@@ -171,6 +171,37 @@ def stage_progress() -> Any:
     return report
 
 
+def use_scheduler(address: str | None) -> Any:
+    """Connect this command to the Dask scheduler at ``address`` (``--scheduler``) and return
+    the ``distributed.Client``, or ``None`` without an address. The client becomes the default
+    one, so every partitioned pass (:func:`ppdm.data.partitions.run_partitions`) and every Dask
+    computation of the command runs on the cluster's workers; it is closed when the command
+    ends. The same seed gives the same release and measures as the local scheduler (each
+    partition draws from a generator seeded by the release's seed and its number)."""
+    if address is None:
+        return None
+    if not address.strip():
+        raise PPDMError("--scheduler needs an address, e.g. tcp://host:8786")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise PPDMError("--scheduler needs the 'distributed' package (pip install 'ppdm[cluster]')") from None
+    try:
+        client = Client(address, set_as_default=True)
+    except (OSError, TimeoutError) as e:
+        raise PPDMError(f"cannot reach the Dask scheduler {address!r}: {one_line(e)}") from None
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(client.close)
+    else:  # called outside a command (a library user): closed when the interpreter exits
+        import atexit
+
+        atexit.register(client.close)
+    return client
+
+
 def parse_date_options(values: list[str] | None) -> dict[str, str | None]:
     """``--date`` values (``col`` or ``col=FORMAT``, comma lists allowed) as ``{col: format}``."""
     out: dict[str, str | None] = {}

@@ -63,6 +63,7 @@ def open_release_datasets(
     missing-value policy. The block size is ``blocksize``, else the one the release records."""
     from ppdm.data.io import align_dtypes
     from ppdm.data.partitions import BLOCKSIZE, open_dataset
+    from ppdm.data.provenance import owner_view
     from ppdm.data.roles import resolve_schema
     from ppdm.experiments.evaluation import without_identifiers
     from ppdm.metrics._dask import working_parts
@@ -81,6 +82,10 @@ def open_release_datasets(
     sch = resolve_schema(head, schema=schema, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema_name is None else f"schema file {schema_name!r}")
     x, sch, ids = without_identifiers(xds.data, sch, (provenance or {}).get("removed_identifiers") or [])
+    read_schema = sch  # x's own types, for the test set read like x
+    # a recoded release is compared on its own categories, as in memory: the same view of x, by partition
+    x, sch, recode = recoded_parts(x, sch, owner_view(dict(provenance) if provenance else None, pairing.private))
+    head = recode(head)
     zds = open_dataset(anonymized, sep=sep, schema=sch, blocksize=block, decimal=decimal)
     cols, want = zds.columns, [str(c) for c in x.columns]
     if set(cols) - set(ids) != set(want):
@@ -103,9 +108,28 @@ def open_release_datasets(
         refuse_missing_lazily(z, sch, anonymized)
     t = None
     if test is not None:
-        t = working_parts(open_dataset(test, sep=sep, schema=sch, blocksize=block, decimal=decimal).data[want],
-                          sch.numeric)
+        t = working_parts(recode(open_dataset(test, sep=sep, schema=read_schema, blocksize=block,
+                                              decimal=decimal).data[want]), sch.numeric)
     return DatasetInputs(working_parts(x, sch.numeric), working_parts(z, sch.numeric), t, sch, head, block)
+
+
+def recoded_parts(x: Any, schema: Schema, provenance: Mapping[str, Any] | None) -> tuple[Any, Schema, Callable[[Any], Any]]:
+    """:func:`ppdm.experiments.evaluate.recoded_view` of a Dask DataFrame, lazily (one
+    implementation: the in-memory view applied to each partition). Returns ``(x, schema, f)``,
+    ``f`` doing the same to another table, pandas or Dask (the head, the test set)."""
+    from ppdm.experiments.evaluate import recoded_view
+
+    meta = x._meta
+    _, sch, view = recoded_view(meta, schema, provenance)
+    if sch is schema:
+        return x, schema, lambda df: df
+
+    def recode(df: Any) -> Any:
+        if hasattr(df, "map_partitions"):
+            return df.map_partitions(view, meta=view(df._meta))
+        return view(df)
+
+    return recode(x), sch, recode
 
 
 def measure_datasets(

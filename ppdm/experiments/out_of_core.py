@@ -198,19 +198,21 @@ def _stage_path(job: _Job, i: int) -> Path:
     return job.stage / f"stage.{i:05d}.arrow"  # type: ignore[operator]  # stage is set before any part is staged
 
 
-def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, int, np.ndarray]:
+def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, int, np.ndarray, Any]:
     """Release x's partition ``i`` and stage it for mixing: every released row is drawn an
     output part at random (the input's own part with ``shuffle=False``), and the rows are
     written sorted by it, with their position in x's partition, to an Arrow file that the
-    mixing pass slices. Returns the check's counts, the rows dropped, the rows read and how
-    many rows go to each output part."""
+    mixing pass slices. Returns the check's counts, the rows dropped, the rows read, how
+    many rows go to each output part and the partition's privacy reports
+    (:meth:`ppdm.anonymize.base.Technique.transform_partition_reported`)."""
     x = job.ds.partition(i).reset_index(drop=True)
     n_read = len(x)
     sch = job.schema
     x, dropped = sch.validate(x, missing=job.missing)
     local = np.asarray(x.index, dtype=np.int64)  # positions in the partition as read (the policy drops some)
     work = x.drop(columns=job.ids) if job.ids else x
-    z = job.tech.transform_partition(work, i, job.base)
+    # the reports travel back with the counts: a worker's copy of the technique is not the caller's
+    z, reports = job.tech.transform_partition_reported(work, i, job.base)
     z = round_to_decimals(z, job.decimals)
     if job.keep_ids and job.ids:
         z = z.copy()
@@ -229,7 +231,7 @@ def _release_part(i: int, job: _Job) -> tuple[CheckPart, int, int, np.ndarray]:
     staged = z.iloc[order].reset_index(drop=True)
     staged[_LOCAL] = local[order]
     _write_arrow(staged, _stage_path(job, i))
-    return part, dropped, n_read, np.bincount(dest, minlength=n_out)
+    return part, dropped, n_read, np.bincount(dest, minlength=n_out), reports
 
 
 def _write_arrow(df: pd.DataFrame, path: Path) -> None:
@@ -442,6 +444,8 @@ def release_dataset(
             shutil.rmtree(stage, ignore_errors=True)
             release_temporary(stage)
         checks = [r[0] for r in results]
+        # the privacy record of the whole release: every partition's counts, totalled
+        tech.merge_partition_reports([r[4] for r in results])
         dropped = int(sum(r[1] for r in results))
         # the pairing: row k of z (its parts read in order) was made from row positions[k] of x as read
         positions = (np.concatenate([decode_positions(m, f"pairing of part {j}") for j, m in enumerate(mixed)])

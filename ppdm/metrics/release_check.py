@@ -366,7 +366,36 @@ def dask_copies(x: Any, z: Any, columns: Sequence[str], kinds: dict[str, bool],
     hit = copied | single["f"].isin(paired_keys) if paired_keys is not None and paired_keys.size else copied
     near = copied | single["f"].isin(near_keys) if near_keys is not None and near_keys.size else hit
     n_copies, n_unique, n_near = _compute(copies, hit.sum(), near.sum())
+    if int(n_unique):
+        # as in memory (found_by_values): a verbatim record counts only when an intruder who knows
+        # its values finds it alone among all of z's records, blanks matching anything
+        unfound = _not_found(x, z, cols, kinds, _compute(single["f"][hit])[0].to_numpy(dtype=np.uint64))
+        n_unique, n_near = int(n_unique) - unfound, int(n_near) - unfound
     return int(n_copies), int(n_unique), max(int(n_unique), int(n_near))
+
+
+def _not_found(x: Any, z: Any, cols: list[str], kinds: dict[str, bool], verbatim: np.ndarray) -> int:
+    """How many of x's records with the full hashes ``verbatim`` (on ``cols``) an intruder who
+    knows their values cannot single out in z: :func:`candidates_in` summed over z's
+    partitions, one task per partition (:func:`ppdm.data.partitions.run_partitions`)."""
+    from ppdm.data.partitions import read_partition, run_partitions
+
+    def queries(i: int) -> tuple[np.ndarray, np.ndarray]:
+        p = read_partition(x, i).reset_index(drop=True)
+        h = _RowHashes(p, kinds)
+        keep = np.isin(h.of(cols), verbatim)
+        return _cell_hashes(h, cols)[keep], p[cols].isna().to_numpy()[keep]
+
+    found = run_partitions(queries, x.npartitions, name="ppdm-check-verbatim")
+    q = np.concatenate([f[0] for f in found]) if found else np.zeros((0, len(cols)), np.uint64)
+    qb = np.concatenate([f[1] for f in found]) if found else np.zeros((0, len(cols)), bool)
+
+    def count(j: int) -> np.ndarray:
+        p = read_partition(z, j).reset_index(drop=True)
+        return candidates_in(_cell_hashes(_RowHashes(p, kinds), cols), p[cols].isna().to_numpy(), q, qb)
+
+    total = np.sum(run_partitions(count, z.npartitions, name="ppdm-check-intruder"), axis=0)
+    return int((np.asarray(total) >= FOUND_BELOW).sum())
 
 
 def release_check_from_parts(parts: Sequence[CheckPart], schema: Schema, columns: Sequence[str],
@@ -607,22 +636,41 @@ def found_by_values(x: pd.DataFrame, z: pd.DataFrame, cols: Sequence[str], hx: _
     (:func:`ppdm.data.blanks.intruder_frequencies`), a blank of z matching any value and a value
     missing in x being one the intruder does not know. A record that local suppression left as it
     was, while blanking others so that they could be it, is then not found. Grouped by patterns
-    of blanks, never an n × n comparison."""
+    of blanks, never an n × n comparison (:func:`candidates_in`; a partitioned table adds it up
+    over z's partitions, :func:`dask_copies`)."""
     out = np.zeros(len(x), dtype=bool)
     if not rows.any():
         return out
-    cx, cz = [], []
-    for c in cols:
-        both = pd.factorize(np.concatenate([hx._column(c), hz._column(c)]))[0].astype(np.int64)
-        a, b = both[: len(x)], both[len(x):]
-        cx.append(np.where(x[c].isna().to_numpy(), -1, a))
-        cz.append(np.where(z[c].isna().to_numpy(), -1, b))
-    from ppdm.data.blanks import distinct_patterns, pattern_frequencies
-
-    pats, cnt, _ = distinct_patterns(np.column_stack(cz))
-    cand = pattern_frequencies(pats, cnt, queries=np.column_stack(cx)[rows])
+    cand = candidates_in(_cell_hashes(hz, cols), z[list(cols)].isna().to_numpy(),
+                         _cell_hashes(hx, cols)[rows], x[list(cols)].isna().to_numpy()[rows])
     out[np.flatnonzero(rows)] = cand < FOUND_BELOW
     return out
+
+
+def _cell_hashes(h: _RowHashes, cols: Sequence[str]) -> np.ndarray:
+    """The hash of every cell on ``cols`` (one column each), as :class:`_RowHashes` takes them."""
+    return (np.column_stack([h._column(c) for c in cols]) if cols
+            else np.zeros((len(h.df), 0), dtype=np.uint64))
+
+
+def candidates_in(z_cells: np.ndarray, z_blank: np.ndarray, queries: np.ndarray, q_blank: np.ndarray) -> np.ndarray:
+    """For each query record (its cells' hashes and which of them are missing), how many records
+    of z (cells' hashes, blanks) an intruder who knows the query's values cannot tell from it: a
+    blank of z matches any value, a missing value of the query is one the intruder does not
+    know. The values are coded densely over the query and z together (the blank-pattern
+    grouping needs small codes), so the counts of z's partitions add up to z's."""
+    from ppdm.data.blanks import distinct_patterns, pattern_frequencies
+
+    nq, m = queries.shape
+    if nq == 0 or len(z_cells) == 0:
+        return np.zeros(nq)
+    cq, cz = [], []
+    for j in range(m):
+        both = pd.factorize(np.concatenate([queries[:, j], z_cells[:, j]]))[0].astype(np.int64)
+        cq.append(np.where(q_blank[:, j], -1, both[:nq]))
+        cz.append(np.where(z_blank[:, j], -1, both[nq:]))
+    pats, cnt, _ = distinct_patterns(np.column_stack(cz))
+    return pattern_frequencies(pats, cnt, queries=np.column_stack(cq))
 
 
 class _RowHashes:
