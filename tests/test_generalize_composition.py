@@ -10,12 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from ppdm.anonymize.composition import make_composition
 from ppdm.cli.app import app
 from ppdm.data.generalization import recoded_view
 from ppdm.data.schema import Schema
+from ppdm.errors import ParameterError
 from ppdm.metrics.keyvar import intruder_view
 
 runner = CliRunner()
@@ -90,8 +92,19 @@ def test_records_generalize_suppressed_are_narrowed_by_later_blanks() -> None:
             warnings.simplefilter("ignore")
             return c.fit_transform(x), c
 
+    # the chain checks local suppression's claim against x's true keys and refuses to publish it false
+    with pytest.raises(ParameterError, match="cannot protect the records generalize suppressed whole"):
+        run(0.05)
+    import ppdm.anonymize.composition as composition
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(composition, "_check_intruder_view_of_whole_suppression", lambda *a: None)
+    try:
+        broken = run(0.05)  # the same chain without the check: the release it would have published
+    finally:
+        monkey.undo()
     for limit, narrowed in ((0.05, True), (0.0, False)):
-        z, comp = run(limit)
+        z, comp = broken if narrowed else run(limit)
         gen, ls = comp.steps_[0][1], comp.steps_[1][1]
         # blanks counted: a suppressed record blanks every key, local suppression the cells it reports
         blanks = z[KEYS].isna().sum().to_dict()

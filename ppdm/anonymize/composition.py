@@ -112,6 +112,7 @@ class Composition(Technique):
                               "a type or role (numeric, categorical, identifiers, weight) or drop it from the table")
         seeds = _step_seeds(self.random_state, len(steps))
         fitted: list[tuple[str, Technique]] = []
+        outputs: list[pd.DataFrame] = []
         cur = df
         current = schema
         for (name, est), seed in zip(steps, seeds, strict=True):
@@ -123,6 +124,8 @@ class Composition(Technique):
             cur = step.fit_transform(cur)
             current = step.output_schema()
             fitted.append((name, step))
+            outputs.append(cur)
+        _check_intruder_view_of_whole_suppression(df, schema, fitted, outputs)
         self.schema_ = schema
         self.steps_ = fitted
         self.feature_names_in_ = np.asarray(df.columns, dtype=object)
@@ -206,6 +209,38 @@ class Composition(Technique):
             if callable(w):
                 written.extend(Path(p) for p in (w(out_path) or []))
         return written
+
+
+def _check_intruder_view_of_whole_suppression(x: pd.DataFrame, schema: Schema, steps: list[tuple[str, Technique]],
+                                              outputs: list[pd.DataFrame]) -> None:
+    """Refuse a chain whose local suppression claims k in the intruder's view that x's records do not have.
+
+    Local suppression's intruder criterion guarantees k candidates for every record's true keys,
+    as its *input* holds them. A record an earlier step suppressed whole (``generalize``'s
+    record suppression) reaches it as blanks only, so it cannot protect that record's true
+    keys, and its partial blanks of other records can leave the record 1 to k−1 candidates.
+    The claim is checked here against x itself, on the categories of the step's input, and a
+    chain that breaks it is refused (not published with a false claim)."""
+    from ppdm.anonymize.suppression import LocalSuppression
+    from ppdm.data.blanks import intruder_frequencies, joint_key_codes
+    from ppdm.data.generalization import recoded_view
+
+    for i, (name, step) in enumerate(steps):
+        if i == 0 or not isinstance(step, LocalSuppression) or getattr(step, "criterion_", None) != "intruder":
+            continue
+        whole = [n for n, s in steps[:i] if int(np.sum(getattr(s, "suppressed_", 0))) > 0]
+        if not whole:
+            continue
+        keys = list(step.keys_)
+        _, recode, _ = recoded_view(schema, steps[i - 1][1].output_schema(), keys)
+        truth = recode(x[keys].reset_index(drop=True)).astype(object)
+        ox, oz = joint_key_codes(truth, outputs[i][keys].reset_index(drop=True).astype(object), keys)
+        narrowed = int((intruder_frequencies(ox, oz) < int(step.k)).sum())
+        if narrowed:
+            raise ParameterError(
+                f"{name} (k={step.k}) cannot protect the records {whole[0]} suppressed whole: it sees only their "
+                f"blanks, and its partial blanks leave {narrowed} of them fewer than k candidates for an intruder "
+                f"who knows their true keys; give {whole[0]}.suppression_limit=0, or the same k to both steps")
 
 
 def _step_seeds(random_state: Any, n: int) -> list[int | None]:
