@@ -23,6 +23,25 @@ distributed = pytest.importorskip("distributed")
 # a cluster of two worker processes takes a few seconds to start; CI runs the slow suite (.ci/run)
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture(autouse=True)
+def _dask_state_restored():
+    """Each test leaves dask as it found it: a client made default inside a test (the test's own, or
+    the command's) must not stay the default of later tests in the same process, whose computations
+    would go to a cluster that is gone."""
+    import copy
+
+    import dask
+
+    saved = copy.deepcopy(dask.config.config)
+    yield
+    dask.config.config.clear()
+    dask.config.config.update(saved)
+    from distributed import client as dc
+
+    while dc._get_global_client() is not None:  # no public way to drop a closed default client
+        dc._del_global_client(dc._get_global_client())
+
 runner = CliRunner()
 GATE_FLAGS = ["--allow-verbatim", "--allow-untouched-keys"]
 SEED = ["--seed", "20240917", "--experiment-seed"]

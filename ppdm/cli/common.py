@@ -186,19 +186,34 @@ def use_scheduler(address: str | None) -> Any:
         from distributed import Client
     except ImportError:
         raise PPDMError("--scheduler needs the 'distributed' package (pip install 'ppdm[cluster]')") from None
+    import copy
+
+    import dask
+
+    # a default client points dask's configuration at it; closing the client does not always point it
+    # back, and a later computation in the same process would then ask for a scheduler that is gone
+    saved = copy.deepcopy(dask.config.config)
     try:
         client = Client(address, set_as_default=True)
     except (OSError, TimeoutError) as e:
         raise PPDMError(f"cannot reach the Dask scheduler {address!r}: {one_line(e)}") from None
+
+    def close() -> None:
+        try:
+            client.close()
+        finally:
+            dask.config.config.clear()
+            dask.config.config.update(saved)
+
     import click
 
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        ctx.call_on_close(client.close)
+        ctx.call_on_close(close)
     else:  # called outside a command (a library user): closed when the interpreter exits
         import atexit
 
-        atexit.register(client.close)
+        atexit.register(close)
     return client
 
 
