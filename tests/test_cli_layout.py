@@ -111,16 +111,23 @@ def test_tables_never_cut_a_label(width: int) -> None:
         assert layout == "vertical"
 
 
-def test_compare_summary_keeps_labels_whole_at_80_columns(tmp_path: Path) -> None:
-    env = {**ENV, "COLUMNS": "80", "TERM": "dumb"}
-    out = subprocess.run([sys.executable, "-m", "ppdm.cli", "compare", "builtin:wine", "--cv", "2",
-                          "--sweep", "uniform-noise:level=0.05,0.15", "--technique", "rounding:method=equal-width,k=4",
-                          "--measures", "rule_accuracy,prediction_accuracy,il1s,ddr,idr"],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
+def test_compare_summary_keeps_labels_whole_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in the test process (a new Python cost 13 CPU-s more): the command's console is made
+    anew, as a fresh process makes it, reading COLUMNS=80 from the environment."""
+    from ppdm.cli import common
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setattr(common.console, "_console", None)  # made on first use, after COLUMNS is set
+    out = runner.invoke(app, ["compare", "builtin:wine", "--cv", "2", "--sweep", "uniform-noise:level=0.05,0.15",
+                              "--technique", "rounding:method=equal-width,k=4",
+                              "--measures", "rule_accuracy,prediction_accuracy,il1s,ddr,idr"])
+    assert out.exit_code == 0, out.output
+    assert common.console.width == 80
     for label in ("uniform-noise(level=0.05)", "uniform-noise(level=0.15)", "rounding(method='equal-width', k=4)"):
         assert label in out.stdout, out.stdout
     assert "…" not in out.stdout
+    assert max(len(ln) for ln in out.stdout.splitlines()) <= 80
 
 
 # -------------------------------------------------------------------- progress
