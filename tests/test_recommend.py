@@ -20,7 +20,7 @@ import pytest
 
 from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import TECHNIQUES, make_technique, register
-from ppdm.anonymize.search_space import Integer, Real, SearchSpace
+from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.provenance import read_private, read_provenance
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
@@ -534,6 +534,38 @@ def test_a_guarantee_starts_the_range_at_what_the_policy_requires() -> None:
     assert build_spaces(some, keys, 100)[0][0].params["k"] == Integer(2, 20, log=True)
     own = parse_policy({**need.to_dict(), "techniques": {"local-suppression": {"k": {"low": 3, "high": 8}}}})
     assert build_spaces(own, keys, 100)[0][0].params["k"] == Integer(3, 8, log=True)
+
+
+def test_l_diversity_and_t_closeness_lines_bound_generalizations_l_and_t() -> None:
+    sens = Schema(numeric=["a"], categorical=["c", "s"], quasi_identifiers=["a", "c"], sensitive=["s"])
+
+    def space(risk: dict[str, Any], techniques: Any = ("generalize",), schema: Schema = sens) -> Any:
+        pol = parse_policy({"risk": risk, "utility": {"weights": {"sse_sst": 1}}, "techniques": list(techniques)
+                            if not isinstance(techniques, dict) else techniques})
+        return build_spaces(pol, schema, 100)[0][0]
+
+    # declared: l one of None, 2, 3; t one of None, 0.5, 0.3, 0.2, 0.15
+    assert space({"k_anonymity": 0.5}).params["l"] == Choice((None, 2, 3))
+    # l ≥ 3: no l (None) nor 2 guarantees it; l ≥ 2.5 means 3 distinct values, l ≥ 5 asks beyond the range
+    assert space({"l_diversity": {"at_least": 3}}).params["l"] == Choice((3,))
+    assert space({"l_diversity": {"at_least": 2.5}}).params["l"] == Choice((3,))
+    assert space({"l_diversity": {"at_least": 2}}).params["l"] == Choice((2, 3))
+    assert space({"l_diversity": {"at_least": 5}}).params["l"] == Choice((5,))
+    # t ≤ 0.25: the line's own value first, then the tighter ones declared (0.2, 0.15)
+    got = space({"t_closeness": {"at_most": 0.25}, "l_diversity": {"at_least": 2}})
+    assert got.params["t"] == Choice((0.25, 0.2, 0.15)) and got.params["l"] == Choice((2, 3))
+    assert space({"t_closeness": 0.1}).params["t"] == Choice((0.1,))
+    # lines every release meets (l ≥ 1, t ≤ 1) leave the choices as declared
+    met = space({"l_diversity": {"at_least": 1}, "t_closeness": {"at_most": 1}})
+    assert met.params["l"] == Choice((None, 2, 3)) and met.params["t"] == Choice((None, 0.5, 0.3, 0.2, 0.15))
+    # in a chain, named by step; a range the policy sets itself is left as it is
+    chain = space({"l_diversity": {"at_least": 3}}, ["generalize > local-suppression"])
+    assert chain.params["generalize.l"] == Choice((3,))
+    own = space({"l_diversity": {"at_least": 3}}, {"generalize": {"l": {"choices": [None, 2]}}})
+    assert own.params["l"] == Choice((None, 2))
+    # no sensitive attribute declared: l and t are fixed at None (no l_diversity to guarantee), untouched
+    plain = Schema(numeric=["a"], categorical=["c", "s"], quasi_identifiers=["a", "c"])
+    assert "l" not in space({"k_anonymity": 0.5}, schema=plain).params
 
 
 class _Broken(Technique):

@@ -271,8 +271,10 @@ class _Plain:
 def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: Policy,
                          overrides: Mapping[str, Any]) -> dict[str, Param]:
     """A parameter that is a measure's guarantee starts at the value a policy line requiring that
-    measure to be 0 names (local suppression's k at the k of a ``k_anonymity`` line at 0); a
-    range the policy set itself is left as it is."""
+    measure to be 0 names (local suppression's k at the k of a ``k_anonymity`` line at 0), and a
+    parameter that bounds a measure's value is kept to the values that guarantee the policy's
+    lines on that measure (generalization's l and t by ``l_diversity`` and ``t_closeness`` lines,
+    :func:`_bound_to_lines`); a range the policy set itself is left as it is."""
     out = dict(params)
     for pname, (measure, option) in space.guarantees.items():
         dist = out.get(pname)
@@ -290,7 +292,44 @@ def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: P
                                  else dist.at_most_share)
         else:
             out[pname] = Real(max(dist.low, float(low)), max(dist.high, float(low)), dist.log)
+    registry = load_all_measures()
+    for pname, measure in space.value_bounds.items():
+        dist = out.get(pname)
+        if pname not in overrides and dist is not None:
+            out[pname] = _bound_to_lines(dist, registry[measure], [ln for ln in policy.risk if ln.measure == measure])
     return out
+
+
+def _bound_to_lines(dist: Param, spec: Any, lines: Sequence[RiskLine]) -> Param:
+    """``dist``, a parameter that bounds measure ``spec``'s value (``SearchSpace.value_bounds``),
+    kept to the values that guarantee every line in the measure's better direction: with
+    ``l_diversity ≥ 3`` generalization's ``l`` takes 3 or more (a release asked for fewer, or for
+    none, meets the line only by chance), with ``t_closeness ≤ 0.2`` its ``t`` 0.2 or less. The
+    line's threshold is one of the values, as a k_anonymity line's k starts local suppression's
+    range. A line every release meets (at the worst end of the measure's range) changes nothing;
+    so does a choice holding no number (the table offers no sensitive attribute: the values that
+    would need one were dropped)."""
+    higher = spec.direction == "higher"
+    worst = spec.value_range[0 if higher else 1]
+    need = [float(ln.threshold) for ln in lines if ln.direction == spec.direction
+            and (worst is None or (ln.threshold > worst if higher else ln.threshold < worst))]
+    if not need:
+        return dist
+    bound = max(need) if higher else min(need)
+    if isinstance(dist, Choice):
+        nums = [v for v in dist.values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not nums:
+            return dist
+        whole = all(isinstance(v, int) for v in nums)
+        b: float = math.ceil(bound - 1e-9) if higher and whole else math.floor(bound + 1e-9) if whole else bound
+        kept = [v for v in nums if (v >= b if higher else v <= b) and v != b]
+        return Choice((int(b) if whole else float(b), *kept))
+    if isinstance(dist, Integer):
+        b = math.ceil(bound - 1e-9) if higher else math.floor(bound + 1e-9)
+        return (Integer(max(dist.low, int(b)), max(dist.high, int(b)), dist.log) if higher
+                else Integer(min(dist.low, int(b)), min(dist.high, int(b)), dist.log))
+    return (Real(max(dist.low, bound), max(dist.high, bound), dist.log) if higher
+            else Real(min(dist.low, bound), min(dist.high, bound), dist.log))
 
 
 def _cap_epsilon(name: str, param: str, params: dict[str, Param], fixed: dict[str, Any],
