@@ -834,6 +834,47 @@ def test_racing_weights_by_hand() -> None:
     assert race(stu, spaces[:1]) == ({}, {})  # one technique is never set aside
 
 
+def test_each_family_counts_its_trials_as_the_outcomes_do() -> None:
+    """A family's sentence counts met/missed/failed/stopped as RecommendResult.outcomes() does:
+    a trial that missed on its utility alone is a miss, never "missed <line> in 0 of N"."""
+    from ppdm.experiments.recommend import RecommendResult
+    from ppdm.report.recommend import recommendation_document
+
+    pol = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}}})
+    no_sse = {"value": None, "reason": "dates could not be compared"}
+
+    def rec(n: int, tech: str, rl: float | None, sse: Any = None, **kw: Any) -> Any:
+        m = {} if rl is None else {"record_linkage": {"value": rl}, "sse_sst": sse or {"value": 0.2}}
+        return record_of(n, {"technique": tech, "params": {"k": n}, "error": kw.pop("error", None), "measures": m},
+                         pol, **kw)
+
+    recs = [rec(0, "mdav", 0.3), rec(1, "mdav", 0.01, no_sse), rec(2, "mdav", 0.02, no_sse),
+            rec(3, "mdav", None, error="column 'd' is not numeric"),
+            rec(4, "mdav", None, error="still running when the time budget ran out", state="stopped"),
+            rec(5, "mdav", 0.3, repeat_of=0), rec(6, "recode", 0.05), rec(7, "recode", 0.5),
+            rec(8, "pram", None, error="no categorical column"), rec(9, "noise", 0.01, no_sse)]
+    res = RecommendResult(pol, recs, None, [], [], None, None, None, None, None, False, {"trials": len(recs)}, {},
+                          {"mdav": {}, "recode": {}, "pram": {}, "noise": {}, "swap": {}}, {})
+    fams = {f["technique"]: f for f in recommendation_document(res)["families"]}
+    counts = res.outcomes()  # by hand: met 6; missed 0, 1, 2, 7, 9; failed 3, 8; stopped 4; repeat 5
+    assert counts == {"met": 1, "missed": 5, "failed": 2, "stopped": 1, "repeat": 1}
+    for k in ("met", "missed", "failed", "stopped"):
+        assert sum(f[k] for f in fams.values()) == counts[k], k
+    assert sum(f["repeats"] for f in fams.values()) == counts["repeat"]
+    mdav = fams["mdav"]
+    assert (mdav["trials"], mdav["ran"], mdav["missed"], mdav["failed"], mdav["stopped"]) == (5, 3, 3, 1, 1)
+    assert mdav["verdict"] == ("rejected: 3 of 5 trial(s) missed the policy, most often record_linkage ≤ 0.1 "
+                               "(missed in 1 of 3 measured; closest: 0.01, trial 1); 2 met every line: its utility "
+                               "could not be measured (sse_sst: dates could not be compared); 1 failed to run, "
+                               "1 stopped unfinished")
+    # every trial missed on its utility: said so, never "missed record_linkage ≤ 0.1 in 0 of 1"
+    assert fams["noise"]["verdict"] == ("rejected: 1 of 1 trial(s) missed the policy; 1 met every line: its utility "
+                                        "could not be measured (sse_sst: dates could not be compared)")
+    assert fams["recode"]["verdict"].endswith("(trial 6); 1 missed it")
+    assert fams["pram"]["verdict"] == "every trial failed to run: no categorical column"
+    assert fams["swap"]["verdict"] == "not tried (the search ended first)"
+
+
 def test_every_trial_says_what_became_of_it_and_why() -> None:
     """One word per trial (met, missed, failed, stopped, repeat), a reason for every one that did
     not meet the policy, and one count of them that the screen, --json and the report share."""
