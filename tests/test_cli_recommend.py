@@ -174,3 +174,38 @@ def test_recommend_is_listed_after_compare() -> None:
     r = runner.invoke(app, ["--help"])
     names = [ln.split()[0] for ln in r.output.splitlines() if ln.startswith("  ") and ln.split()]
     assert names.index("recommend") == names.index("compare") + 1
+
+
+def test_the_schema_documents_every_field_of_a_trial_its_outcomes_and_the_search_accounting() -> None:
+    """Each field a trial (TrialRecord.to_dict), the family counts, the study's outcomes and the
+    search's ε accounting (Accounting.to_dict) write is documented, and a wrong value is refused."""
+    from ppdm.experiments.policy import parse_policy
+    from ppdm.experiments.recommend import RecommendResult, record_of
+    from ppdm.experiments.recommend_accounting import Accounting
+
+    defs = VALIDATOR.schema["$defs"]
+    rec_props = defs["recommendation"]["allOf"][1]["properties"]
+    pol = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}}})
+    trial = record_of(0, {"technique": "dpcube", "params": {"epsilon": 1.0}, "error": None,
+                          "measures": {m: {"value": v, "ci_low": None, "ci_high": None}
+                                       for m, v in (("record_linkage", 0.05), ("sse_sst", 0.2))}}, pol)
+    trial.scores = {"epsilon": 0.1, "neighbouring": "replace", "release_digest": "ab12",
+                    "measures": {"sse_sst": {"loss": 0.3, "noisy": 0.3, "sensitivity": 1.0, "scale": 10.0,
+                                             "epsilon": 0.1, "rule": "range"}}}
+    doc = trial.to_dict()
+    assert set(doc) <= set(defs["trial"]["properties"])
+    trial_schema = jsonschema.Draft202012Validator({"$defs": defs, "$ref": "#/$defs/trial"})
+    assert not list(trial_schema.iter_errors(doc))
+    assert list(trial_schema.iter_errors({**doc, "outcome": "won"}))  # not one of the five outcomes
+    assert list(trial_schema.iter_errors({**doc, "ran": "yes"}))
+    counts = RecommendResult(pol, [trial], None, [], [], None, None, None, None, None, False, {}, {}, {},
+                             {}).outcomes()
+    assert set(counts) == set(rec_props["study"]["properties"]["outcomes"]["required"])
+    acc = Accounting(budget=2.0, not_private=["mdav"])
+    acc.add("trial 0", "dpcube", 1.0)
+    spent = acc.to_dict()
+    assert set(spent) <= set(rec_props["release"]["properties"]["epsilon"]["properties"])
+    eps_schema = jsonschema.Draft202012Validator({"$defs": defs, **rec_props["release"]["properties"]["epsilon"]})
+    assert not list(eps_schema.iter_errors(spent))
+    assert not list(eps_schema.iter_errors(Accounting().to_dict()))  # no budget: null, the ex-post bound
+    assert list(eps_schema.iter_errors({**spent, "budget": "2"}))

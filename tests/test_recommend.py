@@ -20,7 +20,7 @@ import pytest
 
 from ppdm.anonymize.base import Technique
 from ppdm.anonymize.registry import TECHNIQUES, make_technique, register
-from ppdm.anonymize.search_space import Integer, Real, SearchSpace
+from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.provenance import read_private, read_provenance
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
@@ -536,6 +536,38 @@ def test_a_guarantee_starts_the_range_at_what_the_policy_requires() -> None:
     assert build_spaces(own, keys, 100)[0][0].params["k"] == Integer(3, 8, log=True)
 
 
+def test_l_diversity_and_t_closeness_lines_bound_generalizations_l_and_t() -> None:
+    sens = Schema(numeric=["a"], categorical=["c", "s"], quasi_identifiers=["a", "c"], sensitive=["s"])
+
+    def space(risk: dict[str, Any], techniques: Any = ("generalize",), schema: Schema = sens) -> Any:
+        pol = parse_policy({"risk": risk, "utility": {"weights": {"sse_sst": 1}}, "techniques": list(techniques)
+                            if not isinstance(techniques, dict) else techniques})
+        return build_spaces(pol, schema, 100)[0][0]
+
+    # declared: l one of None, 2, 3; t one of None, 0.5, 0.3, 0.2, 0.15
+    assert space({"k_anonymity": 0.5}).params["l"] == Choice((None, 2, 3))
+    # l ≥ 3: no l (None) nor 2 guarantees it; l ≥ 2.5 means 3 distinct values, l ≥ 5 asks beyond the range
+    assert space({"l_diversity": {"at_least": 3}}).params["l"] == Choice((3,))
+    assert space({"l_diversity": {"at_least": 2.5}}).params["l"] == Choice((3,))
+    assert space({"l_diversity": {"at_least": 2}}).params["l"] == Choice((2, 3))
+    assert space({"l_diversity": {"at_least": 5}}).params["l"] == Choice((5,))
+    # t ≤ 0.25: the line's own value first, then the tighter ones declared (0.2, 0.15)
+    got = space({"t_closeness": {"at_most": 0.25}, "l_diversity": {"at_least": 2}})
+    assert got.params["t"] == Choice((0.25, 0.2, 0.15)) and got.params["l"] == Choice((2, 3))
+    assert space({"t_closeness": 0.1}).params["t"] == Choice((0.1,))
+    # lines every release meets (l ≥ 1, t ≤ 1) leave the choices as declared
+    met = space({"l_diversity": {"at_least": 1}, "t_closeness": {"at_most": 1}})
+    assert met.params["l"] == Choice((None, 2, 3)) and met.params["t"] == Choice((None, 0.5, 0.3, 0.2, 0.15))
+    # in a chain, named by step; a range the policy sets itself is left as it is
+    chain = space({"l_diversity": {"at_least": 3}}, ["generalize > local-suppression"])
+    assert chain.params["generalize.l"] == Choice((3,))
+    own = space({"l_diversity": {"at_least": 3}}, {"generalize": {"l": {"choices": [None, 2]}}})
+    assert own.params["l"] == Choice((None, 2))
+    # no sensitive attribute declared: l and t are fixed at None (no l_diversity to guarantee), untouched
+    plain = Schema(numeric=["a"], categorical=["c", "s"], quasi_identifiers=["a", "c"])
+    assert "l" not in space({"k_anonymity": 0.5}, schema=plain).params
+
+
 class _Broken(Technique):
     """Refuses every table (a test technique)."""
 
@@ -800,6 +832,47 @@ def test_racing_weights_by_hand() -> None:
     assert list(aside) == ["A"] and "after 5 trials" in aside["A"]
     assert weights == {"B": 2, "C": 2, "D": 1}
     assert race(stu, spaces[:1]) == ({}, {})  # one technique is never set aside
+
+
+def test_each_family_counts_its_trials_as_the_outcomes_do() -> None:
+    """A family's sentence counts met/missed/failed/stopped as RecommendResult.outcomes() does:
+    a trial that missed on its utility alone is a miss, never "missed <line> in 0 of N"."""
+    from ppdm.experiments.recommend import RecommendResult
+    from ppdm.report.recommend import recommendation_document
+
+    pol = parse_policy({"risk": {"record_linkage": 0.1}, "utility": {"weights": {"sse_sst": 1}}})
+    no_sse = {"value": None, "reason": "dates could not be compared"}
+
+    def rec(n: int, tech: str, rl: float | None, sse: Any = None, **kw: Any) -> Any:
+        m = {} if rl is None else {"record_linkage": {"value": rl}, "sse_sst": sse or {"value": 0.2}}
+        return record_of(n, {"technique": tech, "params": {"k": n}, "error": kw.pop("error", None), "measures": m},
+                         pol, **kw)
+
+    recs = [rec(0, "mdav", 0.3), rec(1, "mdav", 0.01, no_sse), rec(2, "mdav", 0.02, no_sse),
+            rec(3, "mdav", None, error="column 'd' is not numeric"),
+            rec(4, "mdav", None, error="still running when the time budget ran out", state="stopped"),
+            rec(5, "mdav", 0.3, repeat_of=0), rec(6, "recode", 0.05), rec(7, "recode", 0.5),
+            rec(8, "pram", None, error="no categorical column"), rec(9, "noise", 0.01, no_sse)]
+    res = RecommendResult(pol, recs, None, [], [], None, None, None, None, None, False, {"trials": len(recs)}, {},
+                          {"mdav": {}, "recode": {}, "pram": {}, "noise": {}, "swap": {}}, {})
+    fams = {f["technique"]: f for f in recommendation_document(res)["families"]}
+    counts = res.outcomes()  # by hand: met 6; missed 0, 1, 2, 7, 9; failed 3, 8; stopped 4; repeat 5
+    assert counts == {"met": 1, "missed": 5, "failed": 2, "stopped": 1, "repeat": 1}
+    for k in ("met", "missed", "failed", "stopped"):
+        assert sum(f[k] for f in fams.values()) == counts[k], k
+    assert sum(f["repeats"] for f in fams.values()) == counts["repeat"]
+    mdav = fams["mdav"]
+    assert (mdav["trials"], mdav["ran"], mdav["missed"], mdav["failed"], mdav["stopped"]) == (5, 3, 3, 1, 1)
+    assert mdav["verdict"] == ("rejected: 3 of 5 trial(s) missed the policy, most often record_linkage ≤ 0.1 "
+                               "(missed in 1 of 3 measured; closest: 0.01, trial 1); 2 met every line: its utility "
+                               "could not be measured (sse_sst: dates could not be compared); 1 failed to run, "
+                               "1 stopped unfinished")
+    # every trial missed on its utility: said so, never "missed record_linkage ≤ 0.1 in 0 of 1"
+    assert fams["noise"]["verdict"] == ("rejected: 1 of 1 trial(s) missed the policy; 1 met every line: its utility "
+                                        "could not be measured (sse_sst: dates could not be compared)")
+    assert fams["recode"]["verdict"].endswith("(trial 6); 1 missed it")
+    assert fams["pram"]["verdict"] == "every trial failed to run: no categorical column"
+    assert fams["swap"]["verdict"] == "not tried (the search ended first)"
 
 
 def test_every_trial_says_what_became_of_it_and_why() -> None:

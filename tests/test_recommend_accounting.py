@@ -198,7 +198,8 @@ def test_the_choice_among_dp_trials_reads_the_noisy_scores_only(monkeypatch: pyt
     x = _table()
     exact_of: dict[int, float] = {}
 
-    def fake_measures(z, data, out_schema=None, *, stop_on_miss=False, utility_only=False):  # type: ignore[no-untyped-def]
+    def fake_measures(z, data, out_schema=None, *, stop_on_miss=False, utility_only=False,  # type: ignore[no-untyped-def]
+                      provenance=None):
         k = len(exact_of)
         exact_of[k] = 0.9 - 0.2 * k  # exact accuracy: the first trial best, then worse and worse
         out = {"prediction_accuracy": {"value": 0.0, "ci_low": None, "ci_high": None, "correct": 27 - 6 * k}}

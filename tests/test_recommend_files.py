@@ -144,3 +144,32 @@ def test_a_recoded_date_is_costed_at_the_middle_of_its_period() -> None:
     days = (data.train["birth"] - epoch).dt.days.astype(float)
     orig = pd.DataFrame({"a": data.train["a"].astype(float), "birth": days})
     assert got is not None and got == pytest.approx(sse_sst(orig, orig.assign(birth=mid.to_numpy())).value, rel=1e-6)
+
+
+def test_a_trial_of_ages_at_a_date_is_measured_as_evaluate_measures_the_release() -> None:
+    import warnings
+
+    from ppdm.data.provenance import table_sha256
+    from ppdm.experiments.evaluate import EvaluateOptions, evaluate
+    from ppdm.experiments.recommend import TrialJob, make_release, run_trial, search_data
+
+    rng = np.random.default_rng(3)
+    n = 40
+    births = pd.to_datetime(rng.choice(["1950-06-01", "1970-03-15", "1990-09-30", "2005-01-20"], n))
+    x = pd.DataFrame({"birth": births + pd.to_timedelta(rng.integers(0, 300, n), unit="D"),
+                      "sex": rng.choice(["f", "m"], n), "v": rng.integers(0, 3, n)})
+    pol = {"risk": {"record_linkage": 0.9}, "utility": {"weights": {"sse_sst": 1}}}
+    data = search_data(x, pol, quasi_identifiers="birth,sex", random_state=0)
+    # birth released as age bands on 2024-01-01: the trial must read x's dates as ages on that day,
+    # as evaluate does from the provenance (read as days since 1970 no date falls in a band of ages)
+    job = TrialJob(0, "recode", {"columns": ["birth"], "age_at": "2024-01-01", "breaks": [0, 30, 60, 120]}, 1)
+    trial = run_trial(job, data)
+    assert trial["error"] is None, trial["error"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = make_release(job, data.train, data, {**data.input_info, "sha256": table_sha256(data.train),
+                                                   "rows": len(data.train)})
+        ev = evaluate(data.train, rel, data.schema,
+                      options=EvaluateOptions(measures=["record_linkage"], control=data.control))
+    got, want = trial["measures"]["record_linkage"]["value"], ev.outcomes["record_linkage"].value
+    assert got is not None and got == pytest.approx(want) and 0 < got < 1

@@ -403,13 +403,14 @@ class Generalize(Technique):
     makes_missing = True
     #: what a policy search varies: the models' parameters (l and t only where sensitive attributes are declared:
     #: a policy's l_diversity or t_closeness line is met by trials that ask for it), the suppression limit and the
-    #: loss; the levels are this technique's own exact search. k starts at a policy's k_anonymity line's k.
+    #: loss; the levels are this technique's own exact search. k starts at a policy's k_anonymity line's k,
+    #: l at its l_diversity line's threshold, and t at most its t_closeness line's.
     search_space = SearchSpace(
         {"k": Integer(2, 20, log=True), "suppression_limit": Real(0.0, 0.1),
          "l": Choice((None, 2, 3)), "t": Choice((None, 0.5, 0.3, 0.2, 0.15)),
          "loss": Choice(LOSSES), "loss_weight": Real(0.1, 0.9)},
         when={"loss_weight": {"loss": ("mix",)}}, needs=("keys",), deterministic=True,
-        guarantees={"k": ("k_anonymity", "k")},
+        guarantees={"k": ("k_anonymity", "k")}, value_bounds={"l": "l_diversity", "t": "t_closeness"},
         value_needs={"l": {2: "sensitive", 3: "sensitive"}, "t": {v: "sensitive" for v in (0.5, 0.3, 0.2, 0.15)}})
 
     def __init__(

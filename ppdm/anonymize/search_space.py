@@ -151,6 +151,12 @@ class SearchSpace:
         checks with that option (local suppression's ``k`` is the ``k`` of ``k_anonymity``).
         When a policy requires the measure to be 0 at option value K, values below K cannot
         meet it, so the search starts the parameter's range at K.
+    value_bounds:
+        Parameter name → measure: the parameter is a bound the release guarantees on the
+        measure's value itself (generalization's ``l`` is the fewest distinct sensitive values
+        ``l_diversity`` measures, its ``t`` the largest distance ``t_closeness`` measures). A
+        policy line on that measure in its better direction at L leaves the search the values
+        that guarantee it (at least L, or at most L), and L itself.
     value_needs:
         Parameter name → ``{choice value: need}``: a value of a :class:`Choice` that only a
         table offering the need (a key of ``needs``' vocabulary) allows, e.g. local
@@ -165,6 +171,7 @@ class SearchSpace:
     deterministic: bool = False
     guarantees: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     value_needs: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
+    value_bounds: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", dict(self.params))
@@ -199,6 +206,10 @@ class SearchSpace:
         bad = [k for k in self.guarantees if not isinstance(self.params.get(k), (Integer, Real))]
         if bad:
             raise ParameterError(f"guarantee on {bad[0]!r}, which the search space does not vary over a range")
+        object.__setattr__(self, "value_bounds", {k: str(m) for k, m in dict(self.value_bounds).items()})
+        bad = [k for k in self.value_bounds if k not in self.params]
+        if bad:
+            raise ParameterError(f"value bound on {bad[0]!r}, which the search space does not vary")
         both = sorted(set(self.params) & set(self.fixed))
         if both:
             raise ParameterError(f"parameter {both[0]!r} is both varied and fixed")
@@ -248,7 +259,8 @@ class SearchSpace:
         return SearchSpace({n: params[n] for n in order}, when=when, fixed=fixed, needs=self.needs,
                            epsilon=self.epsilon, deterministic=self.deterministic,
                            guarantees={n: g for n, g in self.guarantees.items() if n in params},
-                           value_needs={n: v for n, v in self.value_needs.items() if n in params})
+                           value_needs={n: v for n, v in self.value_needs.items() if n in params},
+                           value_bounds={n: m for n, m in self.value_bounds.items() if n in params})
 
     def describe(self) -> dict[str, str]:
         """Each varied parameter with its range in words (for listings and reports)."""
@@ -364,6 +376,7 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
     fixed: dict[str, Any] = {}
     guarantees: dict[str, tuple[str, str]] = {}
     value_needs: dict[str, dict[Any, str]] = {}
+    value_bounds: dict[str, str] = {}
     needs: list[str] = []
     eps = None
     det = True
@@ -376,12 +389,13 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
         when.update({f"{step}.{p}": {f"{step}.{o}": v for o, v in c.items()} for p, c in sp.when.items()})
         guarantees.update({f"{step}.{p}": g for p, g in sp.guarantees.items()})
         value_needs.update({f"{step}.{p}": dict(v) for p, v in sp.value_needs.items()})
+        value_bounds.update({f"{step}.{p}": m for p, m in sp.value_bounds.items()})
         needs.extend(n for n in sp.needs if n not in needs)
         if sp.epsilon is not None and eps is None:
             eps = f"{step}.{sp.epsilon}"
         det = det and sp.deterministic
     return SearchSpace(params, when=when, fixed=fixed, needs=tuple(needs), epsilon=eps, deterministic=det,
-                       guarantees=guarantees, value_needs=value_needs)
+                       guarantees=guarantees, value_needs=value_needs, value_bounds=value_bounds)
 
 
 def parameters_of(name: str) -> dict[str, Any]:

@@ -133,15 +133,17 @@ def recoded_view(x: pd.DataFrame, schema: Schema,
     out = ((provenance or {}).get("output") or {}).get("schema")
     if not out:
         return x, schema, lambda df: df
-    cols, recode, sch = view(schema, Schema.from_dict(out), list(x.columns), ages=_ages_at(provenance, schema))
+    cols, recode, sch = view(schema, Schema.from_dict(out), list(x.columns), ages=ages_at(provenance, schema))
     if not cols:
         return x, schema, lambda df: df
     return recode(x), sch, recode
 
 
-def _ages_at(provenance: Mapping[str, Any] | None, schema: Schema) -> dict[str, float]:
+def ages_at(provenance: Mapping[str, Any] | None, schema: Schema) -> dict[str, float]:
     """The reference dates of date columns a recoding released as ages (its ``age_at``), from the
-    parameters the provenance records, in a chain's steps too."""
+    parameters the provenance records, in a chain's steps too: days since 1970-01-01 by column,
+    what :func:`ppdm.data.generalization.recoded_view` takes as ``ages``. One reading of the
+    provenance for ``ppdm evaluate`` and for the trials of ``ppdm recommend``."""
     from ppdm.data.types import is_iso_date, parse_iso_date
 
     found: dict[str, float] = {}
@@ -499,5 +501,5 @@ def evaluate(
     return ev
 
 
-__all__ = ["EvaluateOptions", "Evaluation", "check_paired", "evaluate", "like_x", "load_rules", "measure_release",
+__all__ = ["EvaluateOptions", "Evaluation", "ages_at", "check_paired", "evaluate", "like_x", "load_rules", "measure_release",
            "recoded_view"]

@@ -271,8 +271,10 @@ class _Plain:
 def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: Policy,
                          overrides: Mapping[str, Any]) -> dict[str, Param]:
     """A parameter that is a measure's guarantee starts at the value a policy line requiring that
-    measure to be 0 names (local suppression's k at the k of a ``k_anonymity`` line at 0); a
-    range the policy set itself is left as it is."""
+    measure to be 0 names (local suppression's k at the k of a ``k_anonymity`` line at 0), and a
+    parameter that bounds a measure's value is kept to the values that guarantee the policy's
+    lines on that measure (generalization's l and t by ``l_diversity`` and ``t_closeness`` lines,
+    :func:`_bound_to_lines`); a range the policy set itself is left as it is."""
     out = dict(params)
     for pname, (measure, option) in space.guarantees.items():
         dist = out.get(pname)
@@ -290,7 +292,44 @@ def _raise_to_guarantees(params: dict[str, Param], space: SearchSpace, policy: P
                                  else dist.at_most_share)
         else:
             out[pname] = Real(max(dist.low, float(low)), max(dist.high, float(low)), dist.log)
+    registry = load_all_measures()
+    for pname, measure in space.value_bounds.items():
+        dist = out.get(pname)
+        if pname not in overrides and dist is not None:
+            out[pname] = _bound_to_lines(dist, registry[measure], [ln for ln in policy.risk if ln.measure == measure])
     return out
+
+
+def _bound_to_lines(dist: Param, spec: Any, lines: Sequence[RiskLine]) -> Param:
+    """``dist``, a parameter that bounds measure ``spec``'s value (``SearchSpace.value_bounds``),
+    kept to the values that guarantee every line in the measure's better direction: with
+    ``l_diversity ≥ 3`` generalization's ``l`` takes 3 or more (a release asked for fewer, or for
+    none, meets the line only by chance), with ``t_closeness ≤ 0.2`` its ``t`` 0.2 or less. The
+    line's threshold is one of the values, as a k_anonymity line's k starts local suppression's
+    range. A line every release meets (at the worst end of the measure's range) changes nothing;
+    so does a choice holding no number (the table offers no sensitive attribute: the values that
+    would need one were dropped)."""
+    higher = spec.direction == "higher"
+    worst = spec.value_range[0 if higher else 1]
+    need = [float(ln.threshold) for ln in lines if ln.direction == spec.direction
+            and (worst is None or (ln.threshold > worst if higher else ln.threshold < worst))]
+    if not need:
+        return dist
+    bound = max(need) if higher else min(need)
+    if isinstance(dist, Choice):
+        nums = [v for v in dist.values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not nums:
+            return dist
+        whole = all(isinstance(v, int) for v in nums)
+        b: float = math.ceil(bound - 1e-9) if higher and whole else math.floor(bound + 1e-9) if whole else bound
+        kept = [v for v in nums if (v >= b if higher else v <= b) and v != b]
+        return Choice((int(b) if whole else float(b), *kept))
+    if isinstance(dist, Integer):
+        b = math.ceil(bound - 1e-9) if higher else math.floor(bound + 1e-9)
+        return (Integer(max(dist.low, int(b)), max(dist.high, int(b)), dist.log) if higher
+                else Integer(min(dist.low, int(b)), min(dist.high, int(b)), dist.log))
+    return (Real(max(dist.low, bound), max(dist.high, bound), dist.log) if higher
+            else Real(min(dist.low, bound), min(dist.high, bound), dist.log))
 
 
 def _cap_epsilon(name: str, param: str, params: dict[str, Param], fixed: dict[str, Any],
@@ -484,7 +523,8 @@ def measure_order(measures: Sequence[str]) -> list[str]:
 
 
 def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None = None, *,
-                    stop_on_miss: bool = False, utility_only: bool = False) -> dict[str, dict[str, Any]]:
+                    stop_on_miss: bool = False, utility_only: bool = False,
+                    provenance: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Every measure of the policy on release ``z`` of the training split: value, confidence
     interval (``ci_low``/``ci_high`` when the measure gives one) or the reason it was skipped.
 
@@ -505,10 +545,13 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     categories, as ``ppdm evaluate`` does. Utility is measured against the original table, the
     same reference for every release of a search: an interval label is read as its midpoint (an
     open interval as its finite end) and a coarser category as a category the original does not
-    have, so what the recoding removed counts as lost.
+    have, so what the recoding removed counts as lost. ``provenance`` is the release's public
+    record: a date column it released as ages (recoding's ``age_at``) is read as ages at the
+    date it names before the labels, as ``ppdm evaluate`` reads it
+    (:func:`ppdm.experiments.evaluate.ages_at`).
     """
     registry = load_all_measures()
-    views = _recoded_views(z, data, out_schema)
+    views = _recoded_views(z, data, out_schema, provenance)
     base = dict(rules=data.rules, random_state=data.measure_seed, options=dict(data.options))
     if views is None:
         ctx = _context(data.train, z, data.control, data.schema, base)
@@ -578,15 +621,18 @@ def _context(x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame, schema: Sc
                              control=working_frame(control, schema.numeric), **base)
 
 
-def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None) -> Any:
+def _recoded_views(z: pd.DataFrame, data: SearchData, out_schema: Schema | None,
+                   provenance: Mapping[str, Any] | None = None) -> Any:
     """``((x, control, schema) recoded for risk, z decoded for utility)``, or ``None`` when the
     release recoded no column (see :func:`measure_release`)."""
     if out_schema is None:
         return None
     sch = data.schema
     from ppdm.data.generalization import parse_interval, recoded_view
+    from ppdm.experiments.evaluate import ages_at
 
-    cols, recode, risk_schema = recoded_view(sch, out_schema, list(z.columns))
+    # a date released as ages is read as ages at the release's date, the one evaluate reads it at
+    cols, recode, risk_schema = recoded_view(sch, out_schema, list(z.columns), ages=ages_at(provenance, sch))
     if not cols:
         return None
 
@@ -704,7 +750,8 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
         z, out_schema = measured_data(rel), output_schema(rel.technique)
         if (out["privacy"] or {}).get("differentially_private"):
             # judged by Laplace-noised utility scores alone; the exact values stay in the owner's record
-            out["measures"] = measure_release(z, data, out_schema, utility_only=True)
+            out["measures"] = measure_release(z, data, out_schema, utility_only=True,
+                                              provenance=rel.provenance)
             rng = np.random.default_rng(np.random.SeedSequence(int(job.seed or 0), spawn_key=(7,)))
             out["scores"] = noisy_scores(out["measures"], data.utility, len(data.control), data.score_epsilon, rng)
             # the winner's release is made again from its seed: its fingerprint tells it is the same
@@ -714,7 +761,8 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
             out["release_digest"] = release_digest(z, out_schema)
             out["same_release"] = out["release_digest"] in job.known  # measured already: not again
         if not out.get("same_release"):
-            out["measures"] = measure_release(z, data, out_schema, stop_on_miss=True)
+            out["measures"] = measure_release(z, data, out_schema, stop_on_miss=True,
+                                              provenance=rel.provenance)
             if data.private_search:
                 out["losses"] = _release_losses(out["measures"], len(data.control))
     except PPDMError as e:
@@ -2000,7 +2048,8 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
                     verification = replace(record_of(cand.number, outcome, pol), state=cand.state,
                                            seconds=cand.seconds)
                 else:
-                    got = measure_release(measured_data(rel), data, output_schema(rel.technique))
+                    got = measure_release(measured_data(rel), data, output_schema(rel.technique),
+                                          provenance=rel.provenance)
                     outcome = {"technique": cand.technique, "params": cand.params, "measures": got,
                                "privacy": privacy,
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
@@ -2074,7 +2123,8 @@ def _final_private(result: RecommendResult, data: SearchData, table: pd.DataFram
         step(1, description=f"measuring the recommended release ({cand.label}) for the owner")
         outcome = {"technique": cand.technique, "params": cand.params, "privacy": searched_privacy(own, acc),
                    "scores": cand.scores, "error": None, "internal": False,
-                   "measures": cand.measures if result.refit else measure_release(z, data, out_schema),
+                   "measures": cand.measures if result.refit else measure_release(z, data, out_schema,
+                                                                                  provenance=rel.provenance),
                    "check": {"share_verbatim": float(rel.check.share_verbatim)}}
         verification = record_of(cand.number if result.refit else -1, outcome, pol)
         verification.state = "release"

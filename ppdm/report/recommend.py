@@ -203,53 +203,88 @@ def why(doc: Mapping[str, Any]) -> list[str]:
 
 
 def families(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per technique: trials, releases that met the policy, the best utility loss among them,
-    and for a family none of whose releases met the policy, the line it missed most often
-    and the closest value it reached on it."""
+    """Per technique: trials, and how many of them met the policy, missed it, failed or were
+    stopped (each trial's ``outcome``, the counts of
+    :meth:`~ppdm.experiments.recommend.RecommendResult.outcomes`; a setting drawn again is a
+    ``repeat``), the best utility loss among those that met it, and for a family none of whose
+    releases met the policy, the line it missed most often and the closest value it reached on it.
+    ``ran`` counts the trials measured (met or missed); a trial that missed no line missed on its
+    utility, and the sentence says so rather than count it as a miss of a line."""
     out = []
     names = list(doc["search_space"])
     for name in names:
         every = [t for t in doc["trials"] if t["technique"] == name]
         # a deterministic setting drawn again is the same release: counted once
-        ts = [t for t in every if t.get("repeat_of") is None]
-        ran = [t for t in ts if not t.get("error")]
-        met = [t for t in ts if t["feasible"]]
-        errors = [t for t in ts if t.get("error")]
+        ts = [t for t in every if _outcome(t) != "repeat"]
+        by = {k: [t for t in ts if _outcome(t) == k] for k in ("met", "missed", "failed", "stopped")}
+        met, missed = by["met"], by["missed"]
+        ran = met + missed
         entry: dict[str, Any] = {"technique": name, "trials": len(ts), "repeats": len(every) - len(ts),
-                                 "ran": len(ran), "met": len(met), "failed": len(errors), "best_utility_loss": None,
-                                 "best_trial": None, "verdict": "", "lines": []}
+                                 "ran": len(ran), "met": len(met), "missed": len(missed),
+                                 "failed": len(by["failed"]), "stopped": len(by["stopped"]),
+                                 "best_utility_loss": None, "best_trial": None, "verdict": "", "lines": []}
         if met:
             best = min(met, key=lambda t: (t["utility_loss"], t["number"]))
             entry["best_utility_loss"], entry["best_trial"] = best["utility_loss"], best["number"]
         for i, line in enumerate(doc["policy"]["lines"]):
             vs = [(t, t["lines"][i]) for t in ran if i < len(t["lines"])]
             # a line left unmeasured after another missed is no miss of its own
-            missed = [(t, v) for t, v in vs if v["verdict"] not in ("meets", "not applicable") and not skipped_line(v)]
+            missing = [(t, v) for t, v in vs if v["verdict"] not in ("meets", "not applicable") and not skipped_line(v)]
             measured = [(t, v) for t, v in vs if v["verdict"] not in ("not measured", "not applicable", "not judged")]
             closest = min(measured, key=lambda tv: (tv[1]["margin"], tv[0]["number"])) if measured else None
             entry["lines"].append({
-                "line": line, "missed": len(missed), "of": len(vs),
+                "line": line, "missed": len(missing), "of": len(vs),
                 "closest": None if closest is None else {"trial": closest[0]["number"], **closest[1]}})
+        unfinished = [f"{len(by[k])} {word}" for k, word in (("missed", "missed it"), ("failed", "failed to run"),
+                                                             ("stopped", "stopped unfinished")) if by[k]]
         if met:
             entry["verdict"] = (f"{len(met)} of {len(ts)} trial(s) met the policy; best utility loss "
                                 f"{fmt_number(entry['best_utility_loss'])} (trial {entry['best_trial']})")
+            if unfinished:
+                entry["verdict"] += f"; {', '.join(unfinished)}"
         elif not ts:
             entry["verdict"] = "not tried (the search ended first)"
-        elif not ran:
-            entry["verdict"] = f"every trial failed to run: {errors[0]['error']}"
+        elif not missed:
+            first = (by["failed"] or by["stopped"])[0]
+            what = ("failed to run" if not by["stopped"] else "stopped unfinished" if not by["failed"]
+                    else f"failed to run or stopped ({', '.join(unfinished)})")
+            entry["verdict"] = f"every trial {what}: {first.get('why') or first.get('error') or 'no reason given'}"
         else:
-            worst = max(entry["lines"], key=lambda ln: (ln["missed"], -(ln["closest"] or {}).get("margin", 0)))
-            c = worst["closest"]
-            entry["verdict"] = (f"rejected: missed {worst['line']} in {worst['missed']} of {worst['of']} trial(s)"
-                                + (f" (closest: {_interval(c)}, trial {c['trial']})" if c else ""))
-            if errors:
-                entry["verdict"] += f"; {len(errors)} trial(s) failed to run"
+            entry["verdict"] = f"rejected: {len(missed)} of {len(ts)} trial(s) missed the policy"
+            worst = max(entry["lines"], key=lambda ln: (ln["missed"], -(ln["closest"] or {}).get("margin", 0)),
+                        default=None)
+            if worst is not None and worst["missed"]:
+                c = worst["closest"]
+                entry["verdict"] += (f", most often {worst['line']} (missed in {worst['missed']} of {worst['of']} "
+                                     f"measured" + (f"; closest: {_interval(c)}, trial {c['trial']}" if c else "") + ")")
+            on_utility = [t for t in missed if not any(
+                v["verdict"] not in ("meets", "not applicable") and not skipped_line(v) for v in t["lines"])]
+            if on_utility:
+                entry["verdict"] += (f"; {len(on_utility)} met every line: "
+                                     f"{on_utility[0].get('why') or 'its utility could not be measured'}")
+            rest = unfinished[1:]  # the misses are counted above
+            if rest:
+                entry["verdict"] += f"; {', '.join(rest)}"
         out.append(entry)
     for name, reason in doc.get("left_out", {}).items():
-        out.append({"technique": name, "trials": 0, "repeats": 0, "ran": 0, "met": 0, "failed": 0,
-                    "best_utility_loss": None,
+        out.append({"technique": name, "trials": 0, "repeats": 0, "ran": 0, "met": 0, "missed": 0, "failed": 0,
+                    "stopped": 0, "best_utility_loss": None,
                     "best_trial": None, "verdict": f"left out: {reason}", "lines": []})
     return out
+
+
+def _outcome(t: Mapping[str, Any]) -> str:
+    """A trial's outcome (:attr:`~ppdm.experiments.recommend.TrialRecord.outcome`); a document
+    written before trials carried it is read the same way."""
+    if t.get("outcome"):
+        return str(t["outcome"])
+    if t.get("repeat_of") is not None:
+        return "repeat"
+    if t.get("state") == "stopped":
+        return "stopped"
+    if t.get("error") is not None or t.get("state") == "failed":
+        return "failed"
+    return "met" if t.get("feasible") else "missed"
 
 
 # ------------------------------------------------------------------------------ plot
