@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import resource
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -45,3 +48,19 @@ def measure_cpu(fn: Callable[[], Any]) -> tuple[Any, float, float, float]:
     start = time.process_time()
     out, wall, rss = measure(fn)
     return out, wall, time.process_time() - start, rss
+
+
+def peer_venv(venv: Path, requirement: str, name: str, timeout: float = 1800) -> tuple[Path | None, str]:
+    """The interpreter of a peer tool's own virtual environment at ``venv``, made on first use with
+    ``pip install requirement`` (a peer never enters ppdm's environment); ``(None, why)`` when it
+    cannot be made."""
+    py = venv / "bin" / "python"
+    if py.exists():
+        return py, ""
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=600)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", requirement], check=True, capture_output=True,
+                       timeout=timeout)
+    except (subprocess.SubprocessError, OSError) as e:
+        return None, f"{name}'s environment could not be made at {venv}: {type(e).__name__}"
+    return py, ""

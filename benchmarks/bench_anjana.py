@@ -66,16 +66,9 @@ TARGETS = [(5, None, None), (5, 2, None), (5, None, 0.2), (10, None, None), (10,
 
 def peer_python() -> tuple[Path | None, str]:
     """ANJANA's interpreter, making its virtual environment on first use; (None, why) when it cannot."""
-    py = VENV / "bin" / "python"
-    if py.exists():
-        return py, ""
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=600)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", f"anjana=={ANJANA}"], check=True,
-                       capture_output=True, timeout=3600)
-    except (subprocess.SubprocessError, OSError) as e:
-        return None, f"ANJANA's environment could not be made at {VENV}: {type(e).__name__}"
-    return py, ""
+    from benchmarks._util import peer_venv
+
+    return peer_venv(VENV, f"anjana=={ANJANA}", "ANJANA", timeout=3600)
 
 
 def table(quick: bool) -> tuple[pd.DataFrame, Schema]:

@@ -66,16 +66,9 @@ TOL = 1e-9
 
 def peer_python() -> tuple[Path | None, str]:
     """pyCANON's interpreter, making its virtual environment on first use; (None, why) when it cannot."""
-    py = VENV / "bin" / "python"
-    if py.exists():
-        return py, ""
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=600)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", f"pycanon=={PYCANON}"], check=True,
-                       capture_output=True, timeout=1800)
-    except (subprocess.SubprocessError, OSError) as e:
-        return None, f"pyCANON's environment could not be made at {VENV}: {type(e).__name__}"
-    return py, ""
+    from benchmarks._util import peer_venv
+
+    return peer_venv(VENV, f"pycanon=={PYCANON}", "pyCANON", timeout=1800)
 
 
 def _as_category(schema: Schema, column: str) -> Schema:
