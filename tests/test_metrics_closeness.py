@@ -86,6 +86,24 @@ def test_nearest_record_distance_by_hand() -> None:
     assert r.sample_size is None and np.isnan(r.ci_low)  # every record searched: exact
 
 
+def test_a_monotone_recoding_of_x_is_a_set_of_copies_in_ranks() -> None:
+    x = pd.DataFrame({"v": [0.0, 1.0, 3.0, 10.0], "w": [5.0, 2.0, 8.0, 1.0], "c": ["a", "a", "b", "b"]})
+    # z: v → 100v + 50, w → 50w, rows reversed. In values (ranges over x: v 10, w 7) every released
+    # number lies beyond x's range by more than the range, so both numeric terms are capped at 1 and
+    # every DCR is at least 2/3; the originals' NN are [.176, .176, .567, .567] (x0–x1:
+    # (.1 + 3/7)/3, x2–x3: (.7 + 1)/3), so Q ≈ .176 and no released record is near in values.
+    # In each table's own ranks (mid-rank shares): v → [.25, .5, .75, 1], w → [.75, .5, 1, .25] in both,
+    # so every released record sits at distance 0 from its original: near 4/4, baseline q = .01.
+    z = pd.DataFrame({"v": 100 * x["v"] + 50, "w": 50 * x["w"], "c": x["c"]}).iloc[::-1].reset_index(drop=True)
+    r = nearest_record_distance(x, z, ["v", "w"], ["c"])
+    assert r.near == 0 and r.exact_copies == 0  # the values view sees nothing
+    assert r.view == "ranks" and r.rank_near == 1 and r.rank_exact_copies == 1
+    assert r.value == pytest.approx(0.99)
+    # the values view still decides when it is the worse one (the by-hand table above)
+    r = nearest_record_distance(x, x, ["v", "w"], ["c"])
+    assert r.view == "values" and r.value == pytest.approx(0.99)
+
+
 def test_nearest_record_distance_baseline_with_duplicated_originals() -> None:
     x = pd.DataFrame({"v": [0.0, 0.0, 5.0, 10.0], "c": ["a"] * 4})
     # c is the same everywhere: d = (|Δv|/10 + 0) / 2. NN = [0, 0, .25, .25]: p0 = 1/2, the
@@ -194,6 +212,25 @@ def test_the_risk_verdict_of_a_shuffled_noisy_release_without_its_log_is_high() 
     assert {j["measure"] for j in risk["judged"] if j["judgement"] == "misses"} == {"nearest_record_distance"}
     before = evaluation_document({k: o for k, o in outcomes.items() if k not in NAMES})["summary"]["risk"]
     assert before["status"] == "uncertain"
+
+
+def test_a_rescaled_shuffled_copy_is_high_without_its_log() -> None:
+    """tarragona with every number rescaled (1.7·v + 1000) and the rows shuffled: no released value
+    is near an original, so the values view, verbatim copies and record linkage without the log
+    saw nothing and the verdict was UNCERTAIN; an intruder who holds x sorts both tables and reads
+    the pairing off. The rank view sees every record as a copy, and the verdict is HIGH."""
+    from ppdm.datasets import load
+    from ppdm.report.evaluation import evaluation_document
+
+    x, sch = load("tarragona")
+    z = _shuffled(x.assign(**{c: 1.7 * x[c] + 1000.0 for c in sch.numeric}), 4)
+    ctx = EvaluationContext(x=x, z=z, schema=sch, paired=False, random_state=0)
+    outcomes = {m.name: run_measure(m, ctx) for m in resolve_measures(None) if m.kind == "risk"}
+    near = outcomes["nearest_record_distance"].result
+    assert near.near < 0.01 and near.view == "ranks" and near.rank_exact_copies == 1
+    risk = evaluation_document(outcomes)["summary"]["risk"]
+    assert risk["status"] == "high"
+    assert {j["measure"] for j in risk["judged"] if j["judgement"] == "misses"} == {"nearest_record_distance"}
 
 
 def test_banknote_with_tiny_noise_is_caught() -> None:

@@ -275,6 +275,9 @@ class NearestRecordResult(MeasureResult):
     median_dcr: float = float("nan")  # median distance of released records to their closest original
     median_nn: float = float("nan")  # median distance of originals to their nearest other original
     median_ratio: float = float("nan")  # median_dcr / median_nn: below 1, the release sits closer than x itself
+    view: str = "values"  # the view that gave ``value``: "values", or "ranks" (each numeric column's own ranks)
+    rank_near: float = float("nan")  # ``near`` in the rank view
+    rank_exact_copies: float = float("nan")  # share at distance 0 in the rank view: x up to a monotone recoding
     n: int = 0  # released records searched
     n_reference: int = 0  # originals searched for the reference
     population: int = 0  # released records in all
@@ -354,33 +357,72 @@ def nearest_record_distance(
     if len(x) < 2:
         raise MeasureNotApplicable("nearest_record_distance needs at least 2 original records (its reference is "
                                    "their distances to one another)")
-    xn, xc, zn, zc, p = _gower_inputs(x, z, numeric, categorical)
     rng = np.random.default_rng([int(random_state or 0), 29])
     rows_z = np.sort(rng.choice(len(z), m, replace=False)) if m < len(z) else np.arange(len(z))
     rows_x = np.sort(rng.choice(len(x), m, replace=False)) if m < len(x) else np.arange(len(x))
-    index = OriginalIndex(xn, xc)
-    dcr = closest_distances(zn[rows_z], zc[rows_z], index) / p
-    nn = closest_distances(xn[rows_x], xc[rows_x], index, skip=rows_x) / p
-
-    p0 = float((nn == 0).mean())
-    pos = nn[nn > 0]
-    ref = float(np.quantile(pos, q)) if pos.size else 0.0
-    baseline = p0 + (1.0 - p0) * q
-    near_k = int(((dcr == 0) | (dcr < ref)).sum())
+    plain = _near_records(x, z, numeric, categorical, q, rows_z, rows_x)
+    # ranks on one numeric attribute alone say nothing: a table of n records takes the same n rank
+    # values as x whoever is in it, so only a coincidence on two or more ranks points at a record
+    ranked = _near_records(_ranks(x, numeric), _ranks(z, numeric), numeric, categorical, q, rows_z, rows_x) \
+        if len(numeric) >= 2 else plain
+    # the worse view decides: an intruder who holds x matches on ranks as easily as on values
+    worst = ranked if ranked.near - ranked.baseline > plain.near - plain.baseline else plain
     n = len(rows_z)
-    near = near_k / n
-    med_dcr, med_nn = float(np.median(dcr)), float(np.median(nn))
+    med_dcr, med_nn = float(np.median(plain.dcr)), float(np.median(plain.nn))
     res = NearestRecordResult(
-        value=max(0.0, near - baseline), near=near, baseline=baseline, quantile=q, reference_distance=ref,
-        reference_exact=p0, exact_copies=float((dcr == 0).mean()), median_dcr=med_dcr, median_nn=med_nn,
+        value=max(0.0, worst.near - worst.baseline), near=plain.near, baseline=plain.baseline, quantile=q,
+        reference_distance=plain.reference, reference_exact=plain.p0, exact_copies=float((plain.dcr == 0).mean()),
+        median_dcr=med_dcr, median_nn=med_nn,
         median_ratio=med_dcr / med_nn if med_nn > 0 else (math.nan if med_dcr == 0 else math.inf),
+        view="ranks" if worst is not plain else "values", rank_near=ranked.near,
+        rank_exact_copies=float((ranked.dcr == 0).mean()),
         n=n, n_reference=len(rows_x), population=len(z), confidence=confidence, numeric=numeric,
         categorical=categorical)
     if n < len(z):
-        lo, hi = wilson_interval(near_k, n, confidence)
+        lo, hi = wilson_interval(int(round(worst.near * n)), n, confidence)
         res.sample_size = n
-        res.ci_low, res.ci_high = max(0.0, lo - baseline), max(0.0, hi - baseline)
+        res.ci_low, res.ci_high = max(0.0, lo - worst.baseline), max(0.0, hi - worst.baseline)
     return res
+
+
+@dataclass
+class _NearRecords:
+    """One view's distances: released records' DCR, the originals' NN, and what they give."""
+
+    dcr: np.ndarray
+    nn: np.ndarray
+    p0: float  # share of searched originals with an identical other original
+    reference: float  # q-quantile of the positive NN distances
+    baseline: float  # p0 + (1 − p0)·q
+    near: float  # share of searched released records at DCR 0 or below the reference
+
+
+def _near_records(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str], categorical: list[str], q: float,
+                  rows_z: np.ndarray, rows_x: np.ndarray) -> _NearRecords:
+    xn, xc, zn, zc, p = _gower_inputs(x, z, numeric, categorical)
+    index = OriginalIndex(xn, xc)
+    dcr = closest_distances(zn[rows_z], zc[rows_z], index) / p
+    nn = closest_distances(xn[rows_x], xc[rows_x], index, skip=rows_x) / p
+    p0 = float((nn == 0).mean())
+    pos = nn[nn > 0]
+    ref = float(np.quantile(pos, q)) if pos.size else 0.0
+    near = float(((dcr == 0) | (dcr < ref)).mean()) if len(dcr) else 0.0
+    return _NearRecords(dcr=dcr, nn=nn, p0=p0, reference=ref, baseline=p0 + (1.0 - p0) * q, near=near)
+
+
+def _ranks(df: pd.DataFrame, numeric: list[str]) -> pd.DataFrame:
+    """``df`` with each numeric column replaced by its mid-rank share within ``df`` itself (the
+    empirical distribution function at each value; a missing value stays missing).
+
+    A release whose every number is a strictly increasing function of the original (a rescaling
+    a·v + b, a logarithm, a rank transform) sits far from x in values but on top of it in ranks:
+    an intruder who holds x sorts both tables and reads the pairing off. Comparing the two tables
+    in their own ranks makes such a release a set of copies.
+    """
+    out = df.copy()
+    for c in numeric:
+        out[c] = pd.to_numeric(df[c], errors="coerce").astype(float).rank(method="average", pct=True)
+    return out
 
 
 # ------------------------------------------------------------------ registrations
