@@ -12,7 +12,7 @@ from ppdm.data.schema import Schema
 from ppdm.errors import SchemaError
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.metrics.base import MEASURES, EvaluationContext
-from ppdm.metrics.release_check import ReleaseCheck, release_check, unchanged_cells
+from ppdm.metrics.release_check import ReleaseCheck, near_cells, release_check, unchanged_cells
 
 X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "g": ["u", "u", "v", "v"], "y": ["p", "q", "p", "q"]})
 Z = pd.DataFrame({"a": [1.0, 2.5, 3.0, 4.0], "g": ["u", "v", "v", "v"], "y": ["p", "q", "p", "q"]})
@@ -151,3 +151,29 @@ def test_a_verbatim_record_alone_with_its_values_is_found() -> None:
     assert "verbatim_unique" in [f.rule for f in gate(r) if f.level == "refuse"]
     # without a pairing the copy is looked up among all of x the same way
     assert release_check(BX, z, BS, record_aligned=False).records_verbatim_unique == 1
+
+
+def test_narrow_interval_labels_are_near_verbatim() -> None:
+    # x: 0, 10, 20, 30, 40; population sd = sqrt((400 + 100 + 0 + 100 + 400) / 5) = 14.142, so
+    # the near tolerance 0.01 allows a half-width of 0.1414. (-0.1,0.1] holds 0 with half-width
+    # 0.1: near. (9.5,10.5] holds 10 but half-width 0.5: not near. (19.9,20] holds 20, 0.05: near.
+    # (31,32] does not hold 30. A missing label is not near.
+    x = pd.Series([0.0, 10.0, 20.0, 30.0, 40.0])
+    z = pd.Series(["(-0.1,0.1]", "(9.5,10.5]", "(19.9,20]", "(31,32]", None], dtype=object)
+    assert near_cells(x, z, numeric=False, tolerance=0.01).tolist() == [True, False, True, False, False]
+    # labels that are not intervals are compared as categories
+    assert not near_cells(x, pd.Series(["a", "b", "c", "d", "e"]), numeric=False).any()
+
+
+def test_a_recode_into_one_original_per_interval_is_refused() -> None:
+    """tarragona recoded into 5000 equal-frequency intervals per column: every interval holds one
+    original, so each released record is x's own written as labels; no cell is unchanged, yet
+    an intruder who holds x finds each record. The gate let it through before."""
+    from ppdm.anonymize import make_technique
+    from ppdm.datasets import load
+
+    x, sch = load("tarragona")
+    tech = make_technique("recode", random_state=1, params={"breaks": 5000, "method": "equal-frequency"})
+    z = tech.fit_transform(x)
+    chk = release_check(x, z, tech.output_schema())
+    assert chk.records_near_verbatim > 0.9 * len(x) and chk.share_near_verbatim_unique > 0.9

@@ -215,12 +215,34 @@ def near_cells(x: pd.Series, z: pd.Series, numeric: bool, tolerance: float = NEA
     range: it is the spread the unchanged test already uses and it is never 0 for a column
     with two values."""
     near = unchanged_cells(x, z, numeric, tolerance, spread)
+    if not numeric and pd.api.types.is_numeric_dtype(x) and not pd.api.types.is_bool_dtype(x):
+        near |= _narrow_intervals(x, z, tolerance, spread)
     if numeric and decimals is not None:
         a = x.to_numpy(dtype=float, na_value=np.nan)
         b = z.to_numpy(dtype=float, na_value=np.nan)
         with np.errstate(invalid="ignore", over="ignore"):
             near |= np.abs(b - a) <= 0.5 * 10.0 ** (-int(decimals)) * (1 + 1e-9)
     return near
+
+
+def _narrow_intervals(x: pd.Series, z: pd.Series, tolerance: float,
+                      spread: tuple[float, float] | None) -> np.ndarray:
+    """Which released interval labels (recoding's ``(a,b]``) hold their own original and are so
+    narrow that their midpoint lies within ``tolerance`` × sd(x) of every value they stand for: a
+    recode into intervals that each hold one original is a copy written as labels."""
+    from ppdm.data.generalization import interval_of_labels
+
+    a = x.to_numpy(dtype=float, na_value=np.nan)
+    ivs = interval_of_labels(z) if z.dtype == object or isinstance(z.dtype, pd.CategoricalDtype) else None
+    if not ivs:
+        return np.zeros(len(a), dtype=bool)
+    labels = z.astype(object)
+    low = labels.map({k: iv.low for k, iv in ivs.items()}).to_numpy(dtype=float, na_value=np.nan)
+    high = labels.map({k: iv.high for k, iv in ivs.items()}).to_numpy(dtype=float, na_value=np.nan)
+    finite = np.isfinite(a)
+    sd = float(spread[1]) if spread is not None else (float(np.std(a[finite])) if finite.sum() > 1 else 0.0)
+    with np.errstate(invalid="ignore"):
+        return (a >= low) & (a <= high) & ((high - low) / 2 <= tolerance * sd)
 
 
 def release_decimals(z: pd.DataFrame, kinds: dict[str, bool]) -> dict[str, int]:
