@@ -154,3 +154,14 @@ def test_numeric_columns_are_refused_in_one_line(tmp_path: Path) -> None:
     out = res.output.strip()
     assert res.exit_code == 2 and len(out.splitlines()) == 1 and "'age' is numeric" in out, out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.csv"]
+
+
+def test_naming_the_class_column_says_perturb_class() -> None:
+    """Naming only the class column used to end in "pram changes no attribute … or name columns=…",
+    though columns had been named: the class is left alone unless perturb_class=true."""
+    x = pd.DataFrame({"c": list("abab") * 5, "y": list("yyno") * 5})
+    sch = Schema(categorical=["c"], class_column="y")
+    with pytest.raises(ParameterError, match="class column 'y'.*perturb_class=true"):
+        Pram(schema=sch, class_column="y", columns=["y"], random_state=1).fit(x)
+    z = Pram(schema=sch, class_column="y", columns=["y"], perturb_class=True, random_state=1).fit_transform(x)
+    assert z.shape == x.shape

@@ -139,6 +139,9 @@ class Pram(Technique):
                 if c not in known:
                     raise ParameterError(f"columns names {c!r}, which is not an attribute of the table")
             cols = [c for c in named if c != cls]
+            if cls is not None and cls in named and not self.perturb_class:
+                raise ParameterError(f"columns names the class column {cls!r}, which pram leaves as it is unless "
+                                     "perturb_class=true")
         if self.perturb_class and cls is not None and cls not in cols:
             cols.append(cls)
         numeric = [c for c in cols if c in schema.numeric]
