@@ -53,7 +53,7 @@ def _check(d: Path, code: int, doc: dict, trials: int) -> None:
     if code == 0:
         assert doc["outcome"] == "met" and (d / "z.csv").is_file() and (d / "z.provenance.json").is_file()
         assert doc["release"]["settings"], "the report shows the winner's settings"
-        assert "in the data&#39;s units" in (d / "r.html").read_text()
+        assert "in the data's units" in (d / "r.html").read_text()
     else:
         assert doc["outcome"] == "unmet" and not (d / "z.csv").exists()
         assert doc["summary"].startswith("No release met the policy")
