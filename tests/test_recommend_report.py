@@ -76,7 +76,17 @@ def test_noise_scale_in_data_units_is_estimated_from_the_release() -> None:
                            "estimated from the release)")]
     uniform = {**prov, "technique": {"name": "uniform-noise", "parameters": {"level": 0.25}}}
     assert winner_in_data_units(uniform, z)[1] == (
-        "length_of_stay", "a changed value is drawn uniformly over the column's range (the release spans 1 to 5)")
+        "length_of_stay", "a changed value is drawn uniformly over the column's range; the release's standard "
+                          "deviation is 1.581")  # √2.5; never the range, which is two records' values
+
+
+def test_no_value_of_a_record_is_shown() -> None:
+    """An outlier planted in the release (its maximum) is not among the noise settings shown."""
+    z = pd.DataFrame({"total_charges": [100.0, 200.0, 300.0, 31415.926535]})
+    for name in ("gaussian-noise", "uniform-noise"):
+        prov = {"technique": {"name": name, "parameters": {"level": 0.2}}, "schema": GIVEN, "privacy": None}
+        text = " ".join(b for _, b in winner_in_data_units(prov, z))
+        assert "31415" not in text and "3.142e+04" not in text and "100" not in text, text
 
 
 def test_dp_shows_its_epsilon_and_other_techniques_their_parameters() -> None:

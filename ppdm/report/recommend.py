@@ -308,7 +308,8 @@ def winner_in_data_units(provenance: Mapping[str, Any] | None,
     shows the blank cells per key *in the release* (x's own blanks included: the count of
     suppressed cells is counted on x and private); Gaussian noise shows the standard
     deviation of its noise estimated from z (a share ``level`` of the values gets noise of the
-    column's own variance, so Var z ≈ (1 + level)·Var x, paper 000 §7.1); a differentially
+    column's own variance, so Var z ≈ (1 + level)·Var x, paper 000 §7.1), uniform noise the
+    release's standard deviation (never its range: two records' values); a differentially
     private release shows its ε. A chain lists its steps in order; a technique this function
     has no words for lists its parameters."""
     if not provenance:
@@ -446,8 +447,9 @@ def _noise_in_data_units(name: str, params: Mapping[str, Any], given: Mapping[st
             rows.append((c, f"a changed value gets Gaussian noise of standard deviation ≈ {fmt_number(sd)}{unit} "
                             "(the column's own, estimated from the release)"))
         else:
-            rows.append((c, f"a changed value is drawn uniformly over the column's range (the release spans "
-                            f"{fmt_number(float(v.min()))} to {fmt_number(float(v.max()))}{unit})"))
+            # the range itself is two records' values: its spread is said by the standard deviation
+            rows.append((c, f"a changed value is drawn uniformly over the column's range; the release's standard "
+                            f"deviation is {fmt_number(float(np.std(v, ddof=1)))}{unit}"))
     return rows
 
 
