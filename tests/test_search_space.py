@@ -159,12 +159,24 @@ def test_choice_values_a_table_does_not_allow_are_dropped() -> None:
     space = space_of("recode>local-suppression")
     assert isinstance(space, SearchSpace)
     assert space.value_needs == {"local-suppression.importance": {"class": "class"}}
-    with_class = space.fitting(SCHEMA)
+    every_key = Schema(numeric=["a", "b", "d"], categorical=["c"], dates={"d": "%Y-%m-%d"}, class_column="y",
+                       quasi_identifiers=["a", "c", "d"])
+    with_class = space.fitting(every_key)
     assert with_class is space
-    no_class = space.fitting(Schema(numeric=["a", "b"], categorical=["c"], quasi_identifiers=["c"]))
+    no_class = space.fitting(Schema(numeric=["a", "b"], categorical=["c"], quasi_identifiers=["a", "c"]))
     assert "local-suppression.importance" not in no_class.params
     assert no_class.fixed["local-suppression.importance"] is None
-    assert set(no_class.params) == set(space.params) - {"local-suppression.importance"}
+    # no date key: recoding is not offered a period for dates
+    assert set(no_class.params) == set(space.params) - {"local-suppression.importance", "recode.date_period"}
+    # keys that are dates and categories: no intervals of numbers either (recode would refuse
+    # them as parameters no column takes); the technique's defaults act instead
+    dates_only = space.fitting(Schema(numeric=["a", "d"], categorical=["c"], dates={"d": "%Y-%m-%d"},
+                                      class_column="y", quasi_identifiers=["c", "d"]))
+    assert set(dates_only.params) == set(space.params) - {"recode.breaks", "recode.method"}
+    assert "recode.breaks" not in dates_only.fixed and dates_only.param_needs == {
+        "recode.date_period": "date-keys"}
+    with pytest.raises(ParameterError, match="must name a parameter the space varies"):
+        SearchSpace({"k": Integer(2, 5)}, param_needs={"k": "sunshine"})
     with pytest.raises(ParameterError, match="must name values of a Choice"):
         SearchSpace({"k": Integer(2, 5)}, value_needs={"k": {3: "class"}})
     with pytest.raises(ParameterError, match="unknown need"):

@@ -378,10 +378,15 @@ class Recode(Technique):
 
     handles_missing = True
     missing_policy = "kept"
-    #: intervals of numeric keys, how they are cut, and the rarest categories merged (1: none)
+    #: intervals of numeric keys, how they are cut, date keys' period, and the rarest categories merged
+    #: (1: none); a table without numeric (date) keys is not offered the intervals (the period), which
+    #: the technique would refuse as parameters no column takes
     search_space = SearchSpace({"breaks": Integer(2, 30, log=True),
                                 "method": Choice(("equal-width", "equal-frequency", "round-width")),
-                                "min_count": Integer(1, 300, log=True)}, needs=("keys",), deterministic=True)
+                                "date_period": Choice(("month", "year")),
+                                "min_count": Integer(1, 300, log=True)}, needs=("keys",), deterministic=True,
+                               param_needs={"breaks": "numeric-keys", "method": "numeric-keys",
+                                            "date_period": "date-keys"})
 
     def __init__(
         self,

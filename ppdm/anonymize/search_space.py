@@ -33,6 +33,8 @@ NEEDS = {
     "keys": "declared quasi-identifiers",
     "sensitive": "declared sensitive attributes",
     "unique-valued": "a numeric attribute on which many records have a value of their own",
+    "numeric-keys": "a numeric quasi-identifier other than a date",
+    "date-keys": "a date quasi-identifier",
 }
 
 #: records unique on one numeric attribute alone, above this share, make it ``"unique-valued"``
@@ -161,6 +163,11 @@ class SearchSpace:
         Parameter name → ``{choice value: need}``: a value of a :class:`Choice` that only a
         table offering the need (a key of ``needs``' vocabulary) allows, e.g. local
         suppression's ``importance="class"``; a search drops it on other tables.
+    param_needs:
+        Parameter name → need: the parameter only acts on a table offering the need, and a
+        search leaves it at the technique's default on other tables (recoding's number of
+        intervals cuts numeric keys; on a table whose keys are dates and categories the
+        technique refuses it as a parameter it would ignore).
     """
 
     params: Mapping[str, Param] = field(default_factory=dict)
@@ -172,6 +179,7 @@ class SearchSpace:
     guarantees: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     value_needs: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
     value_bounds: Mapping[str, str] = field(default_factory=dict)
+    param_needs: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", dict(self.params))
@@ -207,6 +215,10 @@ class SearchSpace:
         if bad:
             raise ParameterError(f"guarantee on {bad[0]!r}, which the search space does not vary over a range")
         object.__setattr__(self, "value_bounds", {k: str(m) for k, m in dict(self.value_bounds).items()})
+        object.__setattr__(self, "param_needs", {k: str(n) for k, n in dict(self.param_needs).items()})
+        bad = [k for k, n in self.param_needs.items() if k not in self.params or n not in NEEDS]
+        if bad:
+            raise ParameterError(f"the need of {bad[0]!r} must name a parameter the space varies and a known need")
         bad = [k for k in self.value_bounds if k not in self.params]
         if bad:
             raise ParameterError(f"value bound on {bad[0]!r}, which the search space does not vary")
@@ -235,7 +247,8 @@ class SearchSpace:
 
     def fitting(self, schema: Schema, table: Any = None) -> SearchSpace:
         """This space without the choice values the table with ``schema`` does not allow
-        (``value_needs``); a choice left with one value becomes fixed. Needs that depend on the
+        (``value_needs``) and without the parameters that would not act on it (``param_needs``);
+        a choice left with one value becomes fixed. Needs that depend on the
         values (``"unique-valued"``) are judged on ``table`` when it is given, and assumed met
         otherwise."""
         have = _offers(schema, table)
@@ -252,6 +265,9 @@ class SearchSpace:
                 params[name] = Choice(keep)
             elif keep:
                 fixed[name] = keep[0]
+        for name, need in self.param_needs.items():
+            if not have.get(need, True):
+                params.pop(name, None)
         if params == self.params:
             return self
         order = [n for n in self.params if n in params]
@@ -260,7 +276,8 @@ class SearchSpace:
                            epsilon=self.epsilon, deterministic=self.deterministic,
                            guarantees={n: g for n, g in self.guarantees.items() if n in params},
                            value_needs={n: v for n, v in self.value_needs.items() if n in params},
-                           value_bounds={n: m for n, m in self.value_bounds.items() if n in params})
+                           value_bounds={n: m for n, m in self.value_bounds.items() if n in params},
+                           param_needs={n: m for n, m in self.param_needs.items() if n in params})
 
     def describe(self) -> dict[str, str]:
         """Each varied parameter with its range in words (for listings and reports)."""
@@ -324,6 +341,8 @@ def _offers(schema: Schema, table: Any = None) -> dict[str, bool]:
         "keys": bool(schema.quasi_identifiers),
         "sensitive": bool([c for c in schema.sensitive if c not in schema.quasi_identifiers]),
         "unique-valued": True if table is None else bool(unique_valued(table, schema)),
+        "numeric-keys": bool([c for c in schema.quasi_identifiers if c in schema.numeric and c not in schema.dates]),
+        "date-keys": bool([c for c in schema.quasi_identifiers if c in schema.dates]),
     }
 
 
@@ -377,6 +396,7 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
     guarantees: dict[str, tuple[str, str]] = {}
     value_needs: dict[str, dict[Any, str]] = {}
     value_bounds: dict[str, str] = {}
+    param_needs: dict[str, str] = {}
     needs: list[str] = []
     eps = None
     det = True
@@ -390,12 +410,14 @@ def space_of(name: str) -> SearchSpace | NotSearchable:
         guarantees.update({f"{step}.{p}": g for p, g in sp.guarantees.items()})
         value_needs.update({f"{step}.{p}": dict(v) for p, v in sp.value_needs.items()})
         value_bounds.update({f"{step}.{p}": m for p, m in sp.value_bounds.items()})
+        param_needs.update({f"{step}.{p}": n for p, n in sp.param_needs.items()})
         needs.extend(n for n in sp.needs if n not in needs)
         if sp.epsilon is not None and eps is None:
             eps = f"{step}.{sp.epsilon}"
         det = det and sp.deterministic
     return SearchSpace(params, when=when, fixed=fixed, needs=tuple(needs), epsilon=eps, deterministic=det,
-                       guarantees=guarantees, value_needs=value_needs, value_bounds=value_bounds)
+                       guarantees=guarantees, value_needs=value_needs, value_bounds=value_bounds,
+                       param_needs=param_needs)
 
 
 def parameters_of(name: str) -> dict[str, Any]:

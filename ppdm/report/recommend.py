@@ -78,6 +78,8 @@ def recommendation_document(result: Any, *, inputs: Mapping[str, Any] | None = N
             "warnings": list(rel.warnings),
             "files": [str(p) for p in (written or [])],
             "provenance": rel.provenance,
+            # the winner's settings in the data's units, from the public provenance and z alone
+            "settings": [list(p) for p in winner_in_data_units(rel.provenance, rel.data)],
             # what the whole search spent in ε, when the release claims differential privacy
             "epsilon": (rel.provenance.get("privacy") or {}).get("search"),
         })
@@ -287,11 +289,242 @@ def _outcome(t: Mapping[str, Any]) -> str:
     return "met" if t.get("feasible") else "missed"
 
 
+# ------------------------------------------------------------------- the winner's settings
+#: labels of a recoded column listed in full up to this many; longer lists show both ends
+MOST_LABELS = 8
+
+
+def winner_in_data_units(provenance: Mapping[str, Any] | None,
+                         release: Any = None) -> list[tuple[str, str]]:
+    """What the recommended release did, column by column, in the data's own units: ``(what,
+    how)`` pairs for the report, e.g. ``("birth_date", "10-year birth cohorts: 1930-1939, …")``.
+
+    Read from the release's **public** provenance (``technique``, ``privacy``, the public
+    ``output.schema``) and, for figures only a table shows (the blanks left by local
+    suppression, the spread of a noisy column), from the release ``z`` itself: nothing of x
+    that the published files do not say. So a recoding shows its bands and cut points (the
+    labels z carries), and for merged categories the rule and the categories z keeps, never
+    the list of x's merged categories (the owner's private log holds it); local suppression
+    shows the blank cells per key *in the release* (x's own blanks included: the count of
+    suppressed cells is counted on x and private); Gaussian noise shows the standard
+    deviation of its noise estimated from z (a share ``level`` of the values gets noise of the
+    column's own variance, so Var z ≈ (1 + level)·Var x, paper 000 §7.1), uniform noise the
+    release's standard deviation (never its range: two records' values); a differentially
+    private release shows its ε. A chain lists its steps in order; a technique this function
+    has no words for lists its parameters."""
+    if not provenance:
+        return []
+    tech = provenance.get("technique") or {}
+    given = provenance.get("schema") or {}
+    out_schema = (provenance.get("output") or {}).get("schema") or {}
+    privacy = provenance.get("privacy") or {}
+    params = tech.get("parameters") or {}
+    if isinstance(params.get("steps"), list):
+        steps = [(str(s.get("step") or s.get("name")), s.get("parameters") or {},
+                  (privacy.get("composition") or [{}] * len(params["steps"]))[i].get("privacy") or {})
+                 for i, s in enumerate(params["steps"])]
+        out: list[tuple[str, str]] = []
+        for name, p, priv in steps:
+            out += [(f"{name}: {what}", how) for what, how in
+                    _step_in_data_units(name, p, priv, given, out_schema, release)]
+        return out
+    return _step_in_data_units(str(tech.get("name")), params, privacy, given, out_schema, release)
+
+
+def _step_in_data_units(name: str, params: Mapping[str, Any], privacy: Mapping[str, Any],
+                        given: Mapping[str, Any], out_schema: Mapping[str, Any],
+                        release: Any) -> list[tuple[str, str]]:
+    if name == "recode":
+        return _recode_in_data_units(params, privacy, given, out_schema)
+    if name == "local-suppression":
+        keys = list(privacy.get("keys") or params.get("keys") or given.get("quasi_identifiers") or [])
+        rows = [("k", f"every combination of the keys {', '.join(keys)} is shared by at least k={privacy.get('k', params.get('k'))} "
+                      f"released records ({privacy.get('criterion') or params.get('criterion') or 'intruder'} reading), "
+                      "a blank key matching any value")]
+        if release is not None and keys:
+            blanks = ", ".join(f"{c} {int(release[c].isna().sum())}" for c in keys if c in release.columns)
+            rows.append(("blank key cells in the release", f"{blanks} of {len(release)} records (the table's own "
+                         "blanks included; how many cells were suppressed is counted on the original records and "
+                         "kept in the owner's private log)"))
+        return rows
+    if name == "generalize":
+        cats = out_schema.get("categories") or {}
+        model = f"k={privacy.get('k', params.get('k'))}"
+        for m in ("l", "t"):
+            if privacy.get(m) is not None:
+                model += f", {m}={privacy[m]}"
+        rows = [("model", f"{model}; at most {_share(privacy.get('suppression_limit', params.get('suppression_limit')))} "
+                          "of the records may have every key blanked")]
+        for c, level in (privacy.get("levels") or {}).items():
+            labels = cats.get(c)
+            rows.append((c, str(level) + (f": {_labels(labels)}" if labels and level != "as in x" else "")))
+        return rows
+    if name in ("gaussian-noise", "uniform-noise"):
+        return _noise_in_data_units(name, params, given, release)
+    if name == "mdav":
+        cols = params.get("columns") or "every numeric attribute"
+        cols = ", ".join(cols) if isinstance(cols, list) else str(cols)
+        return [("k", f"groups of at least k={params.get('k')} records released with their mean on {cols}")]
+    if name == "dpcube" and privacy:
+        rel = (privacy.get("neighbouring") or {}).get("relation") if isinstance(privacy.get("neighbouring"), Mapping) \
+            else privacy.get("neighbouring")
+        dp = "differentially private" if privacy.get("differentially_private") else \
+            "NOT differentially private (its domain was read from the data)"
+        return [("ε", f"{fmt_number(privacy.get('epsilon'))} ({rel or 'add/remove-one'} neighbours; {dp})"),
+                ("histogram", f"partitioning {params.get('partitioning')}, alpha {fmt_number(params.get('alpha'))} "
+                              "of ε to the cell counts")]
+    if name == "pram" and privacy:
+        return [("columns", ", ".join(privacy.get("columns") or [])),
+                ("retention", f"each category kept with probability at least pd={fmt_number(params.get('pd'))} "
+                              f"(alpha={fmt_number(params.get('alpha'))}); expected category shares unchanged")]
+    return [(k, _value(v)) for k, v in params.items() if v is not None]
+
+
+def _recode_in_data_units(params: Mapping[str, Any], privacy: Mapping[str, Any], given: Mapping[str, Any],
+                          out_schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    from ppdm.data.generalization import parse_interval
+
+    cats = out_schema.get("categories") or {}
+    before = given.get("categories") or {}
+    dates = set(given.get("dates") or {})
+    numeric = set(given.get("numeric") or [])
+    rules = privacy.get("rare_categories") or {}
+    rows: list[tuple[str, str]] = []
+    for c, labels in cats.items():
+        if list(labels) == list(before.get(c, [])):
+            continue
+        if c in dates:
+            age_at, cohort = _reach(params.get("age_at"), c), _reach(params.get("cohort"), c)
+            if age_at is not None:
+                how = f"age in whole years on {age_at}" + (", in bands" if any(parse_interval(v) for v in labels) else "")
+            elif cohort is not None:
+                how = f"{cohort}-year cohorts"
+            elif any(str(v).startswith("[") for v in labels):
+                how = "bands between break dates"
+            else:
+                how = f"{_reach(params.get('date_period'), c) or 'month'} only"
+            rows.append((c, f"{how}: {_labels(labels)}"))
+        elif c in numeric:
+            ivs = [parse_interval(v) for v in labels]
+            cuts = [iv.high for iv in ivs[:-1] if iv is not None]
+            rows.append((c, f"{len(labels)} intervals, cut at {', '.join(fmt_number(v) for v in cuts)}: "
+                            f"{_labels(labels)}" if cuts else _labels(labels)))
+        else:
+            rule = rules.get(c)
+            level = _reach(params.get("level"), c)
+            how = rule or (f"level {level} of the declared hierarchy" if level else "recoded")
+            rows.append((c, f"{how}; the release's categories: {_labels(labels)}"))
+    for c, rule in rules.items():
+        if c not in cats:  # no category was rare: the rule held and changed nothing
+            rows.append((c, f"{rule} (none did)"))
+    return rows
+
+
+def _noise_in_data_units(name: str, params: Mapping[str, Any], given: Mapping[str, Any],
+                         release: Any) -> list[tuple[str, str]]:
+    level = params.get("level")
+    rows = [("level", f"each value changed with probability {fmt_number(level)}")]
+    if release is None or not _is_number(level):
+        return rows
+    import numpy as np
+    import pandas as pd
+
+    dates = set(given.get("dates") or {})
+    cls = given.get("class_column")
+    for c in given.get("numeric") or []:
+        if c == cls or c == given.get("weight") or c not in release.columns:
+            continue
+        col = release[c]
+        days = c in dates or not pd.api.types.is_numeric_dtype(col)
+        v = (pd.to_datetime(col, errors="coerce").to_numpy(dtype="datetime64[D]").astype("float64")
+             if days else pd.to_numeric(col, errors="coerce").to_numpy(dtype=float))
+        v = v[np.isfinite(v)] if not days else v[~np.isnan(v)]
+        if v.size < 2:
+            continue
+        unit = " days" if days else ""
+        if name == "gaussian-noise":
+            sd = float(np.std(v, ddof=1)) / math.sqrt(1.0 + float(level))
+            rows.append((c, f"a changed value gets Gaussian noise of standard deviation ≈ {fmt_number(sd)}{unit} "
+                            "(the column's own, estimated from the release)"))
+        else:
+            # the range itself is two records' values: its spread is said by the standard deviation
+            rows.append((c, f"a changed value is drawn uniformly over the column's range; the release's standard "
+                            f"deviation is {fmt_number(float(np.std(v, ddof=1)))}{unit}"))
+    return rows
+
+
+def _reach(value: Any, column: str) -> Any:
+    """A per-column parameter's value for ``column`` (a dict names columns, ``"*"`` the rest)."""
+    if isinstance(value, Mapping):
+        return value.get(column, value.get("*"))
+    return value
+
+
+def _labels(labels: Sequence[Any]) -> str:
+    labels = [str(v) for v in labels]
+    if len(labels) <= MOST_LABELS:
+        return ", ".join(labels)
+    return ", ".join(labels[:MOST_LABELS - 3]) + ", …, " + ", ".join(labels[-2:]) + f" ({len(labels)} in all)"
+
+
+def _share(v: Any) -> str:
+    return f"{float(v):.1%}" if _is_number(v) else str(v)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, float):
+        return fmt_number(v)
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    return str(v)
+
+
 # ------------------------------------------------------------------------------ plot
+#: the map's points closer than this share of an axis's span (on its scale) are drawn as one
+NEAR = 1 / 120
+#: a map whose positive values span this ratio or more is drawn on a log scale
+LOG_RATIO = 30.0
+#: the most front points labelled with their trial number (the recommended one always is)
+MOST_LABELS_ON_MAP = 8
+
+
+def _log_axis(values: Sequence[float]) -> bool:
+    """Whether values spread over decades (all positive, largest/smallest ≥ :data:`LOG_RATIO`)."""
+    vs = [float(v) for v in values]
+    return bool(vs) and min(vs) > 0 and max(vs) / min(vs) >= LOG_RATIO
+
+
+def map_groups(points: Sequence[tuple[float, float]], *, log_x: bool = False,
+               log_y: bool = False) -> list[list[int]]:
+    """Indices of ``points`` grouped where they would overlap on the map: within
+    :data:`NEAR` of each axis's span (on a log axis, of the span of the logarithms). Each group
+    is drawn as one marker sized by its count, so forty trials of one deterministic setting,
+    or of settings that make the same release, read as one heavy point rather than a smear."""
+    if not points:
+        return []
+    xs = [math.log10(x) if log_x else x for x, _ in points]
+    ys = [math.log10(y) if log_y else y for _, y in points]
+    bx = (max(xs) - min(xs)) * NEAR or 1.0
+    by = (max(ys) - min(ys)) * NEAR or 1.0
+    cells: dict[tuple[int, int], list[int]] = {}
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        cells.setdefault((round(x / bx), round(y / by)), []).append(i)
+    return list(cells.values())
+
+
+def _size(count: int) -> float:
+    return 24.0 * count ** 0.6
+
+
 def front_plot(doc: Mapping[str, Any]) -> bytes:
     """The risk–utility map of a search: every measured trial, those that met the policy, the
-    front through them, the recommended release and the unchanged training split."""
+    front through them, the recommended release and the unchanged training split.
+
+    Legible with hundreds of trials: trials that land on (nearly) the same place are one marker
+    sized by their count (:func:`map_groups`, with a legend of sizes), an axis whose values span
+    decades is logarithmic, and only the front's points carry their trial numbers."""
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
     from ppdm.report.plots import figure_png
 
@@ -301,15 +534,29 @@ def front_plot(doc: Mapping[str, Any]) -> bytes:
     ax = fig.add_subplot()
     pts = [t for t in doc["trials"] if t.get("risk") is not None and t.get("utility_loss") is not None
            and t.get("repeat_of") is None]
-    miss = [t for t in pts if t["number"] not in feas]
-    ok = [t for t in pts if t["number"] in feas]
-    if miss:
-        ax.scatter([t["risk"] for t in miss], [t["utility_loss"] for t in miss], marker="x", s=22, color="#999999",
-                   label=f"missed the policy ({len(miss)})", zorder=2)
-    if ok:
-        ax.scatter([t["risk"] for t in ok], [t["utility_loss"] for t in ok], s=26, color="#1f77b4",
-                   label=f"met the policy ({len(ok)})", zorder=3)
-    fr = sorted((t for t in ok if t["number"] in front), key=lambda t: (t["risk"], t["utility_loss"]))
+    ref = doc.get("reference")
+    has_ref = ref is not None and _is_number(ref.get("risk")) and _is_number(ref.get("utility_loss"))
+    every_x = [t["risk"] for t in pts] + ([ref["risk"]] if has_ref else [])
+    every_y = [t["utility_loss"] for t in pts] + ([ref["utility_loss"]] if has_ref else [])
+    log_x, log_y = _log_axis(every_x), _log_axis(every_y)
+    biggest = 1
+    for group, style in (([t for t in pts if t["number"] not in feas],
+                          {"marker": "x", "color": "#999999", "zorder": 2, "label": "missed the policy"}),
+                         ([t for t in pts if t["number"] in feas],
+                          {"marker": "o", "color": "#1f77b4", "alpha": 0.75, "zorder": 3, "label": "met the policy"})):
+        if not group:
+            continue
+        clusters = map_groups([(t["risk"], t["utility_loss"]) for t in group], log_x=log_x, log_y=log_y)
+        counts = [len(c) for c in clusters]
+        biggest = max(biggest, *counts)
+        label = f"{style.pop('label')} ({len(group)} trial(s)" + (f", {len(clusters)} places" if len(clusters) <
+                                                                   len(group) else "") + ")"
+        ax.scatter([sum(group[i]["risk"] for i in c) / len(c) for c in clusters],
+                   [sum(group[i]["utility_loss"] for i in c) / len(c) for c in clusters],
+                   s=[_size(n) for n in counts], label=label, **style)
+    fr = sorted((t for t in pts if t["number"] in feas and t["number"] in front),
+                key=lambda t: (t["risk"], t["utility_loss"]))
+    chosen = _trial(doc, doc.get("chosen"))
     if fr:
         xs: list[float] = []
         ys: list[float] = []
@@ -319,27 +566,43 @@ def front_plot(doc: Mapping[str, Any]) -> bytes:
                 ys.append(ys[-1])
             xs.append(t["risk"])
             ys.append(t["utility_loss"])
-        ax.plot(xs, ys, color="#1f77b4", lw=1.2, zorder=3, label="front")
-    chosen = _trial(doc, doc.get("chosen"))
+        ax.plot(xs, ys, color="#1f77b4", lw=1.2, zorder=3, label=f"front ({len(fr)} trial(s), numbered)")
+        # the front's points carry their numbers; with many, an even sample of them and the recommended one
+        step = max(1, math.ceil(len(fr) / MOST_LABELS_ON_MAP))
+        named = [t for i, t in enumerate(fr) if i % step == 0 or (chosen is not None and t["number"] == chosen["number"])]
+        for i, t in enumerate(named):
+            ax.annotate(str(t["number"]), (t["risk"], t["utility_loss"]), xytext=(5, 5 if i % 2 == 0 else -11),
+                        textcoords="offset points", fontsize=7, color="#1f4e79", zorder=5)
     if chosen is not None and chosen.get("risk") is not None:
         ax.scatter([chosen["risk"]], [chosen["utility_loss"]], marker="*", s=220, color="#d62728", zorder=4,
                    label=f"recommended (trial {chosen['number']})")
-    ref = doc.get("reference")
-    if ref is not None and ref.get("risk") is not None and ref.get("utility_loss") is not None:
+    if has_ref:
         ax.scatter([ref["risk"]], [ref["utility_loss"]], marker="s", s=40, color="#555555", zorder=4,
                    label="training split unchanged")
     axis = doc["policy"].get("risk_axis", "max")
     thresholds = sorted({float(v["at_most"]) for v in (doc["policy"].get("risk") or {}).values()
                          if isinstance(v, Mapping) and _is_number(v.get("at_most"))})
+    scale = " (log scale)" if log_x else ""
     if axis != "max":
-        ax.set_xlabel(f"risk: {axis}, worst end of its interval (lower is better)")
+        ax.set_xlabel(f"risk: {axis}, worst end of its interval (lower is better){scale}")
     else:
-        ax.set_xlabel("risk: the largest worst interval end among the policy's share lines (lower is better)")
-        if len(thresholds) == 1:
+        ax.set_xlabel(f"risk: the largest worst interval end among the policy's share lines (lower is better){scale}")
+        if len(thresholds) == 1 and (thresholds[0] > 0 or not log_x):
             ax.axvline(thresholds[0], color="#c62828", ls="--", lw=1, label=f"policy threshold {thresholds[0]:g}")
-    ax.set_ylabel(f"utility loss\n({doc['policy']['utility_text']}; lower is better)")
+    ax.set_ylabel(f"utility loss{' (log scale)' if log_y else ''}\n({doc['policy']['utility_text']}; lower is better)")
+    if log_x:
+        ax.set_xscale("log")
+    if log_y:
+        ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    if biggest > 1:  # what a marker's size says
+        for n in sorted({1, max(2, round(biggest ** 0.5)), biggest}):
+            handles.append(Line2D([], [], ls="", marker="o", markersize=math.sqrt(_size(n)), markerfacecolor="none",
+                                  markeredgecolor="#555555"))
+            labels.append(f"{n} trial(s) in one place")
+    ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              labelspacing=1.0)
     return figure_png(fig)
 
 
@@ -434,4 +697,4 @@ def write_recommendation_html(doc: Mapping[str, Any], path: str | Path, **kwargs
 
 
 __all__ = ["families", "front_plot", "line_text", "recommendation_document", "render_recommendation_html", "why",
-           "write_recommendation_html"]
+           "map_groups", "winner_in_data_units", "write_recommendation_html"]
