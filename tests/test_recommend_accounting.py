@@ -25,7 +25,7 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.experiments import recommend as rmod
 from ppdm.experiments.policy import parse_policy
-from ppdm.experiments.recommend_accounting import (
+from ppdm.experiments.recommend.accounting import (
     NOT_USED,
     Accounting,
     PrivacyFilter,

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from ppdm.cli.app import app
 from ppdm.data.provenance import decode_positions
 from ppdm.errors import PPDMError
-from ppdm.experiments.recommend_study import discard_if_empty, finished_trials, make_private
+from ppdm.experiments.recommend.study import discard_if_empty, finished_trials, make_private
 
 runner = CliRunner()
 

@@ -1,5 +1,5 @@
 """A setting that makes a release the search has already measured is not measured again: it is
-told the earlier trial's measures, as a repeat of it (``ppdm.experiments.recommend_repeats``)."""
+told the earlier trial's measures, as a repeat of it (``ppdm.experiments.recommend.repeats``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 
 from ppdm.data.schema import Schema
 from ppdm.experiments.recommend import recommend
-from ppdm.experiments.recommend_repeats import MeasuredReleases, release_digest
+from ppdm.experiments.recommend.repeats import MeasuredReleases, release_digest
 
 
 def _table(n: int = 60, seed: int = 0) -> pd.DataFrame:

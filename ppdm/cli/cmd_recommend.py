@@ -207,7 +207,7 @@ def recommend(
     info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
             "missing": missing, "rows_dropped": dropped}
     from ppdm.cli.progress import progress_of_library
-    from ppdm.experiments.recommend_study import discard_if_empty, make_private
+    from ppdm.experiments.recommend.study import discard_if_empty, make_private
 
     new_study = not study_path.exists()
     try:
@@ -341,7 +341,7 @@ def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
         for ln in (doc["release"]["measured"] or {}).get("lines", []):
             console.print(f"  {line_text(ln)}", highlight=False, markup=False, soft_wrap=True)
     if result.accounting is not None and (doc["release"].get("epsilon") is not None):
-        from ppdm.experiments.recommend_accounting import summary
+        from ppdm.experiments.recommend.accounting import summary
 
         console.print(summary(result.accounting), highlight=False, markup=False, soft_wrap=True)
     console.print("release check:", highlight=False)

@@ -20,7 +20,7 @@ and :func:`recommend` searches techniques × parameters for the best release:
    within it — and measures the policy's utility. A trial of a differentially private
    technique is judged differently: by its ε and by Laplace-noised utility scores alone, never
    by exact measurements on the records, so that the ε its release claims covers the whole
-   search (:mod:`ppdm.experiments.recommend_accounting`).
+   search (:mod:`ppdm.experiments.recommend.accounting`).
 4. Among the trials that met every line, the **front** holds those no other trial beats on
    both risk and utility loss; the **winner** loses the least utility (weights), or wins on
    the policy's priority order.
@@ -84,7 +84,7 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine, load_policy, parse_policy
-from ppdm.experiments.recommend_accounting import (
+from ppdm.experiments.recommend.accounting import (
     DEFAULT_SCORE_EPSILON,
     EX_POST,
     NOT_USED,
@@ -105,9 +105,9 @@ from ppdm.experiments.recommend_accounting import (
     searched_privacy,
     trial_cost,
 )
-from ppdm.experiments.recommend_pairing import pair_with_table
-from ppdm.experiments.recommend_repeats import MeasuredReleases, release_digest
-from ppdm.experiments.recommend_study import make_private
+from ppdm.experiments.recommend.pairing import pair_with_table
+from ppdm.experiments.recommend.repeats import MeasuredReleases, release_digest
+from ppdm.experiments.recommend.study import make_private
 from ppdm.experiments.release import Release, ReleaseRefused, holdout_mask, release, save_release
 from ppdm.metrics.base import SCENARIOS, EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, result_lower_bound
@@ -489,7 +489,7 @@ class SearchData:
     held: np.ndarray | None = None
     #: the policy's utility measures, which score a differentially private trial (with Laplace noise)
     utility: tuple[str, ...] = ()
-    #: the ε each differentially private trial's scores spend (:mod:`ppdm.experiments.recommend_accounting`)
+    #: the ε each differentially private trial's scores spend (:mod:`ppdm.experiments.recommend.accounting`)
     score_epsilon: float = DEFAULT_SCORE_EPSILON
     #: whether the search has a differentially private technique: every trial's utility loss is then
     #: taken on the scale its noisy scores are (see :func:`utility_losses`)
@@ -505,7 +505,7 @@ class TrialJob:
     params: dict[str, Any]
     seed: int | None
     #: fingerprints of the releases already measured (a deterministic technique's trial; see
-    #: :mod:`ppdm.experiments.recommend_repeats`), or ``None`` for a trial that is always measured
+    #: :mod:`ppdm.experiments.recommend.repeats`), or ``None`` for a trial that is always measured
     known: frozenset[str] | None = None
 
 
@@ -709,7 +709,7 @@ def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_inf
     For a technique with an ε the release check's refusals that read x's values (copies of
     records, unique keys) are recorded as warnings in the owner's log instead of rejecting the
     draw: a rejection by exact measurements on x is a choice no ε covers
-    (:mod:`ppdm.experiments.recommend_accounting`). A release of such a technique that turns
+    (:mod:`ppdm.experiments.recommend.accounting`). A release of such a technique that turns
     out not differentially private (a domain read from the data) is refused as any other."""
     dp = private_technique(job.technique)
     opts = GateOptions(suggest=False, allow_unchanged=dp, allow_verbatim=dp, allow_untouched_keys=dp)
@@ -811,7 +811,7 @@ def _privacy(tech: Any) -> dict[str, Any] | None:
     out = {"differentially_private": bool(rep.get("differentially_private")),
            "epsilon": float(eps) if _finite(eps) else None}  # type: ignore[arg-type]  # _finite: float(eps) works
     if isinstance(nb, Mapping) and isinstance(nb.get("relation"), str):
-        out["neighbouring"] = nb["relation"]  # what the ε is stated for (recommend_accounting counts it)
+        out["neighbouring"] = nb["relation"]  # what the ε is stated for (the accounting counts it)
     return out
 
 
@@ -936,7 +936,7 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
                                    reason="the release is not differentially private (its report says why: e.g. a "
                                           "domain read from the data)"))
         else:
-            # a searched release is judged on what the whole search spent (recommend_accounting)
+            # a searched release is judged on what the whole search spent (accounting)
             total = priv.get("epsilon_total")
             j = judge_epsilon(float(priv["epsilon"] if total is None else total), policy.epsilon.at_most)
             why = None if total is None else f"total over {priv.get('draws')} draws: {priv.get('sum')}"
@@ -1145,7 +1145,7 @@ def record_of(number: int, outcome: Mapping[str, Any], policy: Policy, *, state:
 
 def _dp_risk(outcome: Mapping[str, Any]) -> float | None:
     """A differentially private trial's place on the risk axis: what its own ε allows a test of
-    membership to gain (:func:`~ppdm.experiments.recommend_accounting.risk_of_epsilon`), from
+    membership to gain (:func:`~ppdm.experiments.recommend.accounting.risk_of_epsilon`), from
     its parameters and ε only, never from measurements."""
     params = outcome.get("params") or {}
     priv = outcome.get("privacy")
@@ -1236,7 +1236,7 @@ class RecommendResult:
     the trial whose technique and parameters made it (the winner, or the next of the
     ranking when fresh draws of the winner missed the policy); ``accounting`` the ε every
     differentially private draw of the search spent on the training records
-    (:mod:`ppdm.experiments.recommend_accounting`), once a release was attempted.
+    (:mod:`ppdm.experiments.recommend.accounting`), once a release was attempted.
     """
 
     policy: Policy
@@ -1443,7 +1443,7 @@ def recommend(
         command can count the time it spent reading its input.
     score_epsilon:
         The ε each differentially private trial's utility scores spend (Laplace noise;
-        :mod:`ppdm.experiments.recommend_accounting`), counted in the total the release claims.
+        :mod:`ppdm.experiments.recommend.accounting`), counted in the total the release claims.
 
     Returns
     -------
@@ -2004,7 +2004,7 @@ def _final(result: RecommendResult, data: SearchData, table: pd.DataFrame, root:
     release (:func:`_final_private`). Otherwise the release is drawn with a fresh seed; by
     default measured against the control split and kept only when it meets the policy itself.
     Every differentially private draw is added to what the search spent
-    (:mod:`ppdm.experiments.recommend_accounting`), and a draw that would take the total past
+    (:mod:`ppdm.experiments.recommend.accounting`), and a draw that would take the total past
     the policy's ε is not made."""
     pol = result.policy
     acc = result.accounting = search_accounting(result.trials)
