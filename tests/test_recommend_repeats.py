@@ -19,7 +19,7 @@ def _table(n: int = 60, seed: int = 0) -> pd.DataFrame:
 
 
 def test_settings_that_make_the_same_release_are_measured_once(monkeypatch) -> None:
-    import ppdm.experiments.recommend as rec
+    import ppdm.experiments.recommend.measure as rec
 
     x = _table()
     # 30 training records: MDAV with any k from 16 to 30 makes one group of all 30 (fewer than 2k records
