@@ -16,13 +16,9 @@ from typing import Any
 
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine
-from ppdm.experiments.recommend.accounting import (
-    NOT_USED,
-    NOT_USED_TRIAL,
-    judge_epsilon,
-)
+from ppdm.experiments.recommend.accounting import NOT_USED, NOT_USED_TRIAL, judge_epsilon
 from ppdm.metrics.base import SCENARIOS
-from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry
+from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, span_of
 
 _NOT_MEASURED = NOT_MEASURED_MARGIN
 
@@ -63,14 +59,6 @@ def skipped_line(v: LineVerdict | Mapping[str, Any]) -> bool:
     return verdict == "not measured" and margin == 0.0
 
 
-def _scale(line: RiskLine) -> float:
-    spec = load_all_measures()[line.measure]
-    lo, hi = spec.value_range
-    if lo is not None and hi is not None and hi > lo:
-        return float(hi - lo)
-    return max(1.0, abs(line.threshold))
-
-
 def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]:
     """Every line of ``policy`` on one trial's outcome (see :class:`LineVerdict`).
 
@@ -101,7 +89,8 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
         meas = read_entry(line.measure, m)
         if meas.value is None and not meas.not_judged and not meas.reason:
             meas = replace(meas, reason=outcome.get("error") or "not computed")
-        j = judge_line(meas, line.threshold, line.direction, span=_scale(line))
+        j = judge_line(meas, line.threshold, line.direction,
+                       span=span_of(registry[line.measure].value_range, line.threshold))
         out.append(LineVerdict(line.text(), line.measure, j.state, j.value, j.interval, j.margin, j.reason))
     if not scored:
         _unjudged_scenarios(out, policy, registry)
