@@ -56,7 +56,13 @@ them in order.
 from __future__ import annotations
 
 from ppdm.experiments.recommend.common import parse_duration
-from ppdm.experiments.recommend.core import DEFAULT_HOLDOUT, DEFAULT_TRIALS, recommend, search_data
+from ppdm.experiments.recommend.core import (
+    DEFAULT_HOLDOUT,
+    DEFAULT_TRIALS,
+    RecommendOptions,
+    recommend,
+    search_data,
+)
 from ppdm.experiments.recommend.final import FINAL_CANDIDATES, FINAL_DRAWS
 from ppdm.experiments.recommend.judging import (
     LineVerdict,
@@ -83,7 +89,7 @@ from ppdm.experiments.recommend.trials import (
 
 __all__ = ["DEFAULT_HOLDOUT", "DEFAULT_TRIALS", "ELITE_SHARE", "EXHAUSTED_AFTER", "FINAL_CANDIDATES", "FINAL_DRAWS",
            "MEASURED_LAST", "PENALTY", "RACE_AFTER", "STUDY_FORMAT", "STUDY_NAME", "STUDY_VERSION", "LineVerdict",
-           "RecommendResult", "SearchData", "TechniqueSpace", "TrialJob", "TrialRecord", "build_spaces",
+           "RecommendOptions", "RecommendResult", "SearchData", "TechniqueSpace", "TrialJob", "TrialRecord", "build_spaces",
            "judge_lines", "make_release", "measure_order", "measure_release", "measured_data", "output_schema",
            "pareto_front", "parse_duration", "private_technique", "race", "random_setting", "rank", "recommend",
            "record_of", "risk_value", "run_trial", "search_data", "skipped_line", "study_storage", "suggest",

@@ -12,7 +12,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,13 @@ from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import Policy, load_policy, parse_policy
 from ppdm.experiments.recommend import measure
-from ppdm.experiments.recommend.accounting import (
-    DEFAULT_SCORE_EPSILON,
-    score_rule,
-)
+from ppdm.experiments.recommend.accounting import DEFAULT_SCORE_EPSILON, score_rule
 from ppdm.experiments.recommend.common import _seed_of, parse_duration
 from ppdm.experiments.recommend.final import make_final
 from ppdm.experiments.recommend.measure import SearchData
 from ppdm.experiments.recommend.ranking import pareto_front, rank, record_of, unmet_report
 from ppdm.experiments.recommend.result import RecommendResult
-from ppdm.experiments.recommend.search import _Clock, race, run_search
+from ppdm.experiments.recommend.search import SearchRun, _Clock, race, run_search
 from ppdm.experiments.recommend.spaces import TechniqueSpace, build_spaces
 from ppdm.experiments.recommend.study import (
     STUDY_FORMAT,
@@ -54,95 +51,99 @@ from ppdm.experiments.release import holdout_mask
 
 #: trials when neither a trial budget nor a time budget is given
 DEFAULT_TRIALS = 100
-
-
 #: default share of the records held out as the control split
 DEFAULT_HOLDOUT = 0.5
 
 
-def recommend(
-    x: pd.DataFrame,
-    policy: Policy | Mapping[str, Any] | str | Path,
-    *,
-    schema: Schema | None = None,
-    class_column: str | None = None,
-    quasi_identifiers: Sequence[str] | str | None = None,
-    identifiers: Sequence[str] | str | None = None,
-    sensitive: Sequence[str] | str | None = None,
-    holdout: float = DEFAULT_HOLDOUT,
-    refit: bool = False,
-    study: str | Path | None = None,
-    resume: bool = False,
-    budget: float | str | None = None,
-    n_trials: int | None = None,
-    n_jobs: int = 1,
-    executor: Executor | None = None,
-    random_state: int | None = None,
-    input_info: Mapping[str, Any] | None = None,
-    started: float | None = None,
-    score_epsilon: float = DEFAULT_SCORE_EPSILON,
-) -> RecommendResult:
-    """Search the policy's techniques × parameters for the release that meets every risk line
-    at the least loss of utility, and make it (see the module docstring).
+@dataclass(frozen=True)
+class RecommendOptions:
+    """How :func:`recommend` searches: every setting but the table and the policy.
 
-    Parameters
-    ----------
-    x:
-        The original table (class column included; identifier columns are removed first).
-    policy:
-        A :class:`~ppdm.experiments.policy.Policy`, the content of a policy file as a dict, or
-        the path of a policy file.
-    schema, class_column, quasi_identifiers, identifiers, sensitive:
-        Column types and roles, as for :func:`ppdm.experiments.release.release`. Key-variable
+    ``schema``, ``class_column``, ``quasi_identifiers``, ``identifiers``, ``sensitive``:
+        column types and roles, as for :func:`ppdm.experiments.release.release`. Key-variable
         measures of a policy need declared quasi-identifiers.
-    holdout:
-        Share of the records held out as the control split (0 < holdout < 1).
-    refit:
-        Make the recommended release on the whole table instead of the training split (no
+    ``holdout``:
+        share of the records held out as the control split (0 < holdout < 1).
+    ``refit``:
+        make the recommended release on the whole table instead of the training split (no
         control set is left to measure it against; its figures are those of the training
         split's release).
-    study:
-        A study file (SQLite) or an Optuna storage URL; ``None`` keeps the study in memory.
-    resume:
-        Continue the search stored in ``study`` (same table, hold-out and policy).
-    budget:
-        Wall time of the whole call in seconds or as text (``"10m"``); trials start only while
+    ``study``:
+        a study file (SQLite) or an Optuna storage URL; ``None`` keeps the study in memory.
+    ``resume``:
+        continue the search stored in ``study`` (same table, hold-out and policy).
+    ``budget``:
+        wall time of the whole call in seconds or as text (``"10m"``); trials start only while
         one is expected to end in time, and with worker processes a trial still running at the
         end is stopped.
-    n_trials:
-        Trials the study should hold in the end (earlier runs included). Without either
+    ``n_trials``:
+        trials the study should hold in the end (earlier runs included). Without either
         budget, :data:`DEFAULT_TRIALS`.
-    n_jobs:
-        Trials run at once: 1 in this process, more in worker processes (``-1``: one per
+    ``n_jobs``:
+        trials run at once: 1 in this process, more in worker processes (``-1``: one per
         core). Ignored when ``executor`` is given.
-    executor:
-        A :class:`concurrent.futures.Executor` to run trials on, e.g. a Dask cluster's
+    ``executor``:
+        a :class:`concurrent.futures.Executor` to run trials on, e.g. a Dask cluster's
         ``Client.get_executor()``; each trial then carries the search data with it.
-    random_state:
-        Seed of the split, the search and the recommended release (keep it secret, as for any
+    ``random_state``:
+        seed of the split, the search and the recommended release (keep it secret, as for any
         release); ``None`` draws from the operating system, and the recommended release is then
         seeded from fresh entropy that is stored nowhere.
-    input_info:
+    ``input_info``:
         ``source``, ``sha256``, ``rows``, ``columns`` of the input for the provenance.
-    started:
-        When the budget's clock started (a :func:`time.perf_counter` value; default: now), so a
+    ``started``:
+        when the budget's clock started (a :func:`time.perf_counter` value; default: now), so a
         command can count the time it spent reading its input.
-    score_epsilon:
-        The ε each differentially private trial's utility scores spend (Laplace noise;
+    ``score_epsilon``:
+        the ε each differentially private trial's utility scores spend (Laplace noise;
         :mod:`ppdm.experiments.recommend.accounting`), counted in the total the release claims.
-
-    Returns
-    -------
-    RecommendResult
-        With ``release`` ``None`` when no trial met the policy (``unmet`` says why).
     """
-    import optuna
 
-    start = time.perf_counter() if started is None else float(started)
-    if not isinstance(x, pd.DataFrame):
-        raise PPDMError(f"recommend expects a pandas DataFrame, got {type(x).__name__}")
-    pol = _as_policy(policy)
-    budget_s = None if budget is None else parse_duration(budget)
+    schema: Schema | None = None
+    class_column: str | None = None
+    quasi_identifiers: Sequence[str] | str | None = None
+    identifiers: Sequence[str] | str | None = None
+    sensitive: Sequence[str] | str | None = None
+    holdout: float = DEFAULT_HOLDOUT
+    refit: bool = False
+    study: str | Path | None = None
+    resume: bool = False
+    budget: float | str | None = None
+    n_trials: int | None = None
+    n_jobs: int = 1
+    executor: Executor | None = None
+    random_state: int | None = None
+    input_info: Mapping[str, Any] | None = None
+    started: float | None = None
+    score_epsilon: float = DEFAULT_SCORE_EPSILON
+
+    @classmethod
+    def of(cls, options: RecommendOptions | None = None, **settings: Any) -> RecommendOptions:
+        """``options`` (default: every setting at its default) with ``settings`` replacing some;
+        a name that is no setting raises :class:`TypeError`, as an unknown keyword argument does."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(settings) - names)
+        if unknown:
+            raise TypeError(f"recommend() got an unexpected setting {unknown[0]!r}; its settings are "
+                            f"{', '.join(sorted(names))}")
+        return replace(options if options is not None else cls(), **settings)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """The options' budgets and places, checked: seconds, trials, worker processes, storage URL."""
+
+    budget_s: float | None
+    target: int | None
+    workers: int
+    storage: str | None
+
+
+def _checked(opts: RecommendOptions) -> _Limits:
+    """The budgets, workers and storage of ``opts``; a setting out of range raises
+    :class:`ParameterError`."""
+    n_trials, n_jobs, random_state, score_epsilon = opts.n_trials, opts.n_jobs, opts.random_state, opts.score_epsilon
+    budget_s = None if opts.budget is None else parse_duration(opts.budget)
     if n_trials is not None and (isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer))
                                  or n_trials < 1):
         raise ParameterError(f"the trial budget must be a whole number of at least 1, got {n_trials!r}")
@@ -153,12 +154,39 @@ def recommend(
     if random_state is not None and (isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer))
                                      or random_state < 0):
         raise ParameterError(f"random_state must be a non-negative whole number or None, got {random_state!r}")
+    study = opts.study
     storage = None if study is None else (str(study) if "://" in str(study) else study_storage(study))
     if isinstance(score_epsilon, bool) or not isinstance(score_epsilon, (int, float, np.integer, np.floating)) \
             or not math.isfinite(float(score_epsilon)) or score_epsilon <= 0:
         raise ParameterError(f"score_epsilon must be a number above 0, got {score_epsilon!r}")
+    return _Limits(budget_s, target, workers, storage)
 
-    table, sch, ids = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
+
+def recommend(x: pd.DataFrame, policy: Policy | Mapping[str, Any] | str | Path,
+              options: RecommendOptions | None = None, **settings: Any) -> RecommendResult:
+    """Search the policy's techniques × parameters for the release that meets every risk line
+    at the least loss of utility, and make it (see :mod:`ppdm.experiments.recommend`).
+
+    ``x`` is the original table (class column included; identifier columns are removed
+    first); ``policy`` a :class:`~ppdm.experiments.policy.Policy`, the content of a policy file
+    as a dict, or the path of a policy file. How to search is a :class:`RecommendOptions`, or
+    its settings given by name (``recommend(x, policy, n_trials=30, random_state=0)``), or
+    both (the names replace the options' settings).
+
+    Returns a :class:`RecommendResult`, with ``release`` ``None`` when no trial met the policy
+    (``unmet`` says why).
+    """
+    import optuna
+
+    opts = RecommendOptions.of(options, **settings)
+    start = time.perf_counter() if opts.started is None else float(opts.started)
+    if not isinstance(x, pd.DataFrame):
+        raise PPDMError(f"recommend expects a pandas DataFrame, got {type(x).__name__}")
+    pol = _as_policy(policy)
+    lim = _checked(opts)
+    holdout, study = opts.holdout, opts.study
+
+    table, sch, ids = _table(x, pol, opts)
     spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))), table)
     spaces, blunt = _check_scores(spaces, pol, left_out)
 
@@ -168,7 +196,7 @@ def recommend(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler0 = _sampler(0, len(spaces))
-        stu, existed = _open_study(storage, resume, sampler0)
+        stu, existed = _open_study(lim.storage, opts.resume, sampler0)
     if study is not None and "://" not in str(study):
         make_private(study)  # it holds the split's seed: the owner's only
     attrs = stu.user_attrs
@@ -176,83 +204,100 @@ def recommend(
         _check_resume(attrs, pol, info)
         root = int(attrs["seed"])
     else:
-        root = int(random_state) if random_state is not None else secrets.randbits(63)
+        root = int(opts.random_state) if opts.random_state is not None else secrets.randbits(63)
     base_info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1]),
-                 **dict(input_info or {})}
-    data = replace(_search_data(table, sch, pol, holdout, root, base_info), score_epsilon=float(score_epsilon),
+                 **dict(opts.input_info or {})}
+    data = replace(_search_data(table, sch, pol, holdout, root, base_info), score_epsilon=float(opts.score_epsilon),
                    private_search=any(s.epsilon is not None for s in spaces))
-    train, control = data.train, data.control
 
-    # the reference: the training split released unchanged; it also checks every measure runs here
-    if existed and "reference" in attrs:
-        ref_outcome = attrs["reference"]
-    else:
-        t0 = time.perf_counter()
-        ref_outcome = {"technique": "original", "params": {}, "measures": measure.measure_release(train, data),
-                       "privacy": None, "check": None, "error": None, "internal": False}
-        ref_outcome["seconds"] = time.perf_counter() - t0
-        skipped = {n: m["reason"] for n, m in ref_outcome["measures"].items() if m.get("value") is None}
-        if skipped:
-            n, why = next(iter(skipped.items()))
-            raise ParameterError(f"the policy's measure {n!r} cannot be computed on this table: {why}")
+    ref_outcome = _reference(attrs if existed else None, data)
     reference = record_of(-1, ref_outcome, pol)
     reference.state = "reference"
     if not existed:
-        stu.set_user_attr("ppdm", {"format": STUDY_FORMAT, "version": STUDY_VERSION, "ppdm_version": _version()})
-        stu.set_user_attr("policy", pol.to_dict())
-        stu.set_user_attr("policy_sha256", pol.sha256())
-        stu.set_user_attr("data", info)
-        stu.set_user_attr("seed", root)
-        stu.set_user_attr("reference", ref_outcome)
+        _store_new_study(stu, pol, info, root, ref_outcome)
     else:
         _fail_interrupted(stu)
     stu.sampler = _sampler(_seed_of(root, 3, len(stu.trials)), len(spaces))
 
-    clock = _Clock(budget_s, start, 1)
+    clock = _Clock(lim.budget_s, start, 1)
     # before any trial has ended, a trial is taken to cost the reference's measures and half as much again
     clock.fallback = 1.5 * float(ref_outcome.get("seconds") or 1.0)
     clock.durations = [float(t.user_attrs["outcome"]["seconds"]) for t in stu.trials
                        if "outcome" in t.user_attrs and t.user_attrs["outcome"].get("seconds")
                        and not t.user_attrs["outcome"].get("error") and t.user_attrs.get("repeat_of") is None]
     before = len(stu.trials)
-    stopped_by = run_search(stu, spaces, data, pol, clock=clock, target=target, workers=workers, executor=executor,
-                         root=root, n_records=len(train))
+    stopped_by = run_search(SearchRun(stu, spaces, data, pol, clock, lim.target, lim.workers, opts.executor, root,
+                                      len(data.train)))
 
     records = _records(stu, pol)
     ranking = rank(records, pol)
-    front = pareto_front([r for r in records if r.feasible])
     result = RecommendResult(
-        policy=pol, trials=records, reference=reference, front=front, ranking=ranking, unmet=None, release=None,
-        control=None, verification=None, chosen=None, refit=bool(refit),
-        study={"name": STUDY_NAME, "storage": _storage_label(storage) if storage else None,
+        policy=pol, trials=records, reference=reference, front=pareto_front([r for r in records if r.feasible]),
+        ranking=ranking, unmet=None, release=None, control=None, verification=None, chosen=None,
+        refit=bool(opts.refit),
+        study={"name": STUDY_NAME, "storage": _storage_label(lim.storage) if lim.storage else None,
                "trials": len(records), "new_trials": len(records) - before, "resumed": existed,
-               "stopped_by": stopped_by, "budget_seconds": budget_s, "trial_budget": target,
+               "stopped_by": stopped_by, "budget_seconds": lim.budget_s, "trial_budget": lim.target,
                "set_aside": race(stu, spaces)[0]},
-        split={"holdout": float(holdout), "train_rows": int(len(train)), "control_rows": int(len(control)),
+        split={"holdout": float(holdout), "train_rows": int(len(data.train)), "control_rows": int(len(data.control)),
                "rows": int(len(table)), "removed_identifiers": ids},
-        spaces={s.name: s.describe(len(train)) for s in spaces}, left_out=left_out)
-    if blunt:
-        result.notes.append(f"differentially private trials are scored on {', '.join(blunt)} with Laplace noise as wide "
-                            "as the measure's range (its sensitivity is not known to be smaller): the choice among "
-                            "them is close to blind; prediction_accuracy scores with noise of scale 1/(|control| · ε)")
-    internal = [r for r in records if r.internal]
-    if internal:
-        result.notes.append(f"{len(internal)} trial(s) stopped on an internal error (a defect of ppdm, reported "
-                            f"as such), e.g. trial {internal[0].number} ({internal[0].label}): {internal[0].error}")
+        spaces={s.name: s.describe(len(data.train)) for s in spaces}, left_out=left_out)
+    _add_notes(result, blunt)
     if not ranking:
         result.unmet = unmet_report(records, pol)
     else:
-        make_final(result, data, table, root, random_state is not None, base_info)
+        make_final(result, data, table, root, opts.random_state is not None, base_info)
     result.study["seconds"] = time.perf_counter() - start
     result.study["outcomes"] = result.outcomes()
     return result
 
 
-def _table(x: pd.DataFrame, pol: Policy, schema: Schema | None, class_column: str | None,
-           quasi_identifiers: Any, identifiers: Any, sensitive: Any) -> tuple[pd.DataFrame, Schema, list[str]]:
+def _reference(attrs: Mapping[str, Any] | None, data: SearchData) -> dict[str, Any]:
+    """The reference's outcome: the training split released unchanged, measured (which also
+    checks every measure of the policy runs on this table), or as a resumed study (``attrs``)
+    stored it."""
+    if attrs is not None and "reference" in attrs:
+        return attrs["reference"]
+    t0 = time.perf_counter()
+    measures = measure.measure_release(data.train, data)
+    ref_outcome: dict[str, Any] = {"technique": "original", "params": {}, "measures": measures, "privacy": None,
+                                   "check": None, "error": None, "internal": False}
+    ref_outcome["seconds"] = time.perf_counter() - t0
+    skipped = {n: m["reason"] for n, m in measures.items() if m.get("value") is None}
+    if skipped:
+        n, why = next(iter(skipped.items()))
+        raise ParameterError(f"the policy's measure {n!r} cannot be computed on this table: {why}")
+    return ref_outcome
+
+
+def _store_new_study(stu: Any, pol: Policy, info: Mapping[str, Any], root: int, ref_outcome: Mapping[str, Any]
+                     ) -> None:
+    """What a new study keeps for a resume: format, policy, table, seed and the reference."""
+    stu.set_user_attr("ppdm", {"format": STUDY_FORMAT, "version": STUDY_VERSION, "ppdm_version": _version()})
+    stu.set_user_attr("policy", pol.to_dict())
+    stu.set_user_attr("policy_sha256", pol.sha256())
+    stu.set_user_attr("data", info)
+    stu.set_user_attr("seed", root)
+    stu.set_user_attr("reference", ref_outcome)
+
+
+def _add_notes(result: RecommendResult, blunt: Sequence[str]) -> None:
+    """The result's notes on the search: scores with blunt noise, trials stopped by a defect."""
+    if blunt:
+        result.notes.append(f"differentially private trials are scored on {', '.join(blunt)} with Laplace noise as wide "
+                            "as the measure's range (its sensitivity is not known to be smaller): the choice among "
+                            "them is close to blind; prediction_accuracy scores with noise of scale 1/(|control| · ε)")
+    internal = [r for r in result.trials if r.internal]
+    if internal:
+        result.notes.append(f"{len(internal)} trial(s) stopped on an internal error (a defect of ppdm, reported "
+                            f"as such), e.g. trial {internal[0].number} ({internal[0].label}): {internal[0].error}")
+
+
+def _table(x: pd.DataFrame, pol: Policy, opts: RecommendOptions) -> tuple[pd.DataFrame, Schema, list[str]]:
     """The table a search works on (identifier columns out), its schema, and the identifiers."""
-    roles = Roles.of(identifiers, quasi_identifiers, sensitive, None, None)
-    sch = resolve_schema(x, schema=schema, class_column=class_column, roles=roles, detect=schema is None)
+    roles = Roles.of(opts.identifiers, opts.quasi_identifiers, opts.sensitive, None, None)
+    sch = resolve_schema(x, schema=opts.schema, class_column=opts.class_column, roles=roles,
+                         detect=opts.schema is None)
     ids = [c for c in sch.identifiers if c in x.columns]
     table = x.drop(columns=ids).reset_index(drop=True)
     sch = replace(sch, identifiers=[])
@@ -325,7 +370,9 @@ def search_data(
     pol = _as_policy(policy)
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
         raise ParameterError(f"random_state must be a non-negative whole number, got {random_state!r}")
-    table, sch, _ = _table(x, pol, schema, class_column, quasi_identifiers, identifiers, sensitive)
+    table, sch, _ = _table(x, pol, RecommendOptions(schema=schema, class_column=class_column,
+                                                    quasi_identifiers=quasi_identifiers, identifiers=identifiers,
+                                                    sensitive=sensitive))
     info = {"source": None, "sha256": table_sha256(x), "rows": int(len(x)), "columns": int(x.shape[1])}
     return _search_data(table, sch, pol, holdout, int(random_state), info)
 

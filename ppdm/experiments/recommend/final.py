@@ -14,10 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ppdm import progress
-from ppdm.anonymize.search_space import (
-    SearchSpace,
-    space_of,
-)
+from ppdm.anonymize.search_space import SearchSpace, space_of
 from ppdm.errors import PPDMError
 from ppdm.experiments.recommend import measure, trials
 from ppdm.experiments.recommend.accounting import (
@@ -50,8 +47,6 @@ from ppdm.experiments.release import Release, ReleaseRefused
 
 #: fresh draws of the winner tried before the next-ranked release is tried
 FINAL_DRAWS = 3
-
-
 #: releases of the ranking tried for the recommended release
 FINAL_CANDIDATES = 5
 

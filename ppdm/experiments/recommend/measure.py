@@ -16,9 +16,7 @@ import pandas as pd
 
 from ppdm.data.schema import Schema
 from ppdm.experiments.evaluation import load_all_measures, run_measure
-from ppdm.experiments.recommend.accounting import (
-    DEFAULT_SCORE_EPSILON,
-)
+from ppdm.experiments.recommend.accounting import DEFAULT_SCORE_EPSILON
 from ppdm.experiments.recommend.common import _finite
 from ppdm.metrics.base import EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import judge_line, read_entry, result_lower_bound

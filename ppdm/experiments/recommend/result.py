@@ -10,9 +10,7 @@ import pandas as pd
 
 from ppdm.errors import PPDMError
 from ppdm.experiments.policy import Policy
-from ppdm.experiments.recommend.accounting import (
-    Accounting,
-)
+from ppdm.experiments.recommend.accounting import Accounting
 from ppdm.experiments.recommend.ranking import TrialRecord
 from ppdm.experiments.release import Release, save_release
 

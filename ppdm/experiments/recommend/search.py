@@ -1,6 +1,9 @@
 """The search loop of ``ppdm recommend``: trials are proposed (Optuna, racing, random untried
 settings), charged to the privacy filter, run here or on an executor, and told back to the
 study, until the trial budget, the time budget, the ε budget or the search space is spent.
+
+The loop's inputs are a :class:`SearchRun` and what changes as it runs a :class:`SearchState`;
+each step is a small function of the two.
 """
 
 from __future__ import annotations
@@ -9,18 +12,14 @@ import math
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ppdm import progress
 from ppdm.experiments.policy import Policy
-from ppdm.experiments.recommend.accounting import (
-    PrivacyFilter,
-    search_accounting,
-    trial_cost,
-)
+from ppdm.experiments.recommend.accounting import PrivacyFilter, search_accounting, trial_cost
 from ppdm.experiments.recommend.common import _json, _key, _seed_of
 from ppdm.experiments.recommend.judging import LineVerdict
 from ppdm.experiments.recommend.measure import SearchData
@@ -38,25 +37,15 @@ from ppdm.experiments.recommend.trials import (
 
 #: consecutive suggestions of deterministic settings already tried after which the space counts as exhausted
 EXHAUSTED_AFTER = 50
-
-
 #: racing: once a release has met the policy, a technique with this many trials of its own, none
 #: meeting it, is set aside, and each later trial's technique is drawn among the others
 RACE_AFTER = 4
-
-
 #: racing: the share of the releases meeting the policy, the least utility loss first, that count
 #: for their technique's chance of being drawn
 ELITE_SHARE = 0.25
-
-
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
-
-
 RESERVE_SHARE = 0.05
-
-
 #: objective values a trial that could not be measured is told with (its constraints are all violated)
 PENALTY = (10.0, 1e6)  # constraint value of a line whose measure could not be computed
 
@@ -135,11 +124,93 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     return aside, weights
 
 
-def run_search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol: Policy, *, clock: _Clock,
-            target: int | None, workers: int, executor: Executor | None, root: int, n_records: int) -> str:
+#: progress units of a search (its share of the budget spent, in thousandths)
+TOTAL_UNITS = 1000
+
+
+@dataclass
+class SearchRun:
+    """What a search runs with: the study, the spaces and the search data, the policy, the time
+    budget's clock and the trial budget (``target``), where trials run, the root seed, and the
+    number of training records (parameter ranges that depend on it)."""
+
+    stu: Any
+    spaces: Sequence[TechniqueSpace]
+    data: SearchData
+    pol: Policy
+    clock: _Clock
+    target: int | None
+    workers: int
+    executor: Executor | None
+    root: int
+    n_records: int
+
+
+@dataclass
+class SearchState:
+    """What changes while a search runs.
+
+    ``seen`` maps each deterministic setting tried (:func:`ppdm.experiments.recommend.common._key`)
+    to the trial that measured it, ``measured`` the releases measured (a setting that makes one
+    again is not measured again); ``flt`` is the privacy filter (with an ε line and a
+    differentially private technique), ``plain`` the techniques without an ε; ``repeats``
+    counts suggestions in a row of settings already tried, ``skips`` trials in a row the filter
+    did not run; ``fresh`` is a random untried setting for the next trial, after a repeat;
+    ``spent_out`` says no differentially private setting fits the filter any more."""
+
+    det: set[str]
+    seen: dict[str, int]
+    measured: MeasuredReleases
+    done0: int
+    flt: PrivacyFilter | None
+    plain: list[str]
+    own_pool: Executor | None
+    pool: Executor | None
+    slots: int
+    step: Any = None
+    running: dict[Future, _Running] = field(default_factory=dict)
+    repeats: int = 0
+    fresh: dict[str, Any] | None = None
+    stopped_by: str = "trial budget"
+    skips: int = 0
+    spent_out: bool = False
+    shown: int = 0
+
+
+def run_search(run: SearchRun) -> str:
     """Run trials until a budget is spent; returns what stopped the search."""
+    st = _start_state(run)
+    with progress.steps(TOTAL_UNITS, "searching") as step:
+        st.step = step
+        try:
+            while True:
+                _start_trials(run, st)
+                stop = _why_stopped(run, st)
+                if stop is not None:
+                    st.stopped_by = stop
+                    break
+                if not _wait_for_trials(run, st):
+                    break
+        finally:
+            for fut in st.running:
+                fut.cancel()
+            if st.own_pool is not None:
+                _stop(st.own_pool, kill=bool(st.running))
+    return st.stopped_by
+
+
+def _finished(stu: Any) -> int:
     from optuna.trial import TrialState
 
+    return sum(1 for t in stu.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL))
+
+
+def _start_state(run: SearchRun) -> SearchState:
+    """The state a search starts from: what a resumed study already tried and spent, and where
+    its trials run."""
+    from optuna.trial import TrialState
+
+    stu, spaces, pol = run.stu, run.spaces, run.pol
     det = {s.name for s in spaces if s.deterministic}
     seen: dict[str, int] = {}
     measured = MeasuredReleases()  # a setting that makes a release already measured is not measured again
@@ -149,17 +220,7 @@ def run_search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol
         if (o is not None and t.state == TrialState.COMPLETE and o.get("technique") in det
                 and t.user_attrs.get("repeat_of") is None and not o.get("internal")):
             seen.setdefault(_key(o["technique"], o.get("params") or {}), t.number)
-
-    def finished() -> int:
-        return sum(1 for t in stu.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL))
-
-    done0 = finished()
-    total_units = 1000
-    own_pool = None
-    running: dict[Future, _Running] = {}
-    repeats = 0
-    fresh: dict[str, Any] | None = None  # a random untried setting for the next trial, after a repeat
-    stopped_by = "trial budget"
+    done0 = _finished(stu)
     # with an ε line the search is a privacy filter: its budget is fixed now, before any trial, and a
     # differentially private trial runs only if what is charged so far plus its own ε stays within it
     # (running trials are charged when they start; a resumed study's trials count from the start)
@@ -168,164 +229,191 @@ def run_search(stu: Any, spaces: Sequence[TechniqueSpace], data: SearchData, pol
     if flt is not None:
         flt.charge(*(d.epsilon for d in search_accounting(_records(stu, pol)).draws))
     plain = sorted(s.name for s in spaces if s.epsilon is None)
-    skips = 0  # trials in a row the filter did not run
-    spent_out = False
-    parallel = executor is not None or workers > 1
-    if parallel and executor is None:
-        own_pool = _process_pool(workers, data)
-    pool = executor if executor is not None else own_pool
-    slots = workers if executor is None else _executor_slots(executor, workers)
+    own_pool = _process_pool(run.workers, run.data) if run.executor is None and run.workers > 1 else None
+    pool = run.executor if run.executor is not None else own_pool
+    slots = run.workers if run.executor is None else _executor_slots(run.executor, run.workers)
+    return SearchState(det, seen, measured, done0, flt, plain, own_pool, pool, slots)
 
-    with progress.steps(total_units, "searching") as step:
-        shown = 0
 
-        def report(text: str) -> None:
-            nonlocal shown
-            now = time.perf_counter()
-            frac = clock.fraction(now)
-            if target is not None:
-                frac = max(frac, min(1.0, (finished() - done0) / max(1, target - done0)))
-            units = int(frac * total_units)
-            step(max(0, units - shown), description=text)
-            shown = max(shown, units)
+def _report(run: SearchRun, st: SearchState, text: str) -> None:
+    """Progress: the larger of the time budget's and the trial budget's share spent."""
+    now = time.perf_counter()
+    frac = run.clock.fraction(now)
+    if run.target is not None:
+        frac = max(frac, min(1.0, (_finished(run.stu) - st.done0) / max(1, run.target - st.done0)))
+    units = int(frac * TOTAL_UNITS)
+    st.step(max(0, units - st.shown), description=text)
+    st.shown = max(st.shown, units)
 
-        def tell(trial: Any, job: TrialJob, outcome: dict[str, Any], repeat_of: int | None = None) -> None:
-            same = measured.repeat_of(outcome)
-            if same is not None:  # its release is one measured already: that trial's measures are its own
-                prev = stu.get_trials(deepcopy=False)[same].user_attrs["outcome"]
-                outcome = {**prev, "technique": job.technique, "params": _json(job.params),
-                           "seconds": outcome.get("seconds"), "release_digest": outcome.get("release_digest")}
-                repeat_of = same
-            measured.note(trial.number, outcome, repeat_of)
-            trial.set_user_attr("outcome", outcome)
-            if repeat_of is not None:
-                trial.set_user_attr("repeat_of", repeat_of)
-            rec = record_of(trial.number, outcome, pol, repeat_of=repeat_of)
-            for v in rec.lines:
-                trial.set_constraint(_constraint_name(v), float(v.margin))
-            if repeat_of is not None:
-                # the same release told twice would count double in the sampler's model of what is good
-                stu.tell(trial, state=TrialState.FAIL)
-            elif rec.error is None and rec.risk is not None and rec.utility_loss is not None:
-                stu.tell(trial, [float(rec.risk), float(rec.utility_loss)])
-            else:
-                # a failure Optuna would ignore; told as the worst outcome (every constraint violated),
-                # the sampler learns to avoid techniques and settings that do not run on this table
-                stu.tell(trial, list(PENALTY))
-            if job.technique in det and not outcome.get("internal"):
-                seen.setdefault(_key(job.technique, job.params), trial.number if repeat_of is None else repeat_of)
-            if repeat_of is None and outcome.get("seconds") and not outcome.get("error"):
-                clock.durations.append(float(outcome["seconds"]))
-            n_ok = sum(1 for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                       if all(v <= 0 for v in t.constraints.values()))
-            report(f"trial {trial.number + 1} · {n_ok} met the policy")
 
+def _tell(run: SearchRun, st: SearchState, trial: Any, job: TrialJob, outcome: dict[str, Any],
+          repeat_of: int | None = None) -> None:
+    """Record a trial's outcome in the study and tell the sampler (risk and loss, one
+    constraint per line)."""
+    from optuna.trial import TrialState
+
+    stu = run.stu
+    same = st.measured.repeat_of(outcome)
+    if same is not None:  # its release is one measured already: that trial's measures are its own
+        prev = stu.get_trials(deepcopy=False)[same].user_attrs["outcome"]
+        outcome = {**prev, "technique": job.technique, "params": _json(job.params),
+                   "seconds": outcome.get("seconds"), "release_digest": outcome.get("release_digest")}
+        repeat_of = same
+    st.measured.note(trial.number, outcome, repeat_of)
+    trial.set_user_attr("outcome", outcome)
+    if repeat_of is not None:
+        trial.set_user_attr("repeat_of", repeat_of)
+    rec = record_of(trial.number, outcome, run.pol, repeat_of=repeat_of)
+    for v in rec.lines:
+        trial.set_constraint(_constraint_name(v), float(v.margin))
+    if repeat_of is not None:
+        # the same release told twice would count double in the sampler's model of what is good
+        stu.tell(trial, state=TrialState.FAIL)
+    elif rec.error is None and rec.risk is not None and rec.utility_loss is not None:
+        stu.tell(trial, [float(rec.risk), float(rec.utility_loss)])
+    else:
+        # a failure Optuna would ignore; told as the worst outcome (every constraint violated),
+        # the sampler learns to avoid techniques and settings that do not run on this table
+        stu.tell(trial, list(PENALTY))
+    if job.technique in st.det and not outcome.get("internal"):
+        st.seen.setdefault(_key(job.technique, job.params), trial.number if repeat_of is None else repeat_of)
+    if repeat_of is None and outcome.get("seconds") and not outcome.get("error"):
+        run.clock.durations.append(float(outcome["seconds"]))
+    n_ok = sum(1 for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+               if all(v <= 0 for v in t.constraints.values()))
+    _report(run, st, f"trial {trial.number + 1} · {n_ok} met the policy")
+
+
+def _can_start(run: SearchRun, st: SearchState) -> bool:
+    """Whether another trial may start: a free slot, room in both budgets, and the space and
+    the ε budget not spent."""
+    return (len(st.running) < st.slots
+            and (run.target is None or _finished(run.stu) + len(st.running) < run.target)
+            and run.clock.can_start(time.perf_counter())
+            and st.repeats < EXHAUSTED_AFTER and st.skips < EXHAUSTED_AFTER)
+
+
+def _start_trials(run: SearchRun, st: SearchState) -> None:
+    """Start trials while one may start (:func:`_can_start`)."""
+    while _can_start(run, st):
+        # once a trial did not fit: does any differentially private setting still fit? (what is
+        # spent only grows, so once none does, none will)
+        st.spent_out = st.spent_out or (st.skips > 0 and st.flt is not None and all(
+            c is None or not st.flt.fits(c) for c in (_cheapest(s, run.data.score_epsilon) for s in run.spaces
+                                                       if s.epsilon is not None)))
+        if st.spent_out and not st.plain:  # nothing differentially private fits any more, nor is there else
+            st.skips = EXHAUSTED_AFTER
+            break
+        _enqueue_next(run, st)
+        _ask_and_start(run, st)
+
+
+def _enqueue_next(run: SearchRun, st: SearchState) -> None:
+    """Fix the next trial's technique (or whole setting) when the sampler should not choose it:
+    only techniques without an ε once the ε budget is spent, a random untried setting after a
+    repeat, or a technique drawn by racing (:func:`race`)."""
+    stu = run.stu
+    if st.spent_out:  # the search stops proposing differentially private trials
+        rng = np.random.default_rng(_seed_of(run.root, 7, len(stu.trials)))
+        stu.enqueue_trial({"technique": st.plain[int(rng.integers(len(st.plain)))]})
+    elif st.fresh is not None:
+        # enqueued only now, so a setting never waits in the study beyond the budget
+        stu.enqueue_trial(st.fresh)
+        st.fresh = None
+    else:
+        aside, weights = race(stu, run.spaces)
+        if aside:  # the technique is drawn here; the sampler still draws its parameters
+            names = sorted(weights)
+            w = np.array([weights[n] for n in names], dtype=float)
+            rng = np.random.default_rng(_seed_of(run.root, 6, len(stu.trials)))
+            stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
+
+
+def _ask_and_start(run: SearchRun, st: SearchState) -> None:
+    """Ask the study for a trial and start it: not run when its ε does not fit the filter, told
+    as a repeat when its deterministic setting was tried, else run here or submitted."""
+    from optuna.trial import TrialState
+
+    stu, data, flt = run.stu, run.data, st.flt
+    trial = stu.ask()
+    room = None if flt is None else flt.room - data.score_epsilon
+    ts, params = suggest(trial, run.spaces, run.n_records, room)
+    job = TrialJob(trial.number, ts.name, params, _seed_of(run.root, 2, trial.number),
+                   st.measured.known() if ts.deterministic else None)
+    trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
+    cost = None if flt is None else trial_cost(ts.name, params, data.score_epsilon)
+    if cost is not None and flt is not None and not flt.fits(*cost):
+        # not run: it reads nothing, spends nothing, and the sampler learns nothing from it
+        trial.set_user_attr("stopped", flt.why_not(*cost))
+        trial.set_user_attr("not_run", True)
+        stu.tell(trial, state=TrialState.FAIL)
+        st.skips += 1
+        return
+    if cost is not None and flt is not None:
+        flt.charge(*cost)
+    st.skips = 0
+    k = _key(ts.name, params)
+    if ts.deterministic and k in st.seen:
+        prev = stu.get_trials(deepcopy=False)[st.seen[k]].user_attrs["outcome"]
+        st.repeats += 1
+        _tell(run, st, trial, job, {**prev, "seconds": 0.0}, repeat_of=st.seen[k])
+        # the sampler is stuck on what it knows: the next trial explores a setting not
+        # tried yet, drawn at random (none found in many draws: the space is spent)
+        rng = np.random.default_rng(_seed_of(run.root, 5, trial.number))
+        racing = race(stu, run.spaces)[0]
+        st.fresh = _untried([s for s in run.spaces if s.name not in racing], rng, run.n_records, st.seen)
+        if st.fresh is None:
+            st.repeats = EXHAUSTED_AFTER
+        return
+    st.repeats = 0
+    if st.pool is None:
+        _tell(run, st, trial, job, run_trial(job, data))
+    else:
+        fut = st.pool.submit(_run_in_worker, job) if st.own_pool is not None else \
+            st.pool.submit(_run_with_data, job, data)
+        st.running[fut] = _Running(trial, job, time.perf_counter())
+
+
+def _why_stopped(run: SearchRun, st: SearchState) -> str | None:
+    """What stopped the search once no trial runs and none may start, or ``None``."""
+    if st.running:
+        return None
+    if st.skips >= EXHAUSTED_AFTER:
+        return "ε budget"
+    if st.repeats >= EXHAUSTED_AFTER:
+        return "search space exhausted"
+    return "trial budget" if run.target is not None and _finished(run.stu) >= run.target else "time budget"
+
+
+def _wait_for_trials(run: SearchRun, st: SearchState) -> bool:
+    """Wait for running trials and tell their outcomes; ``False`` when the time budget ran out
+    first (the trials still running are stopped and recorded as such)."""
+    from optuna.trial import TrialState
+
+    deadline = run.clock.deadline()
+    timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
+    done, _ = wait(list(st.running), timeout=timeout, return_when=FIRST_COMPLETED)
+    if not done:
+        st.stopped_by = "time budget"
+        for fut, r in st.running.items():
+            fut.cancel()
+            r.trial.set_user_attr("stopped", "still running when the time budget ran out")
+            run.stu.tell(r.trial, state=TrialState.FAIL)
+        st.running.clear()
+        _stop(st.own_pool, kill=True)
+        st.own_pool = None
+        return False
+    for fut in done:
+        r = st.running.pop(fut)
         try:
-            while True:
-                while (len(running) < slots
-                       and (target is None or finished() + len(running) < target)
-                       and clock.can_start(time.perf_counter())
-                       and repeats < EXHAUSTED_AFTER and skips < EXHAUSTED_AFTER):
-                    # once a trial did not fit: does any differentially private setting still fit? (what is
-                    # spent only grows, so once none does, none will)
-                    spent_out = spent_out or (skips > 0 and flt is not None and all(
-                        c is None or not flt.fits(c) for c in (_cheapest(s, data.score_epsilon) for s in spaces
-                                                               if s.epsilon is not None)))
-                    if spent_out and not plain:  # nothing differentially private fits any more, nor is there else
-                        skips = EXHAUSTED_AFTER
-                        break
-                    if spent_out:  # the search stops proposing differentially private trials
-                        rng = np.random.default_rng(_seed_of(root, 7, len(stu.trials)))
-                        stu.enqueue_trial({"technique": plain[int(rng.integers(len(plain)))]})
-                    elif fresh is not None:
-                        # enqueued only now, so a setting never waits in the study beyond the budget
-                        stu.enqueue_trial(fresh)
-                        fresh = None
-                    else:
-                        aside, weights = race(stu, spaces)
-                        if aside:  # the technique is drawn here; the sampler still draws its parameters
-                            names = sorted(weights)
-                            w = np.array([weights[n] for n in names], dtype=float)
-                            rng = np.random.default_rng(_seed_of(root, 6, len(stu.trials)))
-                            stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
-                    trial = stu.ask()
-                    room = None if flt is None else flt.room - data.score_epsilon
-                    ts, params = suggest(trial, spaces, n_records, room)
-                    job = TrialJob(trial.number, ts.name, params, _seed_of(root, 2, trial.number),
-                                   measured.known() if ts.deterministic else None)
-                    trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
-                    cost = None if flt is None else trial_cost(ts.name, params, data.score_epsilon)
-                    if cost is not None and flt is not None and not flt.fits(*cost):
-                        # not run: it reads nothing, spends nothing, and the sampler learns nothing from it
-                        trial.set_user_attr("stopped", flt.why_not(*cost))
-                        trial.set_user_attr("not_run", True)
-                        stu.tell(trial, state=TrialState.FAIL)
-                        skips += 1
-                        continue
-                    if cost is not None and flt is not None:
-                        flt.charge(*cost)
-                    skips = 0
-                    k = _key(ts.name, params)
-                    if ts.deterministic and k in seen:
-                        prev = stu.get_trials(deepcopy=False)[seen[k]].user_attrs["outcome"]
-                        repeats += 1
-                        tell(trial, job, {**prev, "seconds": 0.0}, repeat_of=seen[k])
-                        # the sampler is stuck on what it knows: the next trial explores a setting not
-                        # tried yet, drawn at random (none found in many draws: the space is spent)
-                        rng = np.random.default_rng(_seed_of(root, 5, trial.number))
-                        racing = race(stu, spaces)[0]
-                        fresh = _untried([s for s in spaces if s.name not in racing], rng, n_records, seen)
-                        if fresh is None:
-                            repeats = EXHAUSTED_AFTER
-                        continue
-                    repeats = 0
-                    if pool is None:
-                        tell(trial, job, run_trial(job, data))
-                    else:
-                        fut = pool.submit(_run_in_worker, job) if own_pool is not None else \
-                            pool.submit(_run_with_data, job, data)
-                        running[fut] = _Running(trial, job, time.perf_counter())
-                if skips >= EXHAUSTED_AFTER and not running:
-                    stopped_by = "ε budget"
-                    break
-                if repeats >= EXHAUSTED_AFTER and not running:
-                    stopped_by = "search space exhausted"
-                    break
-                if not running:
-                    if target is not None and finished() >= target:
-                        stopped_by = "trial budget"
-                    else:
-                        stopped_by = "time budget"
-                    break
-                deadline = clock.deadline()
-                timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
-                done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
-                if not done:
-                    stopped_by = "time budget"
-                    for fut, r in running.items():
-                        fut.cancel()
-                        r.trial.set_user_attr("stopped", "still running when the time budget ran out")
-                        stu.tell(r.trial, state=TrialState.FAIL)
-                    running.clear()
-                    _stop(own_pool, kill=True)
-                    own_pool = None
-                    break
-                for fut in done:
-                    r = running.pop(fut)
-                    try:
-                        outcome = fut.result()
-                    except Exception as e:  # noqa: BLE001 - a lost worker is recorded as an internal error
-                        outcome = {"technique": r.job.technique, "params": _json(r.job.params), "measures": {},
-                                   "privacy": None, "check": None, "internal": True,
-                                   "error": f"{type(e).__name__}: {' '.join(str(e).split())}",
-                                   "seconds": time.perf_counter() - r.started}
-                    tell(r.trial, r.job, outcome)
-        finally:
-            for fut in running:
-                fut.cancel()
-            if own_pool is not None:
-                _stop(own_pool, kill=bool(running))
-    return stopped_by
+            outcome = fut.result()
+        except Exception as e:  # noqa: BLE001 - a lost worker is recorded as an internal error
+            outcome = {"technique": r.job.technique, "params": _json(r.job.params), "measures": {},
+                       "privacy": None, "check": None, "internal": True,
+                       "error": f"{type(e).__name__}: {' '.join(str(e).split())}",
+                       "seconds": time.perf_counter() - r.started}
+        _tell(run, st, r.trial, r.job, outcome)
+    return True
 
 
 def _constraint_name(v: LineVerdict) -> str:

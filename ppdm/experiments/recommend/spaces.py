@@ -33,9 +33,7 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import Policy, RiskLine
-from ppdm.experiments.recommend.accounting import (
-    trial_cost,
-)
+from ppdm.experiments.recommend.accounting import trial_cost
 from ppdm.experiments.recommend.common import _key
 
 

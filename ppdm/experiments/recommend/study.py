@@ -26,6 +26,10 @@ from ppdm.experiments.recommend.ranking import TrialRecord, record_of
 
 #: files SQLite may leave beside a database
 _SIDE = ("-journal", "-wal", "-shm")
+STUDY_NAME = "ppdm-recommend"
+STUDY_FORMAT = "ppdm.recommend-study"
+#: 2: differentially private trials are judged by noisy scores (an older study's were judged by exact values)
+STUDY_VERSION = 2
 
 
 def make_private(path: str | Path) -> Path:
@@ -65,16 +69,6 @@ def discard_if_empty(path: str | Path) -> bool:
     for side in ("", *_SIDE):
         Path(f"{p}{side}").unlink(missing_ok=True)
     return True
-
-
-STUDY_NAME = "ppdm-recommend"
-
-
-STUDY_FORMAT = "ppdm.recommend-study"
-
-
-#: 2: differentially private trials are judged by noisy scores (an older study's were judged by exact values)
-STUDY_VERSION = 2
 
 
 def _open_study(storage: Any, resume: bool, sampler: Any) -> tuple[Any, bool]:

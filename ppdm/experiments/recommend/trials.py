@@ -16,12 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppdm.anonymize.search_space import (
-    SearchSpace,
-    build_technique,
-    resolve_column_sets,
-    space_of,
-)
+from ppdm.anonymize.search_space import SearchSpace, build_technique, resolve_column_sets, space_of
 from ppdm.data.schema import Schema
 from ppdm.errors import PPDMError
 from ppdm.experiments.recommend import accounting, measure
