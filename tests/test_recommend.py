@@ -294,7 +294,7 @@ def sleepy():
 
 
 def test_the_clock_starts_a_trial_only_while_one_can_end_in_time() -> None:
-    from ppdm.experiments.recommend.search import _Clock
+    from ppdm.experiments.recommend.search import Clock as _Clock
 
     clock = _Clock(10.0, 0.0, 1)
     clock.durations = [1.0, 2.0, 2.0, 6.0]  # the 75th percentile is the estimate: 3

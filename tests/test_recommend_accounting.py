@@ -352,8 +352,8 @@ def test_a_mixed_search_ranks_every_trial_on_the_noisy_scores_scale() -> None:
     # a differentially private technique its loss is 1 − 40/50 = 0.2, the scale a DP trial's score is on
     pol = parse_policy({"risk": {"record_linkage": 0.5}, "utility": {"weights": {"prediction_accuracy": 1}}})
     measures = {"prediction_accuracy": {"value": 0.05, "correct": 40}, "record_linkage": {"value": 0.1}}
-    assert rtrials._release_losses(measures, 50) == {"prediction_accuracy": pytest.approx(0.2)}
+    assert rtrials.release_losses(measures, 50) == {"prediction_accuracy": pytest.approx(0.2)}
     plain = {"technique": "mdav", "params": {"k": 3}, "error": None, "measures": measures}
     assert rmod.record_of(0, plain, pol).utility_loss == pytest.approx(0.05)
-    mixed = {**plain, "losses": rtrials._release_losses(measures, 50)}
+    mixed = {**plain, "losses": rtrials.release_losses(measures, 50)}
     assert rmod.record_of(0, mixed, pol).utility_loss == pytest.approx(0.2)

@@ -36,14 +36,16 @@ def parse_duration(value: Any, what: str = "budget") -> float:
     return seconds
 
 
-def _finite(v: Any) -> bool:
+def finite(v: Any) -> bool:
+    """Whether ``v`` is a finite number (or text that reads as one)."""
     try:
         return v is not None and math.isfinite(float(v))
     except (TypeError, ValueError):
         return False
 
 
-def _json(v: Any) -> Any:
+def json_ready(v: Any) -> Any:
+    """``v`` as JSON holds it (NumPy scalars as Python numbers, anything else unknown as text)."""
     return json.loads(json.dumps(v, default=_plain))
 
 
@@ -53,10 +55,12 @@ def _plain(v: Any) -> Any:
     return str(v)
 
 
-def _seed_of(root: int, *key: int) -> int:
+def seed_of(root: int, *key: int) -> int:
+    """The seed of one use of the search's root seed, named by ``key`` (independent streams)."""
     ss = np.random.SeedSequence(int(root), spawn_key=tuple(int(k) for k in key))
     return int(ss.generate_state(1, dtype=np.uint32)[0])
 
 
-def _key(technique: str, params: Mapping[str, Any]) -> str:
-    return technique + json.dumps(_json(params), sort_keys=True)
+def setting_key(technique: str, params: Mapping[str, Any]) -> str:
+    """The text that names a setting: technique and parameters, in a fixed order."""
+    return technique + json.dumps(json_ready(params), sort_keys=True)

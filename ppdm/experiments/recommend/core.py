@@ -27,24 +27,24 @@ from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import Policy, load_policy, parse_policy
 from ppdm.experiments.recommend import measure
 from ppdm.experiments.recommend.accounting import DEFAULT_SCORE_EPSILON, score_rule
-from ppdm.experiments.recommend.common import _seed_of, parse_duration
+from ppdm.experiments.recommend.common import parse_duration, seed_of
 from ppdm.experiments.recommend.final import make_final
 from ppdm.experiments.recommend.measure import SearchData
 from ppdm.experiments.recommend.ranking import pareto_front, rank, record_of, unmet_report
 from ppdm.experiments.recommend.result import RecommendResult
-from ppdm.experiments.recommend.search import SearchRun, _Clock, race, run_search
+from ppdm.experiments.recommend.search import Clock, SearchRun, race, run_search
 from ppdm.experiments.recommend.spaces import TechniqueSpace, build_spaces
 from ppdm.experiments.recommend.study import (
     STUDY_FORMAT,
     STUDY_NAME,
     STUDY_VERSION,
-    _check_resume,
-    _fail_interrupted,
-    _open_study,
-    _records,
-    _sampler,
-    _storage_label,
+    check_resume,
+    fail_interrupted,
     make_private,
+    make_sampler,
+    open_study,
+    storage_label,
+    study_records,
     study_storage,
 )
 from ppdm.experiments.release import holdout_mask
@@ -195,13 +195,13 @@ def recommend(x: pd.DataFrame, policy: Policy | Mapping[str, Any] | str | Path,
             "schema": sch.to_dict(), "holdout": float(holdout), "removed_identifiers": ids}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler0 = _sampler(0, len(spaces))
-        stu, existed = _open_study(lim.storage, opts.resume, sampler0)
+        sampler0 = make_sampler(0, len(spaces))
+        stu, existed = open_study(lim.storage, opts.resume, sampler0)
     if study is not None and "://" not in str(study):
         make_private(study)  # it holds the split's seed: the owner's only
     attrs = stu.user_attrs
     if existed:
-        _check_resume(attrs, pol, info)
+        check_resume(attrs, pol, info)
         root = int(attrs["seed"])
     else:
         root = int(opts.random_state) if opts.random_state is not None else secrets.randbits(63)
@@ -216,10 +216,10 @@ def recommend(x: pd.DataFrame, policy: Policy | Mapping[str, Any] | str | Path,
     if not existed:
         _store_new_study(stu, pol, info, root, ref_outcome)
     else:
-        _fail_interrupted(stu)
-    stu.sampler = _sampler(_seed_of(root, 3, len(stu.trials)), len(spaces))
+        fail_interrupted(stu)
+    stu.sampler = make_sampler(seed_of(root, 3, len(stu.trials)), len(spaces))
 
-    clock = _Clock(lim.budget_s, start, 1)
+    clock = Clock(lim.budget_s, start, 1)
     # before any trial has ended, a trial is taken to cost the reference's measures and half as much again
     clock.fallback = 1.5 * float(ref_outcome.get("seconds") or 1.0)
     clock.durations = [float(t.user_attrs["outcome"]["seconds"]) for t in stu.trials
@@ -229,13 +229,13 @@ def recommend(x: pd.DataFrame, policy: Policy | Mapping[str, Any] | str | Path,
     stopped_by = run_search(SearchRun(stu, spaces, data, pol, clock, lim.target, lim.workers, opts.executor, root,
                                       len(data.train)))
 
-    records = _records(stu, pol)
+    records = study_records(stu, pol)
     ranking = rank(records, pol)
     result = RecommendResult(
         policy=pol, trials=records, reference=reference, front=pareto_front([r for r in records if r.feasible]),
         ranking=ranking, unmet=None, release=None, control=None, verification=None, chosen=None,
         refit=bool(opts.refit),
-        study={"name": STUDY_NAME, "storage": _storage_label(lim.storage) if lim.storage else None,
+        study={"name": STUDY_NAME, "storage": storage_label(lim.storage) if lim.storage else None,
                "trials": len(records), "new_trials": len(records) - before, "resumed": existed,
                "stopped_by": stopped_by, "budget_seconds": lim.budget_s, "trial_budget": lim.target,
                "set_aside": race(stu, spaces)[0]},
@@ -312,9 +312,9 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
     from ppdm.trees.cart import rules_from_cart
 
     # the split as hold_out draws it, keeping the positions for the release's private log
-    mask = holdout_mask(len(table), holdout, np.random.default_rng(_seed_of(root, 0)))
+    mask = holdout_mask(len(table), holdout, np.random.default_rng(seed_of(root, 0)))
     train, control = table.loc[~mask].reset_index(drop=True), table.loc[mask].reset_index(drop=True)
-    measure_seed = _seed_of(root, 1)
+    measure_seed = seed_of(root, 1)
     rules = None
     if sch.class_column is not None and any(load_all_measures()[m].needs_class for m in pol.measures()):
         rules = rules_from_cart(train, sch, random_state=measure_seed)

@@ -30,7 +30,7 @@ from ppdm.experiments.recommend.accounting import (
     search_accounting,
     searched_privacy,
 )
-from ppdm.experiments.recommend.common import _seed_of
+from ppdm.experiments.recommend.common import seed_of
 from ppdm.experiments.recommend.measure import SearchData
 from ppdm.experiments.recommend.pairing import pair_with_table
 from ppdm.experiments.recommend.ranking import TrialRecord, record_of
@@ -38,10 +38,10 @@ from ppdm.experiments.recommend.repeats import release_digest
 from ppdm.experiments.recommend.result import RecommendResult
 from ppdm.experiments.recommend.trials import (
     TrialJob,
-    _privacy,
-    _release_losses,
     measured_data,
     output_schema,
+    privacy_of,
+    release_losses,
 )
 from ppdm.experiments.release import Release, ReleaseRefused
 
@@ -79,7 +79,7 @@ def make_final(result: RecommendResult, data: SearchData, table: pd.DataFrame, r
                 if over is not None:
                     tried.append(f"{cand.label}: not drawn: {over}")
                     break
-                seed = _seed_of(root, 4, attempt) if seeded else None
+                seed = seed_of(root, 4, attempt) if seeded else None
                 attempt += 1
                 job = TrialJob(-1, cand.technique, dict(cand.params), seed)
                 source = table if result.refit else data.train
@@ -92,7 +92,7 @@ def make_final(result: RecommendResult, data: SearchData, table: pd.DataFrame, r
                     tried.append(f"{cand.label}: refused by the release check ({' '.join(str(e).split())[:160]})")
                     continue
                 step(1, description=f"measuring the recommended release ({cand.label})")
-                privacy = searched_privacy(_privacy(rel.technique), acc)
+                privacy = searched_privacy(privacy_of(rel.technique), acc)
                 if result.refit and (privacy or {}).get("epsilon_total") is None:
                     verification = cand
                 elif result.refit:  # the trial's figures, its ε line judged on what the search spent
@@ -108,7 +108,7 @@ def make_final(result: RecommendResult, data: SearchData, table: pd.DataFrame, r
                                "check": {"share_verbatim": float(rel.check.share_verbatim)}, "error": None,
                                "internal": False}
                     if data.private_search:  # on the scale the trials were ranked on
-                        outcome["losses"] = _release_losses(got, len(data.control))
+                        outcome["losses"] = release_losses(got, len(data.control))
                     verification = record_of(-1, outcome, pol)
                     verification.state = "release"
                 if not verification.feasible:
@@ -152,10 +152,10 @@ def _final_private(result: RecommendResult, data: SearchData, table: pd.DataFram
             tried.append(f"{cand.label}: not drawn: {over}")
             _unmet_final(result, tried, acc, cap)
             return
-        job = TrialJob(-1, cand.technique, dict(cand.params), _seed_of(root, 4, 0) if seeded else None)
+        job = TrialJob(-1, cand.technique, dict(cand.params), seed_of(root, 4, 0) if seeded else None)
         source = table
     else:
-        job = TrialJob(cand.number, cand.technique, dict(cand.params), _seed_of(root, 2, cand.number))
+        job = TrialJob(cand.number, cand.technique, dict(cand.params), seed_of(root, 2, cand.number))
         source = data.train
     with progress.steps(None, "making the recommended release") as step:
         try:
@@ -167,7 +167,7 @@ def _final_private(result: RecommendResult, data: SearchData, table: pd.DataFram
             _unmet_final(result, tried, acc, cap)
             return
         z, out_schema = measured_data(rel), output_schema(rel.technique)
-        own = _privacy(rel.technique)
+        own = privacy_of(rel.technique)
         if result.refit or release_digest(z, out_schema) != (cand.scores or {}).get("release_digest"):
             add_release(acc, "release draw 1", cand.technique, cand.params, own)
             if not result.refit:

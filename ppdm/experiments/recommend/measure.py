@@ -17,7 +17,7 @@ import pandas as pd
 from ppdm.data.schema import Schema
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.recommend.accounting import DEFAULT_SCORE_EPSILON
-from ppdm.experiments.recommend.common import _finite
+from ppdm.experiments.recommend.common import finite
 from ppdm.metrics.base import EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import judge_line, read_entry, result_lower_bound
 
@@ -120,8 +120,8 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
             v = res.value
             entry["value"] = float(v) if math.isfinite(v) else None
             lo, hi = getattr(res.result, "ci_low", None), getattr(res.result, "ci_high", None)
-            if _finite(lo) and _finite(hi):
-                entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]  # _finite: float() works
+            if finite(lo) and finite(hi):
+                entry["ci_low"], entry["ci_high"] = float(lo), float(hi)  # type: ignore[arg-type]  # finite: float() works
             if entry["value"] is None:
                 entry["reason"] = "the measure gave no value"
             why = result_not_judged(res.result) if spec.kind == "risk" else None
@@ -133,7 +133,7 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
             if (getattr(res.result, "percent", None) is True):
                 entry["percent"] = True
             score_z = getattr(res.result, "score_z", None)
-            if name == "prediction_accuracy" and score_z is not None and _finite(score_z):
+            if name == "prediction_accuracy" and score_z is not None and finite(score_z):
                 # the control records Ψz classifies correctly: the count a differentially private trial is scored by
                 entry["correct"] = int(round(float(score_z) * int(getattr(res.result, "n_test", 0))))
         out[name] = entry

@@ -20,19 +20,19 @@ import numpy as np
 from ppdm import progress
 from ppdm.experiments.policy import Policy
 from ppdm.experiments.recommend.accounting import PrivacyFilter, search_accounting, trial_cost
-from ppdm.experiments.recommend.common import _json, _key, _seed_of
+from ppdm.experiments.recommend.common import json_ready, seed_of, setting_key
 from ppdm.experiments.recommend.judging import LineVerdict
 from ppdm.experiments.recommend.measure import SearchData
 from ppdm.experiments.recommend.ranking import record_of
 from ppdm.experiments.recommend.repeats import MeasuredReleases
-from ppdm.experiments.recommend.spaces import TechniqueSpace, _cheapest, _untried, suggest
-from ppdm.experiments.recommend.study import _records
+from ppdm.experiments.recommend.spaces import TechniqueSpace, cheapest_cost, suggest, untried_setting
+from ppdm.experiments.recommend.study import study_records
 from ppdm.experiments.recommend.trials import (
     TrialJob,
-    _init_worker,
-    _run_in_worker,
-    _run_with_data,
+    init_worker,
+    run_in_worker,
     run_trial,
+    run_with_data,
 )
 
 #: consecutive suggestions of deterministic settings already tried after which the space counts as exhausted
@@ -57,7 +57,7 @@ class _Running:
     started: float
 
 
-class _Clock:
+class Clock:
     """The search's time budget: trials start only while one is expected to finish in time,
     leaving ``reserve`` trial durations and a few seconds (:data:`RESERVE_SECONDS`, at most
     :data:`RESERVE_SHARE` of the budget) for the recommended release and the report."""
@@ -138,7 +138,7 @@ class SearchRun:
     spaces: Sequence[TechniqueSpace]
     data: SearchData
     pol: Policy
-    clock: _Clock
+    clock: Clock
     target: int | None
     workers: int
     executor: Executor | None
@@ -150,7 +150,7 @@ class SearchRun:
 class SearchState:
     """What changes while a search runs.
 
-    ``seen`` maps each deterministic setting tried (:func:`ppdm.experiments.recommend.common._key`)
+    ``seen`` maps each deterministic setting tried (:func:`ppdm.experiments.recommend.common.setting_key`)
     to the trial that measured it, ``measured`` the releases measured (a setting that makes one
     again is not measured again); ``flt`` is the privacy filter (with an ε line and a
     differentially private technique), ``plain`` the techniques without an ε; ``repeats``
@@ -219,7 +219,7 @@ def _start_state(run: SearchRun) -> SearchState:
         o = t.user_attrs.get("outcome")
         if (o is not None and t.state == TrialState.COMPLETE and o.get("technique") in det
                 and t.user_attrs.get("repeat_of") is None and not o.get("internal")):
-            seen.setdefault(_key(o["technique"], o.get("params") or {}), t.number)
+            seen.setdefault(setting_key(o["technique"], o.get("params") or {}), t.number)
     done0 = _finished(stu)
     # with an ε line the search is a privacy filter: its budget is fixed now, before any trial, and a
     # differentially private trial runs only if what is charged so far plus its own ε stays within it
@@ -227,7 +227,7 @@ def _start_state(run: SearchRun) -> SearchState:
     flt = PrivacyFilter(pol.epsilon.at_most) if pol.epsilon is not None and any(
         s.epsilon is not None for s in spaces) else None
     if flt is not None:
-        flt.charge(*(d.epsilon for d in search_accounting(_records(stu, pol)).draws))
+        flt.charge(*(d.epsilon for d in search_accounting(study_records(stu, pol)).draws))
     plain = sorted(s.name for s in spaces if s.epsilon is None)
     own_pool = _process_pool(run.workers, run.data) if run.executor is None and run.workers > 1 else None
     pool = run.executor if run.executor is not None else own_pool
@@ -256,7 +256,7 @@ def _tell(run: SearchRun, st: SearchState, trial: Any, job: TrialJob, outcome: d
     same = st.measured.repeat_of(outcome)
     if same is not None:  # its release is one measured already: that trial's measures are its own
         prev = stu.get_trials(deepcopy=False)[same].user_attrs["outcome"]
-        outcome = {**prev, "technique": job.technique, "params": _json(job.params),
+        outcome = {**prev, "technique": job.technique, "params": json_ready(job.params),
                    "seconds": outcome.get("seconds"), "release_digest": outcome.get("release_digest")}
         repeat_of = same
     st.measured.note(trial.number, outcome, repeat_of)
@@ -276,7 +276,7 @@ def _tell(run: SearchRun, st: SearchState, trial: Any, job: TrialJob, outcome: d
         # the sampler learns to avoid techniques and settings that do not run on this table
         stu.tell(trial, list(PENALTY))
     if job.technique in st.det and not outcome.get("internal"):
-        st.seen.setdefault(_key(job.technique, job.params), trial.number if repeat_of is None else repeat_of)
+        st.seen.setdefault(setting_key(job.technique, job.params), trial.number if repeat_of is None else repeat_of)
     if repeat_of is None and outcome.get("seconds") and not outcome.get("error"):
         run.clock.durations.append(float(outcome["seconds"]))
     n_ok = sum(1 for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -299,7 +299,7 @@ def _start_trials(run: SearchRun, st: SearchState) -> None:
         # once a trial did not fit: does any differentially private setting still fit? (what is
         # spent only grows, so once none does, none will)
         st.spent_out = st.spent_out or (st.skips > 0 and st.flt is not None and all(
-            c is None or not st.flt.fits(c) for c in (_cheapest(s, run.data.score_epsilon) for s in run.spaces
+            c is None or not st.flt.fits(c) for c in (cheapest_cost(s, run.data.score_epsilon) for s in run.spaces
                                                        if s.epsilon is not None)))
         if st.spent_out and not st.plain:  # nothing differentially private fits any more, nor is there else
             st.skips = EXHAUSTED_AFTER
@@ -314,7 +314,7 @@ def _enqueue_next(run: SearchRun, st: SearchState) -> None:
     repeat, or a technique drawn by racing (:func:`race`)."""
     stu = run.stu
     if st.spent_out:  # the search stops proposing differentially private trials
-        rng = np.random.default_rng(_seed_of(run.root, 7, len(stu.trials)))
+        rng = np.random.default_rng(seed_of(run.root, 7, len(stu.trials)))
         stu.enqueue_trial({"technique": st.plain[int(rng.integers(len(st.plain)))]})
     elif st.fresh is not None:
         # enqueued only now, so a setting never waits in the study beyond the budget
@@ -325,7 +325,7 @@ def _enqueue_next(run: SearchRun, st: SearchState) -> None:
         if aside:  # the technique is drawn here; the sampler still draws its parameters
             names = sorted(weights)
             w = np.array([weights[n] for n in names], dtype=float)
-            rng = np.random.default_rng(_seed_of(run.root, 6, len(stu.trials)))
+            rng = np.random.default_rng(seed_of(run.root, 6, len(stu.trials)))
             stu.enqueue_trial({"technique": names[int(rng.choice(len(names), p=w / w.sum()))]})
 
 
@@ -338,9 +338,9 @@ def _ask_and_start(run: SearchRun, st: SearchState) -> None:
     trial = stu.ask()
     room = None if flt is None else flt.room - data.score_epsilon
     ts, params = suggest(trial, run.spaces, run.n_records, room)
-    job = TrialJob(trial.number, ts.name, params, _seed_of(run.root, 2, trial.number),
+    job = TrialJob(trial.number, ts.name, params, seed_of(run.root, 2, trial.number),
                    st.measured.known() if ts.deterministic else None)
-    trial.set_user_attr("job", {"technique": ts.name, "params": _json(params)})
+    trial.set_user_attr("job", {"technique": ts.name, "params": json_ready(params)})
     cost = None if flt is None else trial_cost(ts.name, params, data.score_epsilon)
     if cost is not None and flt is not None and not flt.fits(*cost):
         # not run: it reads nothing, spends nothing, and the sampler learns nothing from it
@@ -352,16 +352,16 @@ def _ask_and_start(run: SearchRun, st: SearchState) -> None:
     if cost is not None and flt is not None:
         flt.charge(*cost)
     st.skips = 0
-    k = _key(ts.name, params)
+    k = setting_key(ts.name, params)
     if ts.deterministic and k in st.seen:
         prev = stu.get_trials(deepcopy=False)[st.seen[k]].user_attrs["outcome"]
         st.repeats += 1
         _tell(run, st, trial, job, {**prev, "seconds": 0.0}, repeat_of=st.seen[k])
         # the sampler is stuck on what it knows: the next trial explores a setting not
         # tried yet, drawn at random (none found in many draws: the space is spent)
-        rng = np.random.default_rng(_seed_of(run.root, 5, trial.number))
+        rng = np.random.default_rng(seed_of(run.root, 5, trial.number))
         racing = race(stu, run.spaces)[0]
-        st.fresh = _untried([s for s in run.spaces if s.name not in racing], rng, run.n_records, st.seen)
+        st.fresh = untried_setting([s for s in run.spaces if s.name not in racing], rng, run.n_records, st.seen)
         if st.fresh is None:
             st.repeats = EXHAUSTED_AFTER
         return
@@ -369,8 +369,8 @@ def _ask_and_start(run: SearchRun, st: SearchState) -> None:
     if st.pool is None:
         _tell(run, st, trial, job, run_trial(job, data))
     else:
-        fut = st.pool.submit(_run_in_worker, job) if st.own_pool is not None else \
-            st.pool.submit(_run_with_data, job, data)
+        fut = st.pool.submit(run_in_worker, job) if st.own_pool is not None else \
+            st.pool.submit(run_with_data, job, data)
         st.running[fut] = _Running(trial, job, time.perf_counter())
 
 
@@ -408,7 +408,7 @@ def _wait_for_trials(run: SearchRun, st: SearchState) -> bool:
         try:
             outcome = fut.result()
         except Exception as e:  # noqa: BLE001 - a lost worker is recorded as an internal error
-            outcome = {"technique": r.job.technique, "params": _json(r.job.params), "measures": {},
+            outcome = {"technique": r.job.technique, "params": json_ready(r.job.params), "measures": {},
                        "privacy": None, "check": None, "internal": True,
                        "error": f"{type(e).__name__}: {' '.join(str(e).split())}",
                        "seconds": time.perf_counter() - r.started}
@@ -426,7 +426,7 @@ def _process_pool(workers: int, data: SearchData) -> Executor:
     from joblib.externals.loky.process_executor import ProcessPoolExecutor
 
     one = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
-    return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(data,), env=one)
+    return ProcessPoolExecutor(max_workers=workers, initializer=init_worker, initargs=(data,), env=one)
 
 
 def _executor_slots(executor: Executor, workers: int) -> int:

@@ -34,7 +34,7 @@ from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import Policy, RiskLine
 from ppdm.experiments.recommend.accounting import trial_cost
-from ppdm.experiments.recommend.common import _key
+from ppdm.experiments.recommend.common import setting_key
 
 
 @dataclass(frozen=True)
@@ -283,7 +283,7 @@ def suggest(trial: Any, spaces: Sequence[TechniqueSpace], n_records: int, room: 
     return ts, {**ts.fixed, **chosen}
 
 
-def _cheapest(ts: TechniqueSpace, score_epsilon: float) -> float | None:
+def cheapest_cost(ts: TechniqueSpace, score_epsilon: float) -> float | None:
     """The least a trial of ``ts`` can be charged (its smallest ε, counted once when it can be
     stated for replace-one neighbours, plus its scores); ``None`` without an ε."""
     if ts.epsilon is None:
@@ -330,13 +330,13 @@ def random_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n
     return out
 
 
-def _untried(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int, seen: Mapping[str, int],
+def untried_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int, seen: Mapping[str, int],
              draws: int = 200) -> dict[str, Any] | None:
     """A random setting that is not a deterministic setting already tried, or ``None``."""
     for _ in range(draws):
         setting = random_setting(spaces, rng, n_records)
         ts = next(s for s in spaces if s.name == setting["technique"])
         params = {**ts.fixed, **{k.split(":", 1)[1]: v for k, v in setting.items() if k != "technique"}}
-        if not ts.deterministic or _key(ts.name, params) not in seen:
+        if not ts.deterministic or setting_key(ts.name, params) not in seen:
             return setting
     return None

@@ -71,7 +71,7 @@ def discard_if_empty(path: str | Path) -> bool:
     return True
 
 
-def _open_study(storage: Any, resume: bool, sampler: Any) -> tuple[Any, bool]:
+def open_study(storage: Any, resume: bool, sampler: Any) -> tuple[Any, bool]:
     """The Optuna study in ``storage`` (created, or loaded with ``resume``) and whether it existed."""
     import optuna
 
@@ -81,10 +81,10 @@ def _open_study(storage: Any, resume: bool, sampler: Any) -> tuple[Any, bool]:
     names = [s.study_name for s in optuna.get_all_study_summaries(storage)] if _storage_exists(storage) else []
     exists = STUDY_NAME in names
     if exists and not resume:
-        raise ParameterError(f"the study file {_storage_label(storage)!r} already holds a search; continue it with "
+        raise ParameterError(f"the study file {storage_label(storage)!r} already holds a search; continue it with "
                              "--resume (resume=True) or name another study file")
     if resume and not exists:
-        raise ParameterError(f"--resume: the study file {_storage_label(storage)!r} holds no ppdm search to continue")
+        raise ParameterError(f"--resume: the study file {storage_label(storage)!r} holds no ppdm search to continue")
     if exists:
         return optuna.load_study(study_name=STUDY_NAME, storage=storage, sampler=sampler), True
     return optuna.create_study(directions=directions, sampler=sampler, study_name=STUDY_NAME, storage=storage), False
@@ -102,13 +102,15 @@ def _storage_exists(storage: str) -> bool:
     return True
 
 
-def _storage_label(storage: Any) -> str:
+def storage_label(storage: Any) -> str:
+    """A study storage as messages name it: the file of a SQLite URL, else the URL."""
     if isinstance(storage, str) and storage.startswith("sqlite:///"):
         return storage[len("sqlite:///"):]
     return str(storage)
 
 
-def _check_resume(attrs: Mapping[str, Any], pol: Policy, info: Mapping[str, Any]) -> None:
+def check_resume(attrs: Mapping[str, Any], pol: Policy, info: Mapping[str, Any]) -> None:
+    """Refuse to resume a study made by another search: format and version, table, hold-out, policy."""
     head = attrs.get("ppdm") or {}
     if head.get("format") != STUDY_FORMAT:
         raise ParameterError("the study file holds a study ppdm did not make; name another study file")
@@ -127,7 +129,7 @@ def _check_resume(attrs: Mapping[str, Any], pol: Policy, info: Mapping[str, Any]
                              "new study to search under this one")
 
 
-def _fail_interrupted(stu: Any) -> None:
+def fail_interrupted(stu: Any) -> None:
     """Trials left running by an interrupted run are closed as failed, saying so."""
     from optuna.trial import TrialState
 
@@ -135,7 +137,9 @@ def _fail_interrupted(stu: Any) -> None:
         stu.tell(t.number, state=TrialState.FAIL)
 
 
-def _sampler(seed: int, n_techniques: int) -> Any:
+def make_sampler(seed: int, n_techniques: int) -> Any:
+    """The study's sampler: multivariate TPE with grouped (conditional) parameters and a constant liar
+    for trials still running."""
     import optuna
 
     with warnings.catch_warnings():
@@ -144,7 +148,9 @@ def _sampler(seed: int, n_techniques: int) -> Any:
                                           n_startup_trials=max(8, n_techniques + 3))
 
 
-def _records(stu: Any, pol: Policy) -> list[TrialRecord]:
+def study_records(stu: Any, pol: Policy) -> list[TrialRecord]:
+    """Every trial of the study as a :class:`TrialRecord` judged against ``pol``; a trial without an
+    outcome (interrupted, or stopped by a budget) as ``stopped``."""
     from optuna.trial import TrialState
 
     out = []

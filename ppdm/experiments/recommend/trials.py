@@ -20,7 +20,7 @@ from ppdm.anonymize.search_space import SearchSpace, build_technique, resolve_co
 from ppdm.data.schema import Schema
 from ppdm.errors import PPDMError
 from ppdm.experiments.recommend import accounting, measure
-from ppdm.experiments.recommend.common import _finite, _json
+from ppdm.experiments.recommend.common import finite, json_ready
 from ppdm.experiments.recommend.measure import SearchData
 from ppdm.experiments.recommend.repeats import release_digest
 from ppdm.experiments.release import Release, ReleaseRefused, release
@@ -76,7 +76,7 @@ def make_release(job: TrialJob, table: pd.DataFrame, data: SearchData, input_inf
         # a refused trial is one point of the search: no search of its own for a setting that passes
         rel = release(table, _technique(job, table, data.schema), schema=data.schema, detect_identifiers=False,
                       input_info=input_info or data.input_info, gate_options=opts)
-    if dp and not (_privacy(rel.technique) or {}).get("differentially_private"):
+    if dp and not (privacy_of(rel.technique) or {}).get("differentially_private"):
         for f in rel.findings:
             if f.get("level") == "allowed" and f.get("rule") in _DATA_REFUSALS:
                 raise ReleaseRefused(f"the release check refuses a release that is not differentially private: "
@@ -98,11 +98,11 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
     release refused as almost the original) gives an outcome with ``error``; any other
     exception is a defect of ppdm and is recorded as such (``internal``)."""
     start = time.perf_counter()
-    out: dict[str, Any] = {"technique": job.technique, "params": _json(job.params), "measures": {},
+    out: dict[str, Any] = {"technique": job.technique, "params": json_ready(job.params), "measures": {},
                            "privacy": None, "check": None, "error": None, "internal": False}
     try:
         rel = make_release(job, data.train, data)
-        out["privacy"] = _privacy(rel.technique)
+        out["privacy"] = privacy_of(rel.technique)
         out["check"] = {"share_verbatim": float(rel.check.share_verbatim)}
         # measures pair z's records with x's: the release as published is shuffled
         z, out_schema = measured_data(rel), output_schema(rel.technique)
@@ -122,7 +122,7 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
             out["measures"] = measure.measure_release(z, data, out_schema, stop_on_miss=True,
                                               provenance=rel.provenance)
             if data.private_search:
-                out["losses"] = _release_losses(out["measures"], len(data.control))
+                out["losses"] = release_losses(out["measures"], len(data.control))
     except PPDMError as e:
         out["error"] = " ".join(str(e).split())
     except Exception as e:  # noqa: BLE001 - a defect is recorded and reported, the search goes on
@@ -135,7 +135,7 @@ def run_trial(job: TrialJob, data: SearchData) -> dict[str, Any]:
     return out
 
 
-def _release_losses(measures: Mapping[str, Mapping[str, Any]], control_rows: int) -> dict[str, float]:
+def release_losses(measures: Mapping[str, Mapping[str, Any]], control_rows: int) -> dict[str, float]:
     """The losses that differ from the measure's own value in a search with differentially
     private trials, so every trial is ranked on one scale: ``prediction_accuracy`` as 1 − the
     share of control records Ψz classifies correctly (what a differentially private trial is
@@ -160,14 +160,16 @@ def output_schema(tech: Any) -> Schema | None:
         return None
 
 
-def _privacy(tech: Any) -> dict[str, Any] | None:
+def privacy_of(tech: Any) -> dict[str, Any] | None:
+    """A fitted technique's privacy claim as a trial records it (``differentially_private``,
+    ``epsilon``, ``neighbouring``), or ``None`` when it reports none."""
     rep = getattr(tech, "privacy_report_", None)
     if not isinstance(rep, Mapping):
         return None
     eps = rep.get("epsilon")
     nb = rep.get("neighbouring")
     out = {"differentially_private": bool(rep.get("differentially_private")),
-           "epsilon": float(eps) if _finite(eps) else None}  # type: ignore[arg-type]  # _finite: float(eps) works
+           "epsilon": float(eps) if finite(eps) else None}  # type: ignore[arg-type]  # finite: float(eps) works
     if isinstance(nb, Mapping) and isinstance(nb.get("relation"), str):
         out["neighbouring"] = nb["relation"]  # what the ε is stated for (the accounting counts it)
     return out
@@ -177,15 +179,18 @@ def _privacy(tech: Any) -> dict[str, Any] | None:
 _WORKER_DATA: SearchData | None = None
 
 
-def _init_worker(data: SearchData) -> None:
+def init_worker(data: SearchData) -> None:
+    """A worker process's initializer: keep the search data for every trial it runs."""
     global _WORKER_DATA
     _WORKER_DATA = data
 
 
-def _run_in_worker(job: TrialJob) -> dict[str, Any]:
+def run_in_worker(job: TrialJob) -> dict[str, Any]:
+    """Run a trial in a worker process started by :func:`init_worker`."""
     assert _WORKER_DATA is not None, "worker started without the search data"
     return run_trial(job, _WORKER_DATA)
 
 
-def _run_with_data(job: TrialJob, data: SearchData) -> dict[str, Any]:
+def run_with_data(job: TrialJob, data: SearchData) -> dict[str, Any]:
+    """Run a trial on an executor that is sent the search data with each trial."""
     return run_trial(job, data)
