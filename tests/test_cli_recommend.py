@@ -181,7 +181,7 @@ def test_the_schema_documents_every_field_of_a_trial_its_outcomes_and_the_search
     search's ε accounting (Accounting.to_dict) write is documented, and a wrong value is refused."""
     from ppdm.experiments.policy import parse_policy
     from ppdm.experiments.recommend import RecommendResult, record_of
-    from ppdm.experiments.recommend_accounting import Accounting
+    from ppdm.experiments.recommend.accounting import Accounting
 
     defs = VALIDATOR.schema["$defs"]
     rec_props = defs["recommendation"]["allOf"][1]["properties"]

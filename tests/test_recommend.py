@@ -294,7 +294,7 @@ def sleepy():
 
 
 def test_the_clock_starts_a_trial_only_while_one_can_end_in_time() -> None:
-    from ppdm.experiments.recommend import _Clock
+    from ppdm.experiments.recommend.search import Clock as _Clock
 
     clock = _Clock(10.0, 0.0, 1)
     clock.durations = [1.0, 2.0, 2.0, 6.0]  # the 75th percentile is the estimate: 3
@@ -451,10 +451,11 @@ def test_outputs_hold_no_record(tmp_path: Path) -> None:
 
 
 def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkeypatch: Any) -> None:
-    import ppdm.experiments.recommend as R
+    from ppdm.experiments.recommend import measure as M
+    from ppdm.experiments.recommend import trials as T
     from ppdm.report.recommend import recommendation_document
 
-    made, refused = R.make_release, []
+    made, refused = T.make_release, []
 
     def make(job: Any, table: Any, data: Any, info: Any = None) -> Any:
         rel = made(job, table, data, info)
@@ -462,7 +463,7 @@ def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkey
             rel.data.attrs["final"] = (job.technique, job.params.get("k"))
         return rel
 
-    measured = R.measure_release
+    measured = M.measure_release
 
     def measure(z: Any, data: Any, out_schema: Any = None, **kw: Any) -> Any:
         out = measured(z, data, out_schema, **kw)
@@ -472,8 +473,8 @@ def test_when_fresh_draws_of_the_winner_miss_the_next_in_rank_is_released(monkey
             out["record_linkage"] = {**out["record_linkage"], "value": 1.0}  # this draw misses the line
         return out
 
-    monkeypatch.setattr(R, "make_release", make)
-    monkeypatch.setattr(R, "measure_release", measure)
+    monkeypatch.setattr(T, "make_release", make)
+    monkeypatch.setattr(M, "measure_release", measure)
     res = recommend(X, POLICY, schema=SCHEMA, n_trials=30, random_state=0)
     assert len(res.ranking) >= 2 and res.chosen is res.ranking[1]
     assert refused == [(res.winner.technique, res.winner.params["k"])]  # MDAV draws nothing: one try is enough

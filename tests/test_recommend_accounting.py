@@ -25,7 +25,10 @@ from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.experiments import recommend as rmod
 from ppdm.experiments.policy import parse_policy
-from ppdm.experiments.recommend_accounting import (
+from ppdm.experiments.recommend import accounting as racc
+from ppdm.experiments.recommend import measure as rmeasure
+from ppdm.experiments.recommend import trials as rtrials
+from ppdm.experiments.recommend.accounting import (
     NOT_USED,
     Accounting,
     PrivacyFilter,
@@ -216,8 +219,8 @@ def test_the_choice_among_dp_trials_reads_the_noisy_scores_only(monkeypatch: pyt
         return {"epsilon": score_epsilon, "neighbouring": "replace",
                 "measures": {m: {"loss": 0.5 - 0.1 * k} for m in measures}}
 
-    monkeypatch.setattr(rmod, "measure_release", fake_measures)
-    monkeypatch.setattr(rmod, "noisy_scores", fake_scores)
+    monkeypatch.setattr(rmeasure, "measure_release", fake_measures)
+    monkeypatch.setattr(racc, "noisy_scores", fake_scores)
     pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"prediction_accuracy": 1}},
            "techniques": {"dpcube": {"epsilon": 0.5, "neighbouring": "replace"}}}
     res = rmod.recommend(x, pol, schema=_schema(x), n_trials=3, random_state=1)
@@ -349,8 +352,8 @@ def test_a_mixed_search_ranks_every_trial_on_the_noisy_scores_scale() -> None:
     # a differentially private technique its loss is 1 − 40/50 = 0.2, the scale a DP trial's score is on
     pol = parse_policy({"risk": {"record_linkage": 0.5}, "utility": {"weights": {"prediction_accuracy": 1}}})
     measures = {"prediction_accuracy": {"value": 0.05, "correct": 40}, "record_linkage": {"value": 0.1}}
-    assert rmod._release_losses(measures, 50) == {"prediction_accuracy": pytest.approx(0.2)}
+    assert rtrials.release_losses(measures, 50) == {"prediction_accuracy": pytest.approx(0.2)}
     plain = {"technique": "mdav", "params": {"k": 3}, "error": None, "measures": measures}
     assert rmod.record_of(0, plain, pol).utility_loss == pytest.approx(0.05)
-    mixed = {**plain, "losses": rmod._release_losses(measures, 50)}
+    mixed = {**plain, "losses": rtrials.release_losses(measures, 50)}
     assert rmod.record_of(0, mixed, pol).utility_loss == pytest.approx(0.2)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from ppdm.cli.app import app
 from ppdm.data.provenance import decode_positions
 from ppdm.errors import PPDMError
-from ppdm.experiments.recommend_study import discard_if_empty, finished_trials, make_private
+from ppdm.experiments.recommend.study import discard_if_empty, finished_trials, make_private
 
 runner = CliRunner()
 
@@ -86,12 +86,12 @@ def test_the_study_file_is_private_and_said_to_be(d: Path) -> None:
 
 
 def test_a_failed_run_leaves_no_study_that_blocks_the_rerun(d: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ppdm.experiments.recommend as rec
+    import ppdm.experiments.recommend.core as rec
 
     def refuse(*args: object, **kwargs: object) -> str:
         raise PPDMError("refused before any trial")
 
-    monkeypatch.setattr(rec, "_search", refuse)
+    monkeypatch.setattr(rec, "run_search", refuse)
     r = _recommend(d)
     assert r.exit_code == 2 and "refused before any trial" in r.output
     assert not (d / "z.study.db").exists()  # the rerun is not told to --resume an empty study
@@ -101,7 +101,7 @@ def test_a_failed_run_leaves_no_study_that_blocks_the_rerun(d: Path, monkeypatch
     def fail_late(*args: object, **kwargs: object) -> None:
         raise PPDMError("failed after the search")
 
-    monkeypatch.setattr(rec, "_final", fail_late)
+    monkeypatch.setattr(rec, "make_final", fail_late)
     r = _recommend(d)
     assert r.exit_code == 2 and "failed after the search" in r.output
     assert finished_trials(d / "z.study.db") == 3

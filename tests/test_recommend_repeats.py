@@ -1,5 +1,5 @@
 """A setting that makes a release the search has already measured is not measured again: it is
-told the earlier trial's measures, as a repeat of it (``ppdm.experiments.recommend_repeats``)."""
+told the earlier trial's measures, as a repeat of it (``ppdm.experiments.recommend.repeats``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 
 from ppdm.data.schema import Schema
 from ppdm.experiments.recommend import recommend
-from ppdm.experiments.recommend_repeats import MeasuredReleases, release_digest
+from ppdm.experiments.recommend.repeats import MeasuredReleases, release_digest
 
 
 def _table(n: int = 60, seed: int = 0) -> pd.DataFrame:
@@ -19,7 +19,7 @@ def _table(n: int = 60, seed: int = 0) -> pd.DataFrame:
 
 
 def test_settings_that_make_the_same_release_are_measured_once(monkeypatch) -> None:
-    import ppdm.experiments.recommend as rec
+    import ppdm.experiments.recommend.measure as rec
 
     x = _table()
     # 30 training records: MDAV with any k from 16 to 30 makes one group of all 30 (fewer than 2k records

@@ -162,7 +162,7 @@ def recommend(
     from ppdm.data.io import check_output_path, check_output_table
     from ppdm.data.provenance import check_sidecars_free, provenance_path
     from ppdm.experiments.policy import load_policy, parse_policy
-    from ppdm.experiments.recommend import parse_duration
+    from ppdm.experiments.recommend import RecommendOptions, parse_duration
     from ppdm.experiments.recommend import recommend as run
     from ppdm.experiments.release import control_path
 
@@ -207,17 +207,19 @@ def recommend(
     info = {"source": data, "sha256": _input_sha256(data), "rows": len(x) + dropped, "columns": x.shape[1],
             "missing": missing, "rows_dropped": dropped}
     from ppdm.cli.progress import progress_of_library
-    from ppdm.experiments.recommend_study import discard_if_empty, make_private
+    from ppdm.experiments.recommend.study import discard_if_empty, make_private
 
+    options = RecommendOptions(schema=sch, holdout=holdout, refit=refit, study=study_path, resume=resume,
+                               budget=budget_s, n_trials=trials, n_jobs=jobs, executor=executor,
+                               random_state=random_state, input_info=info, started=started,
+                               score_epsilon=score_epsilon)
     new_study = not study_path.exists()
     try:
         if new_study:
             make_private(study_path)  # the owner's only from its first byte: it holds the split's seed
         with progress_of_library(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = run(x, pol, schema=sch, holdout=holdout, refit=refit, study=study_path, resume=resume,
-                         budget=budget_s, n_trials=trials, n_jobs=jobs, executor=executor,
-                         random_state=random_state, input_info=info, started=started, score_epsilon=score_epsilon)
+            result = run(x, pol, options)
     except BaseException:
         if new_study:  # a refused or failed run leaves no study that blocks the next one (unless trials ran)
             discard_if_empty(study_path)
@@ -341,7 +343,7 @@ def _print(doc: dict[str, Any], result: Any, random_state: int | None) -> None:
         for ln in (doc["release"]["measured"] or {}).get("lines", []):
             console.print(f"  {line_text(ln)}", highlight=False, markup=False, soft_wrap=True)
     if result.accounting is not None and (doc["release"].get("epsilon") is not None):
-        from ppdm.experiments.recommend_accounting import summary
+        from ppdm.experiments.recommend.accounting import summary
 
         console.print(summary(result.accounting), highlight=False, markup=False, soft_wrap=True)
     console.print("release check:", highlight=False)

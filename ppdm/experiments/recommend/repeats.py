@@ -9,7 +9,7 @@ measured with); a trial whose release has the fingerprint of one already measure
 the earlier trial's measures (a repeat of it) without being measured.
 
 Random techniques are left out: each trial is a new draw, and a differentially private draw
-spends its ε whatever it looks like (:mod:`ppdm.experiments.recommend_accounting`).
+spends its ε whatever it looks like (:mod:`ppdm.experiments.recommend.accounting`).
 """
 
 from __future__ import annotations
