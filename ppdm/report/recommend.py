@@ -443,7 +443,7 @@ def _noise_in_data_units(name: str, params: Mapping[str, Any], given: Mapping[st
             continue
         unit = " days" if days else ""
         if name == "gaussian-noise":
-            sd = float(np.std(v, ddof=1)) / math.sqrt(1.0 + float(level))
+            sd = float(np.std(v, ddof=1)) / math.sqrt(1.0 + float(level or 0.0))  # a number: checked above
             rows.append((c, f"a changed value gets Gaussian noise of standard deviation ≈ {fmt_number(sd)}{unit} "
                             "(the column's own, estimated from the release)"))
         else:
@@ -534,16 +534,18 @@ def front_plot(doc: Mapping[str, Any]) -> bytes:
     ax = fig.add_subplot()
     pts = [t for t in doc["trials"] if t.get("risk") is not None and t.get("utility_loss") is not None
            and t.get("repeat_of") is None]
-    ref = doc.get("reference")
-    has_ref = ref is not None and _is_number(ref.get("risk")) and _is_number(ref.get("utility_loss"))
+    ref: dict[str, Any] = doc.get("reference") or {}
+    has_ref = bool(ref) and _is_number(ref.get("risk")) and _is_number(ref.get("utility_loss"))
     every_x = [t["risk"] for t in pts] + ([ref["risk"]] if has_ref else [])
     every_y = [t["utility_loss"] for t in pts] + ([ref["utility_loss"]] if has_ref else [])
     log_x, log_y = _log_axis(every_x), _log_axis(every_y)
     biggest = 1
-    for group, style in (([t for t in pts if t["number"] not in feas],
+    styles: tuple[tuple[list[Any], dict[str, Any]], ...] = (
+        ([t for t in pts if t["number"] not in feas],
                           {"marker": "x", "color": "#999999", "zorder": 2, "label": "missed the policy"}),
                          ([t for t in pts if t["number"] in feas],
-                          {"marker": "o", "color": "#1f77b4", "alpha": 0.75, "zorder": 3, "label": "met the policy"})):
+                          {"marker": "o", "color": "#1f77b4", "alpha": 0.75, "zorder": 3, "label": "met the policy"}))
+    for group, style in styles:
         if not group:
             continue
         clusters = map_groups([(t["risk"], t["utility_loss"]) for t in group], log_x=log_x, log_y=log_y)
