@@ -431,6 +431,53 @@ def test_selection_picks_the_attributes_that_separate_the_classes():
     assert not any(p["name"].startswith("attribute selection") for p in small.privacy_report_["phases"])
 
 
+def _one_signal_table(n: int = 400) -> tuple[pd.DataFrame, Schema]:
+    """One attribute that separates the classes, eleven that do not: phase S keeps few of them."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, n)
+    cols = {f"w{j}": rng.choice([0.0, 0.5], n) for j in range(10)}  # word-frequency-like: near 0 in [0, 100]
+    cols["runs"] = rng.integers(1, 20, n)  # a whole number declared in [1, 10 000]
+    cols["signal"] = np.where(y == 1, rng.uniform(60, 100, n), rng.uniform(0, 40, n))
+    df = pd.DataFrame({**cols, "y": y})
+    num = [c for c in df.columns if c != "y"]
+    bounds = {**dict.fromkeys(num, (0.0, 100.0)), "runs": (1, 10_000)}
+    return df, Schema(num, [], "y", integer=["runs"], bounds=bounds, categories={"y": [0, 1]})
+
+
+def test_unbinned_attributes_sit_at_the_centre_of_their_declared_range():
+    df, sch = _one_signal_table()
+    centre = DPCube(schema=sch, epsilon=1.0, random_state=0).fit(df)
+    uniform = DPCube(schema=sch, epsilon=1.0, unbinned="uniform", random_state=0).fit(df)
+    assert centre.unbinned_ and "signal" in centre.selected_ and "signal" not in centre.unbinned_
+    assert set(centre.unbinned_) == set(sch.numeric) - set(centre.selected_)
+    z, zu = centre.transform(df), uniform.transform(df)
+    for c in centre.unbinned_:
+        # by hand: the centre of [0, 100] is 50.0; of the whole numbers 1..10 000, (1 + 10 000) // 2 = 5000
+        assert (z[c] == (5000 if c == "runs" else 50.0)).all(), c
+        assert zu[c].nunique() > 10 and zu[c].min() >= sch.bounds[c][0] and zu[c].max() <= sch.bounds[c][1]
+    assert z["runs"].dtype == np.int64
+    # the selected attribute keeps its structure either way, and the centre is placed for free: the same seed
+    # makes the same noisy outputs, the same budget and the same record count with either choice
+    assert z.groupby("y")["signal"].mean().diff().iloc[-1] > 20
+    assert centre.epsilon_spent_ == uniform.epsilon_spent_ == 1.0
+    assert np.array_equal(centre.noisy_counts_, uniform.noisy_counts_) and len(z) == len(zu)
+    assert centre.privacy_report_["phases"] == uniform.privacy_report_["phases"]
+    with pytest.raises(ParameterError, match="unbinned must be 'center' or 'uniform'"):
+        DPCube(schema=sch, unbinned="middle").fit(df)
+
+
+def test_class_first_by_default_when_the_attributes_were_chosen_for_the_class():
+    df, sch = _one_signal_table()
+    t = DPCube(schema=sch, epsilon=1.0, random_state=0).fit(df)
+    assert t.split_dimension_ == "class-first"
+    # every partition holds one class: the class dimension (last in the grid) was cut first
+    cls = [d.name for d in t.grid_.dims].index("y")
+    assert len(t.partitions_) > 1 and (t.partitions_[:, cls, 0] == t.partitions_[:, cls, 1]).all()
+    assert DPCube(schema=sch, epsilon=1.0, split_dimension="widest", random_state=0).fit(df).split_dimension_ == "widest"
+    # a narrow table (every attribute fits, no phase S) keeps Xiao et al.'s widest-first cuts
+    assert DPCube(schema=SCHEMA, random_state=0).fit(_table(2000)).split_dimension_ == "widest"
+
+
 def test_the_grid_grows_with_epsilon():
     df = _table(2000)
     cells = [DPCube(schema=SCHEMA, epsilon=e, random_state=0).fit(df).grid_.n_cells for e in (0.1, 1, 10)]

@@ -254,8 +254,9 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         min_count: float | None = None,
         split_threshold: float = 4.0,
         split: str = "median",
-        split_dimension: str = "widest",
+        split_dimension: str = "auto",
         placement: str = "cells",
+        unbinned: str = "center",
         combine: bool = False,
         neighbouring: str = "add-remove",
         size_share: float = 0.05,
@@ -286,6 +287,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         self.split = split
         self.split_dimension = split_dimension
         self.placement = placement
+        self.unbinned = unbinned
         self.combine = combine
         self.neighbouring = neighbouring
         self.size_share = size_share
@@ -359,8 +361,17 @@ class DPCube(_GridPlan, _Report, _Synthesis):
             self._warn("coarse grid", CoarseGridWarning,
                 f"at this table size and ε = {self.epsilon:g}, DPCube's grid keeps the structure of "
                 f"{len(schema.attributes) - len(single)} of the {len(schema.attributes)} attributes; the other "
-                f"{len(single)} are drawn uniformly over their declared domain, independently of the rest; release "
+                f"{len(single)} carry none of it ("
+                + ("numbers at the centre of their declared range, categories" if self.unbinned == "center" else "all")
+                + " drawn uniformly over their declared domain, independently of the rest); release "
                 "fewer attributes or spend a larger ε to keep more of their structure")
+        # the kd-tree's first cuts: with "auto", the class first when phase S chose the attributes
+        # for it (a wide table), the widest dimension otherwise (Xiao et al.); public either way
+        chosen_for_class = any(s.name.startswith("attribute selection") for s in steps)
+        self.split_dimension_ = ("class-first" if self.split_dimension == "class-first"
+                                 or (self.split_dimension == "auto" and chosen_for_class) else "widest")
+        # numeric attributes with one cell of the grid: released at their domain's centre (unbinned="center")
+        self.unbinned_ = [c for c in single if c in schema.numeric] if self.bins == "auto" else []
         if self.partitioning == "cell":
             e1, e2 = rest, 0.0
         else:
@@ -382,7 +393,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
             min_count = self.min_count if self.min_count is not None else (
                 0.0 if math.isinf(e1) else 2.0 * delta / e1)
             first: tuple[int, ...] = ()
-            if self.split_dimension == "class-first" and schema.class_column is not None:
+            if self.split_dimension_ == "class-first" and schema.class_column is not None:
                 j = grid.columns.index(schema.class_column)
                 first = (grid.active.index(j),) if j in grid.active else ()
             boxes = kd_partition(
