@@ -444,26 +444,35 @@ def _one_signal_table(n: int = 400) -> tuple[pd.DataFrame, Schema]:
     return df, Schema(num, [], "y", integer=["runs"], bounds=bounds, categories={"y": [0, 1]})
 
 
-def test_unbinned_attributes_sit_at_the_centre_of_their_declared_range():
+def test_wide_tables_release_numbers_at_their_cell_centres():
     df, sch = _one_signal_table()
     centre = DPCube(schema=sch, epsilon=1.0, random_state=0).fit(df)
-    uniform = DPCube(schema=sch, epsilon=1.0, unbinned="uniform", random_state=0).fit(df)
-    assert centre.unbinned_ and "signal" in centre.selected_ and "signal" not in centre.unbinned_
-    assert set(centre.unbinned_) == set(sch.numeric) - set(centre.selected_)
+    uniform = DPCube(schema=sch, epsilon=1.0, values="uniform", random_state=0).fit(df)
+    assert centre.values_ == "center" and uniform.values_ == "uniform"
+    left_out = [c for c in sch.numeric if c not in centre.selected_]
+    assert left_out and "signal" in centre.selected_
     z, zu = centre.transform(df), uniform.transform(df)
-    for c in centre.unbinned_:
+    for c in left_out:
         # by hand: the centre of [0, 100] is 50.0; of the whole numbers 1..10 000, (1 + 10 000) // 2 = 5000
         assert (z[c] == (5000 if c == "runs" else 50.0)).all(), c
         assert zu[c].nunique() > 10 and zu[c].min() >= sch.bounds[c][0] and zu[c].max() <= sch.bounds[c][1]
     assert z["runs"].dtype == np.int64
-    # the selected attribute keeps its structure either way, and the centre is placed for free: the same seed
-    # makes the same noisy outputs, the same budget and the same record count with either choice
-    assert z.groupby("y")["signal"].mean().diff().iloc[-1] > 20
+    # a selected attribute: one value per cell, the centre of the cell's range (narrowed to the DP hull)
+    dim = next(d for d in centre.grid_.dims if d.name == "signal")
+    a, b = dim.edges[:-1], dim.edges[1:]
+    if dim.support is not None:
+        a, b = np.maximum(a, dim.support[0]), np.minimum(b, dim.support[1])
+    assert set(z["signal"].unique()) <= set((a + (b - a) / 2).tolist())
+    assert z.groupby("y")["signal"].mean().diff().iloc[-1] > 20  # the class structure is kept
+    # placed for free: the same seed makes the same noisy outputs, budget and record count either way
     assert centre.epsilon_spent_ == uniform.epsilon_spent_ == 1.0
     assert np.array_equal(centre.noisy_counts_, uniform.noisy_counts_) and len(z) == len(zu)
     assert centre.privacy_report_["phases"] == uniform.privacy_report_["phases"]
-    with pytest.raises(ParameterError, match="unbinned must be 'center' or 'uniform'"):
-        DPCube(schema=sch, unbinned="middle").fit(df)
+    # a narrow table (every attribute fits, no phase S) keeps Xiao et al.'s uniform draws
+    assert DPCube(schema=SCHEMA, random_state=0).fit(_table(2000)).values_ == "uniform"
+    assert DPCube(schema=SCHEMA, values="center", random_state=0).fit(_table(2000)).values_ == "center"
+    with pytest.raises(ParameterError, match="values must be 'auto', 'center' or 'uniform'"):
+        DPCube(schema=sch, values="middle").fit(df)
 
 
 def test_class_first_by_default_when_the_attributes_were_chosen_for_the_class():
@@ -473,7 +482,8 @@ def test_class_first_by_default_when_the_attributes_were_chosen_for_the_class():
     # every partition holds one class: the class dimension (last in the grid) was cut first
     cls = [d.name for d in t.grid_.dims].index("y")
     assert len(t.partitions_) > 1 and (t.partitions_[:, cls, 0] == t.partitions_[:, cls, 1]).all()
-    assert DPCube(schema=sch, epsilon=1.0, split_dimension="widest", random_state=0).fit(df).split_dimension_ == "widest"
+    widest = DPCube(schema=sch, epsilon=1.0, split_dimension="widest", random_state=0).fit(df)
+    assert widest.split_dimension_ == "widest"
     # a narrow table (every attribute fits, no phase S) keeps Xiao et al.'s widest-first cuts
     assert DPCube(schema=SCHEMA, random_state=0).fit(_table(2000)).split_dimension_ == "widest"
 

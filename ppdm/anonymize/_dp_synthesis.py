@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm.anonymize._dp_domain import _Declared
-from ppdm.anonymize._dp_grid import _GAP, MISSING, OTHER, Grid, GridDim
+from ppdm.anonymize._dp_grid import _GAP, MISSING, OTHER, Grid
 from ppdm.anonymize._dp_partition import box_volumes
 from ppdm.anonymize._dp_phases import _child_rng
 from ppdm.data.schema import Schema
@@ -75,24 +75,6 @@ def _cells_by_weight(part_of_cell: np.ndarray, weights: np.ndarray, counts: np.n
 
 
 
-def _centre(dim: GridDim) -> float | int:
-    """The centre of a one-cell numeric dimension's declared range (whole numbers: rounded down).
-
-    An attribute left with one cell of the grid carries nothing of x. Xiao et al.'s
-    uniformity assumption (specs ``trees_and_perturbation.md`` §6 step 4) draws it uniformly
-    over the partition's range, here the whole declared range: variation that a learner
-    splits on although it tells nothing, and that routes real records (which sit in a small
-    part of a wide declared range) down arbitrary branches. The centre says the same nothing
-    without that variation; it is the representative value of a bin that paper 001 §2.2
-    uses too. A function of the declared domain only: no privacy cost.
-    """
-    if dim.kind == "integer":
-        assert dim.int_lo is not None and dim.int_hi is not None
-        return int((int(dim.int_lo[0]) + int(dim.int_hi[-1])) // 2)
-    assert dim.edges is not None
-    return float((float(dim.edges[0]) + float(dim.edges[-1])) / 2.0)
-
-
 class _Synthesis(_Declared):
     """The transform of a fitted DPCube: synthetic records drawn inside its partitions."""
 
@@ -101,7 +83,7 @@ class _Synthesis(_Declared):
     noisy_counts_: np.ndarray
     partitions_: np.ndarray
     n_rows_: int | None
-    unbinned_: list[str]
+    values_: str
     _boxes: np.ndarray
 
     # --------------------------------------------------------------- helpers
@@ -164,11 +146,10 @@ class _Synthesis(_Declared):
             boxes = np.repeat(self.partitions_, counts, axis=0)
             lo, hi = boxes[:, :, 0], boxes[:, :, 1]
         raw: dict[str, np.ndarray] = {}
-        centred = set(getattr(self, "unbinned_", ())) if self.unbinned == "center" else set()
+        # values_ "center": every number at the centre of its cell's range (see DPCube's values=)
+        centre = getattr(self, "values_", "uniform") == "center"
         for j, dim in enumerate(self.grid_.dims):
-            raw[dim.name] = dim.sample(lo[:, j], hi[:, j], rng)
-            if dim.name in centred:
-                raw[dim.name] = np.full(m, _centre(dim), dtype=raw[dim.name].dtype)
+            raw[dim.name] = dim.sample(lo[:, j], hi[:, j], rng, centre=centre)
         # shuffle so the row order does not reveal the partitions
         perm = rng.permutation(m)
         cols: dict[str, pd.Series] = {}

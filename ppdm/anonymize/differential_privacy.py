@@ -17,7 +17,8 @@ table of n records and a budget ε, under add/remove-one neighbours (the default
 S. **Attribute selection** (only when the grid cannot hold every attribute). Each
    attribute's best split of the records by class is scored (Gini purity, sensitivity 1)
    and the exponential mechanism picks, one after the other, the attributes that get
-   bins; the others are released uniformly over their declared domain.
+   bins; the others carry nothing of x (numbers at the centre of their declared range,
+   categories uniform over their declared values; see ``values``).
 Q. **Bin edges.** The bins of a numeric attribute are cut at quantiles of a noisy
    histogram of its values inside the declared bounds, which zooms into pieces that hold
    most records; values are drawn inside the noisy hull of the records.
@@ -27,6 +28,13 @@ Q. **Bin edges.** The bins of a numeric attribute are cut at quantiles of a nois
    **noisy partition counts**: each final box's true count gets ``DLap(Δ/ε2)``.
 3. **Synthetic records** drawn inside the partitions, in cells chosen in proportion to
    their phase-1 noisy counts (post-processing). The rows are shuffled.
+
+**Wide tables** (phase S ran, so the grid holds a few attributes chosen for the class):
+the kd-tree cuts the class first, so every partition holds one class and its count is a
+noisy count of that class alone (``split_dimension="auto"``), and numbers are released at
+the centre of their cell (``values="auto"``) rather than uniformly inside it. Both read
+only noisy outputs and the declared domain: post-processing, no budget. Why:
+``docs/differential_privacy.md`` (section "Wide tables: robust to the learner").
 
 The phases are chosen one after the other from earlier noisy outputs (adaptive
 sequential composition), each phase over disjoint cells, boxes or records (parallel
@@ -178,12 +186,22 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         declared bounds (no budget spent on them).
     max_depth, min_count, split_threshold, split, split_dimension:
         The kd-tree (see :func:`kd_partition`); ``min_count=None`` means two noise scales
-        ``2·Δ/ε1``; ``split_dimension`` ``"widest"`` (Xiao et al.) or ``"class-first"``
-        (ppdm's extension beyond the paper).
+        ``2·Δ/ε1``; ``split_dimension`` ``"widest"`` (Xiao et al.), ``"class-first"``
+        (ppdm's extension beyond the paper) or ``"auto"`` (default: ``"class-first"`` when
+        phase S chose the attributes for the class, ``"widest"`` otherwise; the choice made
+        is ``split_dimension_``).
     placement:
         ``"cells"`` (default; a cell chosen in proportion to the partition's phase-1 noisy
         cells clipped at zero, then uniformly inside it) or ``"uniform"`` (uniformly over
         the partition, the paper's uniformity assumption).
+    values:
+        Where a number falls inside its cell (its partition with ``placement="uniform"``):
+        ``"uniform"`` (Xiao et al.'s uniformity assumption), ``"center"`` (the centre of the
+        range, whole numbers rounded down; an attribute with one cell sits at the centre of
+        its declared range, which says as little as a uniform draw without inventing
+        variation a learner would split on) or ``"auto"`` (default: ``"center"`` when phase S
+        ran, ``"uniform"`` otherwise; the choice made is ``values_``). Categories are always
+        drawn uniformly over their cell.
     combine:
         Replace each partition's noisy count by the inverse-variance average of it and
         the sum of its phase-1 noisy cells (free post-processing; off by default).
@@ -220,7 +238,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
 
     Attributes (after ``fit``)
     --------------------------
-    grid_, bins_, selected_, histogram_noisy_, partitions_, noisy_counts_, n_noisy_,
+    grid_, bins_, selected_, split_dimension_, values_, histogram_noisy_, partitions_, noisy_counts_, n_noisy_,
     n_rows_, privacy_report_ (a JSON-able dict), epsilon_spent_: outputs of the mechanism,
     covered by the guarantee. ``partition_counts_`` (true counts) and ``private_report_``
     (exact record counts, drops and clamps) are the owner's secret: never publish them.
@@ -256,7 +274,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         split: str = "median",
         split_dimension: str = "auto",
         placement: str = "cells",
-        unbinned: str = "center",
+        values: str = "auto",
         combine: bool = False,
         neighbouring: str = "add-remove",
         size_share: float = 0.05,
@@ -287,7 +305,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         self.split = split
         self.split_dimension = split_dimension
         self.placement = placement
-        self.unbinned = unbinned
+        self.values = values
         self.combine = combine
         self.neighbouring = neighbouring
         self.size_share = size_share
@@ -355,6 +373,14 @@ class DPCube(_GridPlan, _Report, _Synthesis):
             self._warn("domain from data", DomainFromDataWarning,
                 f"DPCube read {_names(dom.from_data)} from the data (domain_from_data=True), so the release is not "
                 "differentially private; declare public bounds/categories (schema or bounds=/domains=)")
+        # the kd-tree's first cuts: with "auto", the class first when phase S chose the attributes
+        # for it (a wide table), the widest dimension otherwise (Xiao et al.); public either way
+        chosen_for_class = any(s.name.startswith("attribute selection") for s in steps)
+        self.split_dimension_ = ("class-first" if self.split_dimension == "class-first"
+                                 or (self.split_dimension == "auto" and chosen_for_class) else "widest")
+        # numbers at their cell's centre or uniform inside it: with "auto", the centre on such a table too
+        self.values_ = ("center" if self.values == "center" or (self.values == "auto" and chosen_for_class)
+                        else "uniform")
         single = [d.name for d in grid.dims if d.name in schema.attributes and (
             d.merged or (d.kind != "categorical" and d.n_bins == 1 and dom.capacity(d.name) != 1))]
         if self.bins == "auto" and single:
@@ -362,16 +388,9 @@ class DPCube(_GridPlan, _Report, _Synthesis):
                 f"at this table size and ε = {self.epsilon:g}, DPCube's grid keeps the structure of "
                 f"{len(schema.attributes) - len(single)} of the {len(schema.attributes)} attributes; the other "
                 f"{len(single)} carry none of it ("
-                + ("numbers at the centre of their declared range, categories" if self.unbinned == "center" else "all")
+                + ("numbers at the centre of their declared range, categories" if self.values_ == "center" else "all")
                 + " drawn uniformly over their declared domain, independently of the rest); release "
                 "fewer attributes or spend a larger ε to keep more of their structure")
-        # the kd-tree's first cuts: with "auto", the class first when phase S chose the attributes
-        # for it (a wide table), the widest dimension otherwise (Xiao et al.); public either way
-        chosen_for_class = any(s.name.startswith("attribute selection") for s in steps)
-        self.split_dimension_ = ("class-first" if self.split_dimension == "class-first"
-                                 or (self.split_dimension == "auto" and chosen_for_class) else "widest")
-        # numeric attributes with one cell of the grid: released at their domain's centre (unbinned="center")
-        self.unbinned_ = [c for c in single if c in schema.numeric] if self.bins == "auto" else []
         if self.partitioning == "cell":
             e1, e2 = rest, 0.0
         else:
