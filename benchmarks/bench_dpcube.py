@@ -370,8 +370,8 @@ def robustness_rows(quick: bool) -> list[dict]:
     x, schema = loaded
     rows = []
     cases = [("defaults", {})] if quick else [
-        ("defaults", {}), ("before: unbinned='uniform', split_dimension='widest'",
-                           {"unbinned": "uniform", "split_dimension": "widest"})]
+        ("defaults", {}), ("before: split_dimension='widest', values='uniform'",
+                           {"split_dimension": "widest", "values": "uniform"})]
     for label, params in cases:
         t0 = time.perf_counter()
         r = robustness(x, schema, **params)

@@ -825,3 +825,28 @@ def test_quality_degrades_smoothly_as_epsilon_falls(banknote_split):
     # grows with ε pays off past ε = 1
     assert np.all(acc[1:] <= acc[:-1] + 0.06), acc
     assert acc[0] - acc[-1] >= 0.15 and acc[0] > acc[2] + 0.02, acc
+
+
+@pytest.mark.slow
+def test_spambase_at_epsilon_1_holds_up_on_every_split(monkeypatch):
+    """Issue #29 item 7: spambase (57 attributes) at ε = 1, three stratified 70/30 splits,
+    scikit-learn's CART with 10-record leaves trained on the release and tested on held-out
+    originals: the mean reaches the majority class plus half the gap to x's own tree, and
+    no split falls below the majority class (the widest-first, uniform release gave 0.65,
+    0.77 and 0.66 against a target of 0.757). The table is the benchmark's cached copy
+    (``PPDM_BENCH_DATA``); skipped when it is absent."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from benchmarks import bench_dpcube as bench
+
+    loaded = bench.spambase()
+    if loaded is None:
+        pytest.skip(f"spambase is not cached in {bench.DATA_DIR} (see benchmarks/bench_dpcube.py)")
+    x, schema = loaded
+    r = bench.robustness(x, schema)
+    assert r["met"], r
+    assert r["mean"] >= r["target"] and min(a - m for a, m in zip(r["accuracies"], r["majorities"], strict=True)) >= 0
+    # the paper's own placement (widest-first cuts, uniform values) misses the target: the check can fail
+    before = bench.robustness(x, schema, split_dimension="widest", values="uniform")
+    assert not before["met"]
