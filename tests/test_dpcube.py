@@ -444,11 +444,11 @@ def _one_signal_table(n: int = 400) -> tuple[pd.DataFrame, Schema]:
     return df, Schema(num, [], "y", integer=["runs"], bounds=bounds, categories={"y": [0, 1]})
 
 
-def test_wide_tables_release_numbers_at_their_cell_centres():
+def test_wide_tables_release_attributes_without_bins_at_the_centre():
     df, sch = _one_signal_table()
     centre = DPCube(schema=sch, epsilon=1.0, random_state=0).fit(df)
     uniform = DPCube(schema=sch, epsilon=1.0, values="uniform", random_state=0).fit(df)
-    assert centre.values_ == "center" and uniform.values_ == "uniform"
+    assert centre.values_ == "center-unbinned" and uniform.values_ == "uniform"
     left_out = [c for c in sch.numeric if c not in centre.selected_]
     assert left_out and "signal" in centre.selected_
     z, zu = centre.transform(df), uniform.transform(df)
@@ -457,13 +457,15 @@ def test_wide_tables_release_numbers_at_their_cell_centres():
         assert (z[c] == (5000 if c == "runs" else 50.0)).all(), c
         assert zu[c].nunique() > 10 and zu[c].min() >= sch.bounds[c][0] and zu[c].max() <= sch.bounds[c][1]
     assert z["runs"].dtype == np.int64
-    # a selected attribute: one value per cell, the centre of the cell's range (narrowed to the DP hull)
-    dim = next(d for d in centre.grid_.dims if d.name == "signal")
+    # the selected attribute stays uniform inside its cells and keeps the class structure
+    assert z["signal"].nunique() > 10 and z.groupby("y")["signal"].mean().diff().iloc[-1] > 20
+    # values="center": one value per cell, the centre of the cell's range (narrowed to the DP hull)
+    every = DPCube(schema=sch, epsilon=1.0, values="center", random_state=0).fit(df)
+    dim = next(d for d in every.grid_.dims if d.name == "signal")
     a, b = dim.edges[:-1], dim.edges[1:]
     if dim.support is not None:
         a, b = np.maximum(a, dim.support[0]), np.minimum(b, dim.support[1])
-    assert set(z["signal"].unique()) <= set((a + (b - a) / 2).tolist())
-    assert z.groupby("y")["signal"].mean().diff().iloc[-1] > 20  # the class structure is kept
+    assert set(every.transform(df)["signal"].unique()) <= set((a + (b - a) / 2).tolist())
     # placed for free: the same seed makes the same noisy outputs, budget and record count either way
     assert centre.epsilon_spent_ == uniform.epsilon_spent_ == 1.0
     assert np.array_equal(centre.noisy_counts_, uniform.noisy_counts_) and len(z) == len(zu)
@@ -471,7 +473,7 @@ def test_wide_tables_release_numbers_at_their_cell_centres():
     # a narrow table (every attribute fits, no phase S) keeps Xiao et al.'s uniform draws
     assert DPCube(schema=SCHEMA, random_state=0).fit(_table(2000)).values_ == "uniform"
     assert DPCube(schema=SCHEMA, values="center", random_state=0).fit(_table(2000)).values_ == "center"
-    with pytest.raises(ParameterError, match="values must be 'auto', 'center' or 'uniform'"):
+    with pytest.raises(ParameterError, match="values must be 'auto', 'uniform', 'center-unbinned' or 'center'"):
         DPCube(schema=sch, values="middle").fit(df)
 
 

@@ -147,8 +147,9 @@ class _Declared(Technique):
                 f"split_dimension must be 'auto', 'widest' or 'class-first', got {self.split_dimension!r}")
         if self.placement not in ("cells", "uniform"):
             raise ParameterError(f"placement must be 'cells' or 'uniform', got {self.placement!r}")
-        if self.values not in ("auto", "center", "uniform"):
-            raise ParameterError(f"values must be 'auto', 'center' or 'uniform', got {self.values!r}")
+        if self.values not in ("auto", "uniform", "center-unbinned", "center"):
+            raise ParameterError(
+                f"values must be 'auto', 'uniform', 'center-unbinned' or 'center', got {self.values!r}")
         for name in ("combine", "domain_from_data"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -146,9 +146,11 @@ class _Synthesis(_Declared):
             boxes = np.repeat(self.partitions_, counts, axis=0)
             lo, hi = boxes[:, :, 0], boxes[:, :, 1]
         raw: dict[str, np.ndarray] = {}
-        # values_ "center": every number at the centre of its cell's range (see DPCube's values=)
-        centre = getattr(self, "values_", "uniform") == "center"
+        # values_ (see DPCube's values=): numbers at the centre of their cell's range, all of them
+        # ("center") or those of attributes with a single cell ("center-unbinned")
+        at = getattr(self, "values_", "uniform")
         for j, dim in enumerate(self.grid_.dims):
+            centre = at == "center" or (at == "center-unbinned" and dim.kind != "categorical" and dim.n_bins == 1)
             raw[dim.name] = dim.sample(lo[:, j], hi[:, j], rng, centre=centre)
         # shuffle so the row order does not reveal the partitions
         perm = rng.permutation(m)

@@ -31,8 +31,9 @@ Q. **Bin edges.** The bins of a numeric attribute are cut at quantiles of a nois
 
 **Wide tables** (phase S ran, so the grid holds a few attributes chosen for the class):
 the kd-tree cuts the class first, so every partition holds one class and its count is a
-noisy count of that class alone (``split_dimension="auto"``), and numbers are released at
-the centre of their cell (``values="auto"``) rather than uniformly inside it. Both read
+noisy count of that class alone (``split_dimension="auto"``), and the numeric attributes
+left without bins are released at the centre of their declared range rather than
+uniformly over it (``values="auto"``). Both read
 only noisy outputs and the declared domain: post-processing, no budget. Why:
 ``docs/differential_privacy.md`` (section "Wide tables: robust to the learner").
 
@@ -196,12 +197,13 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         the partition, the paper's uniformity assumption).
     values:
         Where a number falls inside its cell (its partition with ``placement="uniform"``):
-        ``"uniform"`` (Xiao et al.'s uniformity assumption), ``"center"`` (the centre of the
-        range, whole numbers rounded down; an attribute with one cell sits at the centre of
-        its declared range, which says as little as a uniform draw without inventing
-        variation a learner would split on) or ``"auto"`` (default: ``"center"`` when phase S
-        ran, ``"uniform"`` otherwise; the choice made is ``values_``). Categories are always
-        drawn uniformly over their cell.
+        ``"uniform"`` (Xiao et al.'s uniformity assumption); ``"center-unbinned"``: uniform,
+        except that a numeric attribute with one cell of the grid sits at the centre of its
+        declared range (whole numbers rounded down), which says as little as a uniform draw
+        over that range without inventing variation a learner would split on; ``"center"``:
+        every number at the centre of its cell's range; ``"auto"`` (default):
+        ``"center-unbinned"`` when phase S ran, ``"uniform"`` otherwise (the choice made is
+        ``values_``). Categories are always drawn uniformly over their cell.
     combine:
         Replace each partition's noisy count by the inverse-variance average of it and
         the sum of its phase-1 noisy cells (free post-processing; off by default).
@@ -378,9 +380,9 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         chosen_for_class = any(s.name.startswith("attribute selection") for s in steps)
         self.split_dimension_ = ("class-first" if self.split_dimension == "class-first"
                                  or (self.split_dimension == "auto" and chosen_for_class) else "widest")
-        # numbers at their cell's centre or uniform inside it: with "auto", the centre on such a table too
-        self.values_ = ("center" if self.values == "center" or (self.values == "auto" and chosen_for_class)
-                        else "uniform")
+        # where numbers fall in their cell: with "auto", attributes with one cell at its centre on such a table
+        self.values_ = self.values if self.values != "auto" else (
+            "center-unbinned" if chosen_for_class else "uniform")
         single = [d.name for d in grid.dims if d.name in schema.attributes and (
             d.merged or (d.kind != "categorical" and d.n_bins == 1 and dom.capacity(d.name) != 1))]
         if self.bins == "auto" and single:
@@ -388,7 +390,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
                 f"at this table size and ε = {self.epsilon:g}, DPCube's grid keeps the structure of "
                 f"{len(schema.attributes) - len(single)} of the {len(schema.attributes)} attributes; the other "
                 f"{len(single)} carry none of it ("
-                + ("numbers at the centre of their declared range, categories" if self.values_ == "center" else "all")
+                + ("numbers at the centre of their declared range, categories" if self.values_ != "uniform" else "all")
                 + " drawn uniformly over their declared domain, independently of the rest); release "
                 "fewer attributes or spend a larger ε to keep more of their structure")
         if self.partitioning == "cell":
