@@ -33,9 +33,9 @@ Q. **Bin edges.** The bins of a numeric attribute are cut at quantiles of a nois
 the kd-tree cuts the class first, so every partition holds one class and its count is a
 noisy count of that class alone (``split_dimension="auto"``), and the numeric attributes
 left without bins are released at the centre of their declared range rather than
-uniformly over it (``values="auto"``). Both read
-only noisy outputs and the declared domain: post-processing, no budget. Why:
-``docs/differential_privacy.md`` (section "Wide tables: robust to the learner").
+uniformly over it (``values="auto"``). Both read only noisy outputs and the declared
+domain: post-processing, no budget. Why: ``docs/differential_privacy.md`` (section "Wide
+tables: robust to the learner").
 
 The phases are chosen one after the other from earlier noisy outputs (adaptive
 sequential composition), each phase over disjoint cells, boxes or records (parallel
