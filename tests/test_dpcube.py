@@ -431,6 +431,65 @@ def test_selection_picks_the_attributes_that_separate_the_classes():
     assert not any(p["name"].startswith("attribute selection") for p in small.privacy_report_["phases"])
 
 
+def _one_signal_table(n: int = 400) -> tuple[pd.DataFrame, Schema]:
+    """One attribute that separates the classes, eleven that do not: phase S keeps few of them."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, n)
+    cols = {f"w{j}": rng.choice([0.0, 0.5], n) for j in range(10)}  # word-frequency-like: near 0 in [0, 100]
+    cols["runs"] = rng.integers(1, 20, n)  # a whole number declared in [1, 10 000]
+    cols["signal"] = np.where(y == 1, rng.uniform(60, 100, n), rng.uniform(0, 40, n))
+    df = pd.DataFrame({**cols, "y": y})
+    num = [c for c in df.columns if c != "y"]
+    bounds = {**dict.fromkeys(num, (0.0, 100.0)), "runs": (1, 10_000)}
+    return df, Schema(num, [], "y", integer=["runs"], bounds=bounds, categories={"y": [0, 1]})
+
+
+def test_wide_tables_release_attributes_without_bins_at_the_centre():
+    df, sch = _one_signal_table()
+    centre = DPCube(schema=sch, epsilon=1.0, random_state=0).fit(df)
+    uniform = DPCube(schema=sch, epsilon=1.0, values="uniform", random_state=0).fit(df)
+    assert centre.values_ == "center-unbinned" and uniform.values_ == "uniform"
+    left_out = [c for c in sch.numeric if c not in centre.selected_]
+    assert left_out and "signal" in centre.selected_
+    z, zu = centre.transform(df), uniform.transform(df)
+    for c in left_out:
+        # by hand: the centre of [0, 100] is 50.0; of the whole numbers 1..10 000, (1 + 10 000) // 2 = 5000
+        assert (z[c] == (5000 if c == "runs" else 50.0)).all(), c
+        assert zu[c].nunique() > 10 and zu[c].min() >= sch.bounds[c][0] and zu[c].max() <= sch.bounds[c][1]
+    assert z["runs"].dtype == np.int64
+    # the selected attribute stays uniform inside its cells and keeps the class structure
+    assert z["signal"].nunique() > 10 and z.groupby("y")["signal"].mean().diff().iloc[-1] > 20
+    # values="center": one value per cell, the centre of the cell's range (narrowed to the DP hull)
+    every = DPCube(schema=sch, epsilon=1.0, values="center", random_state=0).fit(df)
+    dim = next(d for d in every.grid_.dims if d.name == "signal")
+    a, b = dim.edges[:-1], dim.edges[1:]
+    if dim.support is not None:
+        a, b = np.maximum(a, dim.support[0]), np.minimum(b, dim.support[1])
+    assert set(every.transform(df)["signal"].unique()) <= set((a + (b - a) / 2).tolist())
+    # placed for free: the same seed makes the same noisy outputs, budget and record count either way
+    assert centre.epsilon_spent_ == uniform.epsilon_spent_ == 1.0
+    assert np.array_equal(centre.noisy_counts_, uniform.noisy_counts_) and len(z) == len(zu)
+    assert centre.privacy_report_["phases"] == uniform.privacy_report_["phases"]
+    # a narrow table (every attribute fits, no phase S) keeps Xiao et al.'s uniform draws
+    assert DPCube(schema=SCHEMA, random_state=0).fit(_table(2000)).values_ == "uniform"
+    assert DPCube(schema=SCHEMA, values="center", random_state=0).fit(_table(2000)).values_ == "center"
+    with pytest.raises(ParameterError, match="values must be 'auto', 'uniform', 'center-unbinned' or 'center'"):
+        DPCube(schema=sch, values="middle").fit(df)
+
+
+def test_class_first_by_default_when_the_attributes_were_chosen_for_the_class():
+    df, sch = _one_signal_table()
+    t = DPCube(schema=sch, epsilon=1.0, random_state=0).fit(df)
+    assert t.split_dimension_ == "class-first"
+    # every partition holds one class: the class dimension (last in the grid) was cut first
+    cls = [d.name for d in t.grid_.dims].index("y")
+    assert len(t.partitions_) > 1 and (t.partitions_[:, cls, 0] == t.partitions_[:, cls, 1]).all()
+    widest = DPCube(schema=sch, epsilon=1.0, split_dimension="widest", random_state=0).fit(df)
+    assert widest.split_dimension_ == "widest"
+    # a narrow table (every attribute fits, no phase S) keeps Xiao et al.'s widest-first cuts
+    assert DPCube(schema=SCHEMA, random_state=0).fit(_table(2000)).split_dimension_ == "widest"
+
+
 def test_the_grid_grows_with_epsilon():
     df = _table(2000)
     cells = [DPCube(schema=SCHEMA, epsilon=e, random_state=0).fit(df).grid_.n_cells for e in (0.1, 1, 10)]
@@ -768,3 +827,28 @@ def test_quality_degrades_smoothly_as_epsilon_falls(banknote_split):
     # grows with ε pays off past ε = 1
     assert np.all(acc[1:] <= acc[:-1] + 0.06), acc
     assert acc[0] - acc[-1] >= 0.15 and acc[0] > acc[2] + 0.02, acc
+
+
+@pytest.mark.slow
+def test_spambase_at_epsilon_1_holds_up_on_every_split(monkeypatch):
+    """Issue #29 item 7: spambase (57 attributes) at ε = 1, three stratified 70/30 splits,
+    scikit-learn's CART with 10-record leaves trained on the release and tested on held-out
+    originals: the mean reaches the majority class plus half the gap to x's own tree, and
+    no split falls below the majority class (the widest-first, uniform release gave 0.65,
+    0.77 and 0.66 against a target of 0.757). The table is the benchmark's cached copy
+    (``PPDM_BENCH_DATA``); skipped when it is absent."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from benchmarks import bench_dpcube as bench
+
+    loaded = bench.spambase()
+    if loaded is None:
+        pytest.skip(f"spambase is not cached in {bench.DATA_DIR} (see benchmarks/bench_dpcube.py)")
+    x, schema = loaded
+    r = bench.robustness(x, schema)
+    assert r["met"], r
+    assert r["mean"] >= r["target"] and min(a - m for a, m in zip(r["accuracies"], r["majorities"], strict=True)) >= 0
+    # the paper's own placement (widest-first cuts, uniform values) misses the target: the check can fail
+    before = bench.robustness(x, schema, split_dimension="widest", values="uniform")
+    assert not before["met"]

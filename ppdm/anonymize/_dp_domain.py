@@ -90,6 +90,7 @@ class _Declared(Technique):
     split: str
     split_dimension: str
     placement: str
+    values: str
     combine: bool
     neighbouring: str
     size_share: float
@@ -141,10 +142,14 @@ class _Declared(Technique):
             raise ParameterError(f"split_threshold must be a finite number ≥ 0, got {st!r}")
         if self.split not in ("median", "midpoint"):
             raise ParameterError(f"split must be 'median' or 'midpoint', got {self.split!r}")
-        if self.split_dimension not in ("widest", "class-first"):
-            raise ParameterError(f"split_dimension must be 'widest' or 'class-first', got {self.split_dimension!r}")
+        if self.split_dimension not in ("auto", "widest", "class-first"):
+            raise ParameterError(
+                f"split_dimension must be 'auto', 'widest' or 'class-first', got {self.split_dimension!r}")
         if self.placement not in ("cells", "uniform"):
             raise ParameterError(f"placement must be 'cells' or 'uniform', got {self.placement!r}")
+        if self.values not in ("auto", "uniform", "center-unbinned", "center"):
+            raise ParameterError(
+                f"values must be 'auto', 'uniform', 'center-unbinned' or 'center', got {self.values!r}")
         for name in ("combine", "domain_from_data"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -58,15 +58,18 @@ class GridDim:
         idx = np.searchsorted(ref, v, side="right") - 1
         return np.clip(idx, 0, self.n_bins - 1).astype(np.int64)
 
-    def sample(self, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator, centre: bool = False) -> np.ndarray:
         """One value per record, uniform over the cells ``lo..hi`` (inclusive) of this
-        dimension (categorical: codes into ``values``)."""
+        dimension (categorical: codes into ``values``). ``centre``: numbers at the centre of
+        that range (whole numbers rounded down) instead; categorical codes stay uniform."""
         u = rng.random(len(lo))
         if self.kind == "numeric":
             assert self.edges is not None
             a, b = self.edges[lo], self.edges[hi + 1]
             if self.support is not None:
                 a, b = _within(a, b, self.support)
+            if centre:
+                return a + (b - a) / 2.0
             v = a + (b - a) * u
             # bins are half-open except the last: keep a draw off the upper edge of an inner bin
             inner = hi + 1 < self.n_bins
@@ -77,6 +80,8 @@ class GridDim:
             a, b = self.int_lo[lo], self.int_hi[hi]
             if self.support is not None:
                 a, b = _within(a, b, self.support)
+            if centre:
+                return (a + b) // 2
             return np.minimum(a + np.floor(u * (b - a + 1)).astype(np.int64), b)
         assert self.values is not None
         if self.merged:

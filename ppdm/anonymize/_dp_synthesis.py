@@ -83,6 +83,7 @@ class _Synthesis(_Declared):
     noisy_counts_: np.ndarray
     partitions_: np.ndarray
     n_rows_: int | None
+    values_: str
     _boxes: np.ndarray
 
     # --------------------------------------------------------------- helpers
@@ -145,8 +146,12 @@ class _Synthesis(_Declared):
             boxes = np.repeat(self.partitions_, counts, axis=0)
             lo, hi = boxes[:, :, 0], boxes[:, :, 1]
         raw: dict[str, np.ndarray] = {}
+        # values_ (see DPCube's values=): numbers at the centre of their cell's range, all of them
+        # ("center") or those of attributes with a single cell ("center-unbinned")
+        at = getattr(self, "values_", "uniform")
         for j, dim in enumerate(self.grid_.dims):
-            raw[dim.name] = dim.sample(lo[:, j], hi[:, j], rng)
+            centre = at == "center" or (at == "center-unbinned" and dim.kind != "categorical" and dim.n_bins == 1)
+            raw[dim.name] = dim.sample(lo[:, j], hi[:, j], rng, centre=centre)
         # shuffle so the row order does not reveal the partitions
         perm = rng.permutation(m)
         cols: dict[str, pd.Series] = {}

@@ -17,7 +17,8 @@ table of n records and a budget ε, under add/remove-one neighbours (the default
 S. **Attribute selection** (only when the grid cannot hold every attribute). Each
    attribute's best split of the records by class is scored (Gini purity, sensitivity 1)
    and the exponential mechanism picks, one after the other, the attributes that get
-   bins; the others are released uniformly over their declared domain.
+   bins; the others carry nothing of x (numbers at the centre of their declared range,
+   categories uniform over their declared values; see ``values``).
 Q. **Bin edges.** The bins of a numeric attribute are cut at quantiles of a noisy
    histogram of its values inside the declared bounds, which zooms into pieces that hold
    most records; values are drawn inside the noisy hull of the records.
@@ -27,6 +28,14 @@ Q. **Bin edges.** The bins of a numeric attribute are cut at quantiles of a nois
    **noisy partition counts**: each final box's true count gets ``DLap(Δ/ε2)``.
 3. **Synthetic records** drawn inside the partitions, in cells chosen in proportion to
    their phase-1 noisy counts (post-processing). The rows are shuffled.
+
+**Wide tables** (phase S ran, so the grid holds a few attributes chosen for the class):
+the kd-tree cuts the class first, so every partition holds one class and its count is a
+noisy count of that class alone (``split_dimension="auto"``), and the numeric attributes
+left without bins are released at the centre of their declared range rather than
+uniformly over it (``values="auto"``). Both read only noisy outputs and the declared
+domain: post-processing, no budget. Why: ``docs/differential_privacy.md`` (section "Wide
+tables: robust to the learner").
 
 The phases are chosen one after the other from earlier noisy outputs (adaptive
 sequential composition), each phase over disjoint cells, boxes or records (parallel
@@ -178,12 +187,23 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         declared bounds (no budget spent on them).
     max_depth, min_count, split_threshold, split, split_dimension:
         The kd-tree (see :func:`kd_partition`); ``min_count=None`` means two noise scales
-        ``2·Δ/ε1``; ``split_dimension`` ``"widest"`` (Xiao et al.) or ``"class-first"``
-        (ppdm's extension beyond the paper).
+        ``2·Δ/ε1``; ``split_dimension`` ``"widest"`` (Xiao et al.), ``"class-first"``
+        (ppdm's extension beyond the paper) or ``"auto"`` (default: ``"class-first"`` when
+        phase S chose the attributes for the class, ``"widest"`` otherwise; the choice made
+        is ``split_dimension_``).
     placement:
         ``"cells"`` (default; a cell chosen in proportion to the partition's phase-1 noisy
         cells clipped at zero, then uniformly inside it) or ``"uniform"`` (uniformly over
         the partition, the paper's uniformity assumption).
+    values:
+        Where a number falls inside its cell (its partition with ``placement="uniform"``):
+        ``"uniform"`` (Xiao et al.'s uniformity assumption); ``"center-unbinned"``: uniform,
+        except that a numeric attribute with one cell of the grid sits at the centre of its
+        declared range (whole numbers rounded down), which says as little as a uniform draw
+        over that range without inventing variation a learner would split on; ``"center"``:
+        every number at the centre of its cell's range; ``"auto"`` (default):
+        ``"center-unbinned"`` when phase S ran, ``"uniform"`` otherwise (the choice made is
+        ``values_``). Categories are always drawn uniformly over their cell.
     combine:
         Replace each partition's noisy count by the inverse-variance average of it and
         the sum of its phase-1 noisy cells (free post-processing; off by default).
@@ -220,7 +240,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
 
     Attributes (after ``fit``)
     --------------------------
-    grid_, bins_, selected_, histogram_noisy_, partitions_, noisy_counts_, n_noisy_,
+    grid_, bins_, selected_, split_dimension_, values_, histogram_noisy_, partitions_, noisy_counts_, n_noisy_,
     n_rows_, privacy_report_ (a JSON-able dict), epsilon_spent_: outputs of the mechanism,
     covered by the guarantee. ``partition_counts_`` (true counts) and ``private_report_``
     (exact record counts, drops and clamps) are the owner's secret: never publish them.
@@ -254,8 +274,9 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         min_count: float | None = None,
         split_threshold: float = 4.0,
         split: str = "median",
-        split_dimension: str = "widest",
+        split_dimension: str = "auto",
         placement: str = "cells",
+        values: str = "auto",
         combine: bool = False,
         neighbouring: str = "add-remove",
         size_share: float = 0.05,
@@ -286,6 +307,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         self.split = split
         self.split_dimension = split_dimension
         self.placement = placement
+        self.values = values
         self.combine = combine
         self.neighbouring = neighbouring
         self.size_share = size_share
@@ -353,13 +375,23 @@ class DPCube(_GridPlan, _Report, _Synthesis):
             self._warn("domain from data", DomainFromDataWarning,
                 f"DPCube read {_names(dom.from_data)} from the data (domain_from_data=True), so the release is not "
                 "differentially private; declare public bounds/categories (schema or bounds=/domains=)")
+        # the kd-tree's first cuts: with "auto", the class first when phase S chose the attributes
+        # for it (a wide table), the widest dimension otherwise (Xiao et al.); public either way
+        chosen_for_class = any(s.name.startswith("attribute selection") for s in steps)
+        self.split_dimension_ = ("class-first" if self.split_dimension == "class-first"
+                                 or (self.split_dimension == "auto" and chosen_for_class) else "widest")
+        # where numbers fall in their cell: with "auto", attributes with one cell at its centre on such a table
+        self.values_ = self.values if self.values != "auto" else (
+            "center-unbinned" if chosen_for_class else "uniform")
         single = [d.name for d in grid.dims if d.name in schema.attributes and (
             d.merged or (d.kind != "categorical" and d.n_bins == 1 and dom.capacity(d.name) != 1))]
         if self.bins == "auto" and single:
             self._warn("coarse grid", CoarseGridWarning,
                 f"at this table size and ε = {self.epsilon:g}, DPCube's grid keeps the structure of "
                 f"{len(schema.attributes) - len(single)} of the {len(schema.attributes)} attributes; the other "
-                f"{len(single)} are drawn uniformly over their declared domain, independently of the rest; release "
+                f"{len(single)} carry none of it ("
+                + ("numbers at the centre of their declared range, categories" if self.values_ != "uniform" else "all")
+                + " drawn uniformly over their declared domain, independently of the rest); release "
                 "fewer attributes or spend a larger ε to keep more of their structure")
         if self.partitioning == "cell":
             e1, e2 = rest, 0.0
@@ -382,7 +414,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
             min_count = self.min_count if self.min_count is not None else (
                 0.0 if math.isinf(e1) else 2.0 * delta / e1)
             first: tuple[int, ...] = ()
-            if self.split_dimension == "class-first" and schema.class_column is not None:
+            if self.split_dimension_ == "class-first" and schema.class_column is not None:
                 j = grid.columns.index(schema.class_column)
                 first = (grid.active.index(j),) if j in grid.active else ()
             boxes = kd_partition(
