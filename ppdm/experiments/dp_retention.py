@@ -55,6 +55,10 @@ DEFAULT_DPCUBE_PARAMS: dict[str, Any] = {}
 SPLIT_NOTES: dict[str, str] = {
     "widest": ("kd-tree cuts: the widest dimension first, as Xiao et al.; `split_dimension='class-first'` "
                "(separate the class values first) is ppdm's extension beyond the paper and is not used here."),
+    "auto": ("kd-tree cuts (`split_dimension='auto'`, the default): the widest dimension first, as Xiao et al.; "
+             "`split_dimension='class-first'` (separate the class values first, ppdm's extension beyond the paper) is "
+             "taken only where phase S chose the attributes for the class (wide tables), and on a table phase S "
+             "leaves whole it is not used here."),
     "class-first": ("kd-tree cuts: `split_dimension='class-first'` separates the class values first, then the widest "
                     "dimension; this is ppdm's extension beyond the paper (Xiao et al. cut the widest dimension)."),
 }
@@ -93,7 +97,7 @@ class DPRetentionResult:
         for _, row in t.iterrows():
             lines.append("| " + " | ".join(_fmt(row[c]) for c in cols) + " |")
         st = self.settings
-        split = (st.get("dpcube_params") or {}).get("split_dimension", "widest")
+        split = (st.get("dpcube_params") or {}).get("split_dimension", "auto")
         head = (
             f"Rule retention of DPCube releases of {st.get('dataset', 'the data')} "
             f"({st.get('folds')}-fold cross-validation, {st.get('repeats')} anonymizations per fold and level; "
