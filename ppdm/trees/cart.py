@@ -101,7 +101,8 @@ def _one_hot(col: np.ndarray, levels: list) -> np.ndarray:
     elementwise comparisons instead, which are what this look-up stands for."""
     if not levels:
         return np.zeros((len(col), 0), np.float32)
-    where = pd.Index(levels, dtype=object).get_indexer(col)
+    # both sides object: a plain array would be inferred to text first, which costs more than the look-up
+    where = pd.Index(levels, dtype=object).get_indexer(pd.Index(col, dtype=object))
     if (where < 0).any():
         return np.stack([col == v for v in levels], axis=1).astype(np.float32)
     return (where[:, None] == np.arange(len(levels))).astype(np.float32)
