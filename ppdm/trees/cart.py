@@ -111,6 +111,8 @@ def _one_hot(col: np.ndarray, levels: list) -> np.ndarray:
 #: the last two trees grown by :func:`_grown_tree`, with what each was grown from (the model measures
 #: grow Ψx's tree and z's in turn)
 _LAST_TREE: list[tuple[dict, np.ndarray, np.ndarray, DecisionTreeClassifier]] = []
+#: the largest encoded table kept for that (bytes)
+_KEEP_BYTES = 64 * 2**20
 
 
 def _grown_tree(Xe: np.ndarray, y: np.ndarray, **params) -> DecisionTreeClassifier:
@@ -127,7 +129,8 @@ def _grown_tree(Xe: np.ndarray, y: np.ndarray, **params) -> DecisionTreeClassifi
             return copy.deepcopy(tree)
     tree = DecisionTreeClassifier(**params).fit(Xe, y)
     seed = params.get("random_state")
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):  # unseeded: a fresh draw each time
+    # unseeded: a fresh draw each time; a large table is not kept alive for a second fit
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and Xe.nbytes <= _KEEP_BYTES:
         _LAST_TREE[:] = [*_LAST_TREE[-1:], (dict(params), Xe.copy(), y.copy(), copy.deepcopy(tree))]
     return tree
 
