@@ -126,3 +126,26 @@ def test_univariate_singling_out_draws_common_queries_for_releases_it_compares()
     more = _common_order(np.append(col, 1), np.append(op, EQ), np.append(val, 9.0), np.random.default_rng(5))
     assert [int(i) for i in more if i < len(col)] == [int(i) for i in first]
     assert sorted(first.tolist()) == list(range(len(col)))
+
+
+def test_encoding_of_some_columns_is_those_columns_of_the_whole_encoding():
+    """The attacks of one evaluation share one encoding (context_encoding) and take their columns
+    from it: codes are shared by the tables column by column and ranges are per column, so the
+    selection must equal encoding the columns alone. Hand check: c's codes in order of first
+    appearance over x, z, control: a→0, b→1, (missing), c→2; n's range over all tables 9 − 1 = 8."""
+    from ppdm.attacks._common import encode
+
+    x = pd.DataFrame({"c": ["a", "b"], "n": [1.0, 5.0], "m": [0.0, 1.0]})
+    z = pd.DataFrame({"c": ["b", None], "n": [9.0, 2.0], "m": [1.0, 1.0]})
+    ctl = pd.DataFrame({"c": ["c", "a"], "n": [3.0, np.nan], "m": [0.0, 0.0]})
+    whole = encode([x, z, ctl], ["c", "n", "m"], ["n", "m"])
+    some = whole.select(["n", "c"])
+    alone = encode([x, z, ctl], ["n", "c"], ["n"])
+    assert some.columns == alone.columns == ["n", "c"]
+    assert list(some.is_numeric) == list(alone.is_numeric) == [True, False]
+    assert list(some.ranges) == list(alone.ranges) == [8.0, 1.0]
+    for a, b in zip(some.tables, alone.tables, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(some.tables[1][:, 1], [1.0, np.nan])
+    np.testing.assert_array_equal(some.tables[2][:, 1], [2.0, 0.0])
+    assert whole.select(["c", "n", "m"]) is whole

@@ -193,3 +193,28 @@ def test_a_tree_as_a_model_keeps_its_midpoints():
             assert (mids == c.value).any()
     cov = rs.coverage(x)
     assert (np.array(sorted(leaves))[cov.argmax(axis=0)] == tree.apply(x[sch.attributes])).all()
+
+
+def test_same_seeded_tree_is_grown_once_and_equals_a_fresh_fit(monkeypatch):
+    """Ψx and the model measures' tree on x are one CART: the second fit on equal inputs copies the
+    first (sklearn's fit is not called again) and gives the same tree; other data grows anew."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.tree import DecisionTreeClassifier
+
+    from ppdm.trees import cart
+
+    x = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "c": ["u", "v", "u", "v", "u", "w"]})
+    y = np.array(["n", "n", "p", "p", "p", "n"], dtype=object)
+    fits = []
+    real_fit = DecisionTreeClassifier.fit
+    monkeypatch.setattr(DecisionTreeClassifier, "fit", lambda self, *a, **k: fits.append(1) or real_fit(self, *a, **k))
+    monkeypatch.setattr(cart, "_LAST_TREE", [])
+    first = cart.CARTClassifier(min_samples_leaf=1, random_state=3).fit(x, y)
+    again = cart.CARTClassifier(min_samples_leaf=1, random_state=3).fit(x, y)
+    assert len(fits) == 1
+    assert again.tree_model_ is not first.tree_model_
+    np.testing.assert_array_equal(again.tree_model_.tree_.threshold, first.tree_model_.tree_.threshold)
+    np.testing.assert_array_equal(again.predict(x), first.predict(x))
+    cart.CARTClassifier(min_samples_leaf=1, random_state=3).fit(x, y[::-1].copy())
+    assert len(fits) == 2

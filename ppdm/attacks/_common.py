@@ -162,6 +162,17 @@ class Encoded:
     is_numeric: np.ndarray
     tables: list[np.ndarray]
     ranges: np.ndarray  # range of each numeric column over all tables (1 for categorical / constant)
+    #: what attacks derive from these tables and share (singling out's tables without duplicates)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def select(self, columns: list[str]) -> Encoded:
+        """The encoding of ``columns`` alone: each column is encoded on its own (codes shared by
+        the tables, ranges over them), so it is these columns of this encoding."""
+        if list(columns) == self.columns:
+            return self
+        idx = [self.columns.index(c) for c in columns]
+        return Encoded(columns=list(columns), is_numeric=self.is_numeric[idx], tables=[t[:, idx] for t in self.tables],
+                       ranges=self.ranges[idx])
 
 
 def encode(tables: list[pd.DataFrame], columns: list[str], numeric: list[str]) -> Encoded:
@@ -194,6 +205,22 @@ def encode(tables: list[pd.DataFrame], columns: list[str], numeric: list[str]) -
                 mat[:, a] = codes[o:o + len(t)]
                 o += len(t)
     return Encoded(columns=list(columns), is_numeric=is_num, tables=mats, ranges=ranges)
+
+
+def context_encoding(ctx: Any, x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame | None,
+                     numeric: list[str]) -> Encoded | None:
+    """The tables of :func:`attack_tables` encoded once per evaluation on all their columns, for
+    every attack to take its columns from (:meth:`Encoded.select`); ``None`` when they cannot be
+    encoded together (each attack then encodes, and refuses, its own columns)."""
+    if control is None:
+        return None
+    if "attack_encoding" not in ctx.cache:
+        try:
+            enc: Encoded | None = encode([x, z, control], list(x.columns), numeric)
+        except (PPDMError, KeyError):
+            enc = None
+        ctx.cache["attack_encoding"] = enc
+    return ctx.cache["attack_encoding"]
 
 
 def rng_of(random_state: RandomState) -> np.random.Generator:
@@ -403,5 +430,5 @@ def attack_tables(ctx: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | 
     return ctx.x[cols], ctx.z, control, [c for c in ctx.schema.numeric if c in cols]
 
 
-__all__ = ["AttackResult", "Encoded", "attack_tables", "check_tables", "encode", "make_result", "measure_options",
+__all__ = ["AttackResult", "Encoded", "attack_tables", "check_tables", "context_encoding", "encode", "make_result", "measure_options",
            "nearest", "residual", "wilson"]

@@ -25,10 +25,12 @@ import pandas as pd
 
 from ppdm.attacks._common import (
     AttackResult,
+    Encoded,
     attack_tables,
     check_confidence,
     check_n_attacks,
     check_tables,
+    context_encoding,
     encode,
     make_result,
     measure_options,
@@ -70,13 +72,14 @@ def inference(
     confidence: float = 0.95,
     numeric: list[str] | None = None,
     random_state: RandomState = None,
+    encoded: Encoded | None = None,
 ) -> AttackResult:
     """Inference risk of ``secret`` from the release ``syn`` for the records of ``ori`` (see the
     module docstring), with ``control`` records not used to make the release.
 
     ``aux_cols`` default to every other column. ``regression``: compare guesses within
     ``tolerance`` (default: when ``secret`` is numeric). The result's ``detail`` holds the
-    targets and which guesses were right (never printed).
+    targets and which guesses were right (never printed). ``encoded``: these tables already encoded on all their columns (:func:`~ppdm.attacks._common.context_encoding`), shared by the attacks of one evaluation.
     """
     attack = f"inference ({secret})"
     n_attacks = check_n_attacks(n_attacks)
@@ -98,7 +101,7 @@ def inference(
     if regression is None:
         regression = secret in num
     rng = rng_of(random_state)
-    enc = encode([ori, syn, control], aux, [c for c in num if c in aux])
+    enc = encoded.select(aux) if encoded is not None else encode([ori, syn, control], aux, [c for c in num if c in aux])
     syn_secret = syn[secret].to_numpy()
     n_main = min(n_attacks, len(ori))
     n_ctrl = min(n_attacks, len(control))
@@ -172,7 +175,8 @@ def _inference_measure(ctx: EvaluationContext) -> InferenceResult:
     rows = []
     for i, s in enumerate(secrets):
         seed = None if ctx.random_state is None else int(ctx.random_state) + i
-        r = inference(x, z, control, s, numeric=num, random_state=seed, **opts)
+        r = inference(x, z, control, s, numeric=num, random_state=seed,
+                      encoded=context_encoding(ctx, x, z, control, num), **opts)
         results[s] = r
         rows.append({"secret": s, "risk": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high,
                      "main_rate": r.main_rate, "baseline_rate": r.baseline_rate, "control_rate": r.control_rate})

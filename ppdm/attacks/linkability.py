@@ -23,10 +23,12 @@ import pandas as pd
 
 from ppdm.attacks._common import (
     AttackResult,
+    Encoded,
     attack_tables,
     check_confidence,
     check_n_attacks,
     check_tables,
+    context_encoding,
     encode,
     make_result,
     measure_options,
@@ -91,12 +93,14 @@ def linkability(
     confidence: float = 0.95,
     numeric: list[str] | None = None,
     random_state: RandomState = None,
+    encoded: Encoded | None = None,
 ) -> AttackResult:
     """Linkability risk of the release ``syn`` for the records of ``ori`` through the attribute
     sets ``aux_cols`` (see the module docstring), with ``control`` records not used to make it.
 
     ``n_attacks`` targets each (at most the table's rows), ``n_neighbors`` released records
     looked up per half. The result's ``detail`` holds the target rows and which were linked.
+    ``encoded``: these tables already encoded on all their columns (:func:`~ppdm.attacks._common.context_encoding`), shared by the attacks of one evaluation.
     """
     attack = "linkability"
     n_attacks = check_n_attacks(n_attacks)
@@ -106,7 +110,8 @@ def linkability(
     first, second = check_aux_cols(aux_cols, list(ori.columns))
     rng = rng_of(random_state)
     cols = first + second
-    enc = encode([ori, syn, control], cols, numeric_columns(ori[cols], numeric))
+    enc = encoded.select(cols) if encoded is not None else encode([ori, syn, control], cols,
+                                                                  numeric_columns(ori[cols], numeric))
     k = min(n_neighbors, len(syn))
     n_main = min(n_attacks, len(ori))
     n_ctrl = min(n_attacks, len(control))
@@ -155,7 +160,8 @@ def _linkability_measure(ctx: EvaluationContext) -> AttackResult:
     aux = default_aux_cols(ctx, list(x.columns))
     opts = measure_options(ctx, "linkability", _LINKABILITY_OPTIONS)
     opts.pop("aux_cols", None)
-    return linkability(x, z, control, aux, numeric=num, random_state=ctx.random_state, **opts)
+    return linkability(x, z, control, aux, numeric=num, random_state=ctx.random_state,
+                       encoded=context_encoding(ctx, x, z, control, num), **opts)
 
 
 __all__ = ["check_aux_cols", "linkability"]

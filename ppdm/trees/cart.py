@@ -8,6 +8,7 @@ reads ``workclass = Private`` or ``workclass != Private``, never an encoded colu
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -73,9 +74,7 @@ class _Encoder:
         blocks: list[np.ndarray] = []
         for c in self.columns:
             if c in self.levels:
-                col = X[c].to_numpy(dtype=object)
-                blocks.append(np.stack([col == v for v in self.levels[c]], axis=1).astype(np.float32)
-                              if self.levels[c] else np.zeros((len(X), 0), np.float32))
+                blocks.append(_one_hot(X[c].to_numpy(dtype=object), self.levels[c]))
             else:
                 try:
                     # a date column on its time axis (days since 1970-01-01)
@@ -92,6 +91,48 @@ class _Encoder:
                     # scikit-learn's tree would route NaN silently; the leaf rules could not state it
                     raise SchemaError(f"numeric attribute {c!r} holds a missing (NaN) or infinite value")
         return np.hstack(blocks) if blocks else np.zeros((len(X), 0))
+
+
+def _one_hot(col: np.ndarray, levels: list) -> np.ndarray:
+    """Indicators ``col == v`` for every level ``v`` (float32, one column per level).
+
+    The levels are distinct under ``==`` (found with ``pd.unique``), so one hash look-up per
+    value finds its level. A value that matches no level (unseen, or missing) takes the
+    elementwise comparisons instead, which are what this look-up stands for."""
+    if not levels:
+        return np.zeros((len(col), 0), np.float32)
+    # both sides object: a plain array would be inferred to text first, which costs more than the look-up
+    where = pd.Index(levels, dtype=object).get_indexer(pd.Index(col, dtype=object))
+    if (where < 0).any():
+        return np.stack([col == v for v in levels], axis=1).astype(np.float32)
+    return (where[:, None] == np.arange(len(levels))).astype(np.float32)
+
+
+#: the last two trees grown by :func:`_grown_tree`, with what each was grown from (the model measures
+#: grow Ψx's tree and z's in turn)
+_LAST_TREE: list[tuple[dict, np.ndarray, np.ndarray, DecisionTreeClassifier]] = []
+#: the largest encoded table kept for that (bytes)
+_KEEP_BYTES = 64 * 2**20
+
+
+def _grown_tree(Xe: np.ndarray, y: np.ndarray, **params) -> DecisionTreeClassifier:
+    """scikit-learn's tree grown on ``Xe``, ``y`` with ``params``.
+
+    An evaluation grows the same tree twice: Ψx (:func:`rules_from_cart`) and the model
+    trained on x of the model measures (:func:`ppdm.metrics.model.compare_models`) are one
+    CART on the same records with the same settings and seed; only the rules' split points
+    are stated differently, after growing. A seeded fit is deterministic, so the second
+    time one of the last two trees grown is copied when its inputs are equal, value for value."""
+    for p, X0, y0, tree in _LAST_TREE:
+        if p == params and X0.shape == Xe.shape and y0.shape == y.shape and np.array_equal(X0, Xe) \
+                and np.array_equal(y0, y):
+            return copy.deepcopy(tree)
+    tree = DecisionTreeClassifier(**params).fit(Xe, y)
+    seed = params.get("random_state")
+    # unseeded: a fresh draw each time; a large table is not kept alive for a second fit
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and Xe.nbytes <= _KEEP_BYTES:
+        _LAST_TREE[:] = [*_LAST_TREE[-1:], (dict(params), Xe.copy(), y.copy(), copy.deepcopy(tree))]
+    return tree
 
 
 class CARTClassifier(ClassifierMixin, BaseEstimator):
@@ -166,9 +207,8 @@ class CARTClassifier(ClassifierMixin, BaseEstimator):
                                                                              or c in set(self.dates or ()))}
                              if self.data_units else ())
         Xe = self.encoder_.transform(X)
-        self.tree_model_ = DecisionTreeClassifier(
-            criterion=self.criterion, min_samples_leaf=leaf, max_depth=self.max_depth, random_state=self.random_state
-        ).fit(Xe, y)
+        self.tree_model_ = _grown_tree(Xe, y, criterion=self.criterion, min_samples_leaf=leaf,
+                                       max_depth=self.max_depth, random_state=self.random_state)
         self.rule_thresholds_ = _data_thresholds(self.tree_model_, Xe, self.encoder_.features,
                                                  self.encoder_.feature_scale(), set(self.dates_),
                                                  data_units=bool(self.data_units))
