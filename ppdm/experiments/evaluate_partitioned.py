@@ -49,38 +49,6 @@ class DatasetInputs:
     schema: Schema
     head: pd.DataFrame
     blocksize: Any
-    #: where z, paired with x, was written once (:func:`repair_partitions`); removed by :meth:`close`
-    temporary: Path | None = None
-
-    def close(self) -> None:
-        """Remove the paired copy of z (also done when the inputs are garbage-collected or at exit)."""
-        if self.temporary is not None:
-            _remove_temporary(self.temporary)
-            self.temporary = None
-
-
-def _remove_temporary(path: Path) -> None:
-    import shutil
-
-    from ppdm.data.atomic import release_temporary
-
-    shutil.rmtree(path, ignore_errors=True)
-    release_temporary(path)
-
-
-def _paired_folder(anonymized: str) -> Path:
-    """A temporary folder for z paired with x: beside the release (on a cluster the workers can
-    write there, as they wrote the release), else in the system's temporary folder."""
-    import tempfile
-
-    from ppdm.data.atomic import hold_temporary
-
-    where = Path(anonymized.rstrip("/")).parent
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{Path(anonymized.rstrip('/')).name}.", suffix=".paired", dir=where))
-    except OSError:
-        tmp = Path(tempfile.mkdtemp(prefix="ppdm-", suffix=".paired"))
-    return hold_temporary(tmp)
 
 
 def open_release_datasets(
@@ -144,14 +112,8 @@ def open_release_datasets(
     like = x._meta[want]
     # z read with x's types, column by column (a code read as text in one and as a number in the other never matches)
     z = zds.data[want].map_partitions(align_dtypes, like, f"the anonymized table {anonymized!r}", meta=like)
-    workdir = None
     if pairing.mode == "private log":
-        workdir = _paired_folder(anonymized)
-        try:
-            x, z = repair_partitions(x, z, pairing, missing, workdir=workdir)
-        except BaseException:
-            _remove_temporary(workdir)
-            raise
+        x, z = repair_partitions(x, z, pairing, missing)
     if missing == "drop":
         keep = sch.columns
         x = x.dropna(subset=keep)
@@ -163,13 +125,7 @@ def open_release_datasets(
     if test is not None:
         t = working_parts(recode(open_dataset(test, sep=sep, schema=read_schema, blocksize=block,
                                               decimal=decimal).data[want]), sch.numeric)
-    inputs = DatasetInputs(working_parts(x, sch.numeric), working_parts(z, sch.numeric), t, sch, head, block, workdir)
-    if workdir is not None:
-        import weakref
-
-        # the command line ends with the process; a library caller may forget close()
-        weakref.finalize(inputs, _remove_temporary, workdir)
-    return inputs
+    return DatasetInputs(working_parts(x, sch.numeric), working_parts(z, sch.numeric), t, sch, head, block)
 
 
 def evaluate_dataset(
@@ -247,12 +203,9 @@ def evaluate_dataset(
     inputs = open_release_datasets(x, str(folder), None if opts.test is None else str(opts.test), pairing=pair,
                                    provenance=provenance, schema=schema, missing=str(opts.missing))
     source = x.source if isinstance(x, Dataset) else str(x)
-    try:
-        return measure_datasets(inputs, pairing=pair, options=opts, provenance=provenance, specs=specs,
-                                sources={"original": source, "anonymized": str(folder),
-                                         "test": None if opts.test is None else str(opts.test)})
-    finally:
-        inputs.close()
+    return measure_datasets(inputs, pairing=pair, options=opts, provenance=provenance, specs=specs,
+                            sources={"original": source, "anonymized": str(folder),
+                                     "test": None if opts.test is None else str(opts.test)})
 
 
 def recoded_parts(x: Any, schema: Schema, provenance: Mapping[str, Any] | None) -> tuple[Any, Schema, Callable[[Any], Any]]:
@@ -354,7 +307,7 @@ def sampled_measures(ev: Evaluation) -> list[str]:
     return [n for n, m in ev.document()["measures"].items() if m.get("out_of_core") == "sample"]
 
 
-def repair_partitions(x: Any, z: Any, pair: Pairing, missing: str, *, workdir: Path | None = None) -> tuple[Any, Any]:
+def repair_partitions(x: Any, z: Any, pair: Pairing, missing: str) -> tuple[Any, Any]:
     """x and z of a partitioned evaluation paired through the private log (see the module
     docstring): afterwards partition i of z holds, row for row, the releases of partition i of x.
 
@@ -362,11 +315,8 @@ def repair_partitions(x: Any, z: Any, pair: Pairing, missing: str, *, workdir: P
     read, before the missing-value policy: ``"counted": "as read"``; for a release made in
     memory, after it, with its held-out records left out of x by position), and Dask moves
     z's rows to x's partitions by position (a shuffle of z, never a whole table in one place),
-    so x may be read with any block size. With ``workdir`` that shuffle runs once: z, paired,
-    is written there as Parquet, one file per partition of x, and read back (a measure reads
-    its partitions many times; DDR reads each partitions² times). A log of the older layout,
-    each part shuffled within its own partition (``"partitions"``), puts each part back in
-    its partition's order."""
+    so x may be read with any block size. A log of the older layout, each part shuffled
+    within its own partition (``"partitions"``), puts each part back in its partition's order."""
     import numpy as np
 
     from ppdm.data.provenance import decode_positions
@@ -413,24 +363,7 @@ def repair_partitions(x: Any, z: Any, pair: Pairing, missing: str, *, workdir: P
     z = z.set_index(key, divisions=divisions).reset_index(drop=True)
     x = x.drop(columns=key)
     z = z.map_partitions(lambda p: p.reset_index(drop=True), meta=z._meta)
-    if workdir is not None:
-        z = _written_once(z, workdir, x.npartitions)
     return x, z
-
-
-def _written_once(z: Any, folder: Path, nparts: int) -> Any:
-    """``z`` computed once into Parquet files in ``folder`` (each task writes its partition),
-    read back lazily with the same partitions and types."""
-    import dask.dataframe as dd
-
-    from ppdm.data.io import align_dtypes
-
-    like = z._meta
-    z.to_parquet(str(folder), write_index=False, write_metadata_file=False)
-    back = dd.read_parquet(str(folder), split_row_groups=False, calculate_divisions=False)
-    if back.npartitions != nparts:
-        raise PPDMError(f"the paired release was written as {back.npartitions} partitions, not x's {nparts}")
-    return back.map_partitions(align_dtypes, like, "the paired release", meta=like, enforce_metadata=False)
 
 
 def _array_parts(arrays: list[Any]) -> Any:
