@@ -1,19 +1,28 @@
 """Evaluate a release larger than memory: x and z as partitioned Dask tables.
 
-What :func:`ppdm.experiments.evaluate.measure_release` does in memory, partition by
-partition (``ppdm evaluate --engine dask``, a Parquet dataset, a glob of files):
-:func:`open_release_datasets` reads x and z lazily with x's types (and without its
-identifiers), :func:`repair_partitions` pairs z's rows with x's through the private log
-(a partitioned release was shuffled partition by partition; one made in memory as a
-whole), and :func:`measure_datasets` runs each measure exactly out of core when it has that
-form (:mod:`ppdm.metrics.out_of_core`), else on a sample of ``sample_rows`` records, and
-builds the same :class:`~ppdm.experiments.evaluate.Evaluation`.
+What :func:`ppdm.experiments.evaluate.evaluate` does in memory, partition by partition
+(:func:`evaluate_dataset` in the library, ``ppdm evaluate --engine dask`` on the command line:
+a Parquet dataset, a glob of files): :func:`open_release_datasets` reads x and z lazily with
+x's types (and without its identifiers), :func:`repair_partitions` pairs z's rows with x's
+through the private log, and :func:`measure_datasets` runs each measure exactly out of core
+when it has that form (:mod:`ppdm.metrics.out_of_core`), else on a sample of ``sample_rows``
+records, and builds the same :class:`~ppdm.experiments.evaluate.Evaluation`.
+
+:func:`repair_partitions` is the one place a partitioned z is paired with x. A partitioned
+release (:func:`ppdm.experiments.out_of_core.release_dataset`) mixes its rows across its
+parts, so its part j holds records of every partition of x and as many rows as chance gave
+it; a release made in memory was shuffled as a whole. Either way the log says, for row k of
+z, which row of x it was made from, and z's rows are moved beside their originals in x's
+partitions. The record-by-record measures then compare x's partition i with z's partition i
+row for row (:func:`ppdm.metrics._dask.check_aligned`); a z that was not paired so is
+refused there with one line, never compared with different people.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ppdm.errors import PPDMError, SchemaError
@@ -23,8 +32,10 @@ from ppdm.experiments.pairing import Pairing
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ppdm.data.partitions import Dataset
     from ppdm.data.roles import Roles
     from ppdm.data.schema import Schema
+    from ppdm.experiments.out_of_core import DatasetRelease
 
 
 @dataclass
@@ -41,7 +52,7 @@ class DatasetInputs:
 
 
 def open_release_datasets(
-    original: str,
+    original: str | Dataset,
     anonymized: str,
     test: str | None = None,
     *,
@@ -60,9 +71,11 @@ def open_release_datasets(
 ) -> DatasetInputs:
     """Open x and z (files, Parquet folders, globs) partition by partition, z with x's types,
     x without its identifiers, z paired with x (:func:`repair_partitions`) and both under the
-    missing-value policy. The block size is ``blocksize``, else the one the release records."""
+    missing-value policy. The block size is ``blocksize``, else the one the release records.
+    ``original`` may be a :class:`~ppdm.data.partitions.Dataset` already open (its own types
+    and block size; ``categorical``, ``dates`` and ``blocksize`` are then for z and the test table only)."""
     from ppdm.data.io import align_dtypes
-    from ppdm.data.partitions import BLOCKSIZE, open_dataset
+    from ppdm.data.partitions import BLOCKSIZE, Dataset, open_dataset
     from ppdm.data.provenance import owner_view
     from ppdm.data.roles import resolve_schema
     from ppdm.experiments.evaluation import without_identifiers
@@ -70,14 +83,16 @@ def open_release_datasets(
 
     if (categorical or dates) and schema is not None:
         raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
-    if original.startswith("builtin:") or anonymized.startswith("builtin:"):
+    given = original if isinstance(original, Dataset) else None
+    if (given is None and str(original).startswith("builtin:")) or anonymized.startswith("builtin:"):
         raise PPDMError("a shipped dataset (builtin:NAME) is evaluated in memory; give files for a partitioned "
                         "evaluation")
     recorded = ((pairing.private or provenance or {}).get("input") or {}).get("blocksize")
-    block = blocksize or recorded or BLOCKSIZE
-    xds = open_dataset(original, sep=sep, schema=schema, categorical=list(categorical), dates=dict(dates or {}),
-                       blocksize=block, decimal=decimal)
-    head = xds.head
+    block = blocksize or (given.blocksize if given is not None else None) or recorded or BLOCKSIZE
+    xds = given if given is not None else open_dataset(str(original), sep=sep, schema=schema,
+                                                       categorical=list(categorical), dates=dict(dates or {}),
+                                                       blocksize=block, decimal=decimal)
+    head = xds.head.copy()  # a Dataset given keeps its own head
     head.attrs["date_formats"] = dict(xds.date_formats)
     sch = resolve_schema(head, schema=schema, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema_name is None else f"schema file {schema_name!r}")
@@ -104,13 +119,93 @@ def open_release_datasets(
         x = x.dropna(subset=keep)
         z = z.dropna(subset=keep)
     elif missing == "error":
-        refuse_missing_lazily(x, sch, original)
+        refuse_missing_lazily(x, sch, xds.source)
         refuse_missing_lazily(z, sch, anonymized)
     t = None
     if test is not None:
         t = working_parts(recode(open_dataset(test, sep=sep, schema=read_schema, blocksize=block,
                                               decimal=decimal).data[want]), sch.numeric)
     return DatasetInputs(working_parts(x, sch.numeric), working_parts(z, sch.numeric), t, sch, head, block)
+
+
+def evaluate_dataset(
+    x: Dataset | str,
+    release: DatasetRelease | str | Path,
+    schema: Schema | None = None,
+    *,
+    options: EvaluateOptions | None = None,
+) -> Evaluation:
+    """Measure and judge a partitioned release of the partitioned table ``x``: the library's
+    :func:`ppdm.experiments.evaluate.evaluate` for tables larger than memory, and the path
+    ``ppdm evaluate --engine dask`` takes (:func:`open_release_datasets`, :func:`measure_datasets`).
+
+    ``x`` is the table the release was made from, as :func:`ppdm.data.partitions.open_dataset`
+    read it (or its path: a folder, a glob, a file); ``release`` is the
+    :class:`~ppdm.experiments.out_of_core.DatasetRelease` that
+    :func:`~ppdm.experiments.out_of_core.release_dataset` returned, or the release's folder
+    (its ``.provenance.json`` and ``.private.json`` are read beside it). A partitioned release
+    mixes its rows across its parts, so z's rows are put beside their originals through the
+    private log's pairing (:func:`repair_partitions`), whatever x's partitions; without a log
+    (or with ``options.pairing="none"``) a record-by-record measure named in ``options``
+    raises :class:`~ppdm.errors.ParameterError` and the default set skips it, never comparing
+    different people. ``options.pairing="position"`` declares z's parts to hold x's partitions'
+    records in order (a release made with ``shuffle=False``). ``schema``: default the
+    release's. ``options.control`` is not read (the attacks are skipped, as for
+    ``--engine dask``); ``options.test`` and ``options.rules`` may be files.
+    """
+    from ppdm.data.partitions import Dataset, dataset_files
+    from ppdm.data.provenance import private_path, read_provenance
+    from ppdm.data.schema import Schema
+    from ppdm.errors import ParameterError
+    from ppdm.experiments.evaluate import check_paired
+    from ppdm.experiments.evaluation import resolve_measures
+    from ppdm.experiments.out_of_core import DatasetRelease, dataset_sha256
+    from ppdm.experiments.pairing import check_pairing_mode, check_private_input, pairing_of, read_private_log
+
+    opts = options if options is not None else EvaluateOptions()
+    check_pairing_mode(opts.pairing)
+    if isinstance(release, DatasetRelease):
+        if opts.private is not None:
+            raise ParameterError("a DatasetRelease carries its own private log; give options.private with the "
+                                 "release's folder instead")
+        folder = Path(release.path)
+        provenance: dict[str, Any] | None = release.provenance or None
+        private = (release.private or None) if opts.pairing != "position" else None
+        private_file = private_path(folder) if private is not None else None
+        schema = schema if schema is not None else release.schema
+    else:
+        folder = Path(release)
+        if not folder.exists():
+            raise PPDMError(f"release {str(folder)!r} does not exist")
+        provenance = read_provenance(folder)
+        private, private_file = read_private_log(folder, opts.private, opts.pairing)
+        if schema is None and (provenance or {}).get("schema"):
+            schema = Schema.from_dict(provenance["schema"])  # type: ignore[index]  # checked just above
+    pair = pairing_of(private, private_file, opts.pairing, provenance)
+    # a library user has no --private or --pairing to give: the pairing is said by check_paired
+    pair.notes.clear()
+    if private is not None:
+        inp = private.get("input") or {}
+        x_files = x.files if isinstance(x, Dataset) else dataset_files(str(x))
+        # the log belongs to these tables: x is the input (every file hashed), z the parts as written
+        check_private_input(private, private_file, x_name="x",
+                            x_sha256=dataset_sha256(x_files) if inp.get("sha256") and inp.get("partitions") else None,
+                            z_sha256=dataset_sha256(dataset_files(str(folder))) if folder.is_dir() else None,
+                            pairs=pair.mode == "private log")
+    specs = resolve_measures(opts.measure_spec)
+    if opts.named:
+        check_paired(specs, pair)
+    if opts.missing is None:
+        # read x as the release read it
+        opts = replace(opts, missing=((pair.private or {}).get("input") or {}).get("missing") or "error")
+    if opts.test is not None and not isinstance(opts.test, (str, Path)):
+        raise ParameterError("a partitioned evaluation reads its test table from a file; give its path")
+    inputs = open_release_datasets(x, str(folder), None if opts.test is None else str(opts.test), pairing=pair,
+                                   provenance=provenance, schema=schema, missing=str(opts.missing))
+    source = x.source if isinstance(x, Dataset) else str(x)
+    return measure_datasets(inputs, pairing=pair, options=opts, provenance=provenance, specs=specs,
+                            sources={"original": source, "anonymized": str(folder),
+                                     "test": None if opts.test is None else str(opts.test)})
 
 
 def recoded_parts(x: Any, schema: Schema, provenance: Mapping[str, Any] | None) -> tuple[Any, Schema, Callable[[Any], Any]]:
@@ -213,12 +308,15 @@ def sampled_measures(ev: Evaluation) -> list[str]:
 
 
 def repair_partitions(x: Any, z: Any, pair: Pairing, missing: str) -> tuple[Any, Any]:
-    """x and z of a partitioned evaluation paired through the private log.
+    """x and z of a partitioned evaluation paired through the private log (see the module
+    docstring): afterwards partition i of z holds, row for row, the releases of partition i of x.
 
-    A partitioned release was shuffled partition by partition: each of z's partitions is put
-    back in the order of x's. A release made in memory was shuffled as a whole (and may have
-    held records out): every row gets its position in x, and Dask moves z's rows to x's
-    partitions by position (a shuffle of z, never a whole table in one place)."""
+    The log gives every row of z its position in x (for a partitioned release, x's rows as
+    read, before the missing-value policy: ``"counted": "as read"``; for a release made in
+    memory, after it, with its held-out records left out of x by position), and Dask moves
+    z's rows to x's partitions by position (a shuffle of z, never a whole table in one place),
+    so x may be read with any block size. A log of the older layout, each part shuffled
+    within its own partition (``"partitions"``), puts each part back in its partition's order."""
     import numpy as np
 
     from ppdm.data.provenance import decode_positions
@@ -332,5 +430,5 @@ def refuse_missing_lazily(df: Any, sch: Schema, spec: str) -> None:
                               "them with --missing keep")
 
 
-__all__ = ["DatasetInputs", "dataset_summary", "measure_datasets", "open_release_datasets", "refuse_missing_lazily",
+__all__ = ["DatasetInputs", "dataset_summary", "evaluate_dataset", "measure_datasets", "open_release_datasets", "refuse_missing_lazily",
            "repair_partitions", "sampled_measures"]

@@ -6,7 +6,9 @@ original (IL1s, DDR, ...: :attr:`ppdm.metrics.base.MeasureSpec.paired`) need the
 owner keeps in the private log (:func:`ppdm.data.provenance.build_private`); without it they
 would compare different people. This module reads that log, checks it belongs to the tables
 given, and puts z's rows beside their originals (:func:`pair_in_memory`); the partitioned
-form is :func:`ppdm.experiments.evaluate_partitioned.repair_partitions`.
+form is :func:`ppdm.experiments.evaluate_partitioned.repair_partitions` (a partitioned
+release mixes its rows across its parts, so its partitions never pair with x's by position;
+:func:`ppdm.experiments.evaluate_partitioned.evaluate_dataset` is the library's way in).
 
 :class:`Pairing` says how x and z were paired: ``"private log"``, ``"position"`` (the owner
 declares z's rows to be x's, in order), ``"none"`` (record-by-record measures use their

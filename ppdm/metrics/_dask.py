@@ -3,9 +3,11 @@
 Column-wise SDC measures only need sums over records (counts, sums, sums of squared
 deviations, sums of absolute differences). The original and masked Dask frames are walked
 partition by partition in step, each pair reduced to a few per-column sums, and the sums
-added. The two frames must be partitioned alike (same number of partitions, same number of
-rows in each), which is what splitting one table the same way gives — a release written by
-``ppdm anonymize`` has one part per partition of its input.
+added. The two frames must be paired: partition i of z holds, row for row, the releases of
+partition i of x. A partitioned release as written is not (it mixes its rows across its
+parts); the evaluation pairs it through its private log
+(:func:`ppdm.experiments.evaluate_partitioned.repair_partitions`), and a pair whose numbers
+of partitions or rows differ is refused with one error (:func:`not_paired`).
 
 Also here: the blocked nearest-neighbour search of record linkage (:func:`blocked_linkage`),
 per-partition sums of one table (:func:`reduce_parts`), and aligned random samples of
@@ -23,15 +25,35 @@ import pandas as pd
 from ppdm.errors import SchemaError
 from ppdm.metrics._common import numeric_matrix
 
+#: what to do about a z whose partitions do not hold x's records row for row
+PAIR_HINT = ("z's rows are not paired with x's row for row (a partitioned release mixes its rows across its parts): "
+             "evaluate it with its private log (ppdm.experiments.evaluate_partitioned.evaluate_dataset, or ppdm "
+             "evaluate --engine dask), which puts each released row beside its original")
 
-def _pair_apply(a: Any, b: Any, names: list[str], fn: Callable[[np.ndarray, np.ndarray], Any], measure: str) -> Any:
+
+def not_paired(what: str, i: int | None = None, nx: int | None = None, nz: int | None = None) -> SchemaError:
+    """The one error of a record-by-record measure whose x and z are not partitioned alike
+    (``i``: the first partition whose lengths differ, else their numbers differ)."""
+    if i is None:
+        where = f"x has {nx} partitions and z {nz}"
+    else:
+        where = f"partition {i} of x has {nx} rows and that of z {nz}"
+    return SchemaError(f"{what}: {where}; {PAIR_HINT}")
+
+
+def check_partitions(x: Any, z: Any, what: str) -> None:
+    """x and z have as many partitions (the lengths are checked by :func:`check_aligned`, or
+    by each task as it reads a partition pair)."""
+    if x.npartitions != z.npartitions:
+        raise not_paired(what, nx=x.npartitions, nz=z.npartitions)
+
+
+def _pair_apply(a: Any, b: Any, names: list[str], fn: Callable[[np.ndarray, np.ndarray], Any], measure: str,
+                i: int) -> Any:
     X = numeric_matrix(a, names, label="original", measure=measure, allow_missing=True)
     Z = numeric_matrix(b, names, label="masked", measure=measure, allow_missing=True)
     if X.shape[0] != Z.shape[0]:
-        raise SchemaError(
-            f"{measure}: a partition of the original has {X.shape[0]} rows and the matching "
-            f"partition of the masked table {Z.shape[0]}; partition both tables alike"
-        )
+        raise not_paired(measure, i, X.shape[0], Z.shape[0])
     return fn(X, Z)
 
 
@@ -46,14 +68,10 @@ def reduce_pairs(
         absent = [c for c in names if c not in df.columns]
         if absent:
             raise SchemaError(f"{measure}: column(s) {', '.join(map(repr, absent))} not in the {label} table")
+    check_partitions(x, z, measure)
     xs = x[names].to_delayed()
     zs = z[names].to_delayed()
-    if len(xs) != len(zs):
-        raise SchemaError(
-            f"{measure}: the original has {len(xs)} partitions and the masked table {len(zs)}; "
-            "partition both tables alike"
-        )
-    parts = [dask.delayed(_pair_apply)(a, b, names, fn, measure) for a, b in zip(xs, zs, strict=True)]
+    parts = [dask.delayed(_pair_apply)(a, b, names, fn, measure, i) for i, (a, b) in enumerate(zip(xs, zs, strict=True))]
     return list(dask.compute(*parts))
 
 
@@ -94,16 +112,17 @@ def partition_lengths(df: Any) -> list[int]:
 
 
 def check_aligned(x: Any, z: Any, what: str) -> list[int]:
-    """The partitions' lengths of x, refusing a z that is not partitioned alike."""
-    if x.npartitions != z.npartitions:
-        raise SchemaError(f"{what}: the original has {x.npartitions} partitions and the release {z.npartitions}; "
-                          "record-by-record measures need both partitioned alike (read the original with the "
-                          "block size the release was made with)")
+    """The partitions' lengths of x, refusing a z that is not partitioned alike (:func:`not_paired`).
+
+    Record-by-record measures read partition i of x beside partition i of z and compare them
+    row for row: they trust that the evaluation paired them (``EvaluationContext.paired``;
+    :func:`ppdm.experiments.evaluate_partitioned.repair_partitions` does it through the
+    release's private log). Lengths that differ prove the opposite, and are refused here."""
+    check_partitions(x, z, what)
     lx, lz = partition_lengths(x), partition_lengths(z)
     if lx != lz:
         i = next(i for i, (a, b) in enumerate(zip(lx, lz, strict=True)) if a != b)
-        raise SchemaError(f"{what}: partition {i} of the original has {lx[i]} rows and that of the release {lz[i]}; "
-                          "partition both tables alike")
+        raise not_paired(what, i, lx[i], lz[i])
     return lx
 
 
@@ -158,8 +177,7 @@ def _kept_block(x: Any, z: Any, i: int, names: list[str]) -> tuple[np.ndarray, n
     X = numeric_matrix(read_partition(x, i), names, label="original", measure="DDR", allow_missing=True)
     Z = numeric_matrix(read_partition(z, i), names, label="masked", measure="DDR", allow_missing=True)
     if X.shape[0] != Z.shape[0]:
-        raise SchemaError(f"DDR: partition {i} of the original has {X.shape[0]} rows and that of the release "
-                          f"{Z.shape[0]}; partition both tables alike")
+        raise not_paired("DDR", i, X.shape[0], Z.shape[0])
     ok = ~(np.isnan(X).any(axis=1) | np.isnan(Z).any(axis=1))
     return X[ok], Z[ok]
 
@@ -184,10 +202,8 @@ def blocked_linkage(
     from ppdm.data.partitions import run_partitions
     from ppdm.metrics._common import column_moments, merge_moments
 
+    check_partitions(x, z, "DDR")
     nparts = x.npartitions
-    if z.npartitions != nparts:
-        raise SchemaError(f"DDR: the original has {nparts} partitions and the release {z.npartitions}; "
-                          "partition both tables alike")
 
     def moments(i: int) -> tuple[int, int, list[Any], list[Any]]:
         X, Z = _kept_block(x, z, i, names)
