@@ -364,7 +364,7 @@ def release(
     # written), and an owner who accepts it says so with the allow_... argument
     findings = passing + judge_release(check, opts, technique_record(tech), sch,
                                        privacy=getattr(tech, "privacy_report_", None),
-                                       search=(lambda: passing_strength(technique, made, opts, took))
+                                       search=(lambda cols: passing_strength(technique, made, opts, took, cols))
                                        if opts.suggest else None)
     if keep_identifiers and ids:
         z = z.copy()
@@ -494,29 +494,52 @@ def stronger_values(now: float, direction: str, limit: float | None, tries: int 
     return out
 
 
-def passing_strength(technique: Any, making: _Making, options: GateOptions,
-                     took: float = 0.0) -> tuple[Any, str]:
-    """A setting of the technique's strength parameter (its class attribute ``strength_param``,
-    as :meth:`ppdm.anonymize.base.Technique.strength_setting` reads it) that passes the gate on
-    this table: a coarse ladder of :func:`stronger_values` (three rungs
-    up to the parameter's limit, else doubling or dividing by ten) until one passes, then
-    halving the step (geometric midpoints) between the last that failed and the first that
-    passed — at most :data:`SEARCH_TRIES` tries in all, started within :data:`SEARCH_SECONDS`.
-    Returns ``(0.31, "level ≥ 0.31 passes on this table (now 0.1)")``, or ``(None, what was
-    tried)`` when none passed, or ``(None, "")`` for a technique without a strength parameter.
-    Each try is a full release of the same records with the same seed, never published."""
-    setting = technique.strength_setting() if hasattr(technique, "strength_setting") else None
-    if not setting:
+def passing_strength(technique: Any, making: _Making, options: GateOptions, took: float = 0.0,
+                     columns: Iterable[str] = ()) -> tuple[Any, str]:
+    """A setting of one of the technique's protective parameters that passes the gate on this
+    table (:meth:`ppdm.anonymize.base.Technique.strength_settings`: its ``strength_param`` and
+    its ``other_strength_params``, e.g. the Framework's ``sigma_frac`` and ``p_cat``).
+
+    The parameters that change the kind of attribute the refusal names (``columns``: categorical
+    or numeric) are tried first, then the others, until one passes. For each, a coarse ladder of
+    :func:`stronger_values` (three rungs up to the parameter's limit, else doubling or dividing
+    by ten) until one passes, then halving the step (geometric midpoints) between the last that
+    failed and the first that passed — at most :data:`SEARCH_TRIES` tries per parameter, all
+    started within :data:`SEARCH_SECONDS` in all. Returns ``(("p_cat", 0.46), "p_cat ≥ 0.46
+    passes on this table (now 0.1)")``, or ``(None, what was tried)`` when none passed, or
+    ``(None, "")`` for a technique without such a parameter. Each try is a full release of the
+    same records with the same seed, never published."""
+    settings = technique.strength_settings() if hasattr(technique, "strength_settings") else []
+    settings = [s for s in settings
+                if not isinstance(s[3], bool) and isinstance(s[3], (int, float, np.integer, np.floating))]
+    if not settings:
         return None, ""
-    name, direction, limit, now = setting
-    if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)):
-        return None, ""
-    whole = isinstance(now, (int, np.integer))
-    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)  # type: ignore[arg-type]  # a numpy number acts as a float
-    if not ladder:
-        return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
+    cols = set(columns)
+    sch = making.schema
+    kinds = {"categorical" if c in sch.categorical or c == sch.class_column else "numeric" for c in cols}
+    # a stable sort: the parameters that change the refused columns' kind first, else the declared order
+    settings.sort(key=lambda s: 0 if s[4] == "all" or s[4] in kinds else 1)
     budget = min(SEARCH_SECONDS, max(3 * took, 10.0))
     start = time.monotonic()
+    said: list[str] = []
+    for name, direction, limit, now, _ in settings:
+        if said and time.monotonic() - start > budget:
+            said.append(f"{name} not tried (the search stopped after {time.monotonic() - start:.0f} s)")
+            continue
+        strong, text = _search_one(technique, making, options, name, direction, limit, now, start, budget)
+        if strong is not None:
+            return (name, strong), text
+        said.append(text)
+    return None, "; ".join(said)
+
+
+def _search_one(technique: Any, making: _Making, options: GateOptions, name: str, direction: str,
+                limit: float | None, now: Any, start: float, budget: float) -> tuple[Any, str]:
+    """:func:`passing_strength` on one parameter: the value that passes (or ``None``) and what to say."""
+    whole = isinstance(now, (int, np.integer))
+    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)
+    if not ladder:
+        return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
     tried: list[str] = []
 
     def passes(v: float) -> bool:
@@ -550,6 +573,8 @@ def passing_strength(technique: Any, making: _Making, options: GateOptions,
     if strong is not None:
         return strong, f"{name} {'≥' if direction == 'increasing' else '≤'} {strong:g} passes on this table (now {now:g})"
     stopped = f"; the search stopped after {time.monotonic() - start:.0f} s" if len(tried) < len(ladder) else ""
+    if not tried:
+        return None, f"{name} not tried{stopped}"
     return None, f"none of {name} = {', '.join(tried)} passes on this table (now {now:g}{stopped})"
 
 
@@ -674,15 +699,15 @@ def _dp_preface(check: ReleaseCheck, privacy: dict[str, Any] | None, rule: str) 
 
 def judge_release(check: ReleaseCheck, options: GateOptions, tech: dict[str, Any], schema: Schema, *,
                   privacy: dict[str, Any] | None = None,
-                  search: Callable[[], tuple[Any, str]] | None = None) -> list[dict[str, Any]]:
+                  search: Callable[[list[str]], tuple[Any, str]] | None = None) -> list[dict[str, Any]]:
     """The gate on a release check: raise :class:`ReleaseRefused` for the first refusal
     ``options`` do not allow, emit a :class:`ReleaseWarning` for each warning (and each allowed
     refusal), and return them all as dicts with their full message.
 
     ``privacy`` is the technique's ``privacy_report_``: a differentially private release is
     judged like any other, and its refusal names ε. ``search`` (:func:`passing_strength`), called
-    only on a refusal, names a stronger setting of the technique that passes on this table
-    (replacing the general advice) or says what was tried."""
+    only on a refusal with the refused finding's columns, names a stronger setting of the
+    technique that passes on this table (replacing the general advice) or says what was tried."""
     out = []
     for f in gate(check, options.thresholds):
         advice = fix_advice(tech, f.columns, schema)
@@ -690,7 +715,7 @@ def judge_release(check: ReleaseCheck, options: GateOptions, tech: dict[str, Any
         if f.level == "refuse":
             lib, cli = GATE_OVERRIDES[f.rule]
             if not options.allows(f):
-                value, found = search() if search is not None else (None, "")
+                value, found = search(list(f.columns)) if search is not None else (None, "")
                 # a setting that passes replaces the general advice; what was tried in vain adds to it
                 text = f"{f.message}; {found}" if value is not None else text + (f"; {found}" if found else "")
                 raise ReleaseRefused(f"{_dp_preface(check, privacy, f.rule)}{text}; change the technique or its "
