@@ -111,9 +111,9 @@ class ReleaseWarning(UserWarning):
     column responsible and what would fix it)."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Release:
-    """A release and everything known about how it was made.
+    """A release and everything known about how it was made (built by name: its fields are many).
 
     ``data`` is z as it is published — shuffled unless ``shuffle=False``, identifiers
     removed unless kept; ``technique`` the fitted technique, ``schema`` the full schema
@@ -198,28 +198,59 @@ def pairing_record(positions: np.ndarray, rows_of_x: int) -> dict[str, Any]:
     return {"rows": int(len(positions)), "rows_of_x": int(rows_of_x), "positions": encode_positions(positions)}
 
 
+#: the keyword arguments of :func:`release` that go to the gate (:func:`gate_setup`), not to :class:`ReleaseOptions`
+GATE_SETTINGS = ("allow_unchanged", "allow_verbatim", "allow_untouched_keys", "allow_pass_through", "gate_thresholds")
+#: the role keyword arguments :meth:`ReleaseOptions.of` gathers into one :class:`~ppdm.data.roles.Roles`
+_ROLE_SETTINGS = ("identifiers", "quasi_identifiers", "sensitive", "weight", "other")
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """How :func:`release` makes a release, apart from the technique, the schema and the gate
+    (:class:`~ppdm.metrics.release_check.GateOptions`): one object rather than a dozen keyword
+    arguments. The fields are :func:`release`'s parameters of the same names; ``roles`` holds
+    the roles declared for some columns (identifiers, quasi-identifiers, sensitive, weight, other)."""
+
+    roles: Roles = field(default_factory=Roles)
+    keep_identifiers: bool = False
+    detect_identifiers: bool = True
+    input_info: dict[str, Any] | None = None
+    decimals: dict[str, int] | None = None
+    holdout: float | None = None
+    shuffle: bool = True
+
+    @classmethod
+    def of(cls, options: ReleaseOptions | None = None, **settings: Any) -> ReleaseOptions:
+        """Options from ``options`` (defaults when ``None``) with ``settings`` by name: the
+        fields, or the roles one by one (``quasi_identifiers="a,b"``, which replace those roles
+        of ``options``). An unknown name is refused."""
+        base = options if options is not None else cls()
+        if not isinstance(base, ReleaseOptions):
+            raise ParameterError(f"release options must be a ReleaseOptions, got {type(base).__name__}")
+        fields = set(cls.__dataclass_fields__)
+        unknown = [k for k in settings if k not in fields and k not in _ROLE_SETTINGS]
+        if unknown:
+            raise ParameterError(f"release() has no setting {', '.join(map(repr, unknown))}")
+        out = {k: v for k, v in settings.items() if k in fields}
+        if "roles" in out and out["roles"] is None:
+            out["roles"] = Roles()
+        roles = {k: v for k, v in settings.items() if k in _ROLE_SETTINGS}
+        if roles:
+            if "roles" in out:
+                raise ParameterError("give the roles either as roles=Roles(...) or one by one, not both")
+            old = out.get("roles", base.roles)
+            out["roles"] = Roles.of(**{k: roles.get(k, getattr(old, k)) for k in _ROLE_SETTINGS})
+        return replace(base, **out)
+
+
 def release(
     x: pd.DataFrame,
     technique: Any,
+    options: ReleaseOptions | None = None,
     *,
     schema: Schema | None = None,
-    identifiers: Iterable[str] | str | None = None,
-    quasi_identifiers: Iterable[str] | str | None = None,
-    sensitive: Iterable[str] | str | None = None,
-    weight: str | None = None,
-    other: Iterable[str] | str | None = None,
-    keep_identifiers: bool = False,
-    allow_unchanged: bool = False,
-    detect_identifiers: bool = True,
-    input_info: dict[str, Any] | None = None,
-    decimals: dict[str, int] | None = None,
-    holdout: float | None = None,
-    shuffle: bool = True,
-    allow_verbatim: bool = False,
-    allow_untouched_keys: bool = False,
-    allow_pass_through: Iterable[str] | str | None = None,
-    gate_thresholds: GateThresholds | dict[str, float] | None = None,
     gate_options: GateOptions | None = None,
+    **settings: Any,
 ) -> Release:
     """Anonymize ``x`` with ``technique`` (an unfitted ppdm technique) into a checked release.
 
@@ -233,9 +264,17 @@ def release(
         ``schema`` is not given. A new instance with the same parameters is fitted; the
         one given is not modified. Its ``random_state`` also seeds the hold-out and the
         shuffle (operating-system entropy when ``None``).
+    options:
+        How the release is made (:class:`ReleaseOptions`: the roles, identifiers kept or
+        screened, decimals, hold-out, shuffle); ``settings`` given by name (the fields below)
+        replace those of ``options``.
     schema:
         Types and roles of every column; every column it names counts as declared.
         Without it the types are inferred and only the role arguments declare columns.
+    gate_options:
+        Everything the gate is told as one object (:class:`~ppdm.metrics.release_check.GateOptions`:
+        thresholds and overrides; what ``ppdm anonymize`` passes); the ``allow_...`` settings
+        add to it, and ``gate_thresholds`` may not be given with it.
     identifiers, quasi_identifiers, sensitive, weight, other:
         Roles declared for some columns (names or comma lists); ``other`` marks ordinary
         attributes so that identifier screening accepts them.
@@ -254,10 +293,6 @@ def release(
     gate_thresholds:
         The gate's thresholds (:class:`~ppdm.metrics.release_check.GateThresholds`, or a dict of
         some of them by name).
-    gate_options:
-        Everything the gate is told as one object (:class:`~ppdm.metrics.release_check.GateOptions`:
-        thresholds and overrides; what ``ppdm anonymize`` passes); the ``allow_...`` arguments
-        add to it, and ``gate_thresholds`` may not be given with it.
     detect_identifiers:
         Refuse undeclared columns that look like direct identifiers (default).
     input_info:
@@ -292,6 +327,11 @@ def release(
     """
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"release expects a pandas DataFrame, got {type(x).__name__}")
+    gate_settings = {k: settings.pop(k) for k in GATE_SETTINGS if k in settings}
+    ropts = ReleaseOptions.of(options, **settings)
+    opts = gate_setup(gate_options, gate_settings.pop("gate_thresholds", None), **gate_settings)
+    keep_identifiers, input_info, decimals = ropts.keep_identifiers, ropts.input_info, ropts.decimals
+    holdout, shuffle = ropts.holdout, ropts.shuffle
     from ppdm.anonymize.composition import as_technique
 
     technique = as_technique(technique)  # a scikit-learn Pipeline of techniques: one composition
@@ -311,12 +351,9 @@ def release(
                 "writes one to fill in), or domain_from_data=True to release without a differential privacy "
                 "guarantee"
             )
-    roles = Roles.of(identifiers, quasi_identifiers, sensitive, weight, other)
-    sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
-                         detect=detect_identifiers)
+    sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=ropts.roles,
+                         detect=ropts.detect_identifiers)
     ids = [c for c in sch.identifiers if c in x.columns]
-    opts = gate_setup(gate_options, gate_thresholds, allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
-                      allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)
     thresholds = opts.thresholds
     passing = _screen_pass_through(x, sch, opts)
     aligned = technique._keeps_rows()
@@ -418,8 +455,10 @@ def release(
         # the release's schema in full (with what recoding learnt from x): evaluate reads x with it
         **({"output_schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {}),
     )
-    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
-                   private, pairing, control, held, bool(shuffle), findings)
+    return Release(data=z, technique=tech, schema=sch, check=check, removed_identifiers=removed,
+                   kept_identifiers=ids if keep_identifiers else [], seeded=seeded, warnings=lines,
+                   provenance=record, decimals=dec, private=private, pairing=pairing, control=control,
+                   held_out=held, shuffled=bool(shuffle), findings=findings)
 
 
 @dataclass
