@@ -59,10 +59,10 @@ NOT_PASSING: dict[tuple[str, str], tuple[str, str, str]] = {
     ("cmc", "rounding"): ("refused", "changes cmc's 2 numeric attributes only; c ≤ 4 passes",
                           "rounding does not change categorical attributes: generalise"),
     # the Framework changes a categorical value only where its detective tree calls it innocent (p_cat = 0.1):
-    # 10.4 % near-verbatim and unique; p_cat = 0.3 still leaves 5.6 %, p_cat = 0.5 passes (2.5 %). The gate's
-    # search varies sigma_frac, which changes numbers only, so the refusal names p_cat without a value
+    # 10.4 % near-verbatim and unique; p_cat = 0.3 still leaves 5.6 %. The gate's search tries p_cat first
+    # (the refused quasi-identifiers are categorical; sigma_frac changes numbers only): p_cat ≥ 0.38 passes
     ("cmc", "framework"): ("refused", "categorical values changed only where called innocent (p_cat = 0.1); "
-                                      "p_cat = 0.5 passes", "raise p_cat (now 0.1)"),
+                                      "p_cat ≥ 0.38 passes", "raise p_cat (now 0.1)"),
     # the Forest Framework swaps categorical values within leaves: 6.1 %; sigma_frac ≥ 0.27 passes
     ("cmc", "forest-framework"): ("refused", "6.1 % near-verbatim and unique; sigma_frac ≥ 0.27 passes",
                                   "raise sigma_frac (now"),
@@ -90,6 +90,14 @@ NOT_PASSING: dict[tuple[str, str], tuple[str, str, str]] = {
     **{(t, m): ("error", "no class column", "needs a class column") for t in NO_CLASS
        for m in ("framework", "forest-framework")},
     ("adult", "gadp"): ("error", "GADP's own guard: education_num would come out almost unchanged", "education_num"),
+}
+#: the settings the refusals of NOT_PASSING name, found by the gate's search with SEED: each passes
+#: (test_gate_defaults runs them; the chains named are run there too)
+NAMED_SETTINGS: dict[tuple[str, str], dict[str, float]] = {
+    ("cmc", "mdav"): {"k": 134},
+    ("cmc", "rounding"): {"c": 4},
+    ("cmc", "framework"): {"p_cat": 0.38},
+    ("cmc", "forest-framework"): {"sigma_frac": 0.27},
 }
 #: every (table, technique) of the matrix and its verdict; local suppression with all 14 attributes as keys
 #: and the techniques not listed for adult_test and bank are left out (too slow to be worth it)
@@ -129,9 +137,10 @@ def shipped(name: str) -> tuple[pd.DataFrame, object]:
     return load(name, missing="drop")
 
 
-def default_release(table: str, method: str, seed: int = SEED) -> Outcome:
-    """Release ``table`` with ``method``'s defaults and report the gate's verdict (no search of a
-    passing setting: the verdict on the default is the point)."""
+def default_release(table: str, method: str, seed: int = SEED, params: dict | None = None) -> Outcome:
+    """Release ``table`` with ``method``'s defaults (and ``params``, as ``-p name=value``) and
+    report the gate's verdict (no search of a passing setting: the verdict on the setting is the
+    point)."""
     from ppdm.anonymize.registry import make_technique
     from ppdm.errors import PPDMError
     from ppdm.experiments.release import ReleaseRefused, fix_advice, release, technique_record
@@ -139,7 +148,8 @@ def default_release(table: str, method: str, seed: int = SEED) -> Outcome:
 
     x, sch = shipped(table)
     try:
-        tech = make_technique(method, class_column=sch.class_column, schema=sch, random_state=seed)
+        tech = make_technique(method, class_column=sch.class_column, schema=sch, random_state=seed,
+                              params=params)
         opts = GateOptions(allow_unchanged=True, allow_verbatim=True, allow_untouched_keys=True,
                            allow_pass_through=tuple(map(str, x.columns)), suggest=False)
         with warnings.catch_warnings():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from gate_defaults import EXPECTED, QUICK, default_release, expected
+from gate_defaults import EXPECTED, NAMED_SETTINGS, QUICK, default_release, expected
 
 from ppdm.anonymize import make_technique
 from ppdm.anonymize.rounding import DEFAULT_C, Rounding
@@ -84,6 +84,48 @@ def test_mdav_k3_is_refused_on_adult_and_the_default_passes() -> None:
         release(x, make_technique("mdav", class_column=sch.class_column, schema=sch, params={"k": 3}),
                 gate_options=GateOptions(suggest=False))
     assert default_release("adult", "mdav").status == "pass"
+
+
+def test_the_search_varies_each_documented_protective_parameter() -> None:
+    """The Framework's search varies sigma_frac (numbers) and p_cat (categories), Random Technique's
+    sigma_frac and p_rt, the Forest Framework's sigma_frac and swap_prob (already at its limit 1 by
+    default, so the ladder is empty); MDAV has one, k."""
+    from ppdm.anonymize import MDAV
+    from ppdm.anonymize.forest_framework import ForestFramework
+    from ppdm.anonymize.framework import Framework
+    from ppdm.anonymize.random_technique import RandomTechnique
+    from ppdm.experiments.release import stronger_values
+
+    assert Framework().strength_settings() == [("sigma_frac", "increasing", 2.0, 1 / 6, "numeric"),
+                                               ("p_cat", "increasing", 1.0, 0.1, "categorical")]
+    assert [s[0] for s in RandomTechnique().strength_settings()] == ["sigma_frac", "p_rt"]
+    assert [s[0] for s in ForestFramework().strength_settings()] == ["sigma_frac", "swap_prob"]
+    assert stronger_values(1.0, "increasing", 1.0) == []
+    assert MDAV().strength_settings() == [("k", "increasing", None, 10, "all")]
+    assert Rounding(c="fd").strength_settings() == []
+
+
+@pytest.mark.slow
+def test_a_framework_refusal_on_cmc_names_a_categorical_setting_that_passes() -> None:
+    """cmc: the Framework's default is refused on categorical quasi-identifiers (10.4 %
+    near-verbatim and unique); the search tries p_cat before sigma_frac and names p_cat ≥ 0.38
+    (NAMED_SETTINGS, which passes: test_the_settings_the_refusals_name_pass)."""
+    from gate_defaults import SEED, shipped
+
+    x, sch = shipped("cmc")
+    with pytest.raises(ReleaseRefused, match=r"p_cat ≥ 0\.38 passes on this table \(now 0\.1\)"):
+        release(x, make_technique("framework", class_column=sch.class_column, schema=sch, random_state=SEED))
+    assert NAMED_SETTINGS[("cmc", "framework")] == {"p_cat": 0.38}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("table,method", sorted(NAMED_SETTINGS))
+def test_the_settings_the_refusals_name_pass(table: str, method: str) -> None:
+    """Where a refusal of a default names a setting found by the gate's search, that setting
+    passes on that table (same seed)."""
+    assert expected(table, method) == "refused"
+    got = default_release(table, method, params=NAMED_SETTINGS[(table, method)])
+    assert got.status == "pass", (table, method, got)
 
 
 # -------------------------------------------------------------------------------- the whole matrix

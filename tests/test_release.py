@@ -334,3 +334,25 @@ def test_release_keeps_a_fitted_tree_given_to_the_technique() -> None:
     rel = release(x, given)
     assert rel.technique.tree_ is tree
     assert rel.technique is not given and not hasattr(given, "tree_")
+
+
+def test_release_options_by_name_and_as_one_object() -> None:
+    """ReleaseOptions gathers release()'s settings: roles one by one become one Roles (replacing
+    those given), other fields by name; an unknown name and roles given both ways are refused;
+    Release is built by name only."""
+    import dataclasses
+
+    from ppdm.data.roles import Roles
+    from ppdm.errors import ParameterError
+    from ppdm.experiments.release import Release, ReleaseOptions
+
+    base = ReleaseOptions(roles=Roles(identifiers=("id",)), shuffle=False)
+    got = ReleaseOptions.of(base, quasi_identifiers="a,b", holdout=0.2)
+    assert got.roles == Roles(identifiers=("id",), quasi_identifiers=("a", "b"))
+    assert (got.shuffle, got.holdout, got.keep_identifiers) == (False, 0.2, False)
+    assert ReleaseOptions.of(roles=None).roles == Roles()
+    with pytest.raises(ParameterError, match="no setting 'shufle'"):
+        ReleaseOptions.of(shufle=False)
+    with pytest.raises(ParameterError, match="either as roles"):
+        ReleaseOptions.of(roles=Roles(), weight="w")
+    assert all(f.kw_only for f in dataclasses.fields(Release))

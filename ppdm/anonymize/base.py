@@ -82,6 +82,12 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: "decreasing", limit)`` — the direction in which protection grows and the furthest value
     #: worth trying (``None``: no limit); ``None`` when the technique has no single such parameter
     strength_param: ClassVar[tuple[str, str, float | None] | None] = None
+    #: the attributes :attr:`strength_param` changes: ``"numeric"``, ``"categorical"`` or ``"all"``
+    #: (the search tries first the parameters that change the kind of attribute a refusal names)
+    strength_acts_on: ClassVar[str] = "all"
+    #: the technique's other documented protective parameters, searched too when the main one
+    #: finds no setting that passes: ``(name, direction, limit, acts_on)`` as above
+    other_strength_params: ClassVar[tuple[tuple[str, str, float | None, str], ...]] = ()
     #: keys of ``private_report_`` that count records or cells of the table transformed: a
     #: partitioned release adds them up over its partitions (:meth:`merge_partition_reports`)
     summed_over_partitions: ClassVar[tuple[str, ...]] = ()
@@ -149,6 +155,20 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             return None
         name, direction, limit = spec
         return name, direction, limit, self.get_params(deep=False).get(name)
+
+    def strength_settings(self) -> list[tuple[str, str, float | None, Any, str]]:
+        """Every protective parameter the release gate's search may vary, the main one
+        (:meth:`strength_setting`) first: ``(name, direction, limit, current value, acts_on)``
+        with ``acts_on`` ``"numeric"``, ``"categorical"`` or ``"all"`` (the attributes it changes).
+        The others come from :attr:`other_strength_params`, e.g. the Framework's ``p_cat``,
+        which changes categorical values where ``sigma_frac`` changes numbers only."""
+        main = self.strength_setting()
+        out = [(*main, type(self).strength_acts_on)] if main else []
+        params = self.get_params(deep=False)
+        out += [(name, direction, limit, params[name], acts_on)
+                for name, direction, limit, acts_on in type(self).other_strength_params
+                if name in params and (not main or name != main[0])]
+        return out
 
     # ---------------------------------------------------------------- helpers
     def _resolve_schema(self, df: pd.DataFrame) -> Schema:

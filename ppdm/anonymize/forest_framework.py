@@ -217,6 +217,9 @@ class ForestFramework(Technique):
          "n_trees": Integer(1, 5), "min_leaf": Integer(5, 200, log=True)}, needs=("class",))
     #: wider noise on numeric attributes (the width as a share of the attribute's range)
     strength_param = ("sigma_frac", "increasing", 2.0)
+    strength_acts_on = "numeric"
+    #: the share of records whose categorical values are re-assigned within their intersection (1 by default)
+    other_strength_params = (("swap_prob", "increasing", 1.0, "categorical"),)
 
     def __init__(
         self,

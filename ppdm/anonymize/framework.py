@@ -129,6 +129,9 @@ class Framework(Technique):
         when={"p_class": {"class_mode": ("probabilistic",)}}, needs=("class",))
     #: wider noise on numeric attributes (the width as a share of the attribute's range)
     strength_param = ("sigma_frac", "increasing", 2.0)
+    strength_acts_on = "numeric"
+    #: categorical innocent values change with probability p_cat (1 at most)
+    other_strength_params = (("p_cat", "increasing", 1.0, "categorical"),)
 
     def __init__(
         self,

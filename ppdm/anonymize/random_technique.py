@@ -74,6 +74,9 @@ class RandomTechnique(Technique):
                                 "perturb_class": Choice((True, False))})
     #: wider noise on numeric attributes (the width as a share of the attribute's range)
     strength_param = ("sigma_frac", "increasing", 2.0)
+    strength_acts_on = "numeric"
+    #: a categorical value (and the class) is replaced with probability p_rt (1 at most)
+    other_strength_params = (("p_rt", "increasing", 1.0, "categorical"),)
 
     def __init__(
         self,

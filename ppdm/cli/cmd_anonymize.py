@@ -8,8 +8,9 @@ owner's private log, the control set and the technique's sidecars, all or nothin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -45,6 +46,10 @@ from ppdm.cli.common import (
     use_scheduler,
 )
 from ppdm.errors import PPDMError
+
+if TYPE_CHECKING:
+    from ppdm.experiments.release import ReleaseOptions
+    from ppdm.metrics.release_check import GateOptions
 
 
 @app.command(short_help="Anonymize a table into a release z, with its release check.")
@@ -124,12 +129,13 @@ def anonymize(
 
     random_state = release_seed(seed, experiment_seed)
     use_scheduler(scheduler)  # the partitioned passes run on its workers
+    from ppdm.experiments.release import ReleaseOptions
     from ppdm.metrics.release_check import GateOptions
 
     # the gate's thresholds and overrides travel as one object down to the check
-    gate_args: dict[str, Any] = {"gate_options": GateOptions.of(
+    gate_options = GateOptions.of(
         _gate_options(gate), allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
-        allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)}
+        allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)
     get_technique(method)  # an unknown name is the first thing to say, before the table is read
     if wants_dask(data, engine):
         dask_params: dict[str, Any] = {}
@@ -139,13 +145,12 @@ def anonymize(
         if holdout is not None:
             raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
                             "--control on ppdm evaluate instead")
-        _anonymize_dataset(data, method, out, class_column=class_column, param=param, random_state=random_state,
-                           missing=missing, schema=schema, sep=sep, roles=roles_from_options(
-                               identifiers, quasi_identifiers, sensitive, weight, other),
-                           keep_identifiers=keep_identifiers,
-                           categorical=categorical, date=date, decimals=decimals, blocksize=blocksize,
-                           fit_rows=fit_rows, shuffle=not keep_order, gate_args=gate_args, decimal=decimal,
-                           then=then)
+        read = _DatasetInput(data, class_column=class_column, missing=missing, schema=schema, sep=sep,
+                             decimal=decimal, categorical=categorical, date=date, blocksize=blocksize)
+        made = ReleaseOptions(roles=roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other),
+                              keep_identifiers=keep_identifiers, shuffle=not keep_order)
+        _anonymize_dataset(read, [method, *(then or [])], out, param=param, random_state=random_state,
+                           options=made, gate_options=gate_options, decimals=decimals, fit_rows=fit_rows)
         return
     src = None if data.startswith(BUILTIN) else Path(data)
     # every output is checked before any work: format, folder, and never one of the inputs
@@ -174,9 +179,9 @@ def anonymize(
     # release() reports its steps (learn, release, check) and the technique its long loops (ppdm.progress)
     with progress_of_library(), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        rel = release(x, tech, schema=sch, keep_identifiers=keep_identifiers,
-                      detect_identifiers=False, input_info=info, decimals=dec, holdout=holdout,
-                      shuffle=not keep_order, **gate_args)
+        made = ReleaseOptions(keep_identifiers=keep_identifiers, detect_identifiers=False, input_info=info,
+                              decimals=dec, holdout=holdout, shuffle=not keep_order)
+        rel = release(x, tech, made, schema=sch, gate_options=gate_options)
     _report(rel, random_state)
     if rel.control is not None:
         console.print(f"held out {len(rel.control)} records before anonymizing as the control set "
@@ -270,12 +275,24 @@ def _report(rel: Any, random_state: int | None) -> None:
                       "keep it secret, with x (it is not stored)", highlight=False, soft_wrap=True)
 
 
-def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str | None, param: list[str] | None,
-                       random_state: int | None, missing: str, schema: Path | None, sep: str | None, roles: Any,
-                       keep_identifiers: bool, categorical: list[str] | None,
-                       date: list[str] | None, decimals: str | None, blocksize: str, fit_rows: int,
-                       shuffle: bool = True, gate_args: dict[str, Any] | None = None,
-                       decimal: str | None = None, then: list[str] | None = None) -> None:
+@dataclass(frozen=True)
+class _DatasetInput:
+    """How ``ppdm anonymize`` reads a partitioned input: the options of the command that say so."""
+
+    data: str
+    class_column: str | None
+    missing: str
+    schema: Path | None
+    sep: str | None
+    decimal: str | None
+    categorical: list[str] | None
+    date: list[str] | None
+    blocksize: str
+
+
+def _anonymize_dataset(read: _DatasetInput, methods: list[str], out: Path, *, param: list[str] | None,
+                       random_state: int | None, options: ReleaseOptions, gate_options: GateOptions, decimals: str | None,
+                       fit_rows: int) -> None:
     """A partitioned input: fit on a sample, release partition by partition into a Parquet dataset
     (a ``--then`` chain fitted step by step on the sample, then applied to every partition)."""
     import warnings
@@ -294,13 +311,14 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
 
         return bool(pd.api.types.is_float_dtype(s))
 
+    data, schema, class_column, method, then = read.data, read.schema, read.class_column, methods[0], methods[1:]
     check_output_dataset(out, inputs=[str(f) for f in dataset_files(data)] + ([str(schema)] if schema else []))
-    cats, dates = split_names(categorical), parse_date_options(date)
+    cats, dates = split_names(read.categorical), parse_date_options(read.date)
     if (cats or dates) and schema is not None:
         raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
     loaded = Schema.load(schema) if schema is not None else None
-    ds = open_dataset(data, sep=sep, schema=loaded, categorical=cats, dates=dates, blocksize=blocksize,
-                      decimal=decimal)
+    ds = open_dataset(data, sep=read.sep, schema=loaded, categorical=cats, dates=dates, blocksize=read.blocksize,
+                      decimal=read.decimal)
     base = loaded.with_class(class_column) if loaded is not None and class_column is not None else loaded
     cls = class_column if class_column else (base.class_column if base else None)
     if then:
@@ -316,13 +334,13 @@ def _anonymize_dataset(data: str, method: str, out: Path, *, class_column: str |
 
     with progress_bar(f"releasing {ds.npartitions} partitions with {method}"), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        rel = release_dataset(ds, tech, out, schema=base, roles=roles, keep_identifiers=keep_identifiers,
-                              missing=_missing(missing, keep=True),
-                              fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=shuffle,
-                              input_info={"missing": missing}, **(gate_args or {}))
+        rel = release_dataset(ds, tech, out, schema=base, roles=options.roles,
+                              keep_identifiers=options.keep_identifiers, missing=_missing(read.missing, keep=True),
+                              fit_rows=fit_rows, decimals=dec, progress=stage_progress(), shuffle=options.shuffle,
+                              input_info={"missing": read.missing}, gate_options=gate_options)
     _report(rel, random_state)
     _report_files(out, rel.written, f"{rel.n_records} rows in {rel.n_partitions} partitions, fitted on a sample of "
-                  f"{rel.fit_rows}", " then ".join([method, *(then or [])]), shuffle, True)
+                  f"{rel.fit_rows}", " then ".join(methods), options.shuffle, True)
 
 
 def _gate_options(items: list[str] | None) -> dict[str, float] | None:

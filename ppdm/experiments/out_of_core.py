@@ -66,14 +66,16 @@ from ppdm.data.provenance import (
     provenance_path,
     provenance_text,
 )
-from ppdm.data.roles import Roles, resolve_schema
+from ppdm.data.roles import resolve_schema
 from ppdm.data.schema import MissingPolicy, Schema
 from ppdm.data.types import decimals_of, merge_decimals, round_to_decimals, working_frame
 from ppdm.errors import PPDMError
 from ppdm.experiments.release import (
+    GATE_SETTINGS,
     ROW_ORDER_KEPT,
     ROW_ORDER_SHUFFLED,
     SHUFFLE_STREAM,
+    ReleaseOptions,
     _owner_only,
     _screen_pass_through,
     gate_setup,
@@ -108,7 +110,7 @@ FIT_ROWS = 100_000
 StageProgress = Callable[[str, int, int], None]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DatasetRelease:
     """A partitioned release and how it was made (see :class:`ppdm.experiments.release.Release`)."""
 
@@ -326,31 +328,24 @@ def release_dataset(
     ds: Dataset,
     technique: Any,
     out: str | Path,
+    options: ReleaseOptions | None = None,
     *,
     schema: Schema | None = None,
-    roles: Roles | None = None,
-    keep_identifiers: bool = False,
-    allow_unchanged: bool = False,
-    detect_identifiers: bool = True,
+    gate_options: GateOptions | None = None,
     missing: MissingPolicy = "error",
     fit_rows: int = FIT_ROWS,
-    decimals: dict[str, int] | None = None,
     progress: StageProgress | None = None,
-    shuffle: bool = True,
-    input_info: dict[str, Any] | None = None,
-    allow_verbatim: bool = False,
-    allow_untouched_keys: bool = False,
-    allow_pass_through: Any = None,
-    gate_thresholds: GateThresholds | dict[str, float] | None = None,
-    gate_options: GateOptions | None = None,
+    **settings: Any,
 ) -> DatasetRelease:
     """Anonymize the partitioned table ``ds`` with ``technique`` into the Parquet dataset folder
     ``out`` (and ``<out>.provenance.json``, public, and ``<out>.private.json``, the owner's),
     as the module docstring describes.
 
-    ``shuffle=False`` keeps each partition's rows in the input's order (see
-    :func:`ppdm.experiments.release.release`); ``input_info`` adds keys to the private log's
-    ``input`` (the CLI's ``missing`` policy).
+    ``options`` (:class:`~ppdm.experiments.release.ReleaseOptions`) and ``gate_options`` are
+    those of :func:`ppdm.experiments.release.release`, and so are the ``settings`` by name
+    (``keep_identifiers=True``, ``allow_verbatim=True``, ...); no hold-out. ``shuffle=False``
+    keeps each partition's rows in the input's order; ``input_info`` adds keys to the private
+    log's ``input`` (the CLI's ``missing`` policy).
 
     ``fit_rows`` is the size of the sample the technique is fitted on; ``decimals`` overrides
     the source decimals per column; ``missing`` is applied to every partition ("drop" leaves
@@ -359,6 +354,14 @@ def release_dataset(
     pass-through columns screened on the fitting sample); a refused release raises
     :class:`~ppdm.experiments.release.ReleaseRefused` and the output does not appear.
     """
+    gate_settings = {k: settings.pop(k) for k in GATE_SETTINGS if k in settings}
+    ropts = ReleaseOptions.of(options, **settings)
+    if ropts.holdout is not None:
+        raise PPDMError("a partitioned release holds no records out; hold records out with --control on "
+                        "ppdm evaluate instead")
+    opts = gate_setup(gate_options, gate_settings.pop("gate_thresholds", None), **gate_settings)
+    roles, keep_identifiers, detect_identifiers = ropts.roles, ropts.keep_identifiers, ropts.detect_identifiers
+    decimals, shuffle, input_info = ropts.decimals, ropts.shuffle, ropts.input_info
     if isinstance(fit_rows, bool) or not isinstance(fit_rows, (int, np.integer)) or fit_rows < 2:
         raise PPDMError(f"fit_rows (the size of the fitting sample) must be a whole number ≥ 2, got {fit_rows!r}")
     if not technique._keeps_rows():
@@ -395,8 +398,6 @@ def release_dataset(
                          detect=detect_identifiers)
     sample, _ = sch.validate(sample, missing=missing)
     ids = [c for c in sch.identifiers if c in sample.columns]
-    opts = gate_setup(gate_options, gate_thresholds, allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
-                      allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)
     thresholds = opts.thresholds
     passing = _screen_pass_through(sample, sch, opts)
     tech = type(technique)(**technique.get_params(deep=False))
@@ -488,8 +489,11 @@ def release_dataset(
                                 gate={"thresholds": thresholds, "findings": findings},
                                 **({"output_schema": zsch.to_dict()} if zsch.to_dict() != sch.to_dict() else {}))
         written = _commit(writer, prov_path, record, tech, out, priv_path, private)
-    return DatasetRelease(out, tech, sch, check, [] if keep_identifiers else ids, ids if keep_identifiers else [],
-                          seeded, n_rows - dropped, n_parts, k, lines, record, dec, written, private, findings)
+    return DatasetRelease(path=out, technique=tech, schema=sch, check=check,
+                          removed_identifiers=[] if keep_identifiers else ids,
+                          kept_identifiers=ids if keep_identifiers else [], seeded=seeded,
+                          n_records=n_rows - dropped, n_partitions=n_parts, fit_rows=k, warnings=lines,
+                          provenance=record, decimals=dec, written=written, private=private, findings=findings)
 
 
 def _commit(writer: DatasetWriter, prov_path: Path, record: dict[str, Any], tech: Any, out: Path,

@@ -111,9 +111,9 @@ class ReleaseWarning(UserWarning):
     column responsible and what would fix it)."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Release:
-    """A release and everything known about how it was made.
+    """A release and everything known about how it was made (built by name: its fields are many).
 
     ``data`` is z as it is published — shuffled unless ``shuffle=False``, identifiers
     removed unless kept; ``technique`` the fitted technique, ``schema`` the full schema
@@ -198,28 +198,59 @@ def pairing_record(positions: np.ndarray, rows_of_x: int) -> dict[str, Any]:
     return {"rows": int(len(positions)), "rows_of_x": int(rows_of_x), "positions": encode_positions(positions)}
 
 
+#: the keyword arguments of :func:`release` that go to the gate (:func:`gate_setup`), not to :class:`ReleaseOptions`
+GATE_SETTINGS = ("allow_unchanged", "allow_verbatim", "allow_untouched_keys", "allow_pass_through", "gate_thresholds")
+#: the role keyword arguments :meth:`ReleaseOptions.of` gathers into one :class:`~ppdm.data.roles.Roles`
+_ROLE_SETTINGS = ("identifiers", "quasi_identifiers", "sensitive", "weight", "other")
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """How :func:`release` makes a release, apart from the technique, the schema and the gate
+    (:class:`~ppdm.metrics.release_check.GateOptions`): one object rather than a dozen keyword
+    arguments. The fields are :func:`release`'s parameters of the same names; ``roles`` holds
+    the roles declared for some columns (identifiers, quasi-identifiers, sensitive, weight, other)."""
+
+    roles: Roles = field(default_factory=Roles)
+    keep_identifiers: bool = False
+    detect_identifiers: bool = True
+    input_info: dict[str, Any] | None = None
+    decimals: dict[str, int] | None = None
+    holdout: float | None = None
+    shuffle: bool = True
+
+    @classmethod
+    def of(cls, options: ReleaseOptions | None = None, **settings: Any) -> ReleaseOptions:
+        """Options from ``options`` (defaults when ``None``) with ``settings`` by name: the
+        fields, or the roles one by one (``quasi_identifiers="a,b"``, which replace those roles
+        of ``options``). An unknown name is refused."""
+        base = options if options is not None else cls()
+        if not isinstance(base, ReleaseOptions):
+            raise ParameterError(f"release options must be a ReleaseOptions, got {type(base).__name__}")
+        fields = set(cls.__dataclass_fields__)
+        unknown = [k for k in settings if k not in fields and k not in _ROLE_SETTINGS]
+        if unknown:
+            raise ParameterError(f"release() has no setting {', '.join(map(repr, unknown))}")
+        out = {k: v for k, v in settings.items() if k in fields}
+        if "roles" in out and out["roles"] is None:
+            out["roles"] = Roles()
+        roles = {k: v for k, v in settings.items() if k in _ROLE_SETTINGS}
+        if roles:
+            if "roles" in out:
+                raise ParameterError("give the roles either as roles=Roles(...) or one by one, not both")
+            old = out.get("roles", base.roles)
+            out["roles"] = Roles.of(**{k: roles.get(k, getattr(old, k)) for k in _ROLE_SETTINGS})
+        return replace(base, **out)
+
+
 def release(
     x: pd.DataFrame,
     technique: Any,
+    options: ReleaseOptions | None = None,
     *,
     schema: Schema | None = None,
-    identifiers: Iterable[str] | str | None = None,
-    quasi_identifiers: Iterable[str] | str | None = None,
-    sensitive: Iterable[str] | str | None = None,
-    weight: str | None = None,
-    other: Iterable[str] | str | None = None,
-    keep_identifiers: bool = False,
-    allow_unchanged: bool = False,
-    detect_identifiers: bool = True,
-    input_info: dict[str, Any] | None = None,
-    decimals: dict[str, int] | None = None,
-    holdout: float | None = None,
-    shuffle: bool = True,
-    allow_verbatim: bool = False,
-    allow_untouched_keys: bool = False,
-    allow_pass_through: Iterable[str] | str | None = None,
-    gate_thresholds: GateThresholds | dict[str, float] | None = None,
     gate_options: GateOptions | None = None,
+    **settings: Any,
 ) -> Release:
     """Anonymize ``x`` with ``technique`` (an unfitted ppdm technique) into a checked release.
 
@@ -233,9 +264,17 @@ def release(
         ``schema`` is not given. A new instance with the same parameters is fitted; the
         one given is not modified. Its ``random_state`` also seeds the hold-out and the
         shuffle (operating-system entropy when ``None``).
+    options:
+        How the release is made (:class:`ReleaseOptions`: the roles, identifiers kept or
+        screened, decimals, hold-out, shuffle); ``settings`` given by name (the fields below)
+        replace those of ``options``.
     schema:
         Types and roles of every column; every column it names counts as declared.
         Without it the types are inferred and only the role arguments declare columns.
+    gate_options:
+        Everything the gate is told as one object (:class:`~ppdm.metrics.release_check.GateOptions`:
+        thresholds and overrides; what ``ppdm anonymize`` passes); the ``allow_...`` settings
+        add to it, and ``gate_thresholds`` may not be given with it.
     identifiers, quasi_identifiers, sensitive, weight, other:
         Roles declared for some columns (names or comma lists); ``other`` marks ordinary
         attributes so that identifier screening accepts them.
@@ -254,10 +293,6 @@ def release(
     gate_thresholds:
         The gate's thresholds (:class:`~ppdm.metrics.release_check.GateThresholds`, or a dict of
         some of them by name).
-    gate_options:
-        Everything the gate is told as one object (:class:`~ppdm.metrics.release_check.GateOptions`:
-        thresholds and overrides; what ``ppdm anonymize`` passes); the ``allow_...`` arguments
-        add to it, and ``gate_thresholds`` may not be given with it.
     detect_identifiers:
         Refuse undeclared columns that look like direct identifiers (default).
     input_info:
@@ -292,6 +327,11 @@ def release(
     """
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"release expects a pandas DataFrame, got {type(x).__name__}")
+    gate_settings = {k: settings.pop(k) for k in GATE_SETTINGS if k in settings}
+    ropts = ReleaseOptions.of(options, **settings)
+    opts = gate_setup(gate_options, gate_settings.pop("gate_thresholds", None), **gate_settings)
+    keep_identifiers, input_info, decimals = ropts.keep_identifiers, ropts.input_info, ropts.decimals
+    holdout, shuffle = ropts.holdout, ropts.shuffle
     from ppdm.anonymize.composition import as_technique
 
     technique = as_technique(technique)  # a scikit-learn Pipeline of techniques: one composition
@@ -311,12 +351,9 @@ def release(
                 "writes one to fill in), or domain_from_data=True to release without a differential privacy "
                 "guarantee"
             )
-    roles = Roles.of(identifiers, quasi_identifiers, sensitive, weight, other)
-    sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=roles,
-                         detect=detect_identifiers)
+    sch = resolve_schema(x, schema=given, class_column=technique.class_column, roles=ropts.roles,
+                         detect=ropts.detect_identifiers)
     ids = [c for c in sch.identifiers if c in x.columns]
-    opts = gate_setup(gate_options, gate_thresholds, allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
-                      allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)
     thresholds = opts.thresholds
     passing = _screen_pass_through(x, sch, opts)
     aligned = technique._keeps_rows()
@@ -364,7 +401,7 @@ def release(
     # written), and an owner who accepts it says so with the allow_... argument
     findings = passing + judge_release(check, opts, technique_record(tech), sch,
                                        privacy=getattr(tech, "privacy_report_", None),
-                                       search=(lambda: passing_strength(technique, made, opts, took))
+                                       search=(lambda cols: passing_strength(technique, made, opts, took, cols))
                                        if opts.suggest else None)
     if keep_identifiers and ids:
         z = z.copy()
@@ -418,8 +455,10 @@ def release(
         # the release's schema in full (with what recoding learnt from x): evaluate reads x with it
         **({"output_schema": out_sch.to_dict()} if out_sch.to_dict() != sch.to_dict() else {}),
     )
-    return Release(z, tech, sch, check, removed, ids if keep_identifiers else [], seeded, lines, record, dec,
-                   private, pairing, control, held, bool(shuffle), findings)
+    return Release(data=z, technique=tech, schema=sch, check=check, removed_identifiers=removed,
+                   kept_identifiers=ids if keep_identifiers else [], seeded=seeded, warnings=lines,
+                   provenance=record, decimals=dec, private=private, pairing=pairing, control=control,
+                   held_out=held, shuffled=bool(shuffle), findings=findings)
 
 
 @dataclass
@@ -494,29 +533,52 @@ def stronger_values(now: float, direction: str, limit: float | None, tries: int 
     return out
 
 
-def passing_strength(technique: Any, making: _Making, options: GateOptions,
-                     took: float = 0.0) -> tuple[Any, str]:
-    """A setting of the technique's strength parameter (its class attribute ``strength_param``,
-    as :meth:`ppdm.anonymize.base.Technique.strength_setting` reads it) that passes the gate on
-    this table: a coarse ladder of :func:`stronger_values` (three rungs
-    up to the parameter's limit, else doubling or dividing by ten) until one passes, then
-    halving the step (geometric midpoints) between the last that failed and the first that
-    passed — at most :data:`SEARCH_TRIES` tries in all, started within :data:`SEARCH_SECONDS`.
-    Returns ``(0.31, "level ≥ 0.31 passes on this table (now 0.1)")``, or ``(None, what was
-    tried)`` when none passed, or ``(None, "")`` for a technique without a strength parameter.
-    Each try is a full release of the same records with the same seed, never published."""
-    setting = technique.strength_setting() if hasattr(technique, "strength_setting") else None
-    if not setting:
+def passing_strength(technique: Any, making: _Making, options: GateOptions, took: float = 0.0,
+                     columns: Iterable[str] = ()) -> tuple[Any, str]:
+    """A setting of one of the technique's protective parameters that passes the gate on this
+    table (:meth:`ppdm.anonymize.base.Technique.strength_settings`: its ``strength_param`` and
+    its ``other_strength_params``, e.g. the Framework's ``sigma_frac`` and ``p_cat``).
+
+    The parameters that change the kind of attribute the refusal names (``columns``: categorical
+    or numeric) are tried first, then the others, until one passes. For each, a coarse ladder of
+    :func:`stronger_values` (three rungs up to the parameter's limit, else doubling or dividing
+    by ten) until one passes, then halving the step (geometric midpoints) between the last that
+    failed and the first that passed — at most :data:`SEARCH_TRIES` tries per parameter, all
+    started within :data:`SEARCH_SECONDS` in all. Returns ``(("p_cat", 0.46), "p_cat ≥ 0.46
+    passes on this table (now 0.1)")``, or ``(None, what was tried)`` when none passed, or
+    ``(None, "")`` for a technique without such a parameter. Each try is a full release of the
+    same records with the same seed, never published."""
+    settings = technique.strength_settings() if hasattr(technique, "strength_settings") else []
+    settings = [s for s in settings
+                if not isinstance(s[3], bool) and isinstance(s[3], (int, float, np.integer, np.floating))]
+    if not settings:
         return None, ""
-    name, direction, limit, now = setting
-    if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)):
-        return None, ""
-    whole = isinstance(now, (int, np.integer))
-    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)  # type: ignore[arg-type]  # a numpy number acts as a float
-    if not ladder:
-        return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
+    cols = set(columns)
+    sch = making.schema
+    kinds = {"categorical" if c in sch.categorical or c == sch.class_column else "numeric" for c in cols}
+    # a stable sort: the parameters that change the refused columns' kind first, else the declared order
+    settings.sort(key=lambda s: 0 if s[4] == "all" or s[4] in kinds else 1)
     budget = min(SEARCH_SECONDS, max(3 * took, 10.0))
     start = time.monotonic()
+    said: list[str] = []
+    for name, direction, limit, now, _ in settings:
+        if said and time.monotonic() - start > budget:
+            said.append(f"{name} not tried (the search stopped after {time.monotonic() - start:.0f} s)")
+            continue
+        strong, text = _search_one(technique, making, options, name, direction, limit, now, start, budget)
+        if strong is not None:
+            return (name, strong), text
+        said.append(text)
+    return None, "; ".join(said)
+
+
+def _search_one(technique: Any, making: _Making, options: GateOptions, name: str, direction: str,
+                limit: float | None, now: Any, start: float, budget: float) -> tuple[Any, str]:
+    """:func:`passing_strength` on one parameter: the value that passes (or ``None``) and what to say."""
+    whole = isinstance(now, (int, np.integer))
+    ladder = stronger_values(now, direction, limit, tries=3 if limit is not None else SEARCH_TRIES)
+    if not ladder:
+        return None, f"{name} is at its strongest ({now:g}) and does not pass on this table"
     tried: list[str] = []
 
     def passes(v: float) -> bool:
@@ -550,6 +612,8 @@ def passing_strength(technique: Any, making: _Making, options: GateOptions,
     if strong is not None:
         return strong, f"{name} {'≥' if direction == 'increasing' else '≤'} {strong:g} passes on this table (now {now:g})"
     stopped = f"; the search stopped after {time.monotonic() - start:.0f} s" if len(tried) < len(ladder) else ""
+    if not tried:
+        return None, f"{name} not tried{stopped}"
     return None, f"none of {name} = {', '.join(tried)} passes on this table (now {now:g}{stopped})"
 
 
@@ -674,15 +738,15 @@ def _dp_preface(check: ReleaseCheck, privacy: dict[str, Any] | None, rule: str) 
 
 def judge_release(check: ReleaseCheck, options: GateOptions, tech: dict[str, Any], schema: Schema, *,
                   privacy: dict[str, Any] | None = None,
-                  search: Callable[[], tuple[Any, str]] | None = None) -> list[dict[str, Any]]:
+                  search: Callable[[list[str]], tuple[Any, str]] | None = None) -> list[dict[str, Any]]:
     """The gate on a release check: raise :class:`ReleaseRefused` for the first refusal
     ``options`` do not allow, emit a :class:`ReleaseWarning` for each warning (and each allowed
     refusal), and return them all as dicts with their full message.
 
     ``privacy`` is the technique's ``privacy_report_``: a differentially private release is
     judged like any other, and its refusal names ε. ``search`` (:func:`passing_strength`), called
-    only on a refusal, names a stronger setting of the technique that passes on this table
-    (replacing the general advice) or says what was tried."""
+    only on a refusal with the refused finding's columns, names a stronger setting of the
+    technique that passes on this table (replacing the general advice) or says what was tried."""
     out = []
     for f in gate(check, options.thresholds):
         advice = fix_advice(tech, f.columns, schema)
@@ -690,7 +754,7 @@ def judge_release(check: ReleaseCheck, options: GateOptions, tech: dict[str, Any
         if f.level == "refuse":
             lib, cli = GATE_OVERRIDES[f.rule]
             if not options.allows(f):
-                value, found = search() if search is not None else (None, "")
+                value, found = search(list(f.columns)) if search is not None else (None, "")
                 # a setting that passes replaces the general advice; what was tried in vain adds to it
                 text = f"{f.message}; {found}" if value is not None else text + (f"; {found}" if found else "")
                 raise ReleaseRefused(f"{_dp_preface(check, privacy, f.rule)}{text}; change the technique or its "
