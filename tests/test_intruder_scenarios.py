@@ -347,8 +347,8 @@ def test_gaussian_noise_release_is_judged_by_matching_not_by_unique_noisy_keys()
 
 
 # the pairwise reference is plain Python (about 4 s of CPU a seed): every seed takes every route,
-# so the default run checks two tables and the slow run the other four
-@pytest.mark.parametrize("seed", [0, 1, *(pytest.param(s, marks=pytest.mark.slow) for s in range(2, 6))])
+# so the default run checks one table and the slow run the other five
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 6))])
 def test_match_counts_equal_a_pairwise_count(seed: int) -> None:
     """Every route of the counting (codes only, one tolerance key by sorting, several by a k-d
     tree, wildcards on either side, interval labels standing for several originals) against

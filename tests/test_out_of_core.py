@@ -143,13 +143,15 @@ def _tech(name: str = "gaussian-noise", seed: int | None = 5, **params: Any) -> 
 
 
 def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path: Path) -> None:
-    src, _ = _csv(tmp_path)
-    ds = open_dataset(str(src), blocksize="20KB", categorical=["grade"])
+    # 1500 records in partitions of 10 KB (about 270 records) fitted on 500: three releases of it
+    # are the point, so the table is kept small (CPU budget)
+    src, _ = _csv(tmp_path, 1500)
+    ds = open_dataset(str(src), blocksize="10KB", categorical=["grade"])
     seen: list[tuple[str, int, int]] = []
-    a = release_dataset(ds, _tech(), tmp_path / "a", missing="keep", **GATE_OFF, fit_rows=1000,
+    a = release_dataset(ds, _tech(), tmp_path / "a", missing="keep", **GATE_OFF, fit_rows=500,
                         progress=lambda s, d, n: seen.append((s, d, n)))
-    release_dataset(ds, _tech(), tmp_path / "b", missing="keep", **GATE_OFF, fit_rows=1000)
-    release_dataset(ds, _tech(seed=6), tmp_path / "c", missing="keep", **GATE_OFF, fit_rows=1000)
+    release_dataset(ds, _tech(), tmp_path / "b", missing="keep", **GATE_OFF, fit_rows=500)
+    release_dataset(ds, _tech(seed=6), tmp_path / "c", missing="keep", **GATE_OFF, fit_rows=500)
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == [f"part.{i:05d}.parquet" for i in range(ds.npartitions)]
     same = [filecmp.cmp(tmp_path / "a" / f, tmp_path / "b" / f, shallow=False) for f in names]
@@ -176,11 +178,11 @@ def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path
     assert (np.round(z["income"].dropna(), 2) == z["income"].dropna()).all()
     prov = json.loads((tmp_path / "a.provenance.json").read_text())
     mine = read_private(tmp_path / "a")
-    assert mine["input"]["partitions"] == ds.npartitions and mine["input"]["fit_rows"] == 1000
+    assert mine["input"]["partitions"] == ds.npartitions and mine["input"]["fit_rows"] == 500
     assert "input" not in prov and prov["output"]["partitions"] == ds.npartitions
     assert len(mine["pairing"]["parts"]) == ds.npartitions and mine["pairing"]["counted"] == "as read"
     assert "seeded" not in prov and mine["seeded"] is True and "random_state" not in prov["technique"]["parameters"]
-    assert a.fit_rows == 1000 and a.n_records == len(x)
+    assert a.fit_rows == 500 and a.n_records == len(x)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
 
 
@@ -324,19 +326,21 @@ def test_the_guard_catches_a_full_compute(tmp_path: Path) -> None:
 def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> None:
     import dask
 
-    src, _ = _csv(tmp_path, 6000)
+    # half the records of the first version (6000), with partitions, fitted rows, sample and guard
+    # halved alongside: every compute must still stay under a quarter of the table (CPU budget)
+    src, _ = _csv(tmp_path, 3000)
     out = tmp_path / "z"
-    guard = _Guard(1500)
+    guard = _Guard(750)
     with dask.config.set(scheduler=guard):
-        res = runner.invoke(app, ["anonymize", *GATE_FLAGS, str(src), "--engine", "dask", "--blocksize", "60KB", "-m",
+        res = runner.invoke(app, ["anonymize", *GATE_FLAGS, str(src), "--engine", "dask", "--blocksize", "30KB", "-m",
                                   "gaussian-noise", "-p", "level=0.4", "--class", "label", "--missing", "keep",
-                                  "--categorical", "grade", "--fit-rows", "1000", "--seed", "4", "--experiment-seed", "-o", str(out)])
+                                  "--categorical", "grade", "--fit-rows", "500", "--seed", "4", "--experiment-seed", "-o", str(out)])
         assert res.exit_code == 0, res.output
         res = runner.invoke(app, ["evaluate", "-x", str(src), "-z", str(out), "--engine", "dask", "--class", "label",
                                   "--missing", "keep", "--categorical", "grade", "--measures", "all", "--json",
-                                  "--seed", "1", "--sample-rows", "1200", "-p", "rule_rows=1200"])
+                                  "--seed", "1", "--sample-rows", "600", "-p", "rule_rows=600"])
         assert res.exit_code == 0, res.output
-    assert guard.calls > 10 and guard.largest <= 1500
+    assert guard.calls > 10 and guard.largest <= 750
     obj = json.loads(res.stdout[res.stdout.index("{"):])
     import jsonschema
 
@@ -346,7 +350,7 @@ def test_anonymize_and_evaluate_never_compute_a_whole_table(tmp_path: Path) -> N
     assert m["il1s"]["out_of_core"] == "exact" and m["ddr"]["out_of_core"] == "exact"
     assert m["prediction_accuracy"]["out_of_core"] == "sample"
     d = m["auc"]["details"]
-    assert d["sample_size"] == 1200 and d["population"] == 6000 and d["exact"] is False
+    assert d["sample_size"] == 600 and d["population"] == 3000 and d["exact"] is False
     assert d["ci_low"] <= m["auc"]["value"] <= d["ci_high"] and 0 <= d["score_x"] <= 1  # the sample's own result too
     assert "note: --original is not the file" not in res.output
 
@@ -380,7 +384,9 @@ def test_cli_partitioned_inputs_and_outputs(tmp_path: Path) -> None:
 
 
 def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Path) -> None:
-    src, x = _csv(tmp_path, 1500)
+    # each exact measure's parity is checked in the library above (on 1500 records); this checks the
+    # command line's path to it, on fewer records in as many partitions (CPU budget)
+    src, x = _csv(tmp_path, 600)
     zp = tmp_path / "z.csv"
     res = runner.invoke(app, ["anonymize", *GATE_FLAGS,
                                            str(src), "-m", "gaussian-noise", "-p", "level=0.4", "--class", "label",
@@ -393,7 +399,7 @@ def test_evaluate_in_memory_and_out_of_core_agree_on_exact_measures(tmp_path: Pa
               "--measures", exact, "--json", "--seed", "1", "--qi", "zip,grade,member", *keyvar,
               "-p", "l_diversity.sensitive=age", "-p", "attribute_disclosure.sensitive=age"]
     mem = runner.invoke(app, ["evaluate", *common])
-    ooc = runner.invoke(app, ["evaluate", *common, "--engine", "dask", "--blocksize", "20KB"])
+    ooc = runner.invoke(app, ["evaluate", *common, "--engine", "dask", "--blocksize", "8KB"])
     assert mem.exit_code == 0 and ooc.exit_code == 0, (mem.output, ooc.output)
     a = json.loads(mem.stdout[mem.stdout.index("{"):])
     b = json.loads(ooc.stdout[ooc.stdout.index("{"):])

@@ -78,7 +78,8 @@ def enumerate_space(train: pd.DataFrame) -> dict[tuple[str, int], tuple[float, f
     return out
 
 
-@pytest.mark.parametrize("seed", [0, 4])
+# each seed is a 40-trial search (about 10 CPU-s): the default run keeps one, the slow run both
+@pytest.mark.parametrize("seed", [0, pytest.param(4, marks=pytest.mark.slow)])
 def test_the_search_finds_the_optimum_an_enumeration_finds(seed: int) -> None:
     res = recommend(X, POLICY, schema=SCHEMA, n_trials=40, random_state=seed)
     train = without_held_out(X, res.control)
