@@ -90,6 +90,7 @@ def _version() -> str:
 
     return __version__
 
+
 # ---------------------------------------------------------------- evaluation page
 def _evaluation_context(doc: Mapping[str, Any], *, title: str, subtitle: str | None,
                         dataset_info: Mapping[str, Any] | None, max_detail_rows: int) -> dict[str, Any]:
