@@ -161,6 +161,9 @@ def kd_blocks(X: np.ndarray, w: np.ndarray, block_size: int) -> np.ndarray:
 
 
 # ============================================================ cells: an ordering learnt on a table
+# The stack walk of median splits repeats kd_blocks' (and the fast kernel's kd-tree build) in
+# shape: each is a compiled loop that records different arrays per node (threshold cells here,
+# blocks there), and numba cannot share a loop body across them (the duplicates tool lists them).
 @njit(cache=True, nogil=True)
 def _cell_build(X: np.ndarray, w: np.ndarray, max_leaves: int, min_leaf: int):
     # threshold splits (x ≤ thr goes left) at the lower median of the widest attribute

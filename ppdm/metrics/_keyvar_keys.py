@@ -190,18 +190,25 @@ def context_keys(ctx: EvaluationContext, measure: str) -> list[str]:
     return list(keys)
 
 
+def declared_weight(ctx: EvaluationContext, measure: str) -> str | None:
+    """The sampling-weight column a measure reads (its own option, the general one, the schema's),
+    or None; refuses one that is in neither table. Shared by the in-memory and partitioned readers."""
+    w = ctx.options.get(f"{measure}.weight", ctx.options.get("weight", ctx.schema.weight))
+    if w is not None and w not in ctx.x.columns and w not in ctx.z.columns:
+        raise SchemaError(f"{measure}: weight column {w!r} is in neither the original nor the released table")
+    return w
+
+
 def context_weight(ctx: EvaluationContext, measure: str) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
     """x and z with the sampling-weight column of the schema (``None`` when there is none).
 
     A release keeps its records in the order of x (every technique does), so when z lacks
     the weight column the weights of x are used for z, record for record.
     """
-    w = ctx.options.get(f"{measure}.weight", ctx.options.get("weight", ctx.schema.weight))
+    w = declared_weight(ctx, measure)
     x, z = ctx.x, ctx.z
     if w is None:
         return x, z, None
-    if w not in x.columns and w not in z.columns:
-        raise SchemaError(f"{measure}: weight column {w!r} is in neither the original nor the released table")
     if w not in z.columns:
         if len(z) != len(x):
             raise SchemaError(f"{measure}: the released table has no weight column {w!r}, and its records "

@@ -32,6 +32,7 @@ from ppdm.metrics._keyvar_frequencies import (
     individual_risk,
     wildcard_ldiversity,
 )
+from ppdm.metrics._keyvar_keys import declared_weight
 
 
 def _with_weight(ctx: Any, measure: str, use: bool) -> tuple[Any, Any, str | None]:
@@ -39,12 +40,10 @@ def _with_weight(ctx: Any, measure: str, use: bool) -> tuple[Any, Any, str | Non
     when it has none), or without one."""
     import dask.dataframe as dd
 
-    w = ctx.options.get(f"{measure}.weight", ctx.options.get("weight", ctx.schema.weight)) if use else None
+    w = declared_weight(ctx, measure) if use else None
     x, z = ctx.x, ctx.z
     if w is None:
         return x, z, None
-    if w not in x.columns and w not in z.columns:
-        raise SchemaError(f"{measure}: weight column {w!r} is in neither the original nor the released table")
     if w not in z.columns:
         check_aligned(x, z, measure)
         meta = z._meta.assign(**{w: x._meta[w]})

@@ -242,6 +242,9 @@ def _mixed_search_one(
     return count, best, first
 
 
+# The scan repeats the search's per-candidate test (distance, tie and first-index rules) rather than
+# sharing a helper: it is the compiled inner loop of both, and the two must decide every record
+# alike (the duplicates tool lists the pair).
 @njit(cache=True, nogil=True)
 def _mixed_scan_one(
     zn: np.ndarray, zc: np.ndarray, i: int, d_own: float, own_j: int, mode: int, lim: float,
