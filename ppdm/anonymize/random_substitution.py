@@ -29,6 +29,9 @@ The class attribute is left alone unless ``perturb_class=True``. The fitted doma
 matrices (not the seed) are what an analyst needs to rebuild the data
 (:mod:`ppdm.anonymize.reconstruct`); :meth:`RandomSubstitution.write_sidecars` writes
 them beside a release as ``<stem>.matrices.json``.
+
+This module stays whole (about 630 lines): the registered technique (its class path is recorded
+in every release's provenance) with the domains and the sidecar it writes and reads back.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ Without a schema or typed columns, a CSV file is first read in one pass
 (:mod:`ppdm.data._fast_csv`: pyarrow reads every column as text, each column is typed from
 it); a file or column whose text could be read in more than one way is left to the general
 reader below, so both give the same table.
+
+This module stays whole (about 650 lines): reading, typing and writing a table are one
+format contract (what :func:`write_table` writes, :func:`read_table` reads back the same).
 """
 
 from __future__ import annotations

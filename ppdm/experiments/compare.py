@@ -20,20 +20,24 @@ techniques. Every technique of a given fold and repeat gets the same seed
 (common random numbers), which makes the comparison between techniques a paired
 one and keeps a technique's results unchanged when other techniques are added
 to or removed from the list.
+
+The technique specifications (:mod:`ppdm.experiments._compare_specs`) and the tasks
+(:mod:`ppdm.experiments._compare_tasks`) live in private modules; every name of theirs is
+importable from here. This module stays above 600 lines because :class:`ComparisonResult` and the
+tables read from it (correlations, best releases) belong together: apart, they would import each
+other (``tests/test_layers.py`` refuses the cycle).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
-import re
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,206 +47,43 @@ import pandas as pd
 from ppdm.data.io import atomic_write_text, read_table, write_table
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
+from ppdm.experiments._compare_specs import (  # noqa: F401  (re-exported: the public path stays this module)
+    _COMMON_ARGS,
+    _KEY_START,
+    NOT_APPLICABLE_NUMBERS,
+    NUMERIC_LOSS,
+    ORIGINAL,
+    RESULT_COLUMNS,
+    ProgressFn,
+    TechniqueSpec,
+    _plain,
+    _split_top,
+    grid,
+    measure_header,
+    measure_unit,
+    not_applicable,
+    params_to_json,
+    parse_technique,
+    sweep,
+)
+from ppdm.experiments._compare_tasks import (  # noqa: F401  (re-exported: the public path stays this module)
+    _resolve_measure_list,
+    _resolve_specs,
+    _run_task,
+    _same_table,
+    _seed,
+    _Task,
+    _TaskOutput,
+    _validate_spec,
+    dataset_summary,
+    skip_notes,
+)
 from ppdm.experiments.evaluation import (
     check_measure_options,
-    declared_in,
-    group_reasons,
     load_all_measures,
-    measurement_context,
-    resolve_measures,
-    run_measure,
     without_identifiers,
 )
 from ppdm.metrics.base import MEASURES, MeasureSpec
-from ppdm.utils import parse_value
-
-ORIGINAL = "original"
-RESULT_COLUMNS = ["technique", "label", "params", "fold", "repeat", "measure", "value"]
-ProgressFn = Callable[[int, int, str], None]
-#: arguments every technique takes that are not parameters of the technique itself
-_COMMON_ARGS = ("class_column", "schema", "random_state")
-#: utility measures that compare only the numeric attributes of x and z: a technique that leaves every
-#: numeric value as it was (pram, recoding of categories) loses nothing *there* by construction, so
-#: its 0 is "not applicable", not "the best"
-NUMERIC_LOSS = ("il1s", "il1s_mean", "il_metrics", "sse_sst")
-#: how a measure not applicable to a technique reads in tables
-NOT_APPLICABLE_NUMBERS = "n/a (changes no numbers)"
-
-
-def measure_unit(name: str, meta: Mapping[str, Any] | None = None) -> str | None:
-    """The unit a comparison states for measure ``name`` (``None``: a plain number or share).
-
-    IL1s is compared per attribute: each value's distance from its original divided by the
-    spread of its attribute in x (√2 times its standard deviation, paper 003 §3.3.1), averaged
-    over the values and attributes compared (``form="mean"``, the default in a comparison):
-    "sd units", whatever the attributes' own units (days, dollars) are. With ``il1s.form=sum``
-    (sdcMicro's form) the same distances are summed over the records."""
-    if name == "il1s":
-        form = ((meta or {}).get("il1s_form") or "sum")
-        return "sd units" if form == "mean" else "sd units, summed over records"
-    if name == "il1s_mean":
-        return "sd units"
-    if name == "il_metrics":
-        return "%"
-    return None
-
-
-def measure_header(name: str, meta: Mapping[str, Any] | None = None) -> str:
-    """A measure's name in a table header, with its unit: ``"il1s (sd units)"``."""
-    unit = measure_unit(name, meta)
-    return f"{name} ({unit})" if unit else name
-
-
-def not_applicable(meta: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-    """``(label, measure)`` → why the measure does not apply to that setting (it is shown so,
-    never as a value, and never marked best)."""
-    return {(str(r["label"]), str(r["measure"])): str(r["reason"]) for r in meta.get("not_applicable") or []}
-
-
-# ----------------------------------------------------------------- technique specs
-def _plain(v: Any) -> Any:
-    """A JSON-friendly copy of a parameter value (NumPy scalars become Python ones)."""
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, tuple):
-        return [_plain(x) for x in v]
-    return v
-
-
-def params_to_json(params: Mapping[str, Any]) -> str:
-    """Parameters as compact JSON with sorted keys (the ``params`` column of a result)."""
-    return json.dumps({str(k): _plain(v) for k, v in params.items()}, sort_keys=True, default=str)
-
-
-@dataclass
-class TechniqueSpec:
-    """One technique with fixed parameters, as compared by :func:`compare`.
-
-    ``label`` names the row in tables and plots; by default it is the technique
-    name followed by its parameters, e.g. ``uniform-noise(level=0.1)``.
-    """
-
-    name: str
-    params: dict[str, Any] = field(default_factory=dict)
-    label: str | None = None
-
-    @property
-    def display_label(self) -> str:
-        if self.label:
-            return self.label
-        if not self.params:
-            return self.name
-        inner = ", ".join(f"{k}={_plain(v)!r}" if isinstance(_plain(v), str) else f"{k}={_plain(v)}"
-                          for k, v in self.params.items())
-        return f"{self.name}({inner})"
-
-    @property
-    def params_json(self) -> str:
-        return params_to_json(self.params)
-
-    def describe(self) -> str:
-        """How error messages name this spec: technique name and parameters."""
-        return f"technique {self.name!r} with parameters {self.params_json}"
-
-
-def sweep(name: str, param: str, values: Iterable[Any], **fixed: Any) -> list[TechniqueSpec]:
-    """One :class:`TechniqueSpec` per value of ``param`` (other parameters ``fixed``).
-
-    ``sweep("uniform-noise", "level", [0, 0.1, 0.2])`` reproduces the noise sweeps of
-    paper 000 §7.1 (0 % to 30 % in steps).
-    """
-    vals = list(values)
-    if not vals:
-        raise ParameterError(f"sweep of {name!r} over {param!r} has no values")
-    if param in fixed:
-        raise ParameterError(f"parameter {param!r} is both swept and fixed")
-    return [TechniqueSpec(name, {**fixed, param: v}) for v in vals]
-
-
-def grid(name: str, params: Mapping[str, Iterable[Any]], **fixed: Any) -> list[TechniqueSpec]:
-    """The Cartesian product of several swept parameters (the first varies slowest)."""
-    keys = list(params)
-    if not keys:
-        raise ParameterError(f"grid of {name!r} names no parameter")
-    both = sorted(set(keys) & set(fixed))
-    if both:
-        raise ParameterError(f"parameter {both[0]!r} is both swept and fixed")
-    lists = [list(params[k]) for k in keys]
-    for k, vs in zip(keys, lists, strict=True):
-        if not vs:
-            raise ParameterError(f"grid of {name!r} has no values for {k!r}")
-    return [TechniqueSpec(name, {**fixed, **dict(zip(keys, combo, strict=True))}) for combo in itertools.product(*lists)]
-
-
-_KEY_START = re.compile(r",(?=\s*[A-Za-z_][\w-]*\s*=)")
-
-
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """Split on ``sep`` outside brackets and quotes."""
-    out, depth, quote, cur = [], 0, "", []
-    for ch in text:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = ""
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
-    return out
-
-
-def parse_technique(text: str, *, allow_sweep: bool = False) -> list[TechniqueSpec]:
-    """Parse ``NAME[:key=value[,key=value...]]`` into technique specs.
-
-    With ``allow_sweep`` a parameter may list several values,
-    ``uniform-noise:level=0,0.1,0.2`` — one spec per value, and the Cartesian product
-    when several parameters list several values. Without it that is an error.
-    """
-    raw = text.strip()
-    name, _, rest = raw.partition(":")
-    name = name.strip()
-    if not name or not re.fullmatch(r"[A-Za-z0-9][\w-]*", name):
-        raise ParameterError(f"cannot read technique {text!r}: expected NAME or NAME:key=value,...")
-    fixed: dict[str, Any] = {}
-    swept: dict[str, list[Any]] = {}
-    if rest.strip():
-        for chunk in _KEY_START.split(rest):
-            if "=" not in chunk:
-                raise ParameterError(f"cannot read technique {text!r}: {chunk.strip()!r} is not key=value")
-            key, _, value = chunk.partition("=")
-            key = key.strip().replace("-", "_")
-            if not key.isidentifier():
-                raise ParameterError(f"cannot read technique {text!r}: bad parameter name {key!r}")
-            if key in fixed or key in swept:
-                raise ParameterError(f"cannot read technique {text!r}: parameter {key!r} given twice")
-            parts = [p for p in _split_top(value)]
-            if any(not p.strip() for p in parts):
-                raise ParameterError(f"cannot read technique {text!r}: parameter {key!r} has an empty value")
-            if len(parts) == 1:
-                fixed[key] = parse_value(parts[0])
-            elif allow_sweep:
-                swept[key] = [parse_value(p) for p in parts]
-            else:
-                raise ParameterError(
-                    f"technique {text!r} gives {key!r} several values; use --sweep to compare several values"
-                )
-    if allow_sweep and not swept:
-        raise ParameterError(f"sweep {text!r} lists no parameter with several values (e.g. NAME:level=0,0.1,0.2)")
-    if swept:
-        return grid(name, swept, **fixed)
-    return [TechniqueSpec(name, fixed)]
 
 
 # ------------------------------------------------------------------------- result
@@ -571,213 +412,6 @@ def best_releases(result: ComparisonResult, confidence: float = 0.95) -> dict[st
             out[m] = BestMark(m, None, f"no release is better than all others beyond the {confidence:.0%} "
                               "interval of the paired fold differences", tuple(finite))
     return out
-
-
-# ------------------------------------------------------------------------ engine
-@dataclass
-class _Task:
-    index: int  # position of the spec in the comparison (0 = baseline)
-    spec: TechniqueSpec
-    cls: type | None  # technique class; None for the baseline
-    fold: int
-    repeat: int
-    technique_seed: int
-    measure_seed: int
-
-
-def dataset_summary(x: pd.DataFrame, schema: Schema, name: str | None = None) -> dict[str, Any]:
-    """Rows, columns and column roles of a table, for reports."""
-    info: dict[str, Any] = {
-        "name": name,
-        "rows": int(len(x)),
-        "columns": int(x.shape[1]),
-        "numeric": list(schema.numeric),
-        "categorical": list(schema.categorical),
-        "class_column": schema.class_column,
-    }
-    if schema.class_column is not None:
-        counts = x[schema.class_column].value_counts(sort=True)
-        info["class_counts"] = {str(k): int(v) for k, v in counts.items()}
-    return info
-
-
-def skip_notes(skipped: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> list[str]:
-    """One note per reason measures were skipped, naming every measure and release it
-    concerns (``meta["skipped"]`` rows: ``label, measure, reason, tasks, of``).
-
-    A table that does not allow a measure usually does not allow it for any release, and
-    several measures often fail for one reason (no quasi-identifier to key on): the reason
-    is said once (:func:`ppdm.experiments.evaluation.group_reasons`), not once per release
-    and measure. ``labels`` (every label of the comparison) lets a reason that holds
-    everywhere say so.
-    """
-    where: dict[tuple[str, str], dict[str, set[tuple[int, int]]]] = {}
-    for row in skipped:
-        key = (str(row["measure"]), " ".join(str(row["reason"]).split()))
-        where.setdefault(key, {}).setdefault(str(row["label"]), set()).add((int(row["tasks"]), int(row["of"])))
-    keys = list(where)
-    notes = []
-    for idx, reason in group_reasons((str(i), r) for i, (_, r) in enumerate(keys)):
-        members = [keys[int(i)] for i in idx]
-        ms = list(dict.fromkeys(m for m, _ in members))
-        places: dict[str, set[tuple[int, int]]] = {}
-        for key in members:
-            for label, counts in where[key].items():
-                places.setdefault(label, set()).update(counts)
-        head = f"measure {ms[0]!r} was" if len(ms) == 1 else f"measures {', '.join(map(repr, ms))} were"
-        full = all(len(c) == 1 and next(iter(c))[0] == next(iter(c))[1] for c in places.values())
-        if labels is not None and len(labels) > 1 and full and set(places) == set(labels):
-            also = " and of the original" if ORIGINAL in places else ""
-            notes.append(f"{head} skipped in every run of every release{also}: {reason}")
-            continue
-        parts = []
-        for label, counts in places.items():
-            if len(counts) == 1:
-                t, of = next(iter(counts))
-                parts.append(f"{label} in {t} of {of} run(s)")
-            else:
-                parts.append(f"{label} in some runs")
-        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-        notes.append(f"{head} skipped for {text}: {reason}")
-    return notes
-
-
-def _seed(ss: np.random.SeedSequence) -> int:
-    return int(ss.generate_state(1, dtype=np.uint32)[0])
-
-
-def _resolve_specs(techniques: Sequence[TechniqueSpec | str]) -> list[TechniqueSpec]:
-    specs: list[TechniqueSpec] = []
-    for t in techniques:
-        if isinstance(t, TechniqueSpec):
-            specs.append(TechniqueSpec(t.name, dict(t.params), t.label))
-        elif isinstance(t, str):
-            specs.extend(parse_technique(t))
-        else:
-            raise ParameterError(f"expected a TechniqueSpec or 'NAME:key=value' text, got {t!r}")
-    if not specs:
-        raise ParameterError("no technique to compare")
-    labels = [ORIGINAL] + [s.display_label for s in specs]
-    dup = [lab for lab in labels if labels.count(lab) > 1]
-    if dup:
-        raise ParameterError(f"two techniques share the label {dup[0]!r}; give them distinct labels")
-    return specs
-
-
-def _resolve_measure_list(measures: str | Sequence[str | MeasureSpec] | None, schema: Schema) -> list[MeasureSpec]:
-    if measures is None or isinstance(measures, str):
-        chosen = resolve_measures(measures)
-        explicit = measures is not None and measures.strip() != "all"
-        if measures is None:
-            chosen = declared_in(chosen, schema)
-    else:
-        chosen = []
-        for m in measures:
-            chosen.extend([m] if isinstance(m, MeasureSpec) else resolve_measures(str(m)))
-        explicit = True
-    if schema.class_column is None:
-        need = [m.name for m in chosen if m.needs_class]
-        if need and explicit:
-            raise ParameterError(f"measure {need[0]!r} needs a class column; name it with class_column=... (CLI: --class)")
-        chosen = [m for m in chosen if not m.needs_class]
-    names = [m.name for m in chosen]
-    dup = [n for n in names if names.count(n) > 1]
-    if dup:
-        raise ParameterError(f"measure {dup[0]!r} is listed twice")
-    if not chosen:
-        raise ParameterError("no measure to evaluate (none is registered, or every one needs a class column)")
-    return chosen
-
-
-def _validate_spec(spec: TechniqueSpec, schema: Schema) -> tuple[type, dict[str, Any]]:
-    """Build the technique once and check its parameters, so mistakes surface before any work.
-
-    Returns the technique class and its effective parameters (defaults resolved)."""
-    from ppdm.anonymize.registry import make_technique
-
-    tech = make_technique(spec.name, class_column=schema.class_column, random_state=0, schema=schema,
-                          params=spec.params)
-    try:
-        tech._validate_params()
-    except PPDMError as e:
-        raise type(e)(f"{spec.describe()}: {e}") from None
-    effective = {k: v for k, v in tech.get_params(deep=False).items() if k not in _COMMON_ARGS}
-    return type(tech), json.loads(params_to_json(effective))
-
-
-@dataclass
-class _TaskOutput:
-    index: int
-    fold: int
-    repeat: int
-    values: list[float]
-    rules: Any  # Ψx built by this task, or None
-    skipped: dict[str, str]  # measure → reason it could not be computed
-    changed: bool  # the release differs from the training table
-    numbers_changed: bool = True  # the release differs from the training table on some numeric attribute
-
-
-def _run_task(
-    task: _Task,
-    train: pd.DataFrame,
-    test: pd.DataFrame,
-    schema: Schema,
-    measures: list[MeasureSpec],
-    options: dict[str, Any],
-    rules: Any,
-) -> _TaskOutput:
-    """Anonymize one training table and evaluate every measure; returns the values in order.
-
-    A measure the release does not allow is skipped (NaN, with its reason) as in
-    :func:`ppdm.experiments.evaluation.run_measure`."""
-    where = f"fold {task.fold}, repeat {task.repeat}"
-    # private copies: a technique or measure that alters its input must not affect the next task
-    # (in worker processes every task has its own copy anyway; this keeps n_jobs=1 identical)
-    train, test = train.copy(), test.copy()
-    if task.cls is None:
-        z = train
-    else:
-        try:
-            tech = task.cls(class_column=schema.class_column, schema=schema, random_state=task.technique_seed,
-                            **task.spec.params)
-            z = tech.fit_transform(train)
-        except PPDMError as e:
-            raise type(e)(f"{task.spec.describe()} failed on {where}: {e}") from None
-        except Exception as e:
-            e.add_note(f"while running {task.spec.describe()} on {where}")
-            raise
-    # the held-out fold was not used to make z: it is the attacks' control set (Giomi et al. 2023).
-    # Measures see the tables in the working form evaluate gives them (dates on their time axis)
-    ctx = measurement_context(train, z, schema, test=test, control=test, rules=rules,
-                              random_state=task.measure_seed, options=options)
-    values: list[float] = []
-    skipped: dict[str, str] = {}
-    for m in measures:
-        try:
-            out = run_measure(m, ctx)
-        except PPDMError as e:
-            who = "the original table" if task.cls is None else task.spec.describe()
-            raise type(e)(f"measure {m.name!r} failed for {who} on {where}: {e}") from None
-        except Exception as e:
-            e.add_note(f"while evaluating measure {m.name!r} for {task.spec.display_label} on {where}")
-            raise
-        if out.skipped:
-            skipped[m.name] = str(out.reason)
-        values.append(out.value)
-    changed = task.cls is not None and not _same_table(train, z)
-    nums = [c for c in [*schema.numeric, *schema.dates] if c in train.columns and c in z.columns]
-    numbers_changed = changed and (not nums or list(z.columns) != list(train.columns)
-                                   or not _same_table(train[nums], z[nums]))
-    # only a newly built Ψx travels back, to be shared with the fold's other tasks
-    return _TaskOutput(task.index, task.fold, task.repeat, values, ctx.rules if rules is None else None, skipped,
-                       changed, numbers_changed)
-
-
-def _same_table(a: pd.DataFrame, b: pd.DataFrame) -> bool:
-    """Whether a release holds exactly the training table (same shape, columns and values)."""
-    if a.shape != b.shape or list(a.columns) != list(b.columns):
-        return False
-    return bool(a.reset_index(drop=True).equals(b.reset_index(drop=True)))
 
 
 def compare(

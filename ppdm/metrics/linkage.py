@@ -34,6 +34,9 @@ it passes the radius, so every decision is that of a plain scan. The originals m
 in blocks (:func:`link_against_blocks`): a first pass over the blocks refutes links and finds
 each record's nearest distance, a second counts its ties — the same links, whatever the
 blocks, which is how partitioned tables are linked out of core.
+
+The exact joins (:mod:`ppdm.metrics._linkage_exact`) and the compiled search
+(:mod:`ppdm.metrics._linkage_search`) live in private modules; their names are importable from here.
 """
 
 from __future__ import annotations
@@ -43,17 +46,43 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics._common import mixed_attributes, wilson_interval
-from ppdm.metrics._kernels import add_children, push_children, sort_range
+from ppdm.metrics._linkage_exact import (  # noqa: F401  (re-exported: the public path stays this module)
+    VERBATIM_OVERLAP,
+    ExactJoin,
+    _numeric_dtype,
+    _prefix_hashes,
+    _value_hashes,
+    exact_join,
+    join_against_parts,
+    join_block,
+    join_columns_parts,
+    join_finish,
+    verbatim_columns,
+)
+from ppdm.metrics._linkage_search import (  # noqa: F401  (re-exported: the public path stays this module)
+    LEAF_BUDGET_FRACTION,
+    LEAF_SIZE,
+    TIE_ABS_TOL,
+    TIE_REL_TOL,
+    _Block,
+    _gower,
+    _group_columns,
+    _group_keys,
+    _mixed_bound,
+    _mixed_scan_one,
+    _mixed_search_one,
+    _own_distances,
+    build_mixed_tree,
+    link_against_blocks,
+    mixed_block_search,
+    own_distances,
+)
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
 from ppdm.metrics.risk import _threads
-
-TIE_REL_TOL = 1e-12
-TIE_ABS_TOL = 1e-15
 
 
 @dataclass
@@ -86,557 +115,8 @@ class LinkageResult(RecordDetailMixin):
     tie_count: np.ndarray | None = record_field()
 
 
-#: multiset overlap of a column's released and original values from which the release is taken
-#: to keep the column verbatim, so that the intruder joins on it (:func:`exact_join`)
-VERBATIM_OVERLAP = 0.9
-
 #: what settles a linkage measured without a pairing
 UNPAIRED_LOWER_BOUND = "the release's private log (--private) pairs z with x and gives the exact linkage"
-
-
-@dataclass
-class ExactJoin:
-    """The intruder's exact joins of z to x (:func:`exact_join`): per released record, how many
-    originals equal it on its longest matching prefix of ``columns`` (0: none on the first) and,
-    when exactly one does, which (its row in x; −1 otherwise)."""
-
-    columns: list[str]
-    count: np.ndarray
-    target: np.ndarray
-
-    @property
-    def linked(self) -> np.ndarray:
-        """Released records the exact join ties to a single original."""
-        return self.count == 1
-
-
-def verbatim_columns(x: pd.DataFrame, z: pd.DataFrame, columns: list[str]) -> tuple[list[str], list[np.ndarray]]:
-    """The columns z appears to keep verbatim, judged from the values alone (no pairing): those
-    whose multiset overlap Σ_v min(count_x(v), count_z(v)) / |z| is at least
-    :data:`VERBATIM_OVERLAP`, ordered by their number of distinct values in x, most first (the
-    most identifying). Also returns each kept column's codes over x then z (a missing value is a
-    code of its own, equal to a missing value only, as in the Gower distance)."""
-    nx = len(x)
-    kept: list[tuple[int, int, str, np.ndarray]] = []
-    for pos, c in enumerate(columns):
-        codes, _ = pd.factorize(pd.concat([x[c], z[c]], ignore_index=True), use_na_sentinel=False)
-        codes = np.asarray(codes, dtype=np.int64)
-        m = int(codes.max()) + 1 if codes.size else 0
-        bx = np.bincount(codes[:nx], minlength=m)
-        bz = np.bincount(codes[nx:], minlength=m)
-        if len(z) and np.minimum(bx, bz).sum() >= VERBATIM_OVERLAP * len(z):
-            kept.append((-int((bx > 0).sum()), pos, c, codes))
-    kept.sort(key=lambda t: (t[0], t[1]))
-    return [t[2] for t in kept], [t[3] for t in kept]
-
-
-def exact_join(x: pd.DataFrame, z: pd.DataFrame, columns: list[str]) -> ExactJoin:
-    """The maximum-knowledge intruder's exact joins of z to x, made before any distance.
-
-    A Gower distance averages one column kept verbatim with many noisy ones, so an intruder
-    who joins on the verbatim columns finds records the nearest-neighbour link misses. The
-    intruder has no pairing, so the join columns K are judged from the values alone
-    (:func:`verbatim_columns`). For the prefixes S_1 ⊂ S_2 ⊂ … of K, each released record's
-    originals equal to it on S_j are counted (hash joins: one factorisation per prefix, never
-    an n × n comparison); the record's link is made at the longest prefix on which it still
-    matches some original, and is a link to one person when exactly one original matches there.
-    """
-    nx, nz = len(x), len(z)
-    cols, codes = verbatim_columns(x, z, columns)
-    count = np.zeros(nz, dtype=np.int64)
-    target = np.full(nz, -1, dtype=np.int64)
-    key = np.zeros(nx + nz, dtype=np.int64)
-    for code in codes:
-        # the prefix's key: the previous key and this column's code, renumbered densely
-        key, _ = pd.factorize(key * (int(code.max()) + 1) + code)
-        key = np.asarray(key, dtype=np.int64)
-        kx, kz = key[:nx], key[nx:]
-        nk = int(key.max()) + 1
-        c = np.bincount(kx, minlength=nk)[kz]
-        hit = c > 0
-        if not hit.any():
-            break  # no record matches a longer prefix either
-        who = np.empty(nk, dtype=np.int64)
-        who[kx] = np.arange(nx)  # an original of each key (the only one where the count is 1)
-        count[hit] = c[hit]
-        target[hit] = who[kz[hit]]
-    target[count != 1] = -1
-    return ExactJoin(cols, count, target)
-
-
-def _value_hashes(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
-    """A 64-bit hash of every value of ``cols`` (rows × columns), for joins across partitions:
-    numbers as float64 (1 equals 1.0, −0.0 equals 0.0), every missing value one hash — the
-    equality :func:`verbatim_columns` uses, up to a collision of two 64-bit hashes."""
-    out = np.empty((len(df), len(cols)), dtype=np.uint64)
-    for a, c in enumerate(cols):
-        v = df[c]
-        if _numeric_dtype(v.dtype):
-            f = v.to_numpy(dtype=float, na_value=np.nan)
-            out[:, a] = pd.util.hash_array(np.where(np.isnan(f), np.nan, f))
-        else:
-            out[:, a] = pd.util.hash_array(v.astype(object).where(v.notna(), None).to_numpy(), categorize=False)
-    return out
-
-
-def _prefix_hashes(h: np.ndarray) -> np.ndarray:
-    """Column j: a hash of the values on the first j + 1 columns of ``h``."""
-    out = h.copy()
-    for j in range(1, h.shape[1]):
-        with np.errstate(over="ignore"):  # wrapping multiplication, then mixed by the hash
-            out[:, j] = pd.util.hash_array(out[:, j - 1] * np.uint64(0x9E3779B97F4A7C15) + h[:, j])
-    return out
-
-
-def join_columns_parts(x: Any, z: Any, columns: list[str]) -> list[str]:
-    """:func:`verbatim_columns` of partitioned tables: the multiset overlap of every column from
-    Dask value counts of its values' hashes, joined per value inside the graph, so that only
-    three numbers per column are computed."""
-    import dask
-
-    meta = pd.DataFrame({c: pd.Series(dtype="uint64") for c in columns})
-
-    def hashed(df: pd.DataFrame) -> pd.DataFrame:
-        return pd.DataFrame(_value_hashes(df, columns), columns=columns, index=df.index)
-
-    hx = x[columns].map_partitions(hashed, meta=meta)
-    hz = z[columns].map_partitions(hashed, meta=meta)
-    todo = []
-    for c in columns:
-        vx, vz = hx[c].value_counts(), hz[c].value_counts()
-        both = vx.to_frame("x").join(vz.to_frame("z"), how="inner")
-        todo += [both.min(axis=1).sum(), vx.size, hz[c].size]
-    got = dask.compute(*todo)
-    kept = []
-    for pos, c in enumerate(columns):
-        overlap, distinct, nz = (int(v) for v in got[3 * pos:3 * pos + 3])
-        if nz and overlap >= VERBATIM_OVERLAP * nz:
-            kept.append((-distinct, pos, c))
-    return [t[2] for t in sorted(kept)]
-
-
-def join_block(zh: np.ndarray, block: pd.DataFrame, cols: list[str], offset: int, cnt: np.ndarray,
-               who: np.ndarray) -> None:
-    """Adds one block of originals (its first row is row ``offset`` of x) to the prefix match
-    counts ``cnt`` and smallest matching rows ``who`` (released records × prefixes) of the
-    released records whose prefix hashes are ``zh``."""
-    xh = _prefix_hashes(_value_hashes(block, cols))
-    for j in range(len(cols)):
-        g = pd.DataFrame({"h": xh[:, j], "row": offset + np.arange(len(xh))}).groupby("h")["row"].agg(["size", "min"])
-        pos = np.asarray(g.index.get_indexer(zh[:, j]))  # type: ignore[arg-type]  # pandas-stubs: get_indexer takes any array-like at run time
-        ok = pos >= 0
-        if not ok.any():
-            break  # no released record matches this block on a longer prefix either
-        cnt[ok, j] += g["size"].to_numpy()[pos[ok]]
-        who[ok, j] = np.minimum(who[ok, j], g["min"].to_numpy()[pos[ok]])
-
-
-def join_finish(cnt: np.ndarray, who: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Count and unique match (−1 when the count is not 1) at each record's longest matching
-    prefix, from the per-prefix counts of :func:`join_block` (they never grow with the prefix)."""
-    last = (cnt > 0).sum(axis=1) - 1
-    r = np.arange(len(cnt))
-    count = np.where(last >= 0, cnt[r, np.maximum(last, 0)], 0) if cnt.shape[1] else np.zeros(len(cnt), np.int64)
-    target = np.where(count == 1, who[r, np.maximum(last, 0)], -1) if cnt.shape[1] else np.full(len(cnt), -1)
-    return count.astype(np.int64), target.astype(np.int64)
-
-
-def join_against_parts(x: Any, zpart: pd.DataFrame, cols: list[str], offsets: np.ndarray) -> tuple[np.ndarray,
-                                                                                                 np.ndarray]:
-    """:func:`exact_join` of the released records ``zpart`` against every partition of x, read
-    one at a time (the exact-join stage of :func:`record_linkage_parts`)."""
-    from ppdm.data.partitions import read_partition
-
-    zh = _prefix_hashes(_value_hashes(zpart, cols))
-    cnt = np.zeros((len(zpart), len(cols)), np.int64)
-    who = np.full((len(zpart), len(cols)), np.iinfo(np.int64).max, np.int64)
-    if len(zpart):
-        for b in range(len(offsets)):
-            join_block(zh, read_partition(x, b)[cols], cols, int(offsets[b]), cnt, who)
-    return join_finish(cnt, who)
-
-
-@njit(cache=True, inline="always")
-def _gower(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray, i: int, j: int, reach: float) -> float:
-    """Gower distance of z_i and x_j, categorical terms first; returns a value > reach as soon
-    as the partial sum passes ``reach`` (terms are added in one fixed order for every pair)."""
-    d = 0.0
-    for c in range(zc.shape[1]):
-        if zc[i, c] != xc[j, c]:
-            d += 1.0
-            if d > reach:
-                return d
-    for a in range(zn.shape[1]):
-        u = zn[i, a]
-        v = xn[j, a]
-        if u != u or v != v:  # missing: 0 against missing, 1 against a value
-            t = 0.0 if (u != u and v != v) else 1.0
-        else:
-            t = abs(u - v)
-        d += t
-        if d > reach:
-            return d
-    return d
-
-
-# ------------------------------------------------------------------ mixed k-d tree
-#: points per leaf of the mixed k-d tree
-LEAF_SIZE = 32
-#: leaves one record may visit before its search is finished by a plain scan of the block
-LEAF_BUDGET_FRACTION = 0.25
-
-
-@njit(cache=True)
-def build_mixed_tree(xn: np.ndarray, xc: np.ndarray, gx: np.ndarray, leaf_size: int) -> tuple:
-    """k-d tree over originals with numeric (scaled, NaN for missing) and categorical attributes.
-
-    ``gx`` numbers the originals' groups: equal categorical values and the same missing
-    numeric attributes. Nodes holding several groups are split between groups first (at the
-    group boundary nearest their middle), so a record's own group is reached in a few steps
-    and every other group lies at distance 1 or more; a node of one group is split at the
-    median of its widest numeric attribute. Each node keeps its range of groups, of the codes
-    of every categorical attribute and of the present values of every numeric one, and
-    whether some or all of its points miss a numeric attribute, and which categorical codes it
-    holds (a bit per code below 63, one bit for the others): enough for a lower bound of the
-    Gower distance (:func:`_mixed_bound`).
-    Returns (perm, start, end, left, right, glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit).
-    """
-    n, p = xn.shape
-    q = xc.shape[1]
-    cap = 4 * (n // max(1, leaf_size) + 1) + 1
-    start = np.empty(cap, dtype=np.int64)
-    end = np.empty(cap, dtype=np.int64)
-    left = np.full(cap, -1, dtype=np.int64)
-    right = np.full(cap, -1, dtype=np.int64)
-    glo = np.empty(cap, dtype=np.int64)
-    ghi = np.empty(cap, dtype=np.int64)
-    nlo = np.empty((cap, p))
-    nhi = np.empty((cap, p))
-    nmiss = np.zeros((cap, p), dtype=np.bool_)
-    nall = np.zeros((cap, p), dtype=np.bool_)
-    clo = np.empty((cap, q), dtype=np.int64)
-    chi = np.empty((cap, q), dtype=np.int64)
-    cbit = np.zeros((cap, q), dtype=np.uint64)
-    # the originals sorted by group: a node's groups are then contiguous
-    perm = np.argsort(gx, kind="mergesort").astype(np.int64)
-    stack = np.empty(cap, dtype=np.int64)
-    n_nodes = 1
-    start[0] = 0
-    end[0] = n
-    stack[0] = 0
-    sp = 1
-    while sp > 0:
-        sp -= 1
-        k = stack[sp]
-        s, e = start[k], end[k]
-        glo[k] = gx[perm[s]] if e > s else 0
-        ghi[k] = gx[perm[e - 1]] if e > s else 0
-        for a in range(q):
-            mn = np.iinfo(np.int64).max
-            mx = np.iinfo(np.int64).min
-            bits = np.uint64(0)
-            for t in range(s, e):
-                v = xc[perm[t], a]
-                mn = min(mn, v)
-                mx = max(mx, v)
-                bits |= np.uint64(1) << np.uint64(min(v, 63))
-            clo[k, a] = mn
-            chi[k, a] = mx
-            cbit[k, a] = bits
-        best = -1
-        width = 0.0
-        for a in range(p):
-            fmin = np.inf
-            fmax = -np.inf
-            miss = 0
-            for t in range(s, e):
-                v = xn[perm[t], a]
-                if v != v:
-                    miss += 1
-                else:
-                    fmin = min(fmin, v)
-                    fmax = max(fmax, v)
-            nlo[k, a] = fmin
-            nhi[k, a] = fmax
-            nmiss[k, a] = miss > 0
-            nall[k, a] = miss == e - s
-            if miss < e - s and fmax - fmin > width:
-                width = fmax - fmin
-                best = a
-        if e - s <= leaf_size:
-            continue
-        if ghi[k] > glo[k]:
-            # split between groups, at the boundary nearest the middle
-            mid = s + (e - s) // 2
-            lo_b = mid
-            while lo_b > s and gx[perm[lo_b - 1]] == gx[perm[lo_b]]:
-                lo_b -= 1
-            hi_b = mid
-            while hi_b < e and gx[perm[hi_b - 1]] == gx[perm[hi_b]]:
-                hi_b += 1
-            mid = lo_b if (lo_b > s and (mid - lo_b <= hi_b - mid or hi_b >= e)) else hi_b
-        else:
-            if best < 0:
-                continue  # one group of identical points: a leaf
-            sort_range(perm, xn, s, e, best)
-            mid = s + (e - s) // 2
-        sp, n_nodes = add_children(k, s, mid, e, left, right, start, end, stack, sp, n_nodes)
-    m = n_nodes
-    return (perm, start[:m], end[:m], left[:m], right[:m], glo[:m], ghi[:m], nlo[:m], nhi[:m], nmiss[:m],
-            nall[:m], clo[:m], chi[:m], cbit[:m])
-
-
-@njit(cache=True, inline="always")
-def _mixed_bound(zn: np.ndarray, zc: np.ndarray, gz: np.ndarray, i: int, k: int, glo: np.ndarray,
-                 ghi: np.ndarray, nlo: np.ndarray, nhi: np.ndarray, nmiss: np.ndarray, nall: np.ndarray,
-                 clo: np.ndarray, chi: np.ndarray, cbit: np.ndarray) -> float:
-    """A lower bound of the Gower distance from z_i to any point of node k: the categorical
-    codes outside the node's ranges plus the numeric distances to the node's box, and at least
-    1 when the record's group is not among the node's."""
-    d = 0.0
-    for c in range(zc.shape[1]):
-        v = zc[i, c]
-        if v < clo[k, c] or v > chi[k, c] or (cbit[k, c] >> np.uint64(min(v, 63))) & np.uint64(1) == 0:
-            d += 1.0
-    for a in range(zn.shape[1]):
-        u = zn[i, a]
-        if u != u:
-            if not nmiss[k, a]:
-                d += 1.0  # every point has the value: each is at 1
-        elif nall[k, a]:
-            d += 1.0
-        else:
-            t = max(nlo[k, a] - u, 0.0) + max(u - nhi[k, a], 0.0)
-            d += min(t, 1.0) if nmiss[k, a] else t
-    g = gz[i]
-    if d < 1.0 and (g < glo[k] or g > ghi[k]):
-        d = 1.0  # another group: a categorical value or the missingness of a numeric one differs
-    return d
-
-
-@njit(cache=True, nogil=True)
-def _mixed_search_one(
-    zn: np.ndarray, zc: np.ndarray, gz: np.ndarray, i: int, d_own: float, own_j: int, mode: int, lim: float,
-    xn: np.ndarray, xc: np.ndarray, tree: tuple, rel_tol: float, abs_tol: float, budget: int,
-    st_node: np.ndarray, st_lb: np.ndarray, offset: int,
-) -> tuple[int, float, int]:
-    """One released record against one block of originals (its own original is ``own_j`` of
-    the block, or −1 when it lies in another block).
-
-    ``mode`` 1: is any original clearly nearer than d_own? Returns (0, ., .) when one is,
-    (1, smallest candidate distance, .) when none is (candidates: originals other than the own
-    within d_own·(1 + rel_tol) + abs_tol), and (−1, ., .) when the search passed ``budget``
-    leaves. ``mode`` 2: how many originals other than the own lie within ``lim``, and the
-    smallest of their indices (+ ``offset``): (count, ., min index) — count −1 over budget.
-    """
-    perm, start, end, left, right, glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit = tree
-    reach = d_own * (1.0 + rel_tol) + abs_tol if mode == 1 else lim
-    prune = reach * (1.0 + 1e-9) + 1e-300  # bounds are lower bounds up to rounding
-    st_node[0] = 0
-    st_lb[0] = 0.0
-    sp = 1
-    leaves = 0
-    best = np.inf
-    count = 0
-    first = np.iinfo(np.int64).max
-    while sp > 0:
-        sp -= 1
-        k = st_node[sp]
-        if st_lb[sp] > prune:
-            continue
-        if left[k] >= 0:
-            dl = _mixed_bound(zn, zc, gz, i, left[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
-            dr = _mixed_bound(zn, zc, gz, i, right[k], glo, ghi, nlo, nhi, nmiss, nall, clo, chi, cbit)
-            sp = push_children(st_node, st_lb, sp, left[k], right[k], dl, dr, prune)
-            continue
-        leaves += 1
-        if leaves > budget:
-            return -1, best, 0
-        for t in range(start[k], end[k]):
-            j = perm[t]
-            if j == own_j:
-                continue
-            d = _gower(zn, zc, xn, xc, i, j, reach)
-            if d > reach:
-                continue
-            if mode == 1:
-                if d_own > d * (1.0 + rel_tol) + abs_tol:
-                    return 0, best, 0  # x_j is nearer than any tie of the own original could be
-                best = min(best, d)
-            else:
-                count += 1
-                first = min(first, j + offset)
-    if mode == 1:
-        return 1, best, 0
-    return count, best, first
-
-
-@njit(cache=True, nogil=True)
-def _mixed_scan_one(
-    zn: np.ndarray, zc: np.ndarray, i: int, d_own: float, own_j: int, mode: int, lim: float,
-    xn: np.ndarray, xc: np.ndarray, rel_tol: float, abs_tol: float, offset: int,
-) -> tuple[int, float, int]:
-    """:func:`_mixed_search_one` by a plain scan of the block (no budget).
-
-    Its visit of a candidate repeats the search's leaf visit on purpose: it finishes searches
-    that ran over their budget, and a compiled inline helper with the search's early return
-    for mode 1 would cost the hot loop a status flag per candidate."""
-    reach = d_own * (1.0 + rel_tol) + abs_tol if mode == 1 else lim
-    best = np.inf
-    count = 0
-    first = np.iinfo(np.int64).max
-    for j in range(xn.shape[0]):
-        if j == own_j:
-            continue
-        d = _gower(zn, zc, xn, xc, i, j, reach)
-        if d > reach:
-            continue
-        if mode == 1:
-            if d_own > d * (1.0 + rel_tol) + abs_tol:
-                return 0, best, 0
-            best = min(best, d)
-        else:
-            count += 1
-            first = min(first, j + offset)
-    if mode == 1:
-        return 1, best, 0
-    return count, best, first
-
-
-@njit(cache=True, parallel=True)
-def mixed_block_search(
-    zn: np.ndarray, zc: np.ndarray, gz: np.ndarray, rows: np.ndarray, d_own: np.ndarray, own_j: np.ndarray,
-    mode: int,
-    lim: np.ndarray, xn: np.ndarray, xc: np.ndarray, tree: tuple, rel_tol: float, abs_tol: float,
-    budget: int, offset: int, n_chunks: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_mixed_search_one` for the released records ``rows`` against one block of originals
-    (a search over budget is finished by a scan). Returns per row (status or count, smallest
-    candidate distance, smallest index)."""
-    nq = rows.shape[0]
-    a = np.zeros(nq, dtype=np.int64)
-    b = np.full(nq, np.inf)
-    c = np.zeros(nq, dtype=np.int64)
-    n_nodes = tree[1].shape[0]
-    chunk = (nq + n_chunks - 1) // n_chunks
-    for ch in prange(n_chunks):
-        st_node = np.empty(n_nodes + 1, dtype=np.int64)
-        st_lb = np.empty(n_nodes + 1)
-        for r in range(ch * chunk, min(nq, (ch + 1) * chunk)):
-            i = rows[r]
-            s_, d_, f_ = _mixed_search_one(zn, zc, gz, i, d_own[r], own_j[r], mode, lim[r], xn, xc, tree,
-                                           rel_tol, abs_tol, budget, st_node, st_lb, offset)
-            if s_ < 0:
-                s_, d_, f_ = _mixed_scan_one(zn, zc, i, d_own[r], own_j[r], mode, lim[r], xn, xc, rel_tol,
-                                             abs_tol, offset)
-            a[r] = s_
-            b[r] = d_
-            c[r] = f_
-    return a, b, c
-
-
-def own_distances(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
-    """d(z_i, x_i) for paired rows, in the order of terms :func:`_gower` adds them."""
-    return _own_distances(zn, zc, xn, xc)
-
-
-@njit(cache=True, parallel=True)
-def _own_distances(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
-    n = zn.shape[0]
-    out = np.empty(n)
-    for i in prange(n):
-        out[i] = _gower(zn, zc, xn, xc, i, i, np.inf)
-    return out
-
-
-def _group_columns(xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
-    """Per record: its categorical codes and which numeric attributes it misses."""
-    return np.ascontiguousarray(np.concatenate([xc, np.isnan(xn).astype(np.int64)], axis=1))
-
-
-def _group_keys(xn: np.ndarray, xc: np.ndarray) -> pd.Series:
-    """One hashable key per record: its categorical codes and which numeric attributes it misses."""
-    return pd.Series([r.tobytes() for r in _group_columns(xn, xc)], dtype=object)
-
-
-class _Block:
-    """One block of originals with its k-d tree and the index of its groups."""
-
-    def __init__(self, xn: np.ndarray, xc: np.ndarray, offset: int) -> None:
-        self.xn, self.xc, self.offset = xn, xc, offset
-        cols = _group_columns(xn, xc)
-        if cols.shape[1] and len(cols):
-            # groups numbered in lexicographic order of their values, the attribute with the most
-            # values first: neighbouring groups share values, so a node's code sets stay small
-            card = [len(np.unique(cols[:, j])) for j in range(cols.shape[1])]
-            order = np.argsort(card, kind="stable")[::-1]
-            uniq, gx = np.unique(cols[:, order], axis=0, return_inverse=True)
-            inv = np.empty_like(order)
-            inv[order] = np.arange(len(order))
-            uniq = np.ascontiguousarray(uniq[:, inv])
-            self.groups = pd.Index([r.tobytes() for r in uniq], dtype=object)
-            gx = np.asarray(gx, dtype=np.int64).ravel()
-        else:
-            gx = np.zeros(len(xn), np.int64)
-            self.groups = pd.Index([np.zeros(0, np.int64).tobytes()], dtype=object)
-        self.tree = build_mixed_tree(xn, xc, gx, LEAF_SIZE)
-        self.budget = max(8, int(LEAF_BUDGET_FRACTION * len(xn) / LEAF_SIZE))
-
-    def group_of(self, keys: pd.Series) -> np.ndarray:
-        """The block's group number of released records (by their keys), −1 for a group it lacks."""
-        return np.asarray(self.groups.get_indexer(keys), dtype=np.int64)
-
-
-def link_against_blocks(
-    zn: np.ndarray, zc: np.ndarray, rows: np.ndarray, d_own: np.ndarray, own_block: np.ndarray,
-    own_j: np.ndarray, blocks: list[_Block] | Any, n_blocks: int, *, rel_tol: float = TIE_REL_TOL,
-    abs_tol: float = TIE_ABS_TOL,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Links of the released records ``rows`` (own distance ``d_own``; own original ``own_j`` of
-    block ``own_block``) against every block of originals. ``blocks`` is a list, or a function
-    of a block number returning it (so a block can be read when needed, twice).
-
-    Returns per row: whether the own original is among the nearest, |T| and min T (global
-    indices) — the same links as a search of all originals at once, whatever the blocks.
-    """
-    get = blocks.__getitem__ if isinstance(blocks, list) else blocks
-    n = len(rows)
-    chunks = max(1, min(n, 8 * _threads()))
-    keys = _group_keys(zn[rows], zc[rows])
-    alive = np.ones(n, dtype=bool)
-    best = d_own.copy()
-    for b in range(n_blocks):
-        sel = np.flatnonzero(alive)
-        if sel.size == 0:
-            break
-        blk = get(b)
-        if len(blk.xn) == 0:
-            continue
-        gz = np.full(len(zn), -1, dtype=np.int64)
-        gz[rows[sel]] = blk.group_of(keys.iloc[sel])
-        oj = np.where(own_block[sel] == b, own_j[sel], -1)
-        st, bd, _ = mixed_block_search(zn, zc, gz, rows[sel], d_own[sel], oj, 1, d_own[sel], blk.xn, blk.xc,
-                                       blk.tree, rel_tol, abs_tol, blk.budget, blk.offset, chunks)
-        alive[sel[st == 0]] = False
-        ok = st == 1
-        best[sel[ok]] = np.minimum(best[sel[ok]], bd[ok])
-    count = np.zeros(n, dtype=np.int64)
-    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    sel = np.flatnonzero(alive)
-    if sel.size:
-        lim = best[sel] * (1.0 + rel_tol) + abs_tol
-        for b in range(n_blocks):
-            blk = get(b)
-            if len(blk.xn) == 0:
-                continue
-            gz = np.full(len(zn), -1, dtype=np.int64)
-            gz[rows[sel]] = blk.group_of(keys.iloc[sel])
-            oj = np.where(own_block[sel] == b, own_j[sel], -1)
-            cnt, _, f = mixed_block_search(zn, zc, gz, rows[sel], d_own[sel], oj, 2, lim, blk.xn, blk.xc,
-                                           blk.tree, rel_tol, abs_tol, blk.budget, blk.offset, chunks)
-            count[sel] += cnt
-            first[sel] = np.minimum(first[sel], f)
-    return alive, count, first
 
 
 def numeric_scales(parts: list[tuple[pd.DataFrame, str]], numeric: list[str]) -> np.ndarray:
@@ -872,10 +352,6 @@ def _record_linkage_measure(ctx: EvaluationContext) -> LinkageResult:
     return res
 
 
-def _numeric_dtype(dtype: Any) -> bool:
-    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-
-
 def linking_columns(ctx: EvaluationContext, columns: Any = None) -> list[str]:
     """The attributes the maximum-knowledge intruder links on: every schema attribute and the
     class column that both x and z hold, in schema order; or ``columns`` (a list or a
@@ -1034,7 +510,6 @@ def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], o
     (a sampled record they link to its own original is credited 1 and not searched). Returns
     the result, the records joined and those joined rightly."""
     from ppdm.data.partitions import read_partition, run_partitions
-    from ppdm.metrics.risk import _threads
 
     nparts = len(picks)
 
