@@ -34,7 +34,7 @@ SMALL = ("wine", "boston", "credit", "wbc", "tarragona", "banknote", "cmc")
 QUICK = ("wine", "wbc", "tarragona", "cmc")
 #: tables of the whole matrix (adult_test and bank: only the techniques listed in EXPECTED)
 MATRIX = (*SMALL, "abalone", "cascrefmicrodata", "testdata", "adult")
-TECHNIQUES = ("dpcube", "forest-framework", "framework", "gadp", "gaussian-noise", "local-suppression", "mdav",
+TECHNIQUES = ("dpcube", "forest-framework", "framework", "gadp", "gaussian-noise", "generalize", "local-suppression", "mdav",
               "pram", "random-substitution", "random-technique", "recode", "rounding", "top-bottom-coding",
               "uniform-noise")
 NO_CLASS = ("boston", "tarragona", "cascrefmicrodata", "testdata")
@@ -89,6 +89,11 @@ NOT_PASSING: dict[tuple[str, str], tuple[str, str, str]] = {
     **{(t, "dpcube"): ("error", "no declared domain", "needs a declared public domain") for t in NO_DECLARED_DOMAIN},
     **{(t, m): ("error", "no class column", "needs a class column") for t in NO_CLASS
        for m in ("framework", "forest-framework")},
+    # generalize with no quasi-identifier declared takes every attribute as a key: its lattice of level vectors
+    # (at most max_nodes = 200000 searched, never enumerated blindly) is 262 144 (wbc) to 6.1e10 (tarragona) on
+    # every shipped table but banknote and cmc; the error says to name fewer keys or coarser hierarchies
+    **{(t, "generalize"): ("error", "every attribute a key: the lattice exceeds max_nodes", "larger than max_nodes")
+       for t in MATRIX if t not in ("banknote", "cmc")},
     ("adult", "gadp"): ("error", "GADP's own guard: education_num would come out almost unchanged", "education_num"),
 }
 #: the settings the refusals of NOT_PASSING name, found by the gate's search with SEED: each passes
