@@ -5,8 +5,12 @@ native_country. The **standard release** is what an office does by hand with sdc
 recoded into 10-year bands, then local suppression to k = 5 with sdcMicro's algorithm
 (``local-suppression`` with ``mode="sdcmicro"``). It is made from the search's training split
 and measured exactly as the search measures its trials (:func:`ppdm.experiments.recommend.search_data`):
-key-variable risk (``k_anonymity`` with k = 5, ``reidentification_risk``), record linkage on the
-keys and the attacks against the control split, with their intervals.
+key-variable risk (``k_anonymity`` with k = 5, ``reidentification_risk``), record linkage by the
+intruder who holds x's records (exact joins on the columns kept verbatim, then the nearest
+record on every shared attribute) and the attacks against the control split, with their
+intervals. ``fnlwgt``, the census sampling weight (64 % of the records unique on it), is left
+out of the table: published verbatim, as a weight is, it would re-identify whatever the
+technique does, and the release gate refuses it.
 
 The **policy** is "at most what the standard release reaches", measure by measure: each line's
 threshold is the worst end of the standard release's interval (its value when the measure has
@@ -27,6 +31,7 @@ import math
 import resource
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +106,12 @@ def run(quick: bool) -> list[dict]:
     from ppdm.experiments.release import release
 
     x, schema = load("adult", missing="drop")
+    # fnlwgt, the census sampling weight, is 64 % unique: published verbatim (as a weight is) it re-identifies
+    # whatever the technique does to the rest, and the release gate refuses it; the office leaves it out
+    x = x.drop(columns=["fnlwgt"])
+    schema = replace(schema, numeric=[c for c in schema.numeric if c != "fnlwgt"],
+                     integer=[c for c in schema.integer if c != "fnlwgt"],
+                     bounds={c: b for c, b in schema.bounds.items() if c != "fnlwgt"})
     if quick:
         x = x.sample(5000, random_state=0).reset_index(drop=True)
     budget = "90s" if quick else "10m"
