@@ -9,6 +9,7 @@ reads ``workclass = Private`` or ``workclass != Private``, never an encoded colu
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -108,11 +109,19 @@ def _one_hot(col: np.ndarray, levels: list) -> np.ndarray:
     return (where[:, None] == np.arange(len(levels))).astype(np.float32)
 
 
-#: the last two trees grown by :func:`_grown_tree`, with what each was grown from (the model measures
-#: grow Ψx's tree and z's in turn)
-_LAST_TREE: list[tuple[dict, np.ndarray, np.ndarray, DecisionTreeClassifier]] = []
-#: the largest encoded table kept for that (bytes)
-_KEEP_BYTES = 64 * 2**20
+#: the last two trees grown by :func:`_grown_tree`, each with a digest of what it was grown from (the
+#: model measures grow Ψx's tree and z's in turn); a digest, not a copy, so no record of x is kept in
+#: the module between fits
+_LAST_TREE: list[tuple[dict, bytes, DecisionTreeClassifier]] = []
+
+
+def _digest(Xe: np.ndarray, y: np.ndarray) -> bytes:
+    """BLAKE2b of the encoded table and the labels, shapes and dtypes included."""
+    h = hashlib.blake2b(digest_size=32)
+    for a in (np.ascontiguousarray(Xe), np.asarray(y)):
+        h.update(repr((a.shape, str(a.dtype))).encode())
+        h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+    return h.digest()
 
 
 def _grown_tree(Xe: np.ndarray, y: np.ndarray, **params) -> DecisionTreeClassifier:
@@ -122,16 +131,16 @@ def _grown_tree(Xe: np.ndarray, y: np.ndarray, **params) -> DecisionTreeClassifi
     trained on x of the model measures (:func:`ppdm.metrics.model.compare_models`) are one
     CART on the same records with the same settings and seed; only the rules' split points
     are stated differently, after growing. A seeded fit is deterministic, so the second
-    time one of the last two trees grown is copied when its inputs are equal, value for value."""
-    for p, X0, y0, tree in _LAST_TREE:
-        if p == params and X0.shape == Xe.shape and y0.shape == y.shape and np.array_equal(X0, Xe) \
-                and np.array_equal(y0, y):
+    time one of the last two trees grown is copied when its inputs have the same digest."""
+    seed = params.get("random_state")
+    seeded = isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+    key = _digest(Xe, y) if seeded else b""
+    for p, k, tree in _LAST_TREE:
+        if seeded and p == params and k == key:
             return copy.deepcopy(tree)
     tree = DecisionTreeClassifier(**params).fit(Xe, y)
-    seed = params.get("random_state")
-    # unseeded: a fresh draw each time; a large table is not kept alive for a second fit
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and Xe.nbytes <= _KEEP_BYTES:
-        _LAST_TREE[:] = [*_LAST_TREE[-1:], (dict(params), Xe.copy(), y.copy(), copy.deepcopy(tree))]
+    if seeded:  # unseeded: a fresh draw each time
+        _LAST_TREE[:] = [*_LAST_TREE[-1:], (dict(params), key, copy.deepcopy(tree))]
     return tree
 
 
