@@ -81,10 +81,26 @@ def _row(label: str, rec: Any) -> dict[str, Any]:
             out[m] = f"{v.value:.4f}"
         else:
             out[m] = f"{v.value:.4f} [{v.interval[0]:.4f}, {v.interval[1]:.4f}]"
+    # a differentially private trial was ranked by noisy scores: its row shows what was measured on it
+    measured = getattr(rec, "measured_utility", None)
     for m in UTILITY:
-        u = rec.utility.get(m)
-        out[m] = "—" if u is None else f"{u:.4f}"
+        u = (measured if measured is not None else rec.utility).get(m)
+        out[m] = "—" if u is None else f"{u:.4f}" + (" (measured; ranked by a noisy score)" if measured else "")
     return out
+
+
+def _independent_check(x: Any, rel: Any, schema: Any, control: Any = None) -> dict[str, Any]:
+    """The release judged by the library's one evaluation (``ppdm evaluate``'s defaults: every
+    intruder scenario, paired through the release's private log), outside the search's own
+    measurement: the risk verdict, its sentence and the maximum-knowledge record linkage."""
+    from ppdm.experiments.evaluate import EvaluateOptions, evaluate
+
+    ev = evaluate(x, rel, replace(schema, quasi_identifiers=list(KEYS)),
+                  options=EvaluateOptions(control=control, random_state=SEED))
+    link = ev.outcomes.get("record_linkage")
+    return {"risk": ev.verdicts["risk"].status, "sentence": ev.verdicts["risk"].sentence,
+            "utility": ev.verdicts["utility"].status,
+            "record_linkage": None if link is None else link.value}
 
 
 def _markdown(rows: list[dict[str, Any]]) -> str:
@@ -132,8 +148,12 @@ def run(quick: bool) -> list[dict]:
                                                    n_jobs=2, random_state=SEED, study=Path(d) / "study.db"))
     kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (time.process_time() - cpu0) + (kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime)
+    checks = {"standard": _independent_check(data.train, rel, data.schema, data.control)}
+    if res.release is not None:
+        checks["recommended"] = _independent_check(x, res.release, schema)
     v = res.verification
-    better = v is not None and all(v.utility[m] < std.utility[m] for m in UTILITY)
+    won = None if v is None else (v.measured_utility if v.measured_utility is not None else v.utility)
+    better = won is not None and all(won[m] is not None and won[m] < std.utility[m] for m in UTILITY)
     rows = [_row("standard: age in 10-year bands, local suppression k = 5 (sdcMicro)", std)]
     if v is not None:
         rows.append(_row(f"recommended: {res.chosen.label} (trial {res.chosen.number}, measured again)", v))
@@ -152,7 +172,13 @@ def run(quick: bool) -> list[dict]:
                 + _as_policy(policy).utility_text() + " (each loss weighted by the inverse of the standard's):\n\n"
                 + "\n".join(f"- `{line}`" for line in _as_policy(policy).lines_text())
                 + "\n\n" + _markdown(rows) + "\nTrials per family (met the policy / tried): "
-                + ", ".join(f"{k} {m}/{n}" for k, (n, m) in sorted(families.items())) + ".\n")
+                + ", ".join(f"{k} {m}/{n}" for k, (n, m) in sorted(families.items())) + ".\n"
+                + "\nIndependent check (`ppdm.experiments.evaluate.evaluate` with its default measures, every "
+                "intruder scenario, paired through each release's private log, the control split as control set):\n\n"
+                + "\n".join(f"- {who}: risk {c['risk']}, utility {c['utility']}, maximum-knowledge record linkage "
+                             f"{c['record_linkage'] if c['record_linkage'] is None else round(c['record_linkage'], 4)}"
+                             f". {c['sentence']}" for who, c in checks.items()) + "\n"
+                + "".join(f"\nNote: {n}\n" for n in res.notes))
         OUT.write_text(text, encoding="utf-8")
     goal = 600.0
     return [{
@@ -162,8 +188,10 @@ def run(quick: bool) -> list[dict]:
         "trials": len(res.trials), "met_policy": len(res.feasible),
         "standard_auc": std.utility["auc"], "standard_rule_accuracy": std.utility["rule_accuracy"],
         "winner": res.chosen.label if res.chosen else None,
-        "winner_auc": v.utility["auc"] if v else math.nan,
-        "winner_rule_accuracy": v.utility["rule_accuracy"] if v else math.nan,
+        "winner_auc": won["auc"] if won else math.nan,
+        "winner_rule_accuracy": won["rule_accuracy"] if won else math.nan,
+        "winner_risk_verdict": checks.get("recommended", {}).get("risk"),
+        "standard_risk_verdict": checks["standard"]["risk"],
     }]
 
 

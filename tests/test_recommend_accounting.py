@@ -24,6 +24,7 @@ from ppdm.cli.app import app
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.experiments import recommend as rmod
+from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import parse_policy
 from ppdm.experiments.recommend import accounting as racc
 from ppdm.experiments.recommend import measure as rmeasure
@@ -61,7 +62,9 @@ def _schema(x: pd.DataFrame) -> Schema:
 
 @pytest.fixture
 def d(tmp_path: Path) -> Path:
-    x = _table()
+    # 2400 records hold 600 out as the control split: prediction_accuracy's scores at ε_s = 0.1 then
+    # have noise of scale 1/(600 · 0.1) ≈ 0.017, narrow enough to choose by (accounting.MAX_SCORE_NOISE)
+    x = _table(2400)
     x.to_csv(tmp_path / "x.csv", index=False)
     (tmp_path / "schema.json").write_text(json.dumps(_schema(x).to_dict()))
     return tmp_path
@@ -223,7 +226,7 @@ def test_the_choice_among_dp_trials_reads_the_noisy_scores_only(monkeypatch: pyt
     monkeypatch.setattr(racc, "noisy_scores", fake_scores)
     pol = {"risk": {"verbatim_copies": 0.2}, "utility": {"weights": {"prediction_accuracy": 1}},
            "techniques": {"dpcube": {"epsilon": 0.5, "neighbouring": "replace"}}}
-    res = rmod.recommend(x, pol, schema=_schema(x), n_trials=3, random_state=1)
+    res = rmod.recommend(x, pol, schema=_schema(x), n_trials=3, random_state=1, score_epsilon=5.0)
     assert len(seen) == 3  # each trial's exact entries went to the scoring, and nowhere else on the way
     by_number = sorted(res.trials, key=lambda t: t.number)
     assert [t.utility_loss for t in by_number] == pytest.approx([0.5, 0.4, 0.3])  # the noisy scores, not exact
@@ -357,3 +360,24 @@ def test_a_mixed_search_ranks_every_trial_on_the_noisy_scores_scale() -> None:
     assert rmod.record_of(0, plain, pol).utility_loss == pytest.approx(0.05)
     mixed = {**plain, "losses": rtrials.release_losses(measures, 50)}
     assert rmod.record_of(0, mixed, pol).utility_loss == pytest.approx(0.2)
+
+
+def test_scores_too_noisy_to_choose_by_leave_the_dp_techniques_out() -> None:
+    # by hand: prediction_accuracy's sensitivity is 1/|H|; with |H| = 600, ε_s = 0.1 and two utility
+    # measures each gets 0.05, so the scale is (1/600)/0.05 = 1/30 ≈ 0.0333, 3.3 % of its range (1)
+    scale, share = racc.score_noise("prediction_accuracy", 600, 0.1, 2)
+    assert scale == pytest.approx(1 / 30) and share == pytest.approx(1 / 30)
+    # a measure scored by its whole range [lo, hi]: scale (hi − lo)/(ε_s/L), i.e. 10 ranges at ε_s = 0.1
+    lo, hi = (float(b) for b in load_all_measures()["rule_accuracy"].value_range)
+    assert racc.score_noise("rule_accuracy", 600, 0.1, 1) == pytest.approx(((hi - lo) / 0.1, 10.0))
+    # a search whose DPCube trials would be ranked by such noise leaves DPCube out (a search with
+    # nothing else is refused) and says which score budget would make the scores usable
+    x = _table(2400)
+    pol = {"risk": {"verbatim_copies": 0.5}, "utility": {"weights": {"rule_accuracy": 1}},
+           "techniques": {"dpcube": {"epsilon": 0.5, "neighbouring": "replace"}, "mdav": None}}
+    res = rmod.recommend(x, pol, schema=_schema(x), n_trials=2, random_state=0)
+    assert {t.technique for t in res.trials} == {"mdav"}
+    why = res.left_out["dpcube"]
+    assert "rule_accuracy" in why and "more than the 2%" in why and "--score-epsilon) of at least 50" in why
+    with pytest.raises(ParameterError, match="more than the 2%"):
+        rmod.recommend(x, {**pol, "techniques": {"dpcube": None}}, schema=_schema(x), n_trials=1, random_state=0)

@@ -69,7 +69,12 @@ def recommendation_document(result: Any, *, inputs: Mapping[str, Any] | None = N
             "columns": int(rel.data.shape[1]),
             "technique": result.chosen.technique if result.chosen else None,
             "params": result.chosen.params if result.chosen else None,
-            "measured": None if v is None else {"lines": [ln.to_dict() for ln in v.lines], "utility": v.utility,
+            # a differentially private winner was judged by noisy scores: "utility" is what was measured on
+            # it (for the owner), "scored_utility" what the choice read, never one shown as the other
+            "measured": None if v is None else {"lines": [ln.to_dict() for ln in v.lines],
+                                                "utility": v.utility if v.measured_utility is None
+                                                else v.measured_utility,
+                                                "scored_utility": None if v.measured_utility is None else v.utility,
                                                 "risk": v.risk, "utility_loss": v.utility_loss,
                                                 "on": "the training-split release of the same settings (trial "
                                                       f"{v.number})" if result.refit else "this release"},

@@ -48,10 +48,17 @@ The sensitivities (:func:`score_rule`):
   left out: Ψx is fitted on the training records and one record can change it entirely.
 * every other utility measure with a bounded range [lo, hi]: its value clipped to the range,
   Δ = hi − lo (no two tables can give values further apart). Valid for any such measure, but
-  the noise is then as wide as the range divided by ε_s: the search warns that the choice
-  among differentially private trials is then nearly blind.
+  the noise is then as wide as the range times L/ε_s.
 * a measure without a bounded range cannot score a differentially private trial: the search
   refuses to start (:func:`score_rule` raises).
+
+**Scores too noisy to choose by are not used.** A score whose Laplace scale Δ·L/ε_s exceeds
+:data:`MAX_SCORE_NOISE` of its measure's range (:func:`score_noise`) would rank the trials by
+its noise: at ε_s = 0.1 a range-wide sensitivity gives a scale ten times the range, and a
+search that "chooses" by it reports whichever draw the noise favoured, however poor. Such a
+search leaves its differentially private techniques out and says why (or, when the policy
+names them, refuses to start), instead of choosing blind. prediction_accuracy on a control
+split of a few thousand records stays well inside the limit.
 
 **Risk lines do not decide a differentially private release.** Risk measured against x
 (linkage, copies, attacks) has no sensitivity that can be bounded, so reading it to accept
@@ -367,6 +374,27 @@ def score_rule(measure: str) -> ScoreRule:
                               "bound: the noise is wide)", False)
 
 
+#: the widest Laplace scale a differentially private trial's score may have, as a share of its
+#: measure's range, for the search to choose by it (see "Scores too noisy to choose by")
+MAX_SCORE_NOISE = 0.02
+
+
+def score_noise(measure: str, control_rows: int, score_epsilon: float, n_measures: int) -> tuple[float, float]:
+    """The Laplace scale a differentially private trial's score on ``measure`` carries, and
+    that scale as a share of the measure's range: Δ·L/ε_s with Δ = 1/|H| for
+    prediction_accuracy (range 1) and the range for the others (:func:`score_rule`)."""
+    from ppdm.experiments.evaluation import load_all_measures
+
+    rule = score_rule(measure)
+    share = float(score_epsilon) / max(1, int(n_measures))
+    if rule.tight:
+        scale = (1.0 / max(1, int(control_rows))) / share
+        return scale, scale
+    lo, hi = (float(b) for b in load_all_measures()[measure].value_range if b is not None)
+    scale = (hi - lo) / share
+    return scale, scale / (hi - lo)
+
+
 def noisy_scores(entries: Mapping[str, Mapping[str, Any]], measures: Sequence[str], control_rows: int,
                  score_epsilon: float, rng: np.random.Generator) -> dict[str, Any]:
     """The Laplace-noised scores of one differentially private trial (Dwork & Roth 2014,
@@ -477,6 +505,7 @@ def summary(acc: Accounting) -> str:
 
 
 __all__ = ["CITATION", "COMPOSITION", "DEFAULT_SCORE_EPSILON", "EX_POST", "FILTER", "FILTER_CITATION", "NEIGHBOURS",
-           "NOT_COVERED", "NOT_USED", "NOT_USED_TRIAL", "Accounting", "Draw", "PrivacyFilter", "ScoreRule", "add_release", "counted_epsilon", "epsilon_of",
+           "MAX_SCORE_NOISE", "NOT_COVERED", "NOT_USED", "NOT_USED_TRIAL", "Accounting", "Draw", "PrivacyFilter", "ScoreRule",
+           "add_release", "counted_epsilon", "epsilon_of",
            "judge_epsilon", "neighbouring_of", "noisy_scores", "over_budget", "provenance_privacy", "risk_of_epsilon",
-           "score_rule", "search_accounting", "searched_privacy", "summary", "trial_cost"]
+           "score_noise", "score_rule", "search_accounting", "searched_privacy", "summary", "trial_cost"]

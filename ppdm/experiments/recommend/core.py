@@ -26,7 +26,7 @@ from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import Policy, load_policy, parse_policy
 from ppdm.experiments.recommend import measure
-from ppdm.experiments.recommend.accounting import DEFAULT_SCORE_EPSILON, score_rule
+from ppdm.experiments.recommend.accounting import DEFAULT_SCORE_EPSILON, MAX_SCORE_NOISE, score_noise
 from ppdm.experiments.recommend.common import parse_duration, seed_of
 from ppdm.experiments.recommend.final import make_final
 from ppdm.experiments.recommend.measure import SearchData
@@ -188,7 +188,7 @@ def recommend(x: pd.DataFrame, policy: Policy | Mapping[str, Any] | str | Path,
 
     table, sch, ids = _table(x, pol, opts)
     spaces, left_out = build_spaces(pol, sch, int(round(len(table) * (1 - float(holdout)))), table)
-    spaces, blunt = _check_scores(spaces, pol, left_out)
+    spaces = _check_scores(spaces, pol, left_out, int(round(float(holdout) * len(table))), float(opts.score_epsilon))
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     info = {"sha256": table_sha256(table), "rows": int(len(table)), "columns": int(table.shape[1]),
@@ -242,7 +242,7 @@ def recommend(x: pd.DataFrame, policy: Policy | Mapping[str, Any] | str | Path,
         split={"holdout": float(holdout), "train_rows": int(len(data.train)), "control_rows": int(len(data.control)),
                "rows": int(len(table)), "removed_identifiers": ids},
         spaces={s.name: s.describe(len(data.train)) for s in spaces}, left_out=left_out)
-    _add_notes(result, blunt)
+    _add_notes(result)
     if not ranking:
         result.unmet = unmet_report(records, pol)
     else:
@@ -281,12 +281,8 @@ def _store_new_study(stu: Any, pol: Policy, info: Mapping[str, Any], root: int, 
     stu.set_user_attr("reference", ref_outcome)
 
 
-def _add_notes(result: RecommendResult, blunt: Sequence[str]) -> None:
-    """The result's notes on the search: scores with blunt noise, trials stopped by a defect."""
-    if blunt:
-        result.notes.append(f"differentially private trials are scored on {', '.join(blunt)} with Laplace noise as wide "
-                            "as the measure's range (its sensitivity is not known to be smaller): the choice among "
-                            "them is close to blind; prediction_accuracy scores with noise of scale 1/(|control| · ε)")
+def _add_notes(result: RecommendResult) -> None:
+    """The result's notes on the search: trials stopped by a defect."""
     internal = [r for r in result.trials if r.internal]
     if internal:
         result.notes.append(f"{len(internal)} trial(s) stopped on an internal error (a defect of ppdm, reported "
@@ -326,28 +322,40 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
                       np.flatnonzero(mask), tuple(t.measure for t in pol.utility))
 
 
-def _check_scores(spaces: list[TechniqueSpace], pol: Policy, left_out: dict[str, str]
-                  ) -> tuple[list[TechniqueSpace], list[str]]:
+def _check_scores(spaces: list[TechniqueSpace], pol: Policy, left_out: dict[str, str], control_rows: int,
+                  score_epsilon: float) -> list[TechniqueSpace]:
     """With a differentially private technique in the search, every utility measure of the
-    policy must score its trials with a known sensitivity: otherwise the techniques are left
-    out (``left_out`` says why), or, when the policy names them, the search is refused. Returns
-    the spaces kept and the measures that score with their whole range as sensitivity (wide
-    noise)."""
+    policy must score its trials with a known sensitivity and noise narrow enough to choose by
+    (:data:`~ppdm.experiments.recommend.accounting.MAX_SCORE_NOISE` of its range): otherwise
+    the techniques are left out (``left_out`` says why), and the search is refused when no
+    other technique is left. Returns the spaces kept."""
     if not any(s.epsilon is not None for s in spaces):
-        return spaces, []
+        return spaces
     try:
-        rules = [score_rule(t.measure) for t in pol.utility]
+        noise = {t.measure: score_noise(t.measure, control_rows, score_epsilon, len(pol.utility)) for t in pol.utility}
+        blind = {m: v for m, v in noise.items() if v[1] > MAX_SCORE_NOISE}
+        if blind:
+            # the scale falls as 1/ε_s: the score budget at which every score is narrow enough
+            needed = float(score_epsilon) * max(share for _, share in blind.values()) / MAX_SCORE_NOISE
+            hint = "" if set(noise) == {"prediction_accuracy"} else (
+                "; prediction_accuracy (sensitivity 1/|control|) needs the least")
+            raise ParameterError(
+                "differentially private trials would be scored on "
+                + ", ".join(f"{m} with Laplace noise of scale {scale:.3g} ({share:.0%} of its range)"
+                            for m, (scale, share) in blind.items())
+                + f", more than the {MAX_SCORE_NOISE:.0%} a choice among them can be made by: a score budget "
+                f"(--score-epsilon) of at least {needed:.3g} would make them usable{hint}")
     except ParameterError as e:
-        if pol.techniques is not None:
-            raise
+        # left out, as a technique the table cannot take, even when the policy names it: the
+        # search goes on with the others (the screen says why); refused only when none is left
         kept = [s for s in spaces if s.epsilon is None]
         for s in spaces:
             if s.epsilon is not None:
                 left_out[s.name] = str(e)
         if not kept:
             raise
-        return kept, []
-    return spaces, [r.measure for r in rules if not r.tight]
+        return kept
+    return spaces
 
 
 def search_data(

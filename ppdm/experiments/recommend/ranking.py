@@ -51,6 +51,9 @@ class TrialRecord:
     scores: dict[str, Any] | None = None
     #: false for a trial the privacy filter did not run (its ε did not fit the budget): nothing spent
     ran: bool = True
+    #: a differentially private trial's exact utility losses, for the owner's eyes only: never read by a
+    #: decision (``utility`` holds the noisy scores it was judged by), never shown as what it was judged by
+    measured_utility: dict[str, float | None] | None = None
 
     @property
     def label(self) -> str:
@@ -98,7 +101,7 @@ class TrialRecord:
                 "utility": self.utility, "measures": self.measures, "lines": [v.to_dict() for v in self.lines],
                 "seconds": self.seconds, "error": self.error, "internal": self.internal, "repeat_of": self.repeat_of,
                 "privacy": self.privacy, "scores": self.scores, "outcome": self.outcome, "why": self.why,
-                "ran": self.ran}
+                "ran": self.ran, "measured_utility": self.measured_utility}
 
 
 def _short(v: Any) -> str:
@@ -121,7 +124,8 @@ def record_of(number: int, outcome: Mapping[str, Any], policy: Policy, *, state:
                        "failed" if error and state == "complete" else state, dict(outcome.get("measures") or {}),
                        lines, feasible, risk, loss, losses, outcome.get("seconds"), error,
                        bool(outcome.get("internal")), repeat_of, outcome.get("privacy"),
-                       None if scores is None else dict(scores))
+                       None if scores is None else dict(scores),
+                       measured_utility=None if scores is None else utility_losses({**outcome, "scores": None}, policy))
 
 
 def _dp_risk(outcome: Mapping[str, Any]) -> float | None:
