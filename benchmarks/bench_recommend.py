@@ -150,7 +150,7 @@ def run(quick: bool) -> list[dict]:
     cpu = (time.process_time() - cpu0) + (kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime)
     checks = {"standard": _independent_check(data.train, rel, data.schema, data.control)}
     if res.release is not None:
-        checks["recommended"] = _independent_check(x, res.release, schema)
+        checks["recommended"] = _independent_check(x, res.release, schema, res.control)
     v = res.verification
     won = None if v is None else (v.measured_utility if v.measured_utility is not None else v.utility)
     better = won is not None and all(won[m] is not None and won[m] < std.utility[m] for m in UTILITY)
