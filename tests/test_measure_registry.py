@@ -70,6 +70,27 @@ def test_register_measure_refuses_contradictions() -> None:
     assert "t_bad" not in MEASURES
 
 
+def test_register_measure_traits_are_one_checked_group() -> None:
+    """The traits are a typed keyword group (MeasureTraits): a misspelt one is refused as Python
+    refuses a wrong keyword, and the ones given reach the spec with the others at their defaults."""
+
+    def fn(ctx):  # pragma: no cover - never called
+        return MeasureResult(0.0)
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'directoin'"):
+        register_measure("t_traits", kind="risk", description="", directoin="lower")  # type: ignore[call-arg]  # the misspelling is the point
+    assert "t_traits" not in MEASURES
+    try:
+        register_measure("t_traits", kind="risk", description="d", direction="lower", threshold=0.2,
+                         options=["a", "a", "b"])(fn)
+        spec = MEASURES["t_traits"]
+        assert (spec.direction, spec.threshold, spec.options) == ("lower", 0.2, ("a", "b"))
+        assert (spec.needs_class, spec.default, spec.requires, spec.value_range, spec.paired) == \
+            (True, False, (), (None, None), False)
+    finally:
+        MEASURES.pop("t_traits", None)
+
+
 def test_within_holds_a_value_to_the_threshold() -> None:
     assert MEASURES["ddr"].within(0.01) is True and MEASURES["ddr"].within(0.5) is False
     assert MEASURES["sers"].within(1.0) is None  # no threshold

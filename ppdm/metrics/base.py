@@ -20,7 +20,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -284,25 +284,33 @@ def judge(value: float | None, threshold: float, direction: str,
 MEASURES: dict[str, MeasureSpec] = {}
 
 
-def register_measure(
-    name: str,
-    *,
-    kind: str,
-    description: str,
-    needs_class: bool = True,
-    default: bool = False,
-    requires: tuple[str, ...] = (),
-    direction: str | None = None,
-    value_range: tuple[float | None, float | None] = (None, None),
-    meaning: str = "",
-    threshold: float | None = None,
-    out_of_core: bool = False,
-    scenario: str | None = None,
-    paired: bool = False,
-    options: tuple[str, ...] | list[str] | None = None,
-    declared_by: str | None = None,
-) -> Callable[[MeasureFn], MeasureFn]:
-    """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``.
+class MeasureTraits(TypedDict, total=False):
+    """What :func:`register_measure` may say of a measure besides its name, kind and description,
+    as one typed group of keywords (each optional; the default in brackets, the meaning in
+    :class:`MeasureSpec`): ``needs_class`` (True), ``default`` (False), ``requires`` (()),
+    ``direction`` (None), ``value_range`` ((None, None)), ``meaning`` (""), ``threshold`` (None),
+    ``out_of_core`` (False), ``scenario`` (None), ``paired`` (False), ``options`` (None) and
+    ``declared_by`` (None). A type checker holds every call of :func:`register_measure` to these
+    names and types; at run time an unknown name is refused as a wrong keyword argument."""
+
+    needs_class: bool
+    default: bool
+    requires: tuple[str, ...]
+    direction: str | None
+    value_range: tuple[float | None, float | None]
+    meaning: str
+    threshold: float | None
+    out_of_core: bool
+    scenario: str | None
+    paired: bool
+    options: tuple[str, ...] | list[str] | None
+    declared_by: str | None
+
+
+def register_measure(name: str, *, kind: str, description: str,
+                     **traits: Unpack[MeasureTraits]) -> Callable[[MeasureFn], MeasureFn]:
+    """Decorator registering ``fn(ctx) -> MeasureResult`` under ``name``; the ``traits`` are the
+    keywords of :class:`MeasureTraits` (one group rather than a dozen parameters).
 
     ``requires`` names options the measure cannot run without (e.g. the perturbation
     matrices of an attack); such a measure runs only when named, never as part of ``all``.
@@ -329,6 +337,21 @@ def register_measure(
     single class in t, ...) raises :class:`ppdm.errors.MeasureNotApplicable`; evaluations
     report it as skipped with that reason.
     """
+    unknown = [k for k in traits if k not in MeasureTraits.__annotations__]
+    if unknown:  # what Python says of a wrong keyword, as when the traits were parameters
+        raise TypeError(f"register_measure() got an unexpected keyword argument {unknown[0]!r}")
+    needs_class = traits.get("needs_class", True)
+    default = traits.get("default", False)
+    requires = traits.get("requires", ())
+    direction = traits.get("direction")
+    value_range = traits.get("value_range", (None, None))
+    meaning = traits.get("meaning", "")
+    threshold = traits.get("threshold")
+    out_of_core = traits.get("out_of_core", False)
+    scenario = traits.get("scenario")
+    paired = traits.get("paired", False)
+    options = traits.get("options")
+    declared_by = traits.get("declared_by")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if direction not in (None, *DIRECTIONS):
