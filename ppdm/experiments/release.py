@@ -495,3 +495,9 @@ def save_release(rel: Release, out: str | Path, control: pd.DataFrame | None = N
     # the release first, then the public record, then the owner's files
     return written
 
+
+
+# the public classes defined in the private siblings belong to this module's API: their reprs and
+# tracebacks name it
+for _cls in (ReleaseRefused, ReleaseWarning):
+    _cls.__module__ = __name__

@@ -282,3 +282,9 @@ def _release_check_measure(ctx: EvaluationContext) -> ReleaseCheck:
     if is_dask(ctx.x) or is_dask(ctx.z):
         return release_check_dask(ctx.x, ctx.z, ctx.schema, record_aligned=ctx.paired)
     return release_check(ctx.x, ctx.z, ctx.schema, record_aligned=ctx.paired and len(ctx.x) == len(ctx.z))
+
+
+# the public classes defined in the private siblings belong to this module's API: their reprs and
+# tracebacks name it
+for _cls in (ReleaseCheck, GateOptions, GateThresholds, Finding, CheckPart):
+    _cls.__module__ = __name__
