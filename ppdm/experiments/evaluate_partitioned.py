@@ -178,7 +178,8 @@ def _evaluate_partitioned(
     its parts, so z's rows are put beside their originals through the private log's pairing
     (:func:`repair_partitions`), whatever x's partitions; without a log (or with
     ``options.pairing="none"``) a record-by-record measure named in ``options`` raises
-    :class:`~ppdm.errors.ParameterError` and the default set skips it, never comparing
+    :class:`~ppdm.errors.ParameterError` (for a :class:`CheckedRelease` it is reported skipped,
+    as ``ppdm evaluate`` does in memory) and the default set skips it, never comparing
     different people. ``options.pairing="position"`` declares z's parts to hold x's partitions'
     records in order (a release made with ``shuffle=False``). ``schema``: default the
     release's. ``options.control`` is not read (the attacks are skipped, as for
