@@ -1,7 +1,8 @@
 """A partitioned release mixes its rows across its parts, so its partitions do not hold x's
-records row for row; the partitioned evaluation pairs it through its private log, in one
-place (ppdm/experiments/evaluate_partitioned.py: evaluate_dataset, repair_partitions), and a
-record-by-record measure without that pairing refuses with one line (docs/scale.md)."""
+records row for row; the partitioned evaluation (ppdm.experiments.evaluate.evaluate, the one
+entry point) pairs it through its private log, in one place
+(ppdm/experiments/evaluate_partitioned.py: repair_partitions), and a record-by-record measure
+without that pairing refuses with one line (docs/scale.md)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from ppdm.anonymize.registry import make_technique
 from ppdm.data.partitions import open_dataset
 from ppdm.data.types import working_frame
 from ppdm.errors import ParameterError, SchemaError
-from ppdm.experiments.evaluate import EvaluateOptions
-from ppdm.experiments.evaluate_partitioned import evaluate_dataset
+from ppdm.experiments.evaluate import EvaluateOptions, evaluate
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.out_of_core import release_dataset
 from ppdm.experiments.pairing import pair_in_memory, pairing_of
@@ -49,10 +49,10 @@ def test_a_partitioned_release_is_paired_through_its_log_as_in_memory(released: 
     z_parts = dd.read_parquet(str(rel.path))
     # the point: z's parts do not hold x's partitions row for row (the mix drew each row a part)
     assert partition_lengths(z_parts) != partition_lengths(ds.data)
-    ev = evaluate_dataset(ds, rel, options=IL1S)
+    ev = evaluate(ds, rel, options=IL1S)
     assert ev.pairing.mode == "private log" and ev.document()["measures"]["il1s"]["out_of_core"] == "exact"
     # the same release folder, its log read beside it, gives the same value
-    again = evaluate_dataset(ds, str(rel.path), options=IL1S)
+    again = evaluate(ds, str(rel.path), options=IL1S)
     assert again.outcomes["il1s"].value == ev.outcomes["il1s"].value
     # in memory: x as read, z's parts in order, paired by the same log (pair_in_memory)
     x = pd.concat([ds.partition(i) for i in range(ds.npartitions)], ignore_index=True)
@@ -72,7 +72,7 @@ def test_without_the_log_a_record_level_measure_refuses(released: tuple, tmp_pat
     ds, rel = released
     # pairing left out on purpose: one line, naming the measure and the way out
     with pytest.raises(ParameterError) as e:
-        evaluate_dataset(ds, rel, options=EvaluateOptions(measures=["il1s"], pairing="none"))
+        evaluate(ds, rel, options=EvaluateOptions(measures=["il1s"], pairing="none"))
     assert "\n" not in str(e.value) and "il1s" in str(e.value) and "pairing='auto'" in str(e.value)
     # a release folder without its private log: nothing pairs its rows
     bare = tmp_path / "bare"
@@ -80,7 +80,7 @@ def test_without_the_log_a_record_level_measure_refuses(released: tuple, tmp_pat
     for f in Path(rel.path).iterdir():
         (bare / f.name).write_bytes(f.read_bytes())
     with pytest.raises(ParameterError) as e:
-        evaluate_dataset(ds, str(bare), rel.schema, options=IL1S)
+        evaluate(ds, str(bare), rel.schema, options=IL1S)
     assert "\n" not in str(e.value) and "not paired" in str(e.value)
     # the measure called on the parts as written (a hand-made context claims they are paired):
     # refused on the first partition whose lengths differ, never computed on different people
@@ -89,4 +89,4 @@ def test_without_the_log_a_record_level_measure_refuses(released: tuple, tmp_pat
                             z=working_parts(open_dataset(str(bare), schema=sch).data, sch.numeric), schema=sch)
     with pytest.raises(SchemaError) as e:
         evaluate_measure(MEASURES["il1s"], ctx)
-    assert "\n" not in str(e.value) and "private log" in str(e.value) and "evaluate_dataset" in str(e.value)
+    assert "\n" not in str(e.value) and "private log" in str(e.value) and "ppdm.experiments.evaluate.evaluate" in str(e.value)

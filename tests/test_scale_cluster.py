@@ -12,8 +12,7 @@ from mixed_table import mixed_table
 
 from ppdm.anonymize.registry import make_technique
 from ppdm.data.partitions import open_dataset
-from ppdm.experiments.evaluate import EvaluateOptions
-from ppdm.experiments.evaluate_partitioned import evaluate_dataset
+from ppdm.experiments.evaluate import EvaluateOptions, evaluate
 from ppdm.experiments.out_of_core import release_dataset
 
 pytestmark = pytest.mark.slow
@@ -26,7 +25,7 @@ MEASURES = ("il1s", "ddr", "release_check", "rule_accuracy", "prediction_accurac
 def _measures(ds, rel) -> dict[str, float]:
     """The measures as a library user takes them: the public partitioned evaluation, z paired
     with x through the release's private log (the release mixes its rows across its parts)."""
-    ev = evaluate_dataset(ds, rel, options=EvaluateOptions(measures=list(MEASURES), sample_rows=800, random_state=1))
+    ev = evaluate(ds, rel, options=EvaluateOptions(measures=list(MEASURES), sample_rows=800, random_state=1))
     assert ev.pairing.mode == "private log"
     assert not any(o.skipped for o in ev.outcomes.values()), {n: o.reason for n, o in ev.outcomes.items()}
     return {n: float(ev.outcomes[n].value) for n in MEASURES}

@@ -2,8 +2,10 @@
 
 This module reads the files and options and prints; the evaluation itself is the library's
 (:mod:`ppdm.experiments.evaluate`: pairing through the private log, the control set, the
-recoded view, the measures and the verdicts; :mod:`ppdm.experiments.evaluate_partitioned`
-for tables read with Dask), so a library user gets the same numbers and verdicts.
+recoded view, the measures and the verdicts; tables read with Dask go through the library's
+one entry point, :func:`ppdm.experiments.evaluate.evaluate`, which
+:func:`~ppdm.experiments.evaluate.partitioned` sends to
+:mod:`ppdm.experiments.evaluate_partitioned`), so a library user gets the same numbers and verdicts.
 Measures are found by name through :mod:`ppdm.experiments.evaluation`, so every measure
 any module of :mod:`ppdm.metrics` or :mod:`ppdm.attacks` registers works here without
 change. A measure the table does not allow is reported as skipped with its reason; the
@@ -12,6 +14,7 @@ others still run.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -53,6 +56,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ppdm.data.schema import Schema
+    from ppdm.experiments.evaluate import EvaluateOptions
+    from ppdm.experiments.evaluate_partitioned import CheckedRelease
     from ppdm.experiments.pairing import Pairing
 
 
@@ -246,7 +251,7 @@ def evaluate(
     (z.private.json), which pairs z's shuffled rows with x's records and names the control set.
     """
     from ppdm.cli.progress import progress_of_library
-    from ppdm.experiments.evaluate import EvaluateOptions, measure_release, recoded_view
+    from ppdm.experiments.evaluate import EvaluateOptions, measure_release, partitioned, recoded_view
     from ppdm.experiments.evaluation import resolve_measures
     from ppdm.experiments.pairing import check_private_input, pairing_of, private_control, read_private_log
     from ppdm.metrics.judgement import check_scenarios
@@ -270,7 +275,7 @@ def evaluate(
     ruled = check_scenarios(rule_out or [])
     opts = EvaluateOptions(measures=measures, measure_options=options, thresholds=limits, pairing=pairing,
                            rules=rules, missing=miss, random_state=seed_value, sample_rows=sample_rows,
-                           ruled_out=ruled)
+                           ruled_out=ruled, engine=engine)
     provenance = _provenance(anonymized)
     private_log, private_file = read_private_log(None if anonymized.startswith(BUILTIN) else anonymized, private,
                                                  pairing)
@@ -284,13 +289,18 @@ def evaluate(
                  and not anonymized.startswith(BUILTIN) else None)
         check_private_input(private_log, private_file, x_sha256=x_sha, z_sha256=z_sha, pairs=pairs)
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    from ppdm.data.partitions import wants_dask
+    if partitioned(original, anonymized, engine):
+        from ppdm.cli.common import parse_date_options
+        from ppdm.data.roles import split_names
+        from ppdm.data.schema import Schema
+        from ppdm.experiments.evaluate_partitioned import CheckedRelease, TableReading
 
-    if wants_dask(original, engine) or wants_dask(anonymized, engine):
-        _evaluate_datasets(original, anonymized, test, class_column=class_column, schema=schema, sep=sep, roles=roles,
-                           categorical=categorical, date=date, blocksize=blocksize, provenance=provenance, pair=pair,
-                           specs=specs, opts=opts, drawn=drawn, html=html, json_out=json_out, verbose=verbose,
-                           decimal=decimal)
+        reading = TableReading(sep=sep, decimal=decimal, categorical=split_names(categorical),
+                               dates=parse_date_options(date), blocksize=blocksize, class_column=class_column,
+                               roles=roles, schema_name=str(schema) if schema is not None else None)
+        _evaluate_datasets(original, CheckedRelease(anonymized, provenance, pair, reading),
+                           Schema.load(schema) if schema is not None else None, replace(opts, test=test),
+                           drawn=drawn, html=html, json_out=json_out, verbose=verbose)
         return
     x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
                                 categorical=categorical, dates=date, provenance=provenance, decimal=decimal)
@@ -328,41 +338,29 @@ def evaluate(
     _print_evaluation(doc, verbose=verbose)
 
 
-def _evaluate_datasets(original: str, anonymized: str, test: str | None, *, class_column: str | None,
-                       schema: Path | None, sep: str | None, roles: Any, categorical: list[str] | None,
-                       date: list[str] | None, blocksize: str | None, provenance: dict[str, Any] | None,
-                       pair: Pairing, specs: list, opts: Any, drawn: bool, html: Path | None, json_out: bool,
-                       verbose: bool = False, decimal: str | None = None) -> None:
-    """Tables larger than memory (:mod:`ppdm.experiments.evaluate_partitioned`): exact measures
-    partition by partition, the others on a sample."""
-    from ppdm.cli.common import parse_date_options, stage_progress
+def _evaluate_datasets(original: str, release: CheckedRelease, schema: Schema | None, opts: EvaluateOptions, *,
+                       drawn: bool, html: Path | None, json_out: bool, verbose: bool = False) -> None:
+    """Tables larger than memory, through the library's one entry point
+    (:func:`ppdm.experiments.evaluate.evaluate`, partitioned): exact measures partition by
+    partition, the others on a sample; this prints."""
+    from ppdm.cli.common import stage_progress
     from ppdm.cli.progress import progress_of_library
-    from ppdm.data.roles import split_names
-    from ppdm.data.schema import Schema
-    from ppdm.experiments.evaluate_partitioned import (
-        measure_datasets,
-        open_release_datasets,
-        sampled_measures,
-    )
+    from ppdm.data.partitions import reporting
+    from ppdm.experiments.evaluate import evaluate
+    from ppdm.experiments.evaluate_partitioned import sampled_measures
 
-    cats, dates = split_names(categorical), parse_date_options(date)
-    inputs = open_release_datasets(original, anonymized, test, pairing=pair, provenance=provenance,
-                                   schema=Schema.load(schema) if schema is not None else None,
-                                   schema_name=str(schema) if schema is not None else None,
-                                   class_column=class_column, roles=roles, categorical=cats, dates=dates,
-                                   blocksize=blocksize, sep=sep, decimal=decimal, missing=opts.missing)
-    with progress_of_library():
-        ev = measure_datasets(inputs, pairing=pair, options=opts, provenance=provenance, specs=specs,
-                              sources={"original": original, "anonymized": anonymized, "test": test},
-                              stage=stage_progress())
+    with progress_of_library(), reporting(stage_progress()):
+        ev = evaluate(original, release, schema, options=opts)
+    anonymized, provenance, pair = release.path, release.provenance, release.pairing
     doc = ev.document()
+    parts = doc["inputs"]["original"]["partitions"]
     if html is not None:
         from ppdm.report.html import write_evaluation_html
 
-        write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized} ({inputs.x.npartitions} "
-                                                  f"partitions); measurement seed {opts.random_state}")
+        write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized} ({parts} partitions)"
+                                                  f"; measurement seed {opts.random_state}")
         err_console.print(f"wrote {html}")
-    _show_provenance(provenance, original, pair)
+    _show_provenance(dict(provenance) if provenance is not None else None, original, pair)
     report_drawn_seed(opts.random_state, drawn)
     if json_out:
         print_json(doc)

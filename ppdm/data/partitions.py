@@ -72,10 +72,15 @@ def is_glob(spec: str) -> bool:
     return any(ch in spec for ch in "*?[")
 
 
-def wants_dask(spec: str, engine: str = "auto") -> bool:
-    """Whether input ``spec`` is read with Dask (see the module docstring)."""
+def check_engine(engine: str) -> None:
+    """``engine`` is one of :data:`ENGINES`."""
     if engine not in ENGINES:
         raise PPDMError(f"--engine must be 'auto', 'pandas' or 'dask', got {engine!r}")
+
+
+def wants_dask(spec: str, engine: str = "auto") -> bool:
+    """Whether input ``spec`` is read with Dask (see the module docstring)."""
+    check_engine(engine)
     if spec.startswith("builtin:"):
         if engine == "dask":
             raise PPDMError("a shipped dataset (builtin:NAME) is read into memory; use --engine auto or pandas")

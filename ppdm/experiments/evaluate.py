@@ -1,6 +1,12 @@
 """Evaluate one release in the library: what ``ppdm evaluate`` does, for a Python user.
 
-:func:`evaluate` takes the original x and a release — the :class:`~ppdm.experiments.release.Release`
+:func:`evaluate` is the one entry point, for tables in memory and for tables larger than
+memory: :func:`partitioned` decides, in one place, which of the two the inputs call for, and
+a partitioned x or release (a :class:`~ppdm.data.partitions.Dataset`, a
+:class:`~ppdm.experiments.out_of_core.DatasetRelease`, a dataset folder or glob, or
+``EvaluateOptions(engine="dask")``) is measured partition by partition
+(:mod:`ppdm.experiments.evaluate_partitioned`, imported only then, so that an evaluation in
+memory never imports Dask). In memory, :func:`evaluate` takes the original x and a release — the :class:`~ppdm.experiments.release.Release`
 that :func:`~ppdm.experiments.release.release` returned, a release file written by
 :func:`~ppdm.experiments.release.save_release` or ``ppdm anonymize`` (its sidecars
 ``<stem>.provenance.json`` and ``<stem>.private.json`` are read), or a bare DataFrame — and:
@@ -29,240 +35,32 @@ people; in the default set such a measure is skipped with that reason
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ppdm.errors import ParameterError, PPDMError, SchemaError
+from ppdm.errors import ParameterError, PPDMError
+from ppdm.experiments.evaluate_common import (
+    EvaluateOptions,
+    Evaluation,
+    ages_at,
+    check_class,
+    check_named_keys,
+    check_paired,
+    check_thresholds,
+    like_x,
+    load_rules,
+    recoded_view,
+)
 from ppdm.experiments.evaluation import MeasureOutcome
 from ppdm.experiments.pairing import Pairing
-from ppdm.metrics.judgement import Verdict
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ppdm.data.schema import Schema
     from ppdm.experiments.release import Release
-
-
-@dataclass
-class EvaluateOptions:
-    """How :func:`evaluate` measures a release (the options of ``ppdm evaluate``).
-
-    ``measures``: names (a list or a comma string), ``"all"``, or ``None`` for the default
-    set; ``measure_options``: measure options by name (``{"k": 5}``, ``{"il1s.form": "mean"}``:
-    ``--param``); ``thresholds``: a verdict threshold per measure name; ``pairing``:
-    ``"auto"`` (through the release's private log when there is one), ``"position"`` (z's rows
-    are x's, in order) or ``"none"``; ``private``: the private log of a release file kept
-    elsewhere; ``control``: the attacks' control set (a DataFrame or a file; default: the
-    release's held-out records); ``test``: a test table for model measures (DataFrame or
-    file); ``rules``: the rule set Ψx (a :class:`~ppdm.rules.core.RuleSet` or a rule file;
-    default: CART rules of x); ``missing``: the missing-value policy (``"error"``, ``"drop"``,
-    ``"keep"``; default: as the release read x — its private log's policy, a library
-    :class:`~ppdm.experiments.release.Release`'s cells as given — else ``"error"``); ``random_state``: the *measurement* seed (the draws of the measures — held-out
-    test split, attacks — never the release's); ``sample_rows``: records of the sample that
-    measures without an exact partitioned form use (``ppdm evaluate --engine dask``);
-    ``ruled_out``: intruder scenarios (:data:`ppdm.metrics.base.SCENARIOS`) the owner rules
-    out: the risk verdict leaves them out and its sentence names the exclusion.
-    """
-
-    measures: Sequence[str] | str | None = None
-    measure_options: Mapping[str, Any] = field(default_factory=dict)
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-    pairing: str = "auto"
-    private: str | Path | None = None
-    control: pd.DataFrame | str | Path | None = None
-    test: pd.DataFrame | str | Path | None = None
-    rules: Any = None
-    missing: str | None = None
-    random_state: int = 0
-    sample_rows: int = 20_000
-    ruled_out: Sequence[str] = ()
-
-    @property
-    def measure_spec(self) -> str | None:
-        """``measures`` as :func:`ppdm.experiments.evaluation.resolve_measures` reads it."""
-        if self.measures is None or isinstance(self.measures, str):
-            return self.measures
-        return ",".join(str(m) for m in self.measures)
-
-    @property
-    def named(self) -> bool:
-        """Measures were named by the caller (not the default set, not ``"all"``)."""
-        spec = self.measure_spec
-        return spec is not None and spec.strip() != "all"
-
-
-@dataclass
-class Evaluation:
-    """The evaluation of one release.
-
-    ``outcomes`` maps each measure's name to its :class:`~ppdm.experiments.evaluation.MeasureOutcome`
-    (``.value``, ``.result``, or ``.reason`` when skipped); ``verdicts`` holds the ``"risk"``
-    and ``"utility"`` :class:`~ppdm.metrics.judgement.Verdict` (``.status``, ``.sentence``);
-    ``pairing`` says how x and z were paired; ``rows_x`` and ``rows_z`` are the records
-    measured (x without held-out records, z after the missing-value policy); ``notes`` what
-    the owner should know about the inputs (where the control set came from, records left out).
-    """
-
-    outcomes: dict[str, MeasureOutcome]
-    verdicts: dict[str, Verdict]
-    pairing: Pairing
-    rows_x: int
-    rows_z: int
-    notes: list[str] = field(default_factory=list)
-    _document: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    def document(self) -> dict[str, Any]:
-        """The JSON document ``ppdm evaluate --json`` prints (``docs/ppdm.schema.json``)."""
-        return copy.deepcopy(self._document)
-
-
-# ------------------------------------------------------------------------- the tables
-def recoded_view(x: pd.DataFrame, schema: Schema,
-                 provenance: Mapping[str, Any] | None) -> tuple[pd.DataFrame, Schema, Callable[[Any], Any]]:
-    """A release whose columns were recoded (its provenance's output schema, ``ppdm anonymize -m
-    recode``) is compared on its own categories: those columns of x become the labels that stand
-    for their values (:func:`ppdm.data.generalization.generalise`), categorical in the schema of
-    the evaluation. Returns ``(x, schema, f)``, ``f`` doing the same to the test and control sets."""
-    from ppdm.data.generalization import recoded_view as view
-    from ppdm.data.schema import Schema
-
-    out = ((provenance or {}).get("output") or {}).get("schema")
-    if not out:
-        return x, schema, lambda df: df
-    cols, recode, sch = view(schema, Schema.from_dict(out), list(x.columns), ages=ages_at(provenance, schema))
-    if not cols:
-        return x, schema, lambda df: df
-    return recode(x), sch, recode
-
-
-def ages_at(provenance: Mapping[str, Any] | None, schema: Schema) -> dict[str, float]:
-    """The reference dates of date columns a recoding released as ages (its ``age_at``), from the
-    parameters the provenance records, in a chain's steps too: days since 1970-01-01 by column,
-    what :func:`ppdm.data.generalization.recoded_view` takes as ``ages``. One reading of the
-    provenance for ``ppdm evaluate`` and for the trials of ``ppdm recommend``."""
-    from ppdm.data.types import is_iso_date, parse_iso_date
-
-    found: dict[str, float] = {}
-
-    def visit(node: Any) -> None:
-        if isinstance(node, Mapping):
-            params = node.get("parameters")
-            if node.get("name") == "recode" and isinstance(params, Mapping) and params.get("age_at") is not None:
-                at = params["age_at"]
-                for c in schema.dates:
-                    v = at.get(c, at.get("*")) if isinstance(at, Mapping) else at
-                    if is_iso_date(v):
-                        found[c] = parse_iso_date(v, "age_at")
-            for v in node.values():
-                visit(v)
-        elif isinstance(node, list):
-            for v in node:
-                visit(v)
-
-    visit((provenance or {}).get("technique"))
-    return found
-
-
-def like_x(df: pd.DataFrame, x: pd.DataFrame, schema: Schema, missing: str, what: str,
-           ignore: Sequence[str] = ()) -> tuple[pd.DataFrame, int]:
-    """``df`` (z, a test or a control table) checked to have exactly the columns of x, put in
-    x's column order with x's dtypes (a code read as text in one table and as a number in the
-    other would never compare equal) and validated against ``schema`` with the missing-value
-    policy; ``ignore``d columns (x's identifiers) are dropped first. Returns ``(df, rows dropped)``."""
-    from ppdm.data.io import align_dtypes
-
-    if ignore:
-        df = df.drop(columns=[c for c in ignore if c in df.columns])
-    cols, want = [str(c) for c in df.columns], [str(c) for c in x.columns]
-    if set(cols) != set(want):
-        lacks = [c for c in want if c not in cols]
-        extra = [c for c in cols if c not in want]
-        parts = []
-        if lacks:
-            parts.append(f"lacks {', '.join(map(repr, lacks))}")
-        if extra:
-            parts.append(f"has extra {', '.join(map(repr, extra))}")
-        raise SchemaError(f"the {what} table does not have the columns of the original: it {' and '.join(parts)}")
-    df = align_dtypes(df[list(x.columns)], x, f"the {what} table")
-    df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]  # a policy name: the caller's or the log's
-    if dropped:
-        df = df.reset_index(drop=True)
-    return df, int(dropped or 0)
-
-
-def load_rules(rules: Any, x: pd.DataFrame, schema: Schema) -> Any:
-    """The rule set Ψx to measure retention with: a :class:`~ppdm.rules.core.RuleSet` or a rule
-    file, checked to predict the class column and to test only attributes of x."""
-    from ppdm.rules.core import RuleSet
-
-    where = "the rule set" if isinstance(rules, RuleSet) else f"the rule file {str(rules)!r}"
-    rs = rules if isinstance(rules, RuleSet) else RuleSet.load(rules)
-    cls = schema.class_column
-    if rs.class_column is not None and cls is not None and rs.class_column != cls:
-        raise PPDMError(f"{where} predicts {rs.class_column!r}, but the class column is {cls!r}")
-    if len(rs) == 0:
-        raise PPDMError(f"{where} holds no rule")
-    for i, r in enumerate(rs):
-        for a in r.attributes:
-            if a not in x.columns:
-                raise PPDMError(f"rule {i} of {where} tests attribute {a!r}, which the table does not have")
-    return RuleSet(rs.rules, rs.class_column or cls)
-
-
-def check_named_keys(specs: list[Any], schema: Schema, options: Mapping[str, Any]) -> None:
-    """Measures named by the caller that need quasi-identifiers get declared ones: nothing
-    is inferred for a measure asked for by name (the default set infers them)."""
-    from ppdm.metrics.keyvar import KEY_VARIABLE_MEASURES
-
-    need = [s.name for s in specs if s.name in KEY_VARIABLE_MEASURES and not options.get(f"{s.name}.keys")
-            and not (isinstance(options.get(s.name), dict) and options[s.name].get("keys"))]
-    if need and not schema.quasi_identifiers and not options.get("keys"):
-        raise ParameterError(f"measure(s) {', '.join(need)} need quasi-identifiers: declare them with --qi A,B, "
-                             "with quasi_identifiers in a --schema file, or with --param keys=A,B")
-
-
-def check_class(specs: list[Any], schema: Schema, named: bool) -> None:
-    """Measures that need a class column, named (or the only ones asked for) without one: refused."""
-    if schema.class_column is None:
-        needing = [s.name for s in specs if s.needs_class]
-        if needing and (named or len(needing) == len(specs)):
-            raise SchemaError(f"measure(s) {', '.join(needing)} need a class column; name it with --class")
-
-
-def check_thresholds(thresholds: Mapping[str, Any], names: Sequence[str]) -> dict[str, float]:
-    """Verdict thresholds by measure name, checked to name evaluated measures."""
-    out: dict[str, float] = {}
-    for name, value in thresholds.items():
-        if name not in names:
-            raise ParameterError(f"--threshold names {name!r}, which is not among the evaluated measures")
-        try:
-            out[name] = float(value)
-        except (TypeError, ValueError):
-            raise ParameterError(f"--threshold {name} must be a number, got {value!r}") from None
-    return out
-
-
-def check_paired(specs: list[Any], pairing: Pairing) -> None:
-    """Record-by-record measures named by the caller while z's rows are not paired with x's:
-    one clear error instead of comparing different people."""
-    names = [s.name for s in specs if s.paired]
-    if not names or pairing.paired:
-        return
-    verb = "compares" if len(names) == 1 else "compare"
-    if pairing.mode == "synthetic":
-        raise ParameterError(f"{', '.join(names)} {verb} each released record with its own original, but z is "
-                             "synthetic: its records are not made from particular records of x")
-    if pairing.private is not None:  # the release's pairing was there, and left out on purpose
-        raise ParameterError(f"{', '.join(names)} {verb} each released record with its own original, but "
-                             "pairing='none' leaves out the pairing the release's private log holds: use "
-                             "pairing='auto'")
-    raise ParameterError(f"{', '.join(names)} {verb} each released record with its own original, but z's rows are "
-                         "not paired with x's: pass the Release (or the release file with its private log), or "
-                         "pairing='position' when z's rows are x's in order")
 
 
 # ------------------------------------------------------------------------ measuring
@@ -360,26 +158,72 @@ def _table(spec: pd.DataFrame | str | Path, schema: Schema) -> tuple[pd.DataFram
     return read_table(spec, schema=schema), str(spec)
 
 
+def _is_dask(obj: Any) -> bool:
+    """A Dask collection, told by its module so that asking never imports Dask."""
+    return type(obj).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
+def partitioned(x: Any, z_or_release: Any, engine: str = "auto") -> bool:
+    """Whether :func:`evaluate` measures ``z_or_release`` against ``x`` partition by partition
+    (:mod:`ppdm.experiments.evaluate_partitioned`) rather than in memory: the one place that
+    decides, for the library and for ``ppdm evaluate``.
+
+    Partitioned: ``engine="dask"``; x a :class:`~ppdm.data.partitions.Dataset` or a Dask
+    DataFrame; the release a :class:`~ppdm.experiments.out_of_core.DatasetRelease` (or the
+    command's :class:`~ppdm.experiments.evaluate_partitioned.CheckedRelease`) or a Dask
+    DataFrame; a path that names several files (a folder, a glob), or, when x is not already
+    in memory, a file Dask reads by default (:func:`ppdm.data.partitions.wants_dask`).
+    ``engine="pandas"`` with a partitioned input raises."""
+    import sys
+
+    from ppdm.data.partitions import Dataset, check_engine, wants_dask
+
+    check_engine(engine)
+    # a DatasetRelease or a CheckedRelease exists only once its module was imported: asking
+    # through sys.modules keeps an evaluation in memory from importing the partitioned machinery
+    kinds = tuple(getattr(sys.modules.get(m), c) for m, c in (("ppdm.experiments.out_of_core", "DatasetRelease"),
+                                                              ("ppdm.experiments.evaluate_partitioned",
+                                                               "CheckedRelease")) if m in sys.modules)
+    if isinstance(x, Dataset) or _is_dask(x) or _is_dask(z_or_release) or (kinds and isinstance(z_or_release, kinds)):
+        if engine == "pandas":
+            raise PPDMError("engine='pandas' evaluates in memory, but the table given is partitioned; use engine "
+                            "'auto' or 'dask'")
+        return True
+    if isinstance(x, (str, Path)):  # files, read as ppdm evaluate reads them (--engine)
+        return any(wants_dask(str(v), engine) for v in (x, z_or_release) if isinstance(v, (str, Path)))
+    if engine == "dask":
+        return True
+    # x in memory: a release of several files (a folder, a glob) is partitioned, a large single file is read whole
+    z = z_or_release
+    return isinstance(z, (str, Path)) and not Path(z).is_file() and wants_dask(str(z), engine)
+
+
 def evaluate(
-    x: pd.DataFrame,
-    z_or_release: Release | pd.DataFrame | str | Path,
+    x: Any,
+    z_or_release: Any,
     schema: Schema | None = None,
     *,
     options: EvaluateOptions | None = None,
 ) -> Evaluation:
-    """Measure and judge release ``z_or_release`` of ``x``; see the module docstring.
+    """Measure and judge release ``z_or_release`` of ``x``, in memory or partition by
+    partition (:func:`partitioned` decides); see the module docstring.
 
     Parameters
     ----------
     x:
         The original table as it was given to :func:`~ppdm.experiments.release.release` (with
         its identifier columns, if any; they are never compared): the private log's pairing
-        counts its rows.
+        counts its rows. A pandas DataFrame in memory; for a partitioned evaluation a
+        :class:`~ppdm.data.partitions.Dataset` (as
+        :func:`~ppdm.data.partitions.open_dataset` read it) or its path (a folder, a glob, a file).
     z_or_release:
         A :class:`~ppdm.experiments.release.Release` (paired through its private record, its
         held-out records the control set); a release file (its ``.provenance.json`` and
         ``.private.json`` are read when present, :func:`ppdm.data.provenance.private_path`); or a
-        DataFrame, paired with x only with ``options.pairing="position"``.
+        DataFrame, paired with x only with ``options.pairing="position"``. Partitioned: the
+        :class:`~ppdm.experiments.out_of_core.DatasetRelease` that
+        :func:`~ppdm.experiments.out_of_core.release_dataset` returned, or the release's folder
+        (:func:`ppdm.experiments.evaluate_partitioned._evaluate_partitioned` says how it is paired).
     schema:
         Types and roles of x's columns; default: the release's schema, else inferred from x.
     options:
@@ -393,6 +237,17 @@ def evaluate(
     SchemaError, PPDMError
         Tables that do not fit together, a private log that is not this release's.
     """
+    opts = options if options is not None else EvaluateOptions()
+    if partitioned(x, z_or_release, opts.engine):
+        from ppdm.experiments.evaluate_partitioned import _evaluate_partitioned
+
+        return _evaluate_partitioned(x, z_or_release, schema, opts)
+    return _evaluate_in_memory(x, z_or_release, schema, opts)
+
+
+def _evaluate_in_memory(x: pd.DataFrame, z_or_release: Release | pd.DataFrame | str | Path, schema: Schema | None,
+                        opts: EvaluateOptions) -> Evaluation:
+    """:func:`evaluate` of tables in memory."""
     import pandas as pd
 
     from ppdm.data.provenance import file_sha256, read_provenance
@@ -406,7 +261,6 @@ def evaluate(
     )
     from ppdm.experiments.release import Release
 
-    opts = options if options is not None else EvaluateOptions()
     check_pairing_mode(opts.pairing)
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"evaluate expects x as a pandas DataFrame, got {type(x).__name__}")
@@ -434,8 +288,8 @@ def evaluate(
     elif isinstance(z_or_release, (str, Path)):
         z_source = str(z_or_release)
         if not Path(z_source).is_file():
-            raise PPDMError(f"release {z_source!r} is not a file (a partitioned release is evaluated with "
-                            "ppdm evaluate --engine dask)")
+            raise PPDMError(f"release {z_source!r} is not a file (a partitioned release is given as its folder or "
+                            "its DatasetRelease)")
         provenance = read_provenance(z_source)
         private, private_file = read_private_log(z_source, opts.private, opts.pairing)
         pair = pairing_of(private, private_file, opts.pairing, provenance)
@@ -501,5 +355,5 @@ def evaluate(
     return ev
 
 
-__all__ = ["EvaluateOptions", "Evaluation", "ages_at", "check_paired", "evaluate", "like_x", "load_rules", "measure_release",
-           "recoded_view"]
+__all__ = ["EvaluateOptions", "Evaluation", "ages_at", "check_class", "check_named_keys", "check_paired",
+           "check_thresholds", "evaluate", "like_x", "load_rules", "measure_release", "partitioned", "recoded_view"]

@@ -1,8 +1,10 @@
 """Evaluate a release larger than memory: x and z as partitioned Dask tables.
 
-What :func:`ppdm.experiments.evaluate.evaluate` does in memory, partition by partition
-(:func:`evaluate_dataset` in the library, ``ppdm evaluate --engine dask`` on the command line:
-a Parquet dataset, a glob of files): :func:`open_release_datasets` reads x and z lazily with
+What :func:`ppdm.experiments.evaluate.evaluate` does in memory, partition by partition: the
+same :func:`~ppdm.experiments.evaluate.evaluate` is the way in, for the library and for
+``ppdm evaluate`` (a Parquet dataset, a glob of files, ``--engine dask``), and when
+:func:`~ppdm.experiments.evaluate.partitioned` says the inputs are partitioned it calls
+:func:`_evaluate_partitioned` here. :func:`open_release_datasets` reads x and z lazily with
 x's types (and without its identifiers), :func:`repair_partitions` pairs z's rows with x's
 through the private log, and :func:`measure_datasets` runs each measure exactly out of core
 when it has that form (:mod:`ppdm.metrics.out_of_core`), else on a sample of ``sample_rows``
@@ -21,12 +23,12 @@ refused there with one line, never compared with different people.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ppdm.errors import PPDMError, SchemaError
-from ppdm.experiments.evaluate import EvaluateOptions, Evaluation
+from ppdm.experiments.evaluate_common import EvaluateOptions, Evaluation
 from ppdm.experiments.pairing import Pairing
 
 if TYPE_CHECKING:
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
     from ppdm.data.partitions import Dataset
     from ppdm.data.roles import Roles
     from ppdm.data.schema import Schema
-    from ppdm.experiments.out_of_core import DatasetRelease
 
 
 @dataclass
@@ -51,6 +52,41 @@ class DatasetInputs:
     blocksize: Any
 
 
+@dataclass(frozen=True)
+class TableReading:
+    """How a partitioned evaluation reads its files (``ppdm evaluate``'s reading options):
+    ``sep`` and ``decimal`` as :func:`ppdm.data.io.read_table`; ``categorical`` and ``dates``
+    the column types of x (not with a schema); ``blocksize`` the bytes of CSV per partition
+    (default: the one the release records, else 64MB); ``class_column`` and ``roles`` the
+    roles of x's columns; ``schema_name`` the schema file, for messages."""
+
+    sep: str | None = None
+    decimal: str | None = None
+    categorical: Sequence[str] = ()
+    dates: Mapping[str, str | None] | None = None
+    blocksize: Any = None
+    class_column: str | None = None
+    roles: Roles | None = None
+    schema_name: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckedRelease:
+    """A partitioned release whose provenance and private log the caller has already read and
+    checked against x (``ppdm evaluate`` does, for either engine), as it hands the release to
+    :func:`ppdm.experiments.evaluate.evaluate`: ``path`` the release's files (a folder, a glob,
+    a file), ``pairing`` the pairing found, ``reading`` how the files are read.
+
+    It is evaluated as the command's in-memory path is: the pairing as given (its notes
+    kept for the caller to print) and a record-by-record measure it cannot pair reported
+    skipped with its reason, where a library call naming it raises."""
+
+    path: str
+    provenance: Mapping[str, Any] | None
+    pairing: Pairing
+    reading: TableReading = field(default_factory=TableReading)
+
+
 def open_release_datasets(
     original: str | Dataset,
     anonymized: str,
@@ -59,21 +95,15 @@ def open_release_datasets(
     pairing: Pairing,
     provenance: Mapping[str, Any] | None = None,
     schema: Schema | None = None,
-    schema_name: str | None = None,
-    class_column: str | None = None,
-    roles: Roles | None = None,
-    categorical: Sequence[str] = (),
-    dates: Mapping[str, str | None] | None = None,
-    blocksize: Any = None,
-    sep: str | None = None,
-    decimal: str | None = None,
+    reading: TableReading | None = None,
     missing: str = "error",
 ) -> DatasetInputs:
     """Open x and z (files, Parquet folders, globs) partition by partition, z with x's types,
     x without its identifiers, z paired with x (:func:`repair_partitions`) and both under the
-    missing-value policy. The block size is ``blocksize``, else the one the release records.
-    ``original`` may be a :class:`~ppdm.data.partitions.Dataset` already open (its own types
-    and block size; ``categorical``, ``dates`` and ``blocksize`` are then for z and the test table only)."""
+    missing-value policy, the files read as ``reading`` says. The block size is
+    ``reading.blocksize``, else the one the release records. ``original`` may be a
+    :class:`~ppdm.data.partitions.Dataset` already open (its own types and block size;
+    ``reading``'s ``categorical``, ``dates`` and ``blocksize`` are then for z and the test table only)."""
     from ppdm.data.io import align_dtypes
     from ppdm.data.partitions import BLOCKSIZE, Dataset, open_dataset
     from ppdm.data.provenance import owner_view
@@ -81,6 +111,8 @@ def open_release_datasets(
     from ppdm.experiments.evaluation import without_identifiers
     from ppdm.metrics._dask import working_parts
 
+    rd = reading if reading is not None else TableReading()
+    categorical, dates, sep, decimal = rd.categorical, rd.dates, rd.sep, rd.decimal
     if (categorical or dates) and schema is not None:
         raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
     given = original if isinstance(original, Dataset) else None
@@ -88,14 +120,14 @@ def open_release_datasets(
         raise PPDMError("a shipped dataset (builtin:NAME) is evaluated in memory; give files for a partitioned "
                         "evaluation")
     recorded = ((pairing.private or provenance or {}).get("input") or {}).get("blocksize")
-    block = blocksize or (given.blocksize if given is not None else None) or recorded or BLOCKSIZE
+    block = rd.blocksize or (given.blocksize if given is not None else None) or recorded or BLOCKSIZE
     xds = given if given is not None else open_dataset(str(original), sep=sep, schema=schema,
                                                        categorical=list(categorical), dates=dict(dates or {}),
                                                        blocksize=block, decimal=decimal)
     head = xds.head.copy()  # a Dataset given keeps its own head
     head.attrs["date_formats"] = dict(xds.date_formats)
-    sch = resolve_schema(head, schema=schema, class_column=class_column, roles=roles, detect=False,
-                         what="the schema" if schema_name is None else f"schema file {schema_name!r}")
+    sch = resolve_schema(head, schema=schema, class_column=rd.class_column, roles=rd.roles, detect=False,
+                         what="the schema" if rd.schema_name is None else f"schema file {rd.schema_name!r}")
     x, sch, ids = without_identifiers(xds.data, sch, (provenance or {}).get("removed_identifiers") or [])
     read_schema = sch  # x's own types, for the test set read like x
     # a recoded release is compared on its own categories, as in memory: the same view of x, by partition
@@ -128,42 +160,85 @@ def open_release_datasets(
     return DatasetInputs(working_parts(x, sch.numeric), working_parts(z, sch.numeric), t, sch, head, block)
 
 
-def evaluate_dataset(
-    x: Dataset | str,
-    release: DatasetRelease | str | Path,
-    schema: Schema | None = None,
-    *,
-    options: EvaluateOptions | None = None,
+def _evaluate_partitioned(
+    x: Any,
+    release: Any,
+    schema: Schema | None,
+    opts: EvaluateOptions,
 ) -> Evaluation:
-    """Measure and judge a partitioned release of the partitioned table ``x``: the library's
-    :func:`ppdm.experiments.evaluate.evaluate` for tables larger than memory, and the path
-    ``ppdm evaluate --engine dask`` takes (:func:`open_release_datasets`, :func:`measure_datasets`).
+    """:func:`ppdm.experiments.evaluate.evaluate` of a partitioned release of the partitioned
+    table ``x`` (:func:`open_release_datasets`, :func:`measure_datasets`).
 
     ``x`` is the table the release was made from, as :func:`ppdm.data.partitions.open_dataset`
     read it (or its path: a folder, a glob, a file); ``release`` is the
     :class:`~ppdm.experiments.out_of_core.DatasetRelease` that
-    :func:`~ppdm.experiments.out_of_core.release_dataset` returned, or the release's folder
-    (its ``.provenance.json`` and ``.private.json`` are read beside it). A partitioned release
-    mixes its rows across its parts, so z's rows are put beside their originals through the
-    private log's pairing (:func:`repair_partitions`), whatever x's partitions; without a log
-    (or with ``options.pairing="none"``) a record-by-record measure named in ``options``
-    raises :class:`~ppdm.errors.ParameterError` and the default set skips it, never comparing
+    :func:`~ppdm.experiments.out_of_core.release_dataset` returned, the release's folder
+    (its ``.provenance.json`` and ``.private.json`` are read beside it), or the
+    :class:`CheckedRelease` of ``ppdm evaluate``. A partitioned release mixes its rows across
+    its parts, so z's rows are put beside their originals through the private log's pairing
+    (:func:`repair_partitions`), whatever x's partitions; without a log (or with
+    ``options.pairing="none"``) a record-by-record measure named in ``options`` raises
+    :class:`~ppdm.errors.ParameterError` (for a :class:`CheckedRelease` it is reported skipped,
+    as ``ppdm evaluate`` does in memory) and the default set skips it, never comparing
     different people. ``options.pairing="position"`` declares z's parts to hold x's partitions'
     records in order (a release made with ``shuffle=False``). ``schema``: default the
     release's. ``options.control`` is not read (the attacks are skipped, as for
     ``--engine dask``); ``options.test`` and ``options.rules`` may be files.
     """
-    from ppdm.data.partitions import Dataset, dataset_files
-    from ppdm.data.provenance import private_path, read_provenance
-    from ppdm.data.schema import Schema
+    from ppdm.data.partitions import Dataset
     from ppdm.errors import ParameterError
-    from ppdm.experiments.evaluate import check_paired
+    from ppdm.experiments.evaluate_common import check_paired
     from ppdm.experiments.evaluation import resolve_measures
-    from ppdm.experiments.out_of_core import DatasetRelease, dataset_sha256
-    from ppdm.experiments.pairing import check_pairing_mode, check_private_input, pairing_of, read_private_log
+    from ppdm.experiments.pairing import check_pairing_mode
 
-    opts = options if options is not None else EvaluateOptions()
+    if not isinstance(x, (Dataset, str, Path)):
+        raise ParameterError(f"a partitioned evaluation reads x from files: give x as ppdm.data.partitions."
+                             f"open_dataset read it, or its path, not a {type(x).__name__}")
     check_pairing_mode(opts.pairing)
+    if isinstance(release, CheckedRelease):
+        name, provenance, pair, reading = release.path, release.provenance, release.pairing, release.reading
+    else:
+        name, provenance, pair = _release_log(x, release, opts)
+        schema = schema if schema is not None else _recorded_schema(release, provenance)
+        reading = TableReading()
+    specs = resolve_measures(opts.measure_spec)
+    if opts.named and not isinstance(release, CheckedRelease):
+        check_paired(specs, pair)
+    if opts.missing is None:
+        # read x as the release read it
+        opts = replace(opts, missing=((pair.private or {}).get("input") or {}).get("missing") or "error")
+    if opts.test is not None and not isinstance(opts.test, (str, Path)):
+        raise ParameterError("a partitioned evaluation reads its test table from a file; give its path")
+    test = None if opts.test is None else str(opts.test)
+    inputs = open_release_datasets(x if isinstance(x, Dataset) else str(x), name, test, pairing=pair,
+                                   provenance=provenance, schema=schema, reading=reading, missing=str(opts.missing))
+    source = x.source if isinstance(x, Dataset) else str(x)
+    return measure_datasets(inputs, pairing=pair, options=opts, provenance=provenance, specs=specs,
+                            sources={"original": source, "anonymized": name, "test": test})
+
+
+def _recorded_schema(release: Any, provenance: Mapping[str, Any] | None) -> Schema | None:
+    """The schema a partitioned release records: its DatasetRelease's, else its provenance's."""
+    from ppdm.data.schema import Schema
+    from ppdm.experiments.out_of_core import DatasetRelease
+
+    if isinstance(release, DatasetRelease):
+        return release.schema
+    recorded = (provenance or {}).get("schema")
+    return Schema.from_dict(recorded) if recorded else None
+
+
+def _release_log(x: Dataset | str | Path, release: Any,
+                 opts: EvaluateOptions) -> tuple[str, dict[str, Any] | None, Pairing]:
+    """The files, provenance and pairing of a partitioned release given to the library (a
+    :class:`~ppdm.experiments.out_of_core.DatasetRelease` or its folder), its private log
+    checked to be x's and z's."""
+    from ppdm.data.partitions import Dataset, dataset_files, is_glob
+    from ppdm.data.provenance import private_path, read_provenance
+    from ppdm.errors import ParameterError
+    from ppdm.experiments.out_of_core import DatasetRelease, dataset_sha256
+    from ppdm.experiments.pairing import check_private_input, pairing_of, read_private_log
+
     if isinstance(release, DatasetRelease):
         if opts.private is not None:
             raise ParameterError("a DatasetRelease carries its own private log; give options.private with the "
@@ -172,15 +247,15 @@ def evaluate_dataset(
         provenance: dict[str, Any] | None = release.provenance or None
         private = (release.private or None) if opts.pairing != "position" else None
         private_file = private_path(folder) if private is not None else None
-        schema = schema if schema is not None else release.schema
-    else:
+    elif isinstance(release, (str, Path)):
         folder = Path(release)
-        if not folder.exists():
+        if not folder.exists() and not is_glob(str(release)):
             raise PPDMError(f"release {str(folder)!r} does not exist")
         provenance = read_provenance(folder)
         private, private_file = read_private_log(folder, opts.private, opts.pairing)
-        if schema is None and (provenance or {}).get("schema"):
-            schema = Schema.from_dict(provenance["schema"])  # type: ignore[index]  # checked just above
+    else:
+        raise PPDMError(f"a partitioned evaluation expects a DatasetRelease or the release's folder, got "
+                        f"{type(release).__name__}")
     pair = pairing_of(private, private_file, opts.pairing, provenance)
     # a library user has no --private or --pairing to give: the pairing is said by check_paired
     pair.notes.clear()
@@ -192,27 +267,14 @@ def evaluate_dataset(
                             x_sha256=dataset_sha256(x_files) if inp.get("sha256") and inp.get("partitions") else None,
                             z_sha256=dataset_sha256(dataset_files(str(folder))) if folder.is_dir() else None,
                             pairs=pair.mode == "private log")
-    specs = resolve_measures(opts.measure_spec)
-    if opts.named:
-        check_paired(specs, pair)
-    if opts.missing is None:
-        # read x as the release read it
-        opts = replace(opts, missing=((pair.private or {}).get("input") or {}).get("missing") or "error")
-    if opts.test is not None and not isinstance(opts.test, (str, Path)):
-        raise ParameterError("a partitioned evaluation reads its test table from a file; give its path")
-    inputs = open_release_datasets(x, str(folder), None if opts.test is None else str(opts.test), pairing=pair,
-                                   provenance=provenance, schema=schema, missing=str(opts.missing))
-    source = x.source if isinstance(x, Dataset) else str(x)
-    return measure_datasets(inputs, pairing=pair, options=opts, provenance=provenance, specs=specs,
-                            sources={"original": source, "anonymized": str(folder),
-                                     "test": None if opts.test is None else str(opts.test)})
+    return str(folder), provenance, pair
 
 
 def recoded_parts(x: Any, schema: Schema, provenance: Mapping[str, Any] | None) -> tuple[Any, Schema, Callable[[Any], Any]]:
     """:func:`ppdm.experiments.evaluate.recoded_view` of a Dask DataFrame, lazily (one
     implementation: the in-memory view applied to each partition). Returns ``(x, schema, f)``,
     ``f`` doing the same to another table, pandas or Dask (the head, the test set)."""
-    from ppdm.experiments.evaluate import recoded_view
+    from ppdm.experiments.evaluate_common import recoded_view
 
     meta = x._meta
     _, sch, view = recoded_view(meta, schema, provenance)
@@ -240,11 +302,12 @@ def measure_datasets(
     """Measure a partitioned z against x (:func:`open_release_datasets`): each measure exactly
     out of core, or on a sample of ``options.sample_rows`` records (the document says which,
     per measure, in ``out_of_core``: ``"exact"`` or ``"sample"``). ``stage`` hears the
-    partitions' progress (:func:`ppdm.data.partitions.reporting`)."""
+    partitions' progress (:func:`ppdm.data.partitions.reporting`; default: whoever the caller's
+    ``reporting`` block names)."""
     from ppdm import progress
     from ppdm.data.partitions import reporting
     from ppdm.experiments.document import evaluation_document
-    from ppdm.experiments.evaluate import check_class, check_thresholds, load_rules
+    from ppdm.experiments.evaluate_common import check_class, check_thresholds, load_rules
     from ppdm.experiments.evaluation import declared_in, resolve_measures, run_measure
     from ppdm.experiments.pairing import private_for_report
     from ppdm.metrics._dask import partition_lengths
@@ -271,7 +334,10 @@ def measure_datasets(
         return run_measure(replace(spec, fn=lambda c: evaluate_measure(spec, c, sample_rows=sample_rows)), ctx)
 
     outcomes: dict[str, Any] = {}
-    with progress.steps(len(specs), "evaluating") as step, reporting(stage):
+    import contextlib
+
+    heard = reporting(stage) if stage is not None else contextlib.nullcontext()
+    with progress.steps(len(specs), "evaluating") as step, heard:
         for spec in specs:
             step(0, description=f"computing {spec.name}")
             outcomes[spec.name] = replace(run(spec), spec=spec)
@@ -430,5 +496,5 @@ def refuse_missing_lazily(df: Any, sch: Schema, spec: str) -> None:
                               "them with --missing keep")
 
 
-__all__ = ["DatasetInputs", "dataset_summary", "evaluate_dataset", "measure_datasets", "open_release_datasets", "refuse_missing_lazily",
-           "repair_partitions", "sampled_measures"]
+__all__ = ["CheckedRelease", "DatasetInputs", "TableReading", "dataset_summary", "measure_datasets",
+           "open_release_datasets", "refuse_missing_lazily", "repair_partitions", "sampled_measures"]

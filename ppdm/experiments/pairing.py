@@ -8,7 +8,7 @@ would compare different people. This module reads that log, checks it belongs to
 given, and puts z's rows beside their originals (:func:`pair_in_memory`); the partitioned
 form is :func:`ppdm.experiments.evaluate_partitioned.repair_partitions` (a partitioned
 release mixes its rows across its parts, so its partitions never pair with x's by position;
-:func:`ppdm.experiments.evaluate_partitioned.evaluate_dataset` is the library's way in).
+:func:`ppdm.experiments.evaluate.evaluate` is the library's one way in, in memory and partitioned).
 
 :class:`Pairing` says how x and z were paired: ``"private log"``, ``"position"`` (the owner
 declares z's rows to be x's, in order), ``"none"`` (record-by-record measures use their

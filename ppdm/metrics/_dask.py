@@ -27,8 +27,8 @@ from ppdm.metrics._common import numeric_matrix
 
 #: what to do about a z whose partitions do not hold x's records row for row
 PAIR_HINT = ("z's rows are not paired with x's row for row (a partitioned release mixes its rows across its parts): "
-             "evaluate it with its private log (ppdm.experiments.evaluate_partitioned.evaluate_dataset, or ppdm "
-             "evaluate --engine dask), which puts each released row beside its original")
+             "evaluate it with its private log (ppdm.experiments.evaluate.evaluate, or ppdm evaluate "
+             "--engine dask), which puts each released row beside its original")
 
 
 def not_paired(what: str, i: int | None = None, nx: int | None = None, nz: int | None = None) -> SchemaError:
