@@ -30,7 +30,25 @@ def light_examples(n: int) -> int:
     return n if THOROUGH else min(n, max(LIGHT_FLOOR, math.ceil(n * LIGHT_SHARE)))
 
 
+#: the tests that cost the most CPU (measured with PPDM_TEST_CPU, below): each line is its CPU
+#: seconds and node id. They are marked ``slow`` here, so the default run stays within its budget
+#: and the slow step of .ci/run runs them (docs/testing.md, "Time, warnings and coverage").
+HEAVY = Path(__file__).with_name("heavy_tests.tsv")
+
+
+def _heavy_ids() -> set[str]:
+    if not HEAVY.is_file():
+        return set()
+    lines = HEAVY.read_text(encoding="utf-8").splitlines()
+    return {ln.split("\t", 1)[1] for ln in lines if ln.strip() and not ln.startswith("#") and "\t" in ln}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    heavy = _heavy_ids()
+    for item in items:
+        if item.nodeid in heavy:
+            item.add_marker(pytest.mark.slow)
     if THOROUGH:
         return
     done: set[int] = set()
