@@ -75,7 +75,14 @@ from ppdm.experiments.recommend.judging import (
 from ppdm.experiments.recommend.measure import MEASURED_LAST, SearchData, measure_order, measure_release
 from ppdm.experiments.recommend.ranking import TrialRecord, pareto_front, rank, record_of, unmet_report
 from ppdm.experiments.recommend.result import RecommendResult
-from ppdm.experiments.recommend.search import ELITE_SHARE, EXHAUSTED_AFTER, PENALTY, RACE_AFTER, race
+from ppdm.experiments.recommend.search import (
+    ELITE_DECAY,
+    ELITE_SHARE,
+    EXHAUSTED_AFTER,
+    PENALTY,
+    RACE_AFTER,
+    race,
+)
 from ppdm.experiments.recommend.spaces import TechniqueSpace, build_spaces, random_setting, suggest
 from ppdm.experiments.recommend.study import STUDY_FORMAT, STUDY_NAME, STUDY_VERSION, study_storage
 from ppdm.experiments.recommend.trials import (
@@ -87,7 +94,7 @@ from ppdm.experiments.recommend.trials import (
     run_trial,
 )
 
-__all__ = ["DEFAULT_HOLDOUT", "DEFAULT_TRIALS", "ELITE_SHARE", "EXHAUSTED_AFTER", "FINAL_CANDIDATES", "FINAL_DRAWS",
+__all__ = ["DEFAULT_HOLDOUT", "DEFAULT_TRIALS", "ELITE_DECAY", "ELITE_SHARE", "EXHAUSTED_AFTER", "FINAL_CANDIDATES", "FINAL_DRAWS",
            "MEASURED_LAST", "PENALTY", "RACE_AFTER", "STUDY_FORMAT", "STUDY_NAME", "STUDY_VERSION", "LineVerdict",
            "RecommendOptions", "RecommendResult", "SearchData", "TechniqueSpace", "TrialJob", "TrialRecord", "build_spaces",
            "judge_lines", "make_release", "measure_order", "measure_release", "measured_data", "output_schema",

@@ -43,6 +43,8 @@ RACE_AFTER = 4
 #: racing: the share of the releases meeting the policy, the least utility loss first, that count
 #: for their technique's chance of being drawn
 ELITE_SHARE = 0.25
+#: racing: the share of that count each technique gets of the one ranked before it (by best release)
+ELITE_DECAY = 0.25
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
 RESERVE_SHARE = 0.05
@@ -93,11 +95,13 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     Until some release meets the policy nothing is set aside (``({}, {})``: the sampler picks the
     technique). After that a technique is set aside once :data:`RACE_AFTER` of its own trials
     (repeats not counted) ran without one meeting the policy, and each remaining technique is
-    drawn with weight 1 + the number of its releases among the best quarter (:data:`ELITE_SHARE`,
-    by utility loss) of all releases that met the policy: the search spends its trials where the
-    least utility has been lost within the policy, and still tries the techniques it knows
-    little about. Counting the best releases rather than every release that met the policy
-    keeps a technique that meets it often but loses more from drawing most trials. A technique
+    drawn with weight 1 + its share of an elite count K, a quarter (:data:`ELITE_SHARE`) of the
+    releases that met the policy: the techniques are ranked by the least utility loss of their
+    releases that met it, the first gets K, the next K/4 (:data:`ELITE_DECAY`), and so on (whole
+    numbers, rounded down). The search spends its trials where the least utility has been lost
+    within the policy, and still tries the techniques it knows little about. Ranking techniques
+    by their best release, rather than counting their releases among the best, keeps a
+    technique that meets the policy often but loses more from drawing most trials. A technique
     is never set aside when it is the only one."""
     from optuna.trial import TrialState
 
@@ -117,9 +121,14 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
         return {}, {}
     aside = {s.name: f"set aside after {tried[s.name]} trials, none meeting the policy, while other techniques "
              "met it" for s in spaces if not met.get(s.name) and tried.get(s.name, 0) >= RACE_AFTER}
-    elite: dict[str, int] = {}
-    for _, name in sorted(losses)[:max(1, math.ceil(ELITE_SHARE * len(losses)))]:
-        elite[name] = elite.get(name, 0) + 1
+    # the elite count goes to the techniques by the rank of their best release, shrinking by
+    # ELITE_DECAY a rank: counting each technique's releases among the best would reward the one
+    # that meets the policy most often, not the one that loses least
+    best: dict[str, float] = {}
+    for loss, name in losses:
+        best[name] = min(loss, best.get(name, math.inf))
+    k = max(1, math.ceil(ELITE_SHARE * len(losses)))
+    elite = {name: int(k * ELITE_DECAY ** r) for r, name in enumerate(sorted(best, key=lambda n: (best[n], n)))}
     weights = {s.name: 1 + elite.get(s.name, 0) for s in spaces if s.name not in aside}
     return aside, weights
 
