@@ -205,6 +205,7 @@ def _cell_build(X: np.ndarray, w: np.ndarray, max_leaves: int, min_leaf: int):
             while X[perm[cut - 1], ax] == tv:
                 cut -= 1
             tv = X[perm[cut - 1], ax]
+        # children numbered as _mdav_fast._kd_build's; written out: each compiled tree keeps other node arrays
         a = nn
         b = nn + 1
         nn += 2
