@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from ppdm.anonymize.base import Technique, restore_table
+from ppdm.anonymize.base import Technique, check_whole, is_whole, restore_table
 from ppdm.anonymize.registry import TECHNIQUES, make_technique, register
 from ppdm.errors import ParameterError, SchemaError
 
@@ -139,3 +139,14 @@ def test_a_release_with_its_own_number_of_rows():
     dd = pytest.importorskip("dask.dataframe")
     with pytest.raises(ParameterError, match="own number of records"):
         _Sample(class_column="y").fit(df).transform(dd.from_pandas(df, npartitions=2))
+
+
+def test_whole_number_check_refuses_bools_floats_and_small_values():
+    # 3 and np.int64(3) are whole numbers ≥ 1; True is a bool, 3.0 a float, 0 below the bound
+    assert is_whole(3, 1) and is_whole(np.int64(3), 1) and is_whole(0, 0)
+    assert not is_whole(True, 0) and not is_whole(3.0, 1) and not is_whole(0, 1) and not is_whole("3", 1)
+    check_whole("k", 2, 2)
+    with pytest.raises(ParameterError, match=r"^k must be a whole number ≥ 2, got 1$"):
+        check_whole("k", 1, 2)
+    with pytest.raises(ParameterError, match=r"^min_leaf must be a whole number ≥ 1, got 2\.5$"):
+        check_whole("min_leaf", 2.5)

@@ -60,6 +60,7 @@ from ppdm.anonymize._mdav_fast import (  # noqa: F401  (re-exported: the public 
     _tree_nearest,
     _tree_remove,
     mdav_fast,
+    sort_along,
 )
 from ppdm.anonymize._mdav_reference import (  # noqa: F401  (re-exported: the public path stays this module)
     _before,
@@ -140,12 +141,7 @@ def kd_blocks(X: np.ndarray, w: np.ndarray, block_size: int) -> np.ndarray:
             continue
         ax = _widest(X, w, perm, s, e)
         m = e - s
-        for t in range(m):
-            vals[t] = X[perm[s + t], ax]
-        order = np.argsort(vals[:m], kind="mergesort")
-        seg = perm[s:e].copy()
-        for t in range(m):
-            perm[s + t] = seg[order[t]]
+        sort_along(X, perm, s, e, ax, vals)
         bl = b // 2
         cut = s + (m * bl) // b
         st_s[sp] = cut
@@ -196,12 +192,7 @@ def _cell_build(X: np.ndarray, w: np.ndarray, max_leaves: int, min_leaf: int):
         if m < 2 * min_leaf or leaves >= max_leaves:
             continue
         ax = _widest(X, w, perm, s, e)
-        for t in range(m):
-            vals[t] = X[perm[s + t], ax]
-        order = np.argsort(vals[:m], kind="mergesort")
-        seg = perm[s:e].copy()
-        for t in range(m):
-            perm[s + t] = seg[order[t]]
+        sort_along(X, perm, s, e, ax, vals)
         if X[perm[s], ax] == X[perm[e - 1], ax]:
             continue  # all equal along the widest attribute: nothing to split
         cut = s + m // 2
@@ -214,6 +205,7 @@ def _cell_build(X: np.ndarray, w: np.ndarray, max_leaves: int, min_leaf: int):
             while X[perm[cut - 1], ax] == tv:
                 cut -= 1
             tv = X[perm[cut - 1], ax]
+        # children numbered as _mdav_fast._kd_build's; written out: each compiled tree keeps other node arrays
         a = nn
         b = nn + 1
         nn += 2

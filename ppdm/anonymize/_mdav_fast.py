@@ -31,6 +31,19 @@ TREE_WORK_LIMIT = 0.2
 TREE_RETRY_ROUNDS = 32
 
 
+@njit(cache=True, inline="always")
+def sort_along(X: np.ndarray, perm: np.ndarray, s: int, e: int, ax: int, vals: np.ndarray) -> None:
+    """Reorder ``perm[s:e]`` by the records' values on attribute ``ax``, stably (ties keep their
+    order, so every kd-tree of MDAV splits the same way run after run); ``vals`` is scratch."""
+    m = e - s
+    for t in range(m):
+        vals[t] = X[perm[s + t], ax]
+    order = np.argsort(vals[:m], kind="mergesort")
+    seg = perm[s:e].copy()
+    for t in range(m):
+        perm[s + t] = seg[order[t]]
+
+
 # ============================================================ distances and bounds
 # All three compute Σ_j w_j·u_j² with the same operations in the same order; only u_j differs
 # (the record's difference, or the largest / smallest difference a box allows). They are written
@@ -182,12 +195,7 @@ def _kd_build(X: np.ndarray, w: np.ndarray, leaf: int):
         if ax < 0:
             continue
         m = e - s
-        for t in range(m):
-            vals[t] = X[perm[s + t], ax]
-        order = np.argsort(vals[:m], kind="mergesort")
-        seg = perm[s:e].copy()
-        for t in range(m):
-            perm[s + t] = seg[order[t]]
+        sort_along(X, perm, s, e, ax, vals)
         mid = s + m // 2
         a = nn
         b = nn + 1

@@ -469,6 +469,17 @@ def check_column_names(name: str, value: Any) -> list[str] | None:
     raise ParameterError(f"{name} must be a column name or a list of column names, got {value!r}")
 
 
+def is_whole(value: Any, low: int) -> bool:
+    """Whether ``value`` is a whole number (a Python or NumPy integer, not a bool) ≥ ``low``."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and bool(value >= low)
+
+
+def check_whole(name: str, value: Any, low: int = 1) -> None:
+    """Raise :class:`ParameterError` unless ``value`` is a whole number ≥ ``low`` (:func:`is_whole`)."""
+    if not is_whole(value, low):
+        raise ParameterError(f"{name} must be a whole number ≥ {low}, got {value!r}")
+
+
 def check_fraction(name: str, value: Any, *, low: float = 0.0, high: float = 1.0, inclusive: bool = True) -> None:
     """Raise :class:`ParameterError` unless ``low <= value <= high`` (a real number)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):

@@ -41,7 +41,7 @@ import pandas as pd
 
 from ppdm.anonymize._learners import paper_learner, resolve_trees
 from ppdm.anonymize._noise import add_wrapped_noise
-from ppdm.anonymize.base import Technique, check_column_names, check_fraction
+from ppdm.anonymize.base import Technique, check_column_names, check_fraction, check_whole
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.schema import Schema
@@ -261,10 +261,8 @@ class ForestFramework(Technique):
 
     # ----------------------------------------------------------------- checks
     def _validate_params(self) -> None:
-        if isinstance(self.n_trees, bool) or not isinstance(self.n_trees, (int, np.integer)) or self.n_trees < 1:
-            raise ParameterError(f"n_trees must be a whole number ≥ 1, got {self.n_trees!r}")
-        if isinstance(self.min_leaf, bool) or not isinstance(self.min_leaf, (int, np.integer)) or self.min_leaf < 1:
-            raise ParameterError(f"min_leaf must be a whole number ≥ 1, got {self.min_leaf!r}")
+        check_whole("n_trees", self.n_trees)
+        check_whole("min_leaf", self.min_leaf)
         check_fraction("goodness", self.goodness, high=np.inf)
         check_fraction("separation", self.separation, high=np.inf)
         check_fraction("cf", self.cf)

@@ -45,7 +45,7 @@ from sklearn.base import clone
 from ppdm import progress
 from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize._learners import paper_learner, resolve_trees
-from ppdm.anonymize.base import Technique, check_fraction
+from ppdm.anonymize.base import Technique, check_fraction, check_whole
 from ppdm.anonymize.forest_framework import integer_attributes, permute_within_groups, perturb_numeric
 from ppdm.anonymize.gadp import gadp_values
 from ppdm.anonymize.registry import register
@@ -168,8 +168,7 @@ class Framework(Technique):
         self.integer_attrs = integer_attrs
 
     def _validate_params(self) -> None:
-        if isinstance(self.min_leaf, bool) or not isinstance(self.min_leaf, (int, np.integer)) or self.min_leaf < 1:
-            raise ParameterError(f"min_leaf must be a whole number ≥ 1, got {self.min_leaf!r}")
+        check_whole("min_leaf", self.min_leaf)
         check_fraction("cf", self.cf)
         check_fraction("noise_mean", self.noise_mean, low=-np.inf, high=np.inf)
         check_fraction("sigma_frac", self.sigma_frac, high=np.inf)

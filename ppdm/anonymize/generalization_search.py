@@ -133,7 +133,7 @@ from ppdm.anonymize._generalization_models import (  # noqa: F401  (re-exported:
     sensitive_codes,
     suppressed_class_ok,
 )
-from ppdm.anonymize.base import Technique, check_fraction, nullable_dtype
+from ppdm.anonymize.base import Technique, check_fraction, check_whole, is_whole, nullable_dtype
 from ppdm.anonymize.recoding import Recode, width_breaks
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
@@ -241,10 +241,8 @@ class Generalize(Technique):
         key_list(self.keys)
         key_list(self.sensitive, "sensitive")
         for name, low in (("k", 1), ("max_intervals", 2), ("max_nodes", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ParameterError(f"{name} must be a whole number ≥ {low}, got {v!r}")
-        if self.l is not None and (isinstance(self.l, bool) or not isinstance(self.l, (int, np.integer)) or self.l < 1):
+            check_whole(name, getattr(self, name), low)
+        if self.l is not None and not is_whole(self.l, 1):
             raise ParameterError(f"l must be a whole number ≥ 1 (distinct sensitive values per class) or None, "
                                  f"got {self.l!r}")
         if self.t is not None:

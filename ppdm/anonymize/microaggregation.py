@@ -30,7 +30,7 @@ from numba import njit
 
 from ppdm.anonymize._domain import DomainGuard, technique_name
 from ppdm.anonymize._mdav import CellTree, group_means, kd_blocks, labels_in_blocks, mdav_labels
-from ppdm.anonymize.base import Technique, check_column_names
+from ppdm.anonymize.base import Technique, check_column_names, check_whole
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
@@ -564,8 +564,7 @@ class MDAV(Technique):
         self.block_size = block_size
 
     def _validate_params(self) -> None:
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise ParameterError(f"k must be a whole number ≥ 1, got {self.k!r}")
+        check_whole("k", self.k)
         check_scaling(self.scaling)
         if self.strategy not in ("auto", "global", "blocked"):
             raise ParameterError(f"strategy must be 'auto', 'global' or 'blocked', got {self.strategy!r}")

@@ -45,7 +45,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ppdm.anonymize.base import Technique, check_column_names
+from ppdm.anonymize.base import Technique, check_column_names, is_whole
 from ppdm.anonymize.perturbation_matrix import (
     check_gamma,
     check_stochastic,
@@ -443,7 +443,7 @@ class RandomSubstitution(Technique):
                 check_gamma(g, f"gamma[{key!r}]" if key else "gamma")
         for key, nb in (self.n_bins.items() if isinstance(self.n_bins, Mapping) else [("", self.n_bins)]):
             name = f"n_bins[{key!r}]" if key else "n_bins"
-            if isinstance(nb, bool) or not isinstance(nb, (int, np.integer)) or nb < 2:
+            if not is_whole(nb, 2):
                 raise ParameterError(f"{name} must be a whole number of at least 2, got {nb!r}")
         if self.representative not in REPRESENTATIVES:
             raise ParameterError(f"representative must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")

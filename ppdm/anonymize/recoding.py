@@ -85,7 +85,7 @@ from ppdm.anonymize._recoding_breaks import (  # noqa: F401  (re-exported: the p
     sdc_breaks,
     width_breaks,
 )
-from ppdm.anonymize.base import Technique, check_column_names
+from ppdm.anonymize.base import Technique, check_column_names, check_whole, is_whole
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.generalization import format_date_interval, format_interval
@@ -227,12 +227,11 @@ class Recode(Technique):
             for v in _values(self.breaks):
                 _check_breaks("a column", v)
         for lv in (self.level.values() if isinstance(self.level, Mapping) else [self.level]):
-            if isinstance(lv, bool) or not isinstance(lv, (int, np.integer)) or lv < 0:
+            if not is_whole(lv, 0):
                 raise ParameterError(f"level must be a whole number ≥ 0 (a hierarchy level), got {lv!r}")
         if self.min_count is not None:
             for mc in (self.min_count.values() if isinstance(self.min_count, Mapping) else [self.min_count]):
-                if isinstance(mc, bool) or not isinstance(mc, (int, np.integer)) or mc < 1:
-                    raise ParameterError(f"min_count must be a whole number ≥ 1, got {mc!r}")
+                check_whole("min_count", mc)
         if not isinstance(self.other, str) or not self.other:
             raise ParameterError(f"other must be a non-empty label, got {self.other!r}")
         if self.date_period is not None:

@@ -47,7 +47,7 @@ from ppdm import progress
 from ppdm.anonymize import discretization as disc
 from ppdm.anonymize import microaggregation as micro
 from ppdm.anonymize._domain import DomainGuard, technique_name
-from ppdm.anonymize.base import Technique
+from ppdm.anonymize.base import Technique, check_whole
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
@@ -287,14 +287,12 @@ class Rounding(Technique):
         if self.method == "mdlp" and (self.k is not None or self.c is not None):
             raise ParameterError("method='mdlp' chooses its own intervals; it takes no k or c")
         if self.alpha is not None:
-            if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, np.integer)) or self.alpha < 1:
-                raise ParameterError(f"alpha must be a whole number ≥ 1, got {self.alpha!r}")
+            check_whole("alpha", self.alpha)
             if self.method != "base":
                 raise ParameterError("alpha (minimum set of attraction) applies to method='base' only")
         if not isinstance(self.gamma, (int, float)) or not self.gamma >= 0:
             raise ParameterError(f"gamma must be a non-negative number, got {self.gamma!r}")
-        if isinstance(self.n_quantiles, bool) or not isinstance(self.n_quantiles, (int, np.integer)) or self.n_quantiles < 1:
-            raise ParameterError(f"n_quantiles must be a whole number ≥ 1, got {self.n_quantiles!r}")
+        check_whole("n_quantiles", self.n_quantiles)
         if self.n_bootstrap is not None and (not isinstance(self.n_bootstrap, (int, np.integer)) or self.n_bootstrap < 1):
             raise ParameterError(f"n_bootstrap must be a whole number ≥ 1, got {self.n_bootstrap!r}")
         if not isinstance(self.chi_alpha, (int, float)) or not 0 < self.chi_alpha < 1:

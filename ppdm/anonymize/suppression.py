@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm.anonymize import _suppression as alg
-from ppdm.anonymize.base import Technique, nullable_dtype
+from ppdm.anonymize.base import Technique, check_whole, is_whole, nullable_dtype
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
@@ -175,8 +175,7 @@ class LocalSuppression(Technique):
     # ------------------------------------------------------------------ checks
     def _validate_params(self) -> None:
         key_list(self.keys)
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise ParameterError(f"k must be a whole number ≥ 1, got {self.k!r}")
+        check_whole("k", self.k)
         if self.mode not in MODES:
             raise ParameterError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.criterion is not None and self.criterion not in alg.CRITERIA:
@@ -427,7 +426,7 @@ def _combs(value: Any) -> list[int]:
         raise ParameterError(f"combs must be a whole number or a list of them (subset sizes), got {value!r}")
     out = []
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        if not is_whole(v, 1):
             raise ParameterError(f"combs must hold whole numbers ≥ 1 (subset sizes), got {value!r}")
         out.append(int(v))
     return out

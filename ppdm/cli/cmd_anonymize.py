@@ -16,23 +16,13 @@ import typer
 
 from ppdm.cli.app import (
     BlocksizeOpt,
-    CategoricalOpt,
     ClassOpt,
-    DateOpt,
-    DecimalOpt,
     EngineOpt,
     ExperimentFlagOpt,
-    IdOpt,
     MissingKeepOpt,
-    OtherOpt,
     ParamOpt,
-    QiOpt,
     SchedulerOpt,
-    SchemaOpt,
     SeedOpt,
-    SensitiveOpt,
-    SepOpt,
-    WeightOpt,
     _missing,
     app,
 )
@@ -40,11 +30,10 @@ from ppdm.cli.common import (
     BUILTIN,
     console,
     err_console,
-    load_input,
     release_seed,
-    roles_from_options,
     use_scheduler,
 )
+from ppdm.cli.options import TableOptions, table_options
 from ppdm.errors import PPDMError
 
 if TYPE_CHECKING:
@@ -53,6 +42,7 @@ if TYPE_CHECKING:
 
 
 @app.command(short_help="Anonymize a table into a release z, with its release check.")
+@table_options
 def anonymize(
     data: Annotated[str, typer.Argument(
         help="Input table (CSV/Parquet), a Parquet dataset folder, a glob of files, or builtin:NAME.")],
@@ -66,14 +56,7 @@ def anonymize(
     seed: SeedOpt = None,
     experiment_seed: ExperimentFlagOpt = False,
     missing: MissingKeepOpt = "error",
-    schema: SchemaOpt = None,
-    sep: SepOpt = None,
-    decimal: DecimalOpt = None,
-    identifiers: IdOpt = None,
-    quasi_identifiers: QiOpt = None,
-    sensitive: SensitiveOpt = None,
-    weight: WeightOpt = None,
-    other: OtherOpt = None,
+    table: TableOptions = TableOptions(),
     keep_identifiers: Annotated[bool, typer.Option(
         "--keep-identifiers", help="Keep identifier columns in the release, unchanged (default: removed).")] = False,
     allow_unchanged: Annotated[bool, typer.Option(
@@ -92,8 +75,6 @@ def anonymize(
                        "untouched_unique, pass_through_distinct, untouched_column_unique, warn_verbatim, "
                        "warn_unchanged_keys, warn_untouched_unique, warn_pass_through_unique, untouched_share, "
                        "near_verbatim.")] = None,
-    categorical: CategoricalOpt = None,
-    date: DateOpt = None,
     decimals: Annotated[str | None, typer.Option(
         "--decimals", help="Decimals of float columns in the release: one number for all, or col=n pairs "
                            "(default: as many as each column had in the input).")] = None,
@@ -128,6 +109,7 @@ def anonymize(
     from ppdm.utils import parse_params
 
     random_state = release_seed(seed, experiment_seed)
+    schema = table.schema
     use_scheduler(scheduler)  # the partitioned passes run on its workers
     from ppdm.experiments.release import ReleaseOptions
     from ppdm.metrics.release_check import GateOptions
@@ -145,9 +127,8 @@ def anonymize(
         if holdout is not None:
             raise PPDMError("--holdout is not available for a partitioned input; hold records out with "
                             "--control on ppdm evaluate instead")
-        read = _DatasetInput(data, class_column=class_column, missing=missing, schema=schema, sep=sep,
-                             decimal=decimal, categorical=categorical, date=date, blocksize=blocksize)
-        made = ReleaseOptions(roles=roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other),
+        read = _DatasetInput(data, class_column=class_column, missing=missing, table=table, blocksize=blocksize)
+        made = ReleaseOptions(roles=table.roles(),
                               keep_identifiers=keep_identifiers, shuffle=not keep_order)
         _anonymize_dataset(read, [method, *(then or [])], out, param=param, random_state=random_state,
                            options=made, gate_options=gate_options, decimals=decimals, fit_rows=fit_rows)
@@ -163,10 +144,7 @@ def anonymize(
     params = parse_params(param)
     _declared_domain(method, params, domain_from_data, declared=schema is not None or data.startswith(BUILTIN),
                      data=data, class_column=class_column)
-    roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True),
-                                 sep=sep, roles=roles, detect=True, categorical=categorical, dates=date,
-                                 decimal=decimal)
+    x, sch, dropped = table.load(data, class_column, missing=_missing(missing, keep=True), detect=True)
     from ppdm.data.types import parse_decimals
 
     dec = parse_decimals(decimals, [c for c in sch.numeric if c not in sch.dates])
@@ -282,11 +260,7 @@ class _DatasetInput:
     data: str
     class_column: str | None
     missing: str
-    schema: Path | None
-    sep: str | None
-    decimal: str | None
-    categorical: list[str] | None
-    date: list[str] | None
+    table: TableOptions
     blocksize: str
 
 
@@ -311,14 +285,14 @@ def _anonymize_dataset(read: _DatasetInput, methods: list[str], out: Path, *, pa
 
         return bool(pd.api.types.is_float_dtype(s))
 
-    data, schema, class_column, method, then = read.data, read.schema, read.class_column, methods[0], methods[1:]
+    data, schema, class_column, method, then = read.data, read.table.schema, read.class_column, methods[0], methods[1:]
     check_output_dataset(out, inputs=[str(f) for f in dataset_files(data)] + ([str(schema)] if schema else []))
-    cats, dates = split_names(read.categorical), parse_date_options(read.date)
+    cats, dates = split_names(read.table.categorical), parse_date_options(read.table.date)
     if (cats or dates) and schema is not None:
         raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
     loaded = Schema.load(schema) if schema is not None else None
-    ds = open_dataset(data, sep=read.sep, schema=loaded, categorical=cats, dates=dates, blocksize=read.blocksize,
-                      decimal=read.decimal)
+    ds = open_dataset(data, sep=read.table.sep, schema=loaded, categorical=cats, dates=dates, blocksize=read.blocksize,
+                      decimal=read.table.decimal)
     base = loaded.with_class(class_column) if loaded is not None and class_column is not None else loaded
     cls = class_column if class_column else (base.class_column if base else None)
     if then:

@@ -9,20 +9,10 @@ from typing import Annotated, Any
 import typer
 
 from ppdm.cli.app import (
-    CategoricalOpt,
     ClassOpt,
-    DateOpt,
-    DecimalOpt,
-    IdOpt,
     MeasureSeedOpt,
     MissingKeepOpt,
-    OtherOpt,
-    QiOpt,
     SchedulerOpt,
-    SchemaOpt,
-    SensitiveOpt,
-    SepOpt,
-    WeightOpt,
     _missing,
     app,
 )
@@ -31,12 +21,11 @@ from ppdm.cli.common import (
     console,
     err_console,
     fail,
-    load_original,
     measurement_seed,
     report_drawn_seed,
-    roles_from_options,
     use_scheduler,
 )
+from ppdm.cli.options import TableOptions, table_options
 from ppdm.errors import PPDMError
 
 
@@ -83,6 +72,7 @@ def _print_verdicts(result) -> None:
 
 
 @app.command("compare", short_help="Compare techniques and sweeps by cross-validation.")
+@table_options
 def compare_cmd(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     class_column: ClassOpt = None,
@@ -105,16 +95,7 @@ def compare_cmd(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers (results do not depend on it).")] = 1,
     scheduler: SchedulerOpt = None,
     missing: MissingKeepOpt = "error",
-    schema: SchemaOpt = None,
-    sep: SepOpt = None,
-    decimal: DecimalOpt = None,
-    identifiers: IdOpt = None,
-    quasi_identifiers: QiOpt = None,
-    sensitive: SensitiveOpt = None,
-    weight: WeightOpt = None,
-    other: OtherOpt = None,
-    categorical: CategoricalOpt = None,
-    date: DateOpt = None,
+    table: TableOptions = TableOptions(),
 ) -> None:
     """Compare techniques and parameter sweeps by cross-validation on every measure.
 
@@ -152,11 +133,8 @@ def compare_cmd(
             provenance = read_provenance(data)
         # the table as evaluate reads it: types, roles, missing cells, identifiers left out;
         # undeclared columns that look like identifiers are refused, as by anonymize
-        roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
         miss = _missing(missing, keep=True)
-        x, sch, ids = load_original(data, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
-                                  categorical=categorical, dates=date, provenance=provenance, detect=True,
-                                  decimal=decimal)
+        x, sch, ids = table.load_original(data, class_column, missing=miss, provenance=provenance, detect=True)
         name = data[len(BUILTIN):] if data.startswith(BUILTIN) else Path(data).name
         with progress_bar("comparing") as task:
 

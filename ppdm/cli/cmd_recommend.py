@@ -15,22 +15,14 @@ from typing import Annotated, Any
 import typer
 
 from ppdm.cli.app import (
-    CategoricalOpt,
     ClassOpt,
-    DateOpt,
     ExperimentFlagOpt,
-    IdOpt,
     MissingKeepOpt,
-    OtherOpt,
-    QiOpt,
-    SchemaOpt,
-    SensitiveOpt,
-    SepOpt,
-    WeightOpt,
     _missing,
     app,
 )
-from ppdm.cli.common import BUILTIN, console, err_console, load_input, release_seed, roles_from_options
+from ppdm.cli.common import BUILTIN, console, err_console, release_seed
+from ppdm.cli.options import TableOptions, table_options
 from ppdm.errors import PPDMError
 
 #: exit code when the search finds no release that meets the policy
@@ -85,6 +77,7 @@ def policy_from_flags(at_most: list[str] | None, at_least: list[str] | None, opt
 
 
 @app.command(short_help="Find the release that meets a risk policy at the least loss of utility.")
+@table_options
 def recommend(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     out: Annotated[Path, typer.Option(
@@ -112,16 +105,8 @@ def recommend(
     techniques: Annotated[str | None, typer.Option(
         "--techniques", help="Techniques allowed (comma list; default: every technique that fits the table).")] = None,
     class_column: ClassOpt = None,
-    schema: SchemaOpt = None,
+    table: TableOptions = TableOptions(),
     missing: MissingKeepOpt = "error",
-    sep: SepOpt = None,
-    identifiers: IdOpt = None,
-    quasi_identifiers: QiOpt = None,
-    sensitive: SensitiveOpt = None,
-    weight: WeightOpt = None,
-    other: OtherOpt = None,
-    categorical: CategoricalOpt = None,
-    date: DateOpt = None,
     study: Annotated[Path | None, typer.Option(
         "--study", help="Study file (SQLite; default <out stem>.study.db). Private: it holds the seed of the "
                         "hold-out split.")] = None,
@@ -183,7 +168,7 @@ def recommend(
         raise PPDMError(f"--holdout must lie strictly between 0 and 1, got {holdout!r}")
     src = None if data.startswith(BUILTIN) else Path(data)
     study_path = study if study is not None else _study_path(out)
-    inputs = (src, schema, policy)
+    inputs = (src, table.schema, policy)
     # every output is checked before any work: format, folder, and never one of the inputs
     check_output_table(out, inputs=inputs)
     check_output_path(provenance_path(out), inputs=inputs)
@@ -198,9 +183,7 @@ def recommend(
                         "another file with --study")
     if resume and not study_path.exists():
         raise PPDMError(f"--resume: the study file {str(study_path)!r} does not exist")
-    roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
-    x, sch, dropped = load_input(data, class_column, schema_path=schema, missing=_missing(missing, keep=True), sep=sep,
-                                 roles=roles, detect=True, categorical=categorical, dates=date)
+    x, sch, dropped = table.load(data, class_column, missing=_missing(missing, keep=True), detect=True)
     executor = _dask_executor(scheduler) if scheduler else None
     from ppdm.cli.cmd_anonymize import _input_sha256
 

@@ -7,24 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from ppdm.cli.app import (
-    CategoricalOpt,
-    ClassOpt,
-    DateOpt,
-    DecimalOpt,
-    IdOpt,
-    OtherOpt,
-    QiOpt,
-    SchemaOpt,
-    SensitiveOpt,
-    SepOpt,
-    WeightOpt,
-    app,
-)
-from ppdm.cli.common import BUILTIN, console, roles_from_options
+from ppdm.cli.app import ClassOpt, app
+from ppdm.cli.common import BUILTIN, console
+from ppdm.cli.options import TableOptions, table_options
 
 
 @app.command("schema", short_help="Show and write the columns' types and roles.")
+@table_options
 def schema_cmd(
     data: Annotated[str, typer.Argument(help="Input table (CSV/Parquet) or builtin:NAME.")],
     class_column: ClassOpt = None,
@@ -32,16 +21,7 @@ def schema_cmd(
         "--out", "-o", help="Schema file to write (default: <DATA stem>.schema.json beside DATA, or in the "
                             "current folder for builtin:NAME).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing schema file.")] = False,
-    schema: SchemaOpt = None,
-    sep: SepOpt = None,
-    decimal: DecimalOpt = None,
-    identifiers: IdOpt = None,
-    quasi_identifiers: QiOpt = None,
-    sensitive: SensitiveOpt = None,
-    weight: WeightOpt = None,
-    other: OtherOpt = None,
-    categorical: CategoricalOpt = None,
-    date: DateOpt = None,
+    table: TableOptions = TableOptions(),
     domain_template: Annotated[bool, typer.Option(
         "--domain-template", help="Also write the public domain to fill in: 'bounds' [low, high] of every numeric "
         "attribute and 'categories' of every categorical attribute and the class, as empty placeholders (never "
@@ -64,13 +44,14 @@ def schema_cmd(
     from ppdm.errors import PPDMError
 
     src = None if data.startswith(BUILTIN) else Path(data)
+    schema = table.schema
     if out is None:
         stem = data[len(BUILTIN):] if src is None else _stem(src)
         out = Path(f"{stem}.schema.json") if src is None else src.with_name(f"{stem}.schema.json")
     check_output_path(out, inputs=(src, schema))
     if out.exists() and not force:
         raise PPDMError(f"schema file {str(out)!r} exists; pass --force to overwrite it, or --out another file")
-    roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
+    roles = table.roles()
     base: Schema | None  # the declared schema, when there is one
     if src is None:
         from ppdm.data.datasets import load
@@ -82,11 +63,11 @@ def schema_cmd(
         from ppdm.cli.common import parse_date_options
         from ppdm.data.roles import split_names
 
-        cats, dates = split_names(categorical), parse_date_options(date)
+        cats, dates = split_names(table.categorical), parse_date_options(table.date)
         if (cats or dates) and schema is not None:
             raise PPDMError("give column types either in the schema (--schema) or with --categorical/--date, not both")
         base = Schema.load(schema) if schema is not None else None
-        df = read_table(src, sep=sep, schema=base, categorical=cats, dates=dates, decimal=decimal)
+        df = read_table(src, sep=table.sep, schema=base, categorical=cats, dates=dates, decimal=table.decimal)
     sch = resolve_schema(df, schema=base, class_column=class_column, roles=roles, detect=False,
                          what="the schema" if schema is None else f"schema file {str(schema)!r}")
     declared = set(base.all_columns if base is not None else []) | set(roles.named())

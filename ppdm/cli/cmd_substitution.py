@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -48,11 +49,17 @@ def _grid(gammas: str | None, ns: str | None, repeats: int, quick: bool) -> dict
     return {"gammas": g, "ns": n, "repeats": min(repeats, 2) if quick else repeats}
 
 
-def _run(total: int, label: str, fn):
+def _run(total: int, label: str, seed: int, experiment: Callable[[Any], Any],
+         report: Callable[[Any, Path], list[Path]], out: Path) -> None:
+    """Run ``experiment(progress)`` (``total`` steps) under a progress bar, write its ``report``
+    into ``out`` and say where; both experiments do this the same way."""
     from ppdm.cli.progress import progress_bar
 
+    research_seed_note(seed)
     with progress_bar(label, total=total) as step:
-        return fn(step)
+        result = experiment(step)
+    paths = report(result, out)
+    console.print(f"wrote {', '.join(str(p) for p in paths)}")
 
 
 @substitution.command("error-experiment", short_help="Estimation error over gamma and N (paper 001).")
@@ -73,14 +80,10 @@ def error_experiment_cmd(
         grid = _grid(gammas, ns, repeats, quick)
         if records < 1:
             raise ParameterError(f"--records must be positive, got {records}")
-        total = 2 * len(grid["gammas"]) * len(grid["ns"])
-        research_seed_note(seed)
-        res = _run(total, "estimation error", lambda p: error_experiment(
-            n_records=records, random_state=seed, progress=p, **grid))
-        paths = error_report(res, out)
+        _run(2 * len(grid["gammas"]) * len(grid["ns"]), "estimation error", seed, lambda p: error_experiment(
+            n_records=records, random_state=seed, progress=p, **grid), error_report, out)
     except PPDMError as e:
         fail(str(e))
-    console.print(f"wrote {', '.join(str(p) for p in paths)}")
 
 
 @substitution.command("tree-experiment", short_help="Trees on reconstructed data (paper 001).")
@@ -105,11 +108,7 @@ def tree_experiment_cmd(
         unknown = [d for d in ds if d not in names()]
         if not ds or unknown:
             raise ParameterError(f"unknown dataset {unknown[0] if unknown else '(none)'}; shipped: {', '.join(names())}")
-        total = len(ds) * len(grid["gammas"]) * len(grid["ns"])
-        research_seed_note(seed)
-        res = _run(total, "tree accuracy", lambda p: tree_experiment(
-            datasets=ds, test_fraction=test_fraction, random_state=seed, progress=p, **grid))
-        paths = tree_report(res, out)
+        _run(len(ds) * len(grid["gammas"]) * len(grid["ns"]), "tree accuracy", seed, lambda p: tree_experiment(
+            datasets=ds, test_fraction=test_fraction, random_state=seed, progress=p, **grid), tree_report, out)
     except PPDMError as e:
         fail(str(e))
-    console.print(f"wrote {', '.join(str(p) for p in paths)}")

@@ -37,6 +37,8 @@ def build_tree(x: np.ndarray, leaf_size: int) -> tuple:
     """
     n, m = x.shape
     cap = 4 * (n // max(1, leaf_size) + 1) + 1  # leaves hold at least leaf_size / 2 rows
+    # the node arrays, explicit stack and box loop repeat the other compiled kd-trees (_linkage_search,
+    # _mdav_fast) on purpose: numba takes no tree object or closure, and each tree keeps other bounds
     start = np.empty(cap, dtype=np.int64)
     end = np.empty(cap, dtype=np.int64)
     left = np.full(cap, -1, dtype=np.int64)
@@ -194,6 +196,8 @@ def _search_one(
     return 1, cnt, f
 
 
+# the tree travels as its arrays (a compiled kernel takes no tree object), so this signature repeats
+# _search_one's
 @njit(cache=True, parallel=True)
 def own_ball_search(
     x: np.ndarray,  # (n, m) originals in their own order

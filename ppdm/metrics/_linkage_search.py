@@ -75,6 +75,8 @@ def build_mixed_tree(xn: np.ndarray, xc: np.ndarray, gx: np.ndarray, leaf_size: 
     n, p = xn.shape
     q = xc.shape[1]
     cap = 4 * (n // max(1, leaf_size) + 1) + 1
+    # node arrays as _ballsearch.build_tree's, allocated here again: numba takes no tree object, and
+    # this tree keeps Gower bounds (groups, missing cells, categorical codes) besides the boxes
     start = np.empty(cap, dtype=np.int64)
     end = np.empty(cap, dtype=np.int64)
     left = np.full(cap, -1, dtype=np.int64)

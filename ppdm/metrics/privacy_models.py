@@ -258,6 +258,11 @@ class _Classes:
             return wildcard_sensitive_cells(self.codes, s, ordered=ordered)
         return sensitive_cells(self.group, s, ordered=ordered)
 
+    def result(self, kind: type[_R], n: int, **params: Any) -> _R:
+        """An empty ``kind`` result over these classes (``n`` records), with the model's ``params``."""
+        return kind(value=0.0, keys=self.keys, sensitive=self.sensitive, n=n, n_classes=self.n_classes,
+                    blanks=self.blanks, **params)
+
 
 def _prepare(df: pd.DataFrame, keys: Any, sensitive: Any, measure: str, blanks: str | None) -> _Classes:
     """The classes of ``df``, blank keys read as ``blanks`` says (:mod:`ppdm.data.blanks`; the
@@ -290,6 +295,14 @@ def _finish_result(res: _R, per: list[dict[str, Any]], per_class: list[pd.DataFr
     return res
 
 
+def _add_sensitive(per: list[dict[str, Any]], rows: list[pd.DataFrame], s: str, c: SensitiveCells, column: str,
+                   by_class: np.ndarray, fails: np.ndarray, n: int, **extra: Any) -> None:
+    """Add sensitive attribute ``s``'s outcome: its ``per_sensitive`` row (:func:`_row`, valued at
+    the largest ``by_class``) and its per-class table (``by_class`` as ``column``)."""
+    per.append(_row(c, by_class.max(initial=0.0), fails, n, **extra))
+    rows.append(pd.DataFrame({"sensitive": s, "size": c.size, "known": c.known, column: by_class}))
+
+
 def _row(c: SensitiveCells, value: float, fails: np.ndarray, n: int, **extra: Any) -> dict[str, Any]:
     """One ``per_sensitive`` row: the attribute's value, its distinct values, the classes and
     records failing the model (each record once, in the class of its own key), and the blank classes."""
@@ -317,9 +330,9 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
     cl = _prepare(df, keys, sensitive, "t-closeness", blanks)
     keys, sensitive = cl.keys, cl.sensitive
     grounds = ground if isinstance(ground, dict) else {s: ground for s in sensitive}
-    res = TClosenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
-                           t=t)
-    per, rows = [], []
+    res = cl.result(TClosenessResult, len(df), t=t)
+    per: list[dict[str, Any]] = []
+    rows: list[pd.DataFrame] = []
     for s in sensitive:
         g = grounds.get(s, "auto")
         if g not in GROUNDS:
@@ -328,8 +341,7 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
         c = cl.cells(df[s], ordered=ordered)
         emd = ordered_emd(c) if ordered else equal_emd(c)
         res.ground[s] = "ordered" if ordered else "equal"
-        per.append(_row(c, emd.max(initial=0.0), emd > t + 1e-12, len(df), ground=res.ground[s]))
-        rows.append(pd.DataFrame({"sensitive": s, "size": c.size, "known": c.known, "emd": emd}))
+        _add_sensitive(per, rows, s, c, "emd", emd, emd > t + 1e-12, len(df), ground=res.ground[s])
     return _finish_result(res, per, rows)
 
 
@@ -349,9 +361,9 @@ def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float
     l = _integer(l, "(c,l)-diversity l")  # noqa: E741
     cl = _prepare(df, keys, sensitive, "(c,l)-diversity", blanks)
     keys, sensitive = cl.keys, cl.sensitive
-    res = CLDiversityResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
-                            c=c, l=l)
-    per, rows = [], []
+    res = cl.result(CLDiversityResult, len(df), c=c, l=l)
+    per: list[dict[str, Any]] = []
+    rows: list[pd.DataFrame] = []
     need_all, distinct_all = 0.0, None
     for s in sensitive:
         cells = cl.cells(df[s])
@@ -405,9 +417,9 @@ def alpha_k_anonymity(df: pd.DataFrame, keys: Any, sensitive: Any, alpha: float 
     if isinstance(values, str):
         values = [v.strip() for v in values.split(",") if v.strip()]
     bounded = None if values is None else {str(v) for v in values}
-    res = AlphaKResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes,
-                       blanks=cl.blanks, alpha=alpha, k=k, values=None if bounded is None else sorted(bounded))
-    per, rows = [], []
+    res = cl.result(AlphaKResult, len(df), alpha=alpha, k=k, values=None if bounded is None else sorted(bounded))
+    per: list[dict[str, Any]] = []
+    rows: list[pd.DataFrame] = []
     for s in sensitive:
         cells = cl.cells(df[s])
         # a class's records are its fk under either reading (k_anonymity's count, whatever s)
@@ -440,14 +452,13 @@ def basic_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float
     beta = _number(beta, "β-likeness beta")
     cl = _prepare(df, keys, sensitive, "β-likeness", blanks)
     keys, sensitive = cl.keys, cl.sensitive
-    res = BetaLikenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
-                             beta=beta)
-    per, rows = [], []
+    res = cl.result(BetaLikenessResult, len(df), beta=beta)
+    per: list[dict[str, Any]] = []
+    rows: list[pd.DataFrame] = []
     for s in sensitive:
         cells = cl.cells(df[s])
         gain = cells.class_max(relative_gain(cells))
-        per.append(_row(cells, gain.max(initial=0.0), gain > beta * (1 + 1e-12), len(df)))
-        rows.append(pd.DataFrame({"sensitive": s, "size": cells.size, "known": cells.known, "beta": gain}))
+        _add_sensitive(per, rows, s, cells, "beta", gain, gain > beta * (1 + 1e-12), len(df))
     return _finish_result(res, per, rows)
 
 
@@ -466,9 +477,9 @@ def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: fl
     beta = _number(beta, "β-likeness beta")
     cl = _prepare(df, keys, sensitive, "enhanced β-likeness", blanks)
     keys, sensitive = cl.keys, cl.sensitive
-    res = EnhancedBetaLikenessResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df),
-                                     n_classes=cl.n_classes, blanks=cl.blanks, beta=beta)
-    per, rows = [], []
+    res = cl.result(EnhancedBetaLikenessResult, len(df), beta=beta)
+    per: list[dict[str, Any]] = []
+    rows: list[pd.DataFrame] = []
     need_all = basic_all = 0.0
     for s in sensitive:
         cells = cl.cells(df[s])
@@ -482,9 +493,8 @@ def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: fl
         basic = float(gain.max(initial=0.0))
         need = basic if not (gain > cap * (1 + 1e-12)).any() else math.inf
         need_all, basic_all = max(need_all, need), max(basic_all, basic)
-        per.append(_row(cells, cls_ratio.max(initial=0.0), cls_ratio > 1 + 1e-12, len(df), beta_needed=need,
-                        basic_beta=basic))
-        rows.append(pd.DataFrame({"sensitive": s, "size": cells.size, "known": cells.known, "ratio": cls_ratio}))
+        _add_sensitive(per, rows, s, cells, "ratio", cls_ratio, cls_ratio > 1 + 1e-12, len(df), beta_needed=need,
+                       basic_beta=basic)
     res = _finish_result(res, per, rows)
     res.beta_needed, res.basic_beta = need_all, basic_all
     return res
@@ -503,14 +513,13 @@ def delta_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, delta: float =
     delta = _number(delta, "δ-disclosure delta")
     cl = _prepare(df, keys, sensitive, "δ-disclosure", blanks)
     keys, sensitive = cl.keys, cl.sensitive
-    res = DeltaDisclosureResult(value=0.0, keys=keys, sensitive=sensitive, n=len(df), n_classes=cl.n_classes, blanks=cl.blanks,
-                                delta=delta)
-    per, rows = [], []
+    res = cl.result(DeltaDisclosureResult, len(df), delta=delta)
+    per: list[dict[str, Any]] = []
+    rows: list[pd.DataFrame] = []
     for s in sensitive:
         cells = cl.cells(df[s])
         d = cells.class_max(np.abs(np.log(cells.q / cells.p[cells.val])))
-        per.append(_row(cells, d.max(initial=0.0), d >= delta, len(df)))
-        rows.append(pd.DataFrame({"sensitive": s, "size": cells.size, "known": cells.known, "delta": d}))
+        _add_sensitive(per, rows, s, cells, "delta", d, d >= delta, len(df))
     return _finish_result(res, per, rows)
 
 

@@ -93,6 +93,7 @@ def _split_range(X, y, perm, wperm, s, e, attr, thr, nominal, nb, bag, starts, t
         counts[b] += 1
         bag[b, y[perm[i]]] += wperm[i]
     starts[0] = s
+    # _partition_pair's stable partition written out: here a row's branch sits at br[i - s], node-local
     for j in range(nb):
         starts[j + 1] = starts[j] + counts[j]
     pos = starts[:nb].copy()
@@ -155,6 +156,7 @@ def select_split_fast(y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use
         wi = w[i]
         for j in range(n_nom):
             bags3[j, nomc[r, j], c] += wi
+    # the choice loop of _c45_kernels._select, repeated for this layout: numba takes no closure
     valid = np.zeros(m, dtype=np.bool_)
     gains = np.zeros(m)
     ratios = np.zeros(m)

@@ -252,6 +252,7 @@ def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None
     last = 0
     left_w = 0.0
     right_w = known_w
+    # scan_numeric_unit repeats this threshold loop over integer counts: a specialised inner loop
     for nxt in range(1, k):
         if vals[nxt - 1] + 1e-5 < vals[nxt]:
             for j in range(last, nxt):
@@ -306,6 +307,7 @@ def scan_numeric_unit(vals, cls, n_classes, total_w, min_obj, use_mdl, tab):
     tries = 0
     last = 0
     left = 0
+    # _scan_numeric's threshold loop over whole counts, kept apart: a specialised inner loop (numba)
     for nxt in range(1, k):
         if vals[nxt - 1] + 1e-5 < vals[nxt]:
             for j in range(last, nxt):
@@ -368,6 +370,7 @@ def _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, a
     class_w, total_w, stop = node_class_weights(y, rows, w, n_classes, min_obj)
     if stop:
         return -1, 0.0, 0.0, 0.0
+    # select_split_fast (_c45_compiled) repeats this choice loop for its data layout: numba takes no closure
     valid = np.zeros(m, dtype=np.bool_)
     gains = np.zeros(m)
     ratios = np.zeros(m)
