@@ -134,6 +134,7 @@ def _expected(est: BaseEstimator) -> dict[str, str]:
 @pytest.mark.filterwarnings("ignore::ppdm.anonymize.differential_privacy.CoarseGridWarning")
 @pytest.mark.filterwarnings("ignore::ppdm.anonymize._domain.BoundsFromDataWarning")
 @pytest.mark.filterwarnings("ignore:local-suppression. no quasi-identifiers declared:UserWarning")
+@pytest.mark.filterwarnings("ignore:generalize. no quasi-identifiers declared:UserWarning")
 @parametrize_with_checks(ARRAY_TECHNIQUES + LEARNERS, expected_failed_checks=_expected)
 def test_sklearn_estimator_checks(estimator: BaseEstimator, check: Callable) -> None:
     check(estimator)
