@@ -108,6 +108,7 @@ def test_gadp_identity_case_is_caught_at_every_level() -> None:
     assert rel.check.share_verbatim == 1.0
 
 
+@pytest.mark.filterwarnings("ignore::ppdm.anonymize._domain.BoundsFromDataWarning")  # no bounds declared here
 def test_gadp_never_conditions_on_identifiers_at_the_technique_level() -> None:
     x = named_records(200, 0).drop(columns="record").assign(pid=np.arange(200))
     sch = Schema(["age", "a", "b", "c"], ["group"], "label", identifiers=["pid"])
@@ -151,6 +152,7 @@ def test_release_collects_technique_warnings() -> None:
     assert rel.provenance["privacy"]["epsilon_spent"] > 0
 
 
+@pytest.mark.filterwarnings("ignore:.*keep all their quasi-identifiers unchanged:ppdm.experiments.release.ReleaseWarning")
 def test_provenance_record(tmp_path: Path) -> None:
     x = named_records(100, 0)
     rel = release(x, make_technique("rounding", class_column="label", params={"k": 5}), identifiers="record",

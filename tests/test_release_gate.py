@@ -334,6 +334,7 @@ def test_joining_on_rounded_weights_no_longer_re_identifies(tmp_path: Path) -> N
     assert not published["w"].equals(back["w"]) or published.equals(back)
 
 
+@pytest.mark.filterwarnings("ignore:released although:ppdm.experiments.release.ReleaseWarning")  # allow_verbatim's own
 def test_a_weight_that_singles_out_some_records_is_warned() -> None:
     x = weighted(distinct=0.6)
     tech = make_technique("gaussian-noise", class_column="y", random_state=1, params={"level": 0.5})
