@@ -42,7 +42,8 @@ def il_metrics(x: pd.DataFrame, z: pd.DataFrame) -> R:
     ok = V[iu] != 0
     il_v = np.mean(np.abs(V[iu] - W[iu])[ok] / np.abs(V[iu][ok]))
     il_s = np.mean(np.abs(np.diag(V) - np.diag(W)) / np.diag(V))
-    r, rz = np.corrcoef(X, rowvar=False), np.corrcoef(Z, rowvar=False)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a column made constant has no correlation (NaN)
+        r, rz = np.corrcoef(X, rowvar=False), np.corrcoef(Z, rowvar=False)
     off = np.triu_indices_from(r, k=1)
     il_r = np.mean(np.abs(r[off] - rz[off]))
     return R(100 * (il_x + il_m + il_v + il_s + il_r) / 5)
