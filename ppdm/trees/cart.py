@@ -97,16 +97,22 @@ class _Encoder:
 def _one_hot(col: np.ndarray, levels: list) -> np.ndarray:
     """Indicators ``col == v`` for every level ``v`` (float32, one column per level).
 
-    The levels are distinct under ``==`` (found with ``pd.unique``), so one hash look-up per
-    value finds its level. A value that matches no level (unseen, or missing) takes the
-    elementwise comparisons instead, which are what this look-up stands for."""
+    Each distinct value of ``col`` is compared with the levels once (by hash look-up, or by
+    ``==`` for a value the look-up does not find, such as an unseen one), and its row of
+    indicators is then copied to every record holding it: the work grows with the distinct
+    values, not with records × levels. A missing value matches no level."""
     if not levels:
         return np.zeros((len(col), 0), np.float32)
+    codes, uniques = pd.factorize(col)  # missing values get code -1
+    uniques = np.asarray(uniques, dtype=object)
     # both sides object: a plain array would be inferred to text first, which costs more than the look-up
-    where = pd.Index(levels, dtype=object).get_indexer(pd.Index(col, dtype=object))
-    if (where < 0).any():
-        return np.stack([col == v for v in levels], axis=1).astype(np.float32)
-    return (where[:, None] == np.arange(len(levels))).astype(np.float32)
+    where = pd.Index(levels, dtype=object).get_indexer(pd.Index(uniques, dtype=object))
+    rows = np.zeros((len(uniques) + 1, len(levels)), np.float32)  # the last row: missing
+    found = np.flatnonzero(where >= 0)
+    rows[found, where[found]] = 1.0
+    for u in np.flatnonzero(where < 0):
+        rows[u] = [uniques[u] == v for v in levels]
+    return rows[codes]
 
 
 #: the last two trees grown by :func:`_grown_tree`, each with a digest of what it was grown from (the
@@ -116,11 +122,17 @@ _LAST_TREE: list[tuple[dict, bytes, DecisionTreeClassifier]] = []
 
 
 def _digest(Xe: np.ndarray, y: np.ndarray) -> bytes:
-    """BLAKE2b of the encoded table and the labels, shapes and dtypes included."""
+    """BLAKE2b of the encoded table and the labels, shapes and dtypes included (labels held as
+    objects by their codes and the repr of their distinct values: the same labels, exactly)."""
     h = hashlib.blake2b(digest_size=32)
     for a in (np.ascontiguousarray(Xe), np.asarray(y)):
         h.update(repr((a.shape, str(a.dtype))).encode())
-        h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+        if a.dtype != object:
+            h.update(a.tobytes())
+            continue
+        codes, uniques = pd.factorize(a, use_na_sentinel=False)
+        h.update(np.ascontiguousarray(codes, dtype=np.int64).tobytes())
+        h.update(repr([(type(v).__name__, v) for v in uniques]).encode())
     return h.digest()
 
 
