@@ -121,12 +121,15 @@ def covers(released: pd.Series | Sequence[Any], original: pd.Series | Sequence[A
         return out
     zr, xr = z[rest], x[rest]
     hit = (zr.to_numpy() == xr.to_numpy()) | (zr.astype(str).to_numpy() == xr.astype(str).to_numpy())
-    # intervals: each distinct label parsed once, numbers compared vectorised per label
-    xnum = pd.to_numeric(xr, errors="coerce").to_numpy(dtype=float)
+    # intervals: each distinct label parsed once, numbers compared vectorised per label (the
+    # originals read as numbers only when some label is an interval: text parses slowly)
+    xnum: np.ndarray | None = None
     for lab in pd.unique(zr[~hit]):
         iv = parse_interval(lab)
         if iv is None:
             continue
+        if xnum is None:
+            xnum = pd.to_numeric(xr, errors="coerce").to_numpy(dtype=float)
         sel = (zr.to_numpy() == lab) & ~hit
         hit[sel] = iv.contains(xnum[sel])
     if ancestors:
