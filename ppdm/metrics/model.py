@@ -79,13 +79,18 @@ def _sorted(values) -> list[Any]:
     return sorted(values, key=lambda v: (type(v).__name__, v))
 
 
-def _align_proba(model: CARTClassifier, X: pd.DataFrame, classes: list[Any]) -> np.ndarray:
+def _predictions(model: CARTClassifier, X: pd.DataFrame, classes: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The model's predicted class of each record and its class probabilities in ``classes``'
+    order, from one pass of the records through the tree: the prediction is the class of
+    highest probability, the first in the model's order on a tie, as scikit-learn's
+    ``predict`` takes it."""
     p = model.predict_proba(X)
+    pred = model.classes_.take(np.argmax(p, axis=1), axis=0).astype(object)
     out = np.zeros((len(X), len(classes)))
     where = {c: j for j, c in enumerate(classes)}
     for i, c in enumerate(model.classes_):
         out[:, where[c.item() if isinstance(c, np.generic) else c]] = p[:, i]
-    return out
+    return pred, out
 
 
 def compare_models(
@@ -134,13 +139,15 @@ def compare_models(
     mx, mz = fit(x), fit(z)
     tx = t[feats]
     counts = x[class_column].value_counts()
+    pred_x, proba_x = _predictions(mx, tx, classes)
+    pred_z, proba_z = _predictions(mz, tx, classes)
     return ModelComparison(
         classes=classes,
         y_test=t[class_column].to_numpy(dtype=object),
-        pred_x=mx.predict(tx).astype(object),
-        pred_z=mz.predict(tx).astype(object),
-        proba_x=_align_proba(mx, tx, classes),
-        proba_z=_align_proba(mz, tx, classes),
+        pred_x=pred_x,
+        pred_z=pred_z,
+        proba_x=proba_x,
+        proba_z=proba_z,
         class_counts_x={(k.item() if isinstance(k, np.generic) else k): int(v) for k, v in counts.items()},
         test_source=test_source,
     )
