@@ -831,17 +831,19 @@ def test_racing_weights_by_hand() -> None:
     for loss in (0.5, 5.0, 6.0, 7.0):
         add("C", loss, True)
     aside, weights = race(stu, spaces)
-    # A: 5 trials, none met; D: 2 trials, still in the race. 8 releases met the policy: the elite
-    # count is a quarter, K = 2. C's best release (0.5) beats B's (1.0): C gets K = 2, B gets
-    # ⌊2 · 0.25⌋ = 0, D none
+    # A: 5 trials, none met; D: 2 trials, still in the race. 8 releases met the policy: K is a
+    # quarter, 2, and B and C, which both met it, get it alike whatever their losses
     assert list(aside) == ["A"] and "after 5 trials" in aside["A"]
-    assert weights == {"B": 1, "C": 3, "D": 1}
-    # C meets the policy four more times, each worse than B's best: its best still ranks first
+    assert weights == {"B": 3, "C": 3, "D": 1}
+    # C meets the policy four more times: K = ⌈12/4⌉ = 3, still the same for both
     for loss in (8.0, 9.0, 9.5, 9.9):
         add("C", loss, True)
-    assert race(stu, spaces)[1] == {"B": 1, "C": 4, "D": 1}  # K = ⌈12/4⌉ = 3
-    add("B", 0.1, True)  # now B's best ranks first: it takes K = 4, C ⌊4 · 0.25⌋ = 1
-    assert race(stu, spaces)[1] == {"B": 5, "C": 2, "D": 1}
+    assert race(stu, spaces)[1] == {"B": 4, "C": 4, "D": 1}
+    add("D", 0.1, True)  # D meets it with its third trial: it joins at K = ⌈13/4⌉ = 4
+    assert race(stu, spaces)[1] == {"B": 5, "C": 5, "D": 5}
+    add("A", 0.1, False)  # a sixth miss of A's changes nothing
+    assert race(stu, spaces)[0] == {"A": "set aside after 6 trials, none meeting the policy, while other "
+                                          "techniques met it"}
     assert race(stu, spaces[:1]) == ({}, {})  # one technique is never set aside
 
 

@@ -76,7 +76,6 @@ from ppdm.experiments.recommend.measure import MEASURED_LAST, SearchData, measur
 from ppdm.experiments.recommend.ranking import TrialRecord, pareto_front, rank, record_of, unmet_report
 from ppdm.experiments.recommend.result import RecommendResult
 from ppdm.experiments.recommend.search import (
-    ELITE_DECAY,
     ELITE_SHARE,
     EXHAUSTED_AFTER,
     PENALTY,
@@ -94,7 +93,7 @@ from ppdm.experiments.recommend.trials import (
     run_trial,
 )
 
-__all__ = ["DEFAULT_HOLDOUT", "DEFAULT_TRIALS", "ELITE_DECAY", "ELITE_SHARE", "EXHAUSTED_AFTER", "FINAL_CANDIDATES", "FINAL_DRAWS",
+__all__ = ["DEFAULT_HOLDOUT", "DEFAULT_TRIALS", "ELITE_SHARE", "EXHAUSTED_AFTER", "FINAL_CANDIDATES", "FINAL_DRAWS",
            "MEASURED_LAST", "PENALTY", "RACE_AFTER", "STUDY_FORMAT", "STUDY_NAME", "STUDY_VERSION", "LineVerdict",
            "RecommendOptions", "RecommendResult", "SearchData", "TechniqueSpace", "TrialJob", "TrialRecord", "build_spaces",
            "judge_lines", "make_release", "measure_order", "measure_release", "measured_data", "output_schema",
