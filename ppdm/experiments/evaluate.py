@@ -332,7 +332,11 @@ def evaluate(
         A :class:`~ppdm.experiments.release.Release` (paired through its private record, its
         held-out records the control set); a release file (its ``.provenance.json`` and
         ``.private.json`` are read when present, :func:`ppdm.data.provenance.private_path`); or a
-        DataFrame, paired with x only with ``options.pairing="position"``. Partitioned: the
+        DataFrame, paired with x only with ``options.pairing="position"``; or the
+        :class:`~ppdm.experiments.evaluate_common.CheckedRelease` that :func:`checked_release`
+        returned (``ppdm evaluate``'s way: a file, ``builtin:NAME`` or a partitioned release's
+        files, read as its ``reading`` says; its ``options.private`` and ``options.pairing``
+        already applied). Partitioned: the
         :class:`~ppdm.experiments.out_of_core.DatasetRelease` that
         :func:`~ppdm.experiments.out_of_core.release_dataset` returned, or the release's folder
         (:func:`ppdm.experiments.evaluate_partitioned._evaluate_partitioned` says how it is paired).
