@@ -1,11 +1,12 @@
 """``ppdm evaluate``: measure an anonymized table z against the original x.
 
-This module reads the files and options and prints; the evaluation itself is the library's
-(:mod:`ppdm.experiments.evaluate`: pairing through the private log, the control set, the
-recoded view, the measures and the verdicts; tables read with Dask go through the library's
-one entry point, :func:`ppdm.experiments.evaluate.evaluate`, which
-:func:`~ppdm.experiments.evaluate.partitioned` sends to
-:mod:`ppdm.experiments.evaluate_partitioned`), so a library user gets the same numbers and verdicts.
+This module parses the options, reads x and prints; the evaluation itself is the library's
+one entry point, :func:`ppdm.experiments.evaluate.evaluate` (pairing through the private log,
+the control set, the recoded view, the measures and the verdicts), for tables in memory and
+for tables read with Dask alike (:func:`~ppdm.experiments.evaluate.partitioned` decides), so a
+library user gets the same numbers and verdicts. The release is handed to it as
+:func:`~ppdm.experiments.evaluate.checked_release` returns it: its provenance and private log
+read, and the log checked against x's and z's files, before x is read.
 Measures are found by name through :mod:`ppdm.experiments.evaluation`, so every measure
 any module of :mod:`ppdm.metrics` or :mod:`ppdm.attacks` registers works here without
 change. A measure the table does not allow is reported as skipped with its reason; the
@@ -53,7 +54,6 @@ from ppdm.cli.common import (
 from ppdm.errors import ParameterError
 
 if TYPE_CHECKING:
-
     from ppdm.data.schema import Schema
     from ppdm.experiments.evaluate_common import CheckedRelease, EvaluateOptions
     from ppdm.experiments.pairing import Pairing
@@ -208,7 +208,7 @@ def evaluate(
     opts = EvaluateOptions(measures=measures, measure_options=options, thresholds=limits, pairing=pairing,
                            rules=rules, missing=miss, random_state=seed_value, sample_rows=sample_rows,
                            ruled_out=ruled, engine=engine)
-    from ppdm.experiments.evaluate_common import TableReading
+    from ppdm.experiments.evaluate import TableReading
 
     # z's provenance and private log, the log checked against x's and z's files before x is read
     release = checked_release(anonymized, original, private=private, pairing=pairing,
