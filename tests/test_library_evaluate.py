@@ -125,3 +125,58 @@ def test_an_unknown_scenario_is_refused_naming_the_known_ones(wine) -> None:
         evaluate(x, rel, options=EvaluateOptions(measures=["ddr"], ruled_out=["insiders"]))
     r = runner.invoke(app, ["evaluate", "-x", str(d / "x.csv"), "-z", str(d / "z.csv"), "--rule-out", "insiders"])
     assert r.exit_code == 2 and "quasi-identifiers" in r.output
+
+
+def test_a_checked_release_is_read_and_judged_as_the_command_does(wine, tmp_path: Path) -> None:
+    """ppdm evaluate's path through the library: checked_release reads z's log and checks it
+    against x's and z's files; evaluate then reads z with the command's separators, tells what
+    it drops as it finds it, and reports an unpairable named measure skipped (issue #27)."""
+    import shutil
+    from dataclasses import replace
+
+    from ppdm.errors import PPDMError
+    from ppdm.experiments.evaluate import CheckedRelease, TableReading, checked_release, partitioned
+    from ppdm.experiments.evaluation import NOT_PAIRED
+    from ppdm.experiments.pairing import Pairing
+
+    x, schema, rel, d = wine
+    z = pd.read_csv(d / "z.csv")
+    num = schema.numeric[0]
+    z.loc[3, num] = float("nan")  # one incomplete row, dropped with missing="drop"
+    comma, semi = tmp_path / "zc.csv", tmp_path / "zs.csv"
+    z.to_csv(comma, index=False)
+    z.to_csv(semi, index=False, sep=";", decimal=",")
+    for f in (comma, semi):
+        for sidecar in (".private.json", ".provenance.json"):
+            shutil.copy(d / f"z{sidecar}", f.with_suffix(sidecar))
+    # z rewritten is not the release its log was written for: the log's pairing is refused, and
+    # x is checked against the hash the log records whatever the pairing
+    with pytest.raises(PPDMError, match="z is not the release the private log"):
+        checked_release(comma, str(d / "x.csv"))
+    with pytest.raises(PPDMError, match="--original is not the table z was made from"):
+        checked_release(comma, str(d / "schema.json"), pairing="none")
+    rs = checked_release(semi, str(d / "x.csv"), pairing="none", reading=TableReading(sep=";", decimal=","))
+    rc = checked_release(comma, str(d / "x.csv"), pairing="none")
+    assert rs.pairing.mode == "none" and rs.pairing.private is not None and not partitioned(x, rs)
+    opts = EvaluateOptions(measures=["record_linkage", "il1s"], missing="drop", random_state=0)
+    seen: list[str] = []
+    ev = evaluate(x, rs, schema, options=replace(opts, on_note=seen.append))
+    assert seen == [f"dropped 1 incomplete row(s) from {semi}"] and ev.notes[:1] == seen
+    assert ev.rows_z == len(z) - 1
+    # the same table written with commas gives the same value
+    assert ev.outcomes["record_linkage"].value == evaluate(x, rc, schema, options=opts).outcomes["record_linkage"].value
+    # il1s cannot be paired: skipped with its reason, where the library given the file raises
+    assert ev.outcomes["il1s"].skipped and ev.outcomes["il1s"].reason == NOT_PAIRED
+    with pytest.raises(ParameterError, match="il1s compares each released record"):
+        evaluate(x, comma, schema, options=replace(opts, pairing="none"))
+    doc = ev.document()
+    assert doc["inputs"]["original"]["source"] == str(d / "x.csv") and doc["inputs"]["anonymized"]["source"] == str(semi)
+    assert ev.provenance == json.loads((d / "z.provenance.json").read_text())
+    # a shipped dataset as z: no provenance, no log; the pairing's note is the pairing's, not told as found
+    seen.clear()
+    shipped = evaluate(x, checked_release("builtin:wine", str(d / "x.csv")), schema,
+                       options=EvaluateOptions(measures=["record_linkage"], on_note=seen.append))
+    assert shipped.provenance is None and shipped.document()["inputs"]["anonymized"]["source"] == "builtin:wine"
+    assert seen == [] and shipped.pairing.notes and shipped.notes == shipped.pairing.notes
+    # a checked release is partitioned as its path is: a folder is
+    assert partitioned(x, CheckedRelease(str(tmp_path), None, Pairing("none")))

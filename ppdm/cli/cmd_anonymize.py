@@ -339,6 +339,6 @@ def _gate_options(items: list[str] | None) -> dict[str, float] | None:
 
 
 def _input_sha256(spec: str) -> str:
-    from ppdm.cli.common import input_sha256
+    from ppdm.data.provenance import input_sha256
 
     return input_sha256(spec)

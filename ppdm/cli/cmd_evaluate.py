@@ -1,11 +1,12 @@
 """``ppdm evaluate``: measure an anonymized table z against the original x.
 
-This module reads the files and options and prints; the evaluation itself is the library's
-(:mod:`ppdm.experiments.evaluate`: pairing through the private log, the control set, the
-recoded view, the measures and the verdicts; tables read with Dask go through the library's
-one entry point, :func:`ppdm.experiments.evaluate.evaluate`, which
-:func:`~ppdm.experiments.evaluate.partitioned` sends to
-:mod:`ppdm.experiments.evaluate_partitioned`), so a library user gets the same numbers and verdicts.
+This module parses the options, reads x and prints; the evaluation itself is the library's
+one entry point, :func:`ppdm.experiments.evaluate.evaluate` (pairing through the private log,
+the control set, the recoded view, the measures and the verdicts), for tables in memory and
+for tables read with Dask alike (:func:`~ppdm.experiments.evaluate.partitioned` decides), so a
+library user gets the same numbers and verdicts. The release is handed to it as
+:func:`~ppdm.experiments.evaluate.checked_release` returns it: its provenance and private log
+read, and the log checked against x's and z's files, before x is read.
 Measures are found by name through :mod:`ppdm.experiments.evaluation`, so every measure
 any module of :mod:`ppdm.metrics` or :mod:`ppdm.attacks` registers works here without
 change. A measure the table does not allow is reported as skipped with its reason; the
@@ -43,95 +44,27 @@ from ppdm.cli.common import (
     BUILTIN,
     console,
     err_console,
-    load_original,
+    load_input,
     measurement_seed,
     print_json,
     report_drawn_seed,
     roles_from_options,
     use_scheduler,
 )
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import ParameterError
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ppdm.data.schema import Schema
-    from ppdm.experiments.evaluate import EvaluateOptions
-    from ppdm.experiments.evaluate_partitioned import CheckedRelease
+    from ppdm.experiments.evaluate_common import CheckedRelease, EvaluateOptions
     from ppdm.experiments.pairing import Pairing
 
 
-def load_like(spec: str, x: pd.DataFrame, schema: Schema, missing: str, what: str,
-              sep: str | None = None, ignore: list[str] | None = None, decimal: str | None = None) -> pd.DataFrame:
-    """Read table ``spec`` (path or builtin:NAME) and check it has exactly the columns of x.
-
-    Columns are put in x's order (``ignore``d ones, x's identifiers, are dropped first),
-    read with x's schema and given x's dtypes; the table is validated against x's schema
-    (:func:`ppdm.experiments.evaluate.like_x`).
-    """
-    from ppdm.experiments.evaluate import like_x
-
-    if spec.startswith(BUILTIN):
-        from ppdm.data.datasets import load
-
-        df, _ = load(spec[len(BUILTIN):])
+def _note(line: str) -> None:
+    """A note of the library about the tables it read (rows dropped, where the control set came from)."""
+    if line.startswith("dropped "):
+        err_console.print(f"[yellow]{line}[/yellow]")
     else:
-        from ppdm.data.io import read_table
-
-        df = read_table(spec, sep=sep, schema=schema, decimal=decimal)
-    try:
-        df, dropped = like_x(df, x, schema, missing, what, ignore or ())
-    except SchemaError as e:
-        # the library says "the anonymized table"; the command line names the file
-        raise SchemaError(str(e).replace(f"the {what} table", f"the {what} table {spec!r}", 1)) from None
-    if dropped:
-        err_console.print(f"[yellow]dropped {dropped} incomplete row(s) from {spec}[/yellow]")
-    return df
-
-
-def _provenance(spec: str) -> dict[str, Any] | None:
-    """The provenance sidecar of release ``spec`` (a file), or None."""
-    if spec.startswith(BUILTIN):
-        return None
-    from ppdm.data.provenance import read_provenance
-
-    return read_provenance(spec)
-
-
-def _x_sha256(private: dict[str, Any], original: str) -> str | None:
-    """The SHA-256 of x as the private log records it (a file's, a shipped dataset's or a
-    partitioned dataset's), or None when x is none of those."""
-    from ppdm.cli.common import input_sha256
-
-    if (private.get("input") or {}).get("partitions") and not original.startswith(BUILTIN):
-        from ppdm.data.partitions import dataset_files
-        from ppdm.experiments.out_of_core import dataset_sha256
-
-        return dataset_sha256(dataset_files(original))
-    if original.startswith(BUILTIN) or Path(original).is_file():
-        return input_sha256(original)
-    return None
-
-
-def _z_sha256(anonymized: str) -> str | None:
-    """The SHA-256 of release z as the private log records it, or None when z is no file or
-    dataset folder."""
-    if Path(anonymized).is_dir():
-        from ppdm.data.partitions import dataset_files
-        from ppdm.experiments.out_of_core import dataset_sha256
-
-        return dataset_sha256(dataset_files(anonymized))
-    if Path(anonymized).is_file():
-        from ppdm.data.provenance import file_sha256
-
-        return file_sha256(anonymized)
-    return None
-
-
-def _notes(ev: Any) -> None:
-    for note in ev.notes:
-        if note.startswith("dropped "):
-            err_console.print(f"[yellow]{note}[/yellow]")
+        err_console.print(line, highlight=False, markup=False)
 
 
 def _show_provenance(provenance: dict[str, Any] | None, original: str, pairing: Pairing | None = None) -> None:
@@ -251,9 +184,8 @@ def evaluate(
     (z.private.json), which pairs z's shuffled rows with x's records and names the control set.
     """
     from ppdm.cli.progress import progress_of_library
-    from ppdm.experiments.evaluate import EvaluateOptions, measure_release, partitioned, recoded_view
+    from ppdm.experiments.evaluate import EvaluateOptions, checked_release, evaluate, partitioned
     from ppdm.experiments.evaluation import resolve_measures
-    from ppdm.experiments.pairing import check_private_input, pairing_of, private_control, read_private_log
     from ppdm.metrics.judgement import check_scenarios
     from ppdm.utils import parse_params
 
@@ -276,53 +208,31 @@ def evaluate(
     opts = EvaluateOptions(measures=measures, measure_options=options, thresholds=limits, pairing=pairing,
                            rules=rules, missing=miss, random_state=seed_value, sample_rows=sample_rows,
                            ruled_out=ruled, engine=engine)
-    provenance = _provenance(anonymized)
-    private_log, private_file = read_private_log(None if anonymized.startswith(BUILTIN) else anonymized, private,
-                                                 pairing)
-    pair = pairing_of(private_log, private_file, pairing, provenance)
-    if private_log is not None:
-        pairs = pair.mode == "private log"
-        # hashed only when the log records a hash to check against (a partitioned table is many files);
-        # a table whose hash cannot be taken (a glob) is not the one recorded
-        x_sha = (_x_sha256(private_log, original) or "") if (private_log.get("input") or {}).get("sha256") else None
-        z_sha = ((_z_sha256(anonymized) or "") if private_log.get("release_sha256") and pairs
-                 and not anonymized.startswith(BUILTIN) else None)
-        check_private_input(private_log, private_file, x_sha256=x_sha, z_sha256=z_sha, pairs=pairs)
+    from ppdm.experiments.evaluate import TableReading
+
+    # z's provenance and private log, the log checked against x's and z's files before x is read
+    release = checked_release(anonymized, original, private=private, pairing=pairing,
+                              reading=TableReading(sep=sep, decimal=decimal))
     roles = roles_from_options(identifiers, quasi_identifiers, sensitive, weight, other)
     if partitioned(original, anonymized, engine):
         from ppdm.cli.common import parse_date_options
         from ppdm.data.roles import split_names
         from ppdm.data.schema import Schema
-        from ppdm.experiments.evaluate_partitioned import CheckedRelease, TableReading
 
-        reading = TableReading(sep=sep, decimal=decimal, categorical=split_names(categorical),
-                               dates=parse_date_options(date), blocksize=blocksize, class_column=class_column,
-                               roles=roles, schema_name=str(schema) if schema is not None else None)
-        _evaluate_datasets(original, CheckedRelease(anonymized, provenance, pair, reading),
-                           Schema.load(schema) if schema is not None else None, replace(opts, test=test),
-                           drawn=drawn, html=html, json_out=json_out, verbose=verbose)
+        # x read partition by partition too: its types and roles travel with the release's reading
+        reading = replace(release.reading, categorical=split_names(categorical), dates=parse_date_options(date),
+                          blocksize=blocksize, class_column=class_column, roles=roles,
+                          schema_name=str(schema) if schema is not None else None)
+        _evaluate_datasets(original, replace(release, reading=reading),
+                           Schema.load(schema) if schema is not None else None,
+                           replace(opts, test=test), drawn=drawn, html=html, json_out=json_out, verbose=verbose)
         return
-    x, sch, ids = load_original(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
-                                categorical=categorical, dates=date, provenance=provenance, decimal=decimal)
-    from ppdm.data.provenance import owner_view
-
-    # the owner's view: the full output schema (recoding's merged categories) lives in the private log
-    x, sch, recode = recoded_view(x, sch, owner_view(provenance, pair.private))
-    # a paired z is read with its incomplete rows, so that the pairs are dropped together
-    z = load_like(anonymized, x, sch, "keep" if miss == "drop" and pair.paired else miss, "anonymized", sep, ids,
-                  decimal=decimal)
-    t = recode(load_like(test, x, sch, miss, "test", sep, ids, decimal=decimal)) if test is not None else None
-    if control is None and not anonymized.startswith(BUILTIN):
-        found, line = private_control(pair, anonymized, provenance)
-        control = str(found) if found is not None else None
-        if line:
-            err_console.print(line, highlight=False, markup=False)
-    c = recode(load_like(control, x, sch, miss, "control", sep, ids, decimal=decimal)) if control is not None else None
+    x, sch, _ = load_input(original, class_column, schema_path=schema, missing=miss, sep=sep, roles=roles,
+                           categorical=categorical, dates=date, decimal=decimal)
     with progress_of_library():
-        ev = measure_release(x, z, sch, pairing=pair, options=opts, test=t, control=c, provenance=provenance,
-                             sources={"original": original, "anonymized": anonymized, "test": test,
-                                      "control": control}, specs=specs)
-    _notes(ev)
+        # the library reads z, the test and the control set (the log's, when not given) like x,
+        # and tells what it finds as it finds it (rows dropped, where the control set came from)
+        ev = evaluate(x, release, sch, options=replace(opts, test=test, control=control, on_note=_note))
     doc = ev.document()
     if html is not None:
         from ppdm.report.html import write_evaluation_html
@@ -330,7 +240,7 @@ def evaluate(
         write_evaluation_html(doc, html, subtitle=f"x = {original}, z = {anonymized}" + (f", t = {test}" if test else "")
                               + f"; measurement seed {seed_value}")
         err_console.print(f"wrote {html}")
-    _show_provenance(provenance, original, pair)
+    _show_provenance(ev.provenance, original, ev.pairing)
     report_drawn_seed(seed_value, drawn)
     if json_out:
         print_json(doc)

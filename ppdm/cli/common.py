@@ -108,17 +108,6 @@ def load_input(
     return df, schema, dropped
 
 
-def input_sha256(spec: str) -> str:
-    """SHA-256 of an input file, or of a shipped dataset's compressed file (``builtin:NAME``)."""
-    from ppdm.data.provenance import file_sha256
-
-    if spec.startswith(BUILTIN):
-        from importlib import resources
-
-        name = spec[len(BUILTIN):]
-        with resources.as_file(resources.files("ppdm.data").joinpath(f"builtin/{name}.csv.gz")) as p:
-            return file_sha256(p)
-    return file_sha256(spec)
 def load_original(
     spec: str,
     class_column: str | None,

@@ -183,6 +183,18 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def input_sha256(spec: str) -> str:
+    """SHA-256 of an input file, or of a shipped dataset's compressed file (``builtin:NAME``):
+    the hash a private log records of x."""
+    if spec.startswith("builtin:"):
+        from importlib import resources
+
+        name = spec[len("builtin:"):]
+        with resources.as_file(resources.files("ppdm.data").joinpath(f"builtin/{name}.csv.gz")) as p:
+            return file_sha256(p)
+    return file_sha256(spec)
+
+
 def table_sha256(df: pd.DataFrame) -> str:
     """SHA-256 of a table's column names and contents (pandas' row hashes, index left out)."""
     h = hashlib.sha256()

@@ -24,8 +24,13 @@ that :func:`~ppdm.experiments.release.release` returned, a release file written 
 
 It returns an :class:`Evaluation`: the outcomes, the verdicts, the pairing used and
 :meth:`Evaluation.document`, the JSON document ``ppdm evaluate --json`` prints
-(:mod:`ppdm.experiments.document`). ``ppdm evaluate`` reads its files and calls
-:func:`measure_release`, the part shared with this function.
+(:mod:`ppdm.experiments.document`). ``ppdm evaluate`` goes through :func:`evaluate` too: it
+reads the release's provenance and private log with :func:`checked_release` (the log checked
+against x's and z's files before x is read), reads x, and hands the
+:class:`~ppdm.experiments.evaluate_common.CheckedRelease` to :func:`evaluate`, which reads z,
+the test and the control set as the command's options say
+(:class:`~ppdm.experiments.evaluate_common.TableReading`); :func:`measure_release` is the
+step every in-memory evaluation ends with.
 
 A measure that compares records one by one, named by the caller while z's rows are not
 paired with x's, raises :class:`~ppdm.errors.ParameterError` rather than comparing different
@@ -35,15 +40,17 @@ people; in the default set such a measure is skipped with that reason
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ppdm.errors import ParameterError, PPDMError
+from ppdm.errors import ParameterError, PPDMError, SchemaError
 from ppdm.experiments.evaluate_common import (
+    CheckedRelease,
     EvaluateOptions,
     Evaluation,
+    TableReading,
     ages_at,
     check_class,
     check_named_keys,
@@ -61,6 +68,9 @@ if TYPE_CHECKING:
 
     from ppdm.data.schema import Schema
     from ppdm.experiments.release import Release
+
+#: how a shipped dataset is named where a file may be given
+BUILTIN = "builtin:"
 
 
 # ------------------------------------------------------------------------ measuring
@@ -143,19 +153,120 @@ def measure_release(
     notes = list(pairing.notes)
     if pairing.dropped_pairs:
         notes.append(f"dropped {pairing.dropped_pairs} incomplete record pair(s) of x and z")
+        if options.on_note is not None:
+            options.on_note(notes[-1])
     return Evaluation(outcomes, verdicts(doc["measures"], ruled_out=ruled), pairing, int(len(x)), int(len(z)),
-                      notes, doc)
+                      notes, doc, dict(provenance) if provenance is not None else None)
 
 
-def _table(spec: pd.DataFrame | str | Path, schema: Schema) -> tuple[pd.DataFrame, str | None]:
-    """A table given as a DataFrame or a file (read with x's schema), and its file name."""
+def _table(spec: pd.DataFrame | str | Path, schema: Schema,
+           reading: TableReading | None = None) -> tuple[pd.DataFrame, str | None]:
+    """A table given as a DataFrame, a file (read with x's schema and ``reading``'s ``sep`` and
+    ``decimal``) or a shipped dataset (``builtin:NAME``), and its name (None for a DataFrame)."""
     import pandas as pd
 
     if isinstance(spec, pd.DataFrame):
         return spec, None
+    if str(spec).startswith(BUILTIN):
+        from ppdm.data.datasets import load
+
+        return load(str(spec)[len(BUILTIN):])[0], str(spec)
     from ppdm.data.io import read_table
 
-    return read_table(spec, schema=schema), str(spec)
+    rd = reading if reading is not None else TableReading()
+    return read_table(spec, sep=rd.sep, schema=schema, decimal=rd.decimal), str(spec)
+
+
+def _like_x(spec: pd.DataFrame | str | Path, x: pd.DataFrame, schema: Schema, missing: str, what: str,
+            ids: list[str], reading: TableReading | None,
+            note: Callable[[str], None]) -> tuple[pd.DataFrame, str | None]:
+    """Table ``spec`` (z, the test or the control set) read (:func:`_table`) and put in x's form
+    (:func:`like_x`); the rows it drops are told to ``note``, and a file is named in both."""
+    df, name = _table(spec, schema, reading)
+    try:
+        df, dropped = like_x(df, x, schema, missing, what, ids)
+    except SchemaError as e:
+        if name is None:
+            raise
+        # like_x says "the anonymized table"; a file is named
+        raise SchemaError(str(e).replace(f"the {what} table", f"the {what} table {name!r}", 1)) from None
+    if dropped:
+        where = name if name is not None else "z" if what == "anonymized" else f"the {what} table"
+        note(f"dropped {dropped} incomplete row(s) from {where}")
+    return df, name
+
+
+# ------------------------------------------------------------------------ release files
+def _x_sha256(private: Mapping[str, Any], original: str) -> str | None:
+    """The SHA-256 of x read from ``original`` as the private log records it (a file's, a
+    shipped dataset's or a partitioned dataset's), or None when x is none of those."""
+    from ppdm.data.provenance import input_sha256
+
+    if (private.get("input") or {}).get("partitions") and not original.startswith(BUILTIN):
+        from ppdm.data.partitions import dataset_files
+        from ppdm.experiments.out_of_core import dataset_sha256
+
+        return dataset_sha256(dataset_files(original))
+    if original.startswith(BUILTIN) or Path(original).is_file():
+        return input_sha256(original)
+    return None
+
+
+def _z_sha256(release: str) -> str | None:
+    """The SHA-256 of release z as the private log records it (a file's, a dataset folder's),
+    or None when z is neither."""
+    if Path(release).is_dir():
+        from ppdm.data.partitions import dataset_files
+        from ppdm.experiments.out_of_core import dataset_sha256
+
+        return dataset_sha256(dataset_files(release))
+    if Path(release).is_file():
+        from ppdm.data.provenance import file_sha256
+
+        return file_sha256(release)
+    return None
+
+
+def checked_release(
+    path: str | Path,
+    original: str | None = None,
+    *,
+    private: str | Path | None = None,
+    pairing: str = "auto",
+    reading: TableReading | None = None,
+) -> CheckedRelease:
+    """Release ``path`` (a file, a Parquet dataset folder, a glob, or ``builtin:NAME``) with its
+    provenance and private log read (``private``, else ``<stem>.private.json`` beside it;
+    :func:`ppdm.experiments.pairing.read_private_log`), paired as ``pairing`` asks
+    (:func:`ppdm.experiments.pairing.pairing_of`, its notes kept for the caller), and the log
+    checked to be these tables' (:func:`ppdm.experiments.pairing.check_private_input`): x, read
+    from ``original`` (a file, a dataset folder or ``builtin:NAME``), has the hash the log
+    records, and z, when its recorded pairing is used, is the release as written. A table
+    whose hash cannot be taken (a glob) is not the one recorded; ``original=None`` leaves x's
+    hash unchecked. ``ppdm evaluate`` calls this before reading x, and hands the result to
+    :func:`evaluate`.
+
+    Raises
+    ------
+    PPDMError
+        The private log is not x's or z's.
+    """
+    from ppdm.data.provenance import read_provenance
+    from ppdm.experiments.pairing import check_private_input, pairing_of, read_private_log
+
+    name = str(path)
+    builtin = name.startswith(BUILTIN)
+    provenance = None if builtin else read_provenance(name)
+    log, log_file = read_private_log(None if builtin else name, private, pairing)
+    pair = pairing_of(log, log_file, pairing, provenance)
+    if log is not None:
+        pairs = pair.mode == "private log"
+        # hashed only when the log records a hash to check against (a partitioned table is many files)
+        x_sha = ((_x_sha256(log, original) or "") if original is not None and (log.get("input") or {}).get("sha256")
+                 else None)
+        z_sha = (_z_sha256(name) or "") if log.get("release_sha256") and pairs and not builtin else None
+        check_private_input(log, log_file, x_sha256=x_sha, z_sha256=z_sha, pairs=pairs)
+    return CheckedRelease(name, provenance, pair, reading if reading is not None else TableReading(), original)
 
 
 def _is_dask(obj: Any) -> bool:
@@ -169,9 +280,9 @@ def partitioned(x: Any, z_or_release: Any, engine: str = "auto") -> bool:
     decides, for the library and for ``ppdm evaluate``.
 
     Partitioned: ``engine="dask"``; x a :class:`~ppdm.data.partitions.Dataset` or a Dask
-    DataFrame; the release a :class:`~ppdm.experiments.out_of_core.DatasetRelease` (or the
-    command's :class:`~ppdm.experiments.evaluate_partitioned.CheckedRelease`) or a Dask
-    DataFrame; a path that names several files (a folder, a glob), or, when x is not already
+    DataFrame; the release a :class:`~ppdm.experiments.out_of_core.DatasetRelease` or a Dask
+    DataFrame; a path (or a :class:`~ppdm.experiments.evaluate_common.CheckedRelease`'s path)
+    that names several files (a folder, a glob), or, when x is not already
     in memory, a file Dask reads by default (:func:`ppdm.data.partitions.wants_dask`).
     ``engine="pandas"`` with a partitioned input raises."""
     import sys
@@ -179,12 +290,13 @@ def partitioned(x: Any, z_or_release: Any, engine: str = "auto") -> bool:
     from ppdm.data.partitions import Dataset, check_engine, wants_dask
 
     check_engine(engine)
-    # a DatasetRelease or a CheckedRelease exists only once its module was imported: asking
-    # through sys.modules keeps an evaluation in memory from importing the partitioned machinery
-    kinds = tuple(getattr(sys.modules.get(m), c) for m, c in (("ppdm.experiments.out_of_core", "DatasetRelease"),
-                                                              ("ppdm.experiments.evaluate_partitioned",
-                                                               "CheckedRelease")) if m in sys.modules)
-    if isinstance(x, Dataset) or _is_dask(x) or _is_dask(z_or_release) or (kinds and isinstance(z_or_release, kinds)):
+    if isinstance(z_or_release, CheckedRelease):
+        z_or_release = z_or_release.path  # decided as for its path
+    # a DatasetRelease exists only once its module was imported: asking through sys.modules
+    # keeps an evaluation in memory from importing the partitioned machinery
+    out_of_core = sys.modules.get("ppdm.experiments.out_of_core")
+    given = out_of_core is not None and isinstance(z_or_release, out_of_core.DatasetRelease)
+    if isinstance(x, Dataset) or _is_dask(x) or _is_dask(z_or_release) or given:
         if engine == "pandas":
             raise PPDMError("engine='pandas' evaluates in memory, but the table given is partitioned; use engine "
                             "'auto' or 'dask'")
@@ -220,7 +332,11 @@ def evaluate(
         A :class:`~ppdm.experiments.release.Release` (paired through its private record, its
         held-out records the control set); a release file (its ``.provenance.json`` and
         ``.private.json`` are read when present, :func:`ppdm.data.provenance.private_path`); or a
-        DataFrame, paired with x only with ``options.pairing="position"``. Partitioned: the
+        DataFrame, paired with x only with ``options.pairing="position"``; or the
+        :class:`~ppdm.experiments.evaluate_common.CheckedRelease` that :func:`checked_release`
+        returned (``ppdm evaluate``'s way: a file, ``builtin:NAME`` or a partitioned release's
+        files, read as its ``reading`` says; its ``options.private`` and ``options.pairing``
+        already applied). Partitioned: the
         :class:`~ppdm.experiments.out_of_core.DatasetRelease` that
         :func:`~ppdm.experiments.out_of_core.release_dataset` returned, or the release's folder
         (:func:`ppdm.experiments.evaluate_partitioned._evaluate_partitioned` says how it is paired).
@@ -245,28 +361,20 @@ def evaluate(
     return _evaluate_in_memory(x, z_or_release, schema, opts)
 
 
-def _evaluate_in_memory(x: pd.DataFrame, z_or_release: Release | pd.DataFrame | str | Path, schema: Schema | None,
-                        opts: EvaluateOptions) -> Evaluation:
+def _evaluate_in_memory(x: pd.DataFrame, z_or_release: Release | CheckedRelease | pd.DataFrame | str | Path,
+                        schema: Schema | None, opts: EvaluateOptions) -> Evaluation:
     """:func:`evaluate` of tables in memory."""
     import pandas as pd
 
-    from ppdm.data.provenance import file_sha256, read_provenance
     from ppdm.experiments.evaluation import resolve_measures, without_identifiers
-    from ppdm.experiments.pairing import (
-        check_pairing_mode,
-        check_private_input,
-        pairing_of,
-        private_control,
-        read_private_log,
-    )
+    from ppdm.experiments.pairing import check_pairing_mode, check_private_input, pairing_of, private_control
     from ppdm.experiments.release import Release
 
     check_pairing_mode(opts.pairing)
     if not isinstance(x, pd.DataFrame):
         raise PPDMError(f"evaluate expects x as a pandas DataFrame, got {type(x).__name__}")
-    notes: list[str] = []
     control = opts.control
-    z_source: str | None = None
+    file: CheckedRelease | None = None  # a release file: z, the test and the control set read as it says
     provenance: dict[str, Any] | None
     if isinstance(z_or_release, Release):
         rel = z_or_release
@@ -285,22 +393,16 @@ def _evaluate_in_memory(x: pd.DataFrame, z_or_release: Release | pd.DataFrame | 
                                 pairs=pair.mode == "private log", x_name="x")
         if control is None:
             control = rel.control
-    elif isinstance(z_or_release, (str, Path)):
-        z_source = str(z_or_release)
-        if not Path(z_source).is_file():
-            raise PPDMError(f"release {z_source!r} is not a file (a partitioned release is given as its folder or "
-                            "its DatasetRelease)")
-        provenance = read_provenance(z_source)
-        private, private_file = read_private_log(z_source, opts.private, opts.pairing)
-        pair = pairing_of(private, private_file, opts.pairing, provenance)
-        if private is not None:
-            check_private_input(private, private_file, x_sha256=None, z_sha256=file_sha256(z_source),
-                                pairs=pair.mode == "private log")
-        if control is None:
-            path, line = private_control(pair, z_source, provenance)
-            control = path
-            if line:
-                notes.append(line)
+    elif isinstance(z_or_release, (str, Path, CheckedRelease)):
+        if isinstance(z_or_release, CheckedRelease):
+            file = z_or_release  # read and checked by the caller (ppdm evaluate), with x's file
+        else:
+            if not Path(z_or_release).is_file():
+                raise PPDMError(f"release {str(z_or_release)!r} is not a file (a partitioned release is given as its "
+                                "folder or its DatasetRelease)")
+            file = checked_release(z_or_release, private=opts.private, pairing=opts.pairing)
+        provenance = dict(file.provenance) if file.provenance is not None else None
+        pair = file.pairing
         z = None
     elif isinstance(z_or_release, pd.DataFrame):
         z, provenance = z_or_release, None
@@ -317,7 +419,8 @@ def _evaluate_in_memory(x: pd.DataFrame, z_or_release: Release | pd.DataFrame | 
 
         schema = resolve_schema(x, detect=False)
     specs = resolve_measures(opts.measure_spec)
-    if opts.named:
+    if opts.named and not isinstance(z_or_release, CheckedRelease):
+        # ppdm evaluate reports such a measure skipped, with its reason, among the others
         check_paired(specs, pair)
     if opts.missing is None:
         # read x as the release read it: a blank the release kept is a blank, not a dropped record
@@ -332,28 +435,37 @@ def _evaluate_in_memory(x: pd.DataFrame, z_or_release: Release | pd.DataFrame | 
 
     # the owner's view: the full output schema (recoding's merged categories) lives in the private log
     x, sch, recode = recoded_view(x, sch, owner_view(provenance, pair.private))
-    if z is None:
-        z, _ = _table(z_source, sch)  # type: ignore[arg-type]  # z is None only when z_source names a file
+    reading = file.reading if file is not None else None
+    notes: list[str] = []  # in the order found: z's, the test set's, the control set's
+
+    def note(line: str) -> None:
+        notes.append(line)
+        if opts.on_note is not None:
+            opts.on_note(line)  # as found: a later refusal does not hide it
     # a paired z is read with its incomplete rows, so that the pairs are dropped together
-    z, dropped = like_x(z, x, sch, "keep" if miss == "drop" and pair.paired else miss, "anonymized", ids)
-    if dropped:
-        notes.append(f"dropped {dropped} incomplete row(s) from z")
-    sources: dict[str, str | None] = {"original": None, "anonymized": z_source, "test": None, "control": None}
-    tables: dict[str, pd.DataFrame | None] = {}
-    for what, given in (("test", opts.test), ("control", control)):
-        if given is None:
-            tables[what] = None
-            continue
-        df, sources[what] = _table(given, sch)
-        df, dropped = like_x(df, x, sch, miss, what, ids)
-        if dropped:
-            notes.append(f"dropped {dropped} incomplete row(s) from the {what} table")
-        tables[what] = recode(df)
+    z, z_source = _like_x(z if z is not None else file.path,  # type: ignore[union-attr]  # z None: a file
+                          x, sch, "keep" if miss == "drop" and pair.paired else miss, "anonymized", ids, reading, note)
+    sources: dict[str, str | None] = {"original": file.original if file is not None else None,
+                                      "anonymized": z_source, "test": None, "control": None}
+    tables: dict[str, pd.DataFrame | None] = {"test": None, "control": None}
+    if opts.test is not None:
+        t, sources["test"] = _like_x(opts.test, x, sch, miss, "test", ids, reading, note)
+        tables["test"] = recode(t)
+    if control is None and file is not None and not file.path.startswith(BUILTIN):
+        # the release's held-out records, beside its private log (or a version-1 provenance's)
+        found, line = private_control(pair, file.path, provenance)
+        control = found
+        if line:
+            note(line)
+    if control is not None:
+        c, sources["control"] = _like_x(control, x, sch, miss, "control", ids, reading, note)
+        tables["control"] = recode(c)
     ev = measure_release(x, z, sch, pairing=pair, options=opts, test=tables["test"], control=tables["control"],
                          provenance=provenance, sources=sources, specs=specs)
     ev.notes[:0] = notes
     return ev
 
 
-__all__ = ["EvaluateOptions", "Evaluation", "ages_at", "check_class", "check_named_keys", "check_paired",
-           "check_thresholds", "evaluate", "like_x", "load_rules", "measure_release", "partitioned", "recoded_view"]
+__all__ = ["CheckedRelease", "EvaluateOptions", "Evaluation", "TableReading", "ages_at", "check_class",
+           "check_named_keys", "check_paired", "check_thresholds", "checked_release", "evaluate", "like_x",
+           "load_rules", "measure_release", "partitioned", "recoded_view"]

@@ -1,7 +1,8 @@
 """What the evaluation of a release in memory (:mod:`ppdm.experiments.evaluate`) and partition
 by partition (:mod:`ppdm.experiments.evaluate_partitioned`) share: the options
-(:class:`EvaluateOptions`), the result (:class:`Evaluation`), the recoded view of x and the
-checks of the inputs. :func:`ppdm.experiments.evaluate.evaluate` is the one entry point and
+(:class:`EvaluateOptions`), the result (:class:`Evaluation`), how the release's files are read
+(:class:`TableReading`) and a release file whose private log was already checked against x
+(:class:`CheckedRelease`), the recoded view of x and the checks of the inputs. :func:`ppdm.experiments.evaluate.evaluate` is the one entry point and
 re-exports these names; they live here so that the two implementations depend on this
 module and not on each other.
 """
@@ -22,6 +23,7 @@ from ppdm.metrics.judgement import Verdict
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ppdm.data.roles import Roles
     from ppdm.data.schema import Schema
 
 
@@ -46,7 +48,10 @@ class EvaluateOptions:
     out: the risk verdict leaves them out and its sentence names the exclusion; ``engine``:
     ``"auto"`` (partition by partition when the inputs are partitioned, :func:`partitioned`),
     ``"pandas"`` (in memory) or ``"dask"`` (partition by partition, x and z read from files:
-    ``ppdm evaluate --engine dask``).
+    ``ppdm evaluate --engine dask``); ``on_note``: called with each note about the inputs
+    (:attr:`Evaluation.notes` other than the pairing's: rows dropped, where the control set came
+    from) as an evaluation in memory finds it, so that a caller shows it even when a later step
+    refuses the tables (``ppdm evaluate`` prints them so).
     """
 
     measures: Sequence[str] | str | None = None
@@ -62,6 +67,7 @@ class EvaluateOptions:
     sample_rows: int = 20_000
     ruled_out: Sequence[str] = ()
     engine: str = "auto"
+    on_note: Callable[[str], None] | None = None
 
     @property
     def measure_spec(self) -> str | None:
@@ -86,7 +92,9 @@ class Evaluation:
     and ``"utility"`` :class:`~ppdm.metrics.judgement.Verdict` (``.status``, ``.sentence``);
     ``pairing`` says how x and z were paired; ``rows_x`` and ``rows_z`` are the records
     measured (x without held-out records, z after the missing-value policy); ``notes`` what
-    the owner should know about the inputs (where the control set came from, records left out).
+    the owner should know about the inputs (where the control set came from, records left out),
+    in the order they were found, then the pairing's own notes (``pairing.notes``);
+    ``provenance`` the release's public provenance record, when it has one.
     """
 
     outcomes: dict[str, MeasureOutcome]
@@ -96,10 +104,54 @@ class Evaluation:
     rows_z: int
     notes: list[str] = field(default_factory=list)
     _document: dict[str, Any] = field(default_factory=dict, repr=False)
+    provenance: dict[str, Any] | None = field(default=None, repr=False)
 
     def document(self) -> dict[str, Any]:
         """The JSON document ``ppdm evaluate --json`` prints (``docs/ppdm.schema.json``)."""
         return copy.deepcopy(self._document)
+
+
+# -------------------------------------------------------------------- release files
+@dataclass(frozen=True)
+class TableReading:
+    """How an evaluation reads the files it is given (``ppdm evaluate``'s reading options):
+    ``sep`` and ``decimal`` as :func:`ppdm.data.io.read_table`, for z, the test and the control
+    set in memory and for every file of a partitioned evaluation; for a partitioned x also
+    ``categorical`` and ``dates`` (the column types of x, not with a schema), ``blocksize``
+    (bytes of CSV per partition; default: the one the release records, else 64MB),
+    ``class_column`` and ``roles`` (the roles of x's columns) and ``schema_name`` (the schema
+    file, for messages). x in memory is read by the caller."""
+
+    sep: str | None = None
+    decimal: str | None = None
+    categorical: Sequence[str] = ()
+    dates: Mapping[str, str | None] | None = None
+    blocksize: Any = None
+    class_column: str | None = None
+    roles: Roles | None = None
+    schema_name: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckedRelease:
+    """A release file (or ``builtin:NAME``, or a partitioned release's files) whose provenance
+    and private log were read and checked against x before x was read
+    (:func:`ppdm.experiments.evaluate.checked_release`, as ``ppdm evaluate`` does), handed so
+    to :func:`ppdm.experiments.evaluate.evaluate`: ``path`` the release's files, ``provenance``
+    its public record, ``pairing`` the pairing found, ``reading`` how its files (and the test
+    and control sets) are read, ``original`` the file x was read from (it names x in the
+    document).
+
+    It is evaluated as ``ppdm evaluate`` evaluates, in memory or partition by partition
+    (:func:`ppdm.experiments.evaluate.partitioned` decides from ``path`` as for a path): the
+    pairing as given, its notes kept for the caller to print, and a record-by-record measure it
+    cannot pair reported skipped with its reason, where a library call naming it raises."""
+
+    path: str
+    provenance: Mapping[str, Any] | None
+    pairing: Pairing
+    reading: TableReading = field(default_factory=TableReading)
+    original: str | None = None
 
 
 # ------------------------------------------------------------------------- the tables
@@ -247,4 +299,4 @@ def check_paired(specs: list[Any], pairing: Pairing) -> None:
                          "pairing='position' when z's rows are x's in order")
 
 
-__all__ = ["EvaluateOptions", "Evaluation", "ages_at", "check_class", "check_named_keys", "check_paired", "check_thresholds", "like_x", "load_rules", "recoded_view"]
+__all__ = ["CheckedRelease", "EvaluateOptions", "Evaluation", "TableReading", "ages_at", "check_class", "check_named_keys", "check_paired", "check_thresholds", "like_x", "load_rules", "recoded_view"]

@@ -22,20 +22,19 @@ refused there with one line, never compared with different people.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ppdm.errors import PPDMError, SchemaError
-from ppdm.experiments.evaluate_common import EvaluateOptions, Evaluation
+from ppdm.experiments.evaluate_common import CheckedRelease, EvaluateOptions, Evaluation, TableReading
 from ppdm.experiments.pairing import Pairing
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ppdm.data.partitions import Dataset
-    from ppdm.data.roles import Roles
     from ppdm.data.schema import Schema
 
 
@@ -50,41 +49,6 @@ class DatasetInputs:
     schema: Schema
     head: pd.DataFrame
     blocksize: Any
-
-
-@dataclass(frozen=True)
-class TableReading:
-    """How a partitioned evaluation reads its files (``ppdm evaluate``'s reading options):
-    ``sep`` and ``decimal`` as :func:`ppdm.data.io.read_table`; ``categorical`` and ``dates``
-    the column types of x (not with a schema); ``blocksize`` the bytes of CSV per partition
-    (default: the one the release records, else 64MB); ``class_column`` and ``roles`` the
-    roles of x's columns; ``schema_name`` the schema file, for messages."""
-
-    sep: str | None = None
-    decimal: str | None = None
-    categorical: Sequence[str] = ()
-    dates: Mapping[str, str | None] | None = None
-    blocksize: Any = None
-    class_column: str | None = None
-    roles: Roles | None = None
-    schema_name: str | None = None
-
-
-@dataclass(frozen=True)
-class CheckedRelease:
-    """A partitioned release whose provenance and private log the caller has already read and
-    checked against x (``ppdm evaluate`` does, for either engine), as it hands the release to
-    :func:`ppdm.experiments.evaluate.evaluate`: ``path`` the release's files (a folder, a glob,
-    a file), ``pairing`` the pairing found, ``reading`` how the files are read.
-
-    It is evaluated as the command's in-memory path is: the pairing as given (its notes
-    kept for the caller to print) and a record-by-record measure it cannot pair reported
-    skipped with its reason, where a library call naming it raises."""
-
-    path: str
-    provenance: Mapping[str, Any] | None
-    pairing: Pairing
-    reading: TableReading = field(default_factory=TableReading)
 
 
 def open_release_datasets(
@@ -365,7 +329,7 @@ def measure_datasets(
     for name, h in how.items():
         doc["measures"][name]["out_of_core"] = h
     return Evaluation(outcomes, verdicts(doc["measures"], ruled_out=ruled), pairing, int(rows_x), int(rows_z),
-                      list(pairing.notes), doc)
+                      list(pairing.notes), doc, dict(provenance) if provenance is not None else None)
 
 
 def sampled_measures(ev: Evaluation) -> list[str]:
