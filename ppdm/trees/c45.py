@@ -95,6 +95,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         schema: Schema | None = None,
         value_order: str = "appearance",
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.min_leaf = min_leaf
         self.confidence = confidence
         self.unpruned = unpruned

@@ -207,6 +207,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         schema: Schema | None = None,
         value_order: str = "appearance",
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.n_trees = n_trees
         self.min_leaf = min_leaf
         self.goodness = goodness
