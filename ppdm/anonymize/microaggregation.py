@@ -567,8 +567,7 @@ class MDAV(Technique):
     def _validate_params(self) -> None:
         check_whole("k", self.k)
         check_scaling(self.scaling)
-        if self.strategy not in ("auto", "global", "blocked"):
-            raise ParameterError(f"strategy must be 'auto', 'global' or 'blocked', got {self.strategy!r}")
+        check_choice(self.strategy, ("auto", "global", "blocked"), "strategy")
         check_block_size(self.block_size, int(self.k))
 
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
