@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -154,3 +156,19 @@ def unknown_name(what: str, name: str, known: list[str] | tuple[str, ...]) -> st
     if close:
         return f"unknown {what} {name!r}; did you mean {close[0]!r}?"
     return f"unknown {what} {name!r}; known: {', '.join(sorted(known))}"
+
+
+def lazy_attributes(package: str, modules: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A package's module ``__getattr__`` (PEP 562): ``name`` is imported on first use from the
+    package's submodule ``modules[name]`` and bound in ``namespace`` (the package's globals),
+    so later lookups find it directly; any other name raises ``AttributeError``."""
+
+    def __getattr__(name: str) -> Any:
+        module = modules.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__

@@ -20,6 +20,7 @@ from ppdm.anonymize.base import Technique
 from ppdm.data.schema import Schema
 from ppdm.data.types import is_iso_date, parse_iso_date
 from ppdm.errors import ParameterError, SchemaError
+from ppdm.utils import check_choice
 
 
 @dataclass
@@ -118,8 +119,7 @@ class _Declared(Technique):
                 raise ParameterError(f"{name} (a share of the privacy budget) must lie in (0, 1), got {v!r}")
         if self.selection_share + self.quantile_share >= 1.0:
             raise ParameterError("selection_share + quantile_share must stay below 1 (the counts need budget too)")
-        if self.partitioning not in ("kd", "cell"):
-            raise ParameterError(f"partitioning must be 'kd' or 'cell', got {self.partitioning!r}")
+        check_choice(self.partitioning, ("kd", "cell"), "partitioning")
         if not (self.bins == "auto" or (_is_whole(self.bins) and self.bins >= 1)):
             raise ParameterError(f"bins must be 'auto' or a whole number ≥ 1, got {self.bins!r}")
         if not _is_whole(self.min_bins) or self.min_bins < 2:
@@ -127,10 +127,8 @@ class _Declared(Technique):
         gd = self.grid_density
         if not _is_number(gd) or not math.isfinite(gd) or gd <= 0:
             raise ParameterError(f"grid_density must be a finite number > 0, got {gd!r}")
-        if self.selection not in ("auto", "off"):
-            raise ParameterError(f"selection must be 'auto' or 'off', got {self.selection!r}")
-        if self.edges not in ("quantile", "equal"):
-            raise ParameterError(f"edges must be 'quantile' or 'equal', got {self.edges!r}")
+        check_choice(self.selection, ("auto", "off"), "selection")
+        check_choice(self.edges, ("quantile", "equal"), "edges")
         md = self.max_depth
         if md is not None and (not _is_whole(md) or md < 0):
             raise ParameterError(f"max_depth must be None or a whole number ≥ 0, got {md!r}")
@@ -140,23 +138,19 @@ class _Declared(Technique):
         st = self.split_threshold
         if not _is_number(st) or not np.isfinite(st) or st < 0:
             raise ParameterError(f"split_threshold must be a finite number ≥ 0, got {st!r}")
-        if self.split not in ("median", "midpoint"):
-            raise ParameterError(f"split must be 'median' or 'midpoint', got {self.split!r}")
+        check_choice(self.split, ("median", "midpoint"), "split")
         if self.split_dimension not in ("auto", "widest", "class-first"):
             raise ParameterError(
                 f"split_dimension must be 'auto', 'widest' or 'class-first', got {self.split_dimension!r}")
-        if self.placement not in ("cells", "uniform"):
-            raise ParameterError(f"placement must be 'cells' or 'uniform', got {self.placement!r}")
+        check_choice(self.placement, ("cells", "uniform"), "placement")
         if self.values not in ("auto", "uniform", "center-unbinned", "center"):
             raise ParameterError(
                 f"values must be 'auto', 'uniform', 'center-unbinned' or 'center', got {self.values!r}")
         for name in ("combine", "domain_from_data"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.neighbouring not in ("add-remove", "replace"):
-            raise ParameterError(f"neighbouring must be 'add-remove' or 'replace', got {self.neighbouring!r}")
-        if self.unknown not in ("drop", "other"):
-            raise ParameterError(f"unknown must be 'drop' or 'other', got {self.unknown!r}")
+        check_choice(self.neighbouring, ("add-remove", "replace"), "neighbouring")
+        check_choice(self.unknown, ("drop", "other"), "unknown")
         if not _is_whole(self.max_cells) or self.max_cells < 1:
             raise ParameterError(f"max_cells must be a whole number ≥ 1, got {self.max_cells!r}")
         if self.bounds is not None:

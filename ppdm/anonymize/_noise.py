@@ -75,6 +75,8 @@ def integer_range(
     return zlo, zhi
 
 
+# wrap_continuous's parameters again: the two are the public pair over one interval form
+# (each record's lo, hi and closed ends); only their bodies differ
 def wrap_integer(
     v: np.ndarray,
     lo: np.ndarray | float,

@@ -53,6 +53,7 @@ class Composition(Technique):
         random_state: Any = None,
         steps: list[Any] | None = None,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state

@@ -293,6 +293,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         schema: Schema | dict | None = None,
         random_state: Any = None,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.epsilon = epsilon
         self.alpha = alpha
         self.partitioning = partitioning

@@ -221,6 +221,7 @@ class Generalize(Technique):
         max_intervals: int = 100,
         max_nodes: int = 200_000,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state

@@ -554,6 +554,7 @@ class MDAV(Technique):
         strategy: Strategy = "auto",
         block_size: int = 50_000,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state
@@ -566,8 +567,7 @@ class MDAV(Technique):
     def _validate_params(self) -> None:
         check_whole("k", self.k)
         check_scaling(self.scaling)
-        if self.strategy not in ("auto", "global", "blocked"):
-            raise ParameterError(f"strategy must be 'auto', 'global' or 'blocked', got {self.strategy!r}")
+        check_choice(self.strategy, ("auto", "global", "blocked"), "strategy")
         check_block_size(self.block_size, int(self.k))
 
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:

@@ -106,6 +106,7 @@ class Pram(Technique):
         strata: list[str] | str | None = None,
         perturb_class: bool = False,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state

@@ -412,6 +412,7 @@ class RandomSubstitution(Technique):
         distinct_domain: bool = True,
         bounds: dict[str, tuple[float, float]] | None = None,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state

@@ -88,6 +88,7 @@ class RandomTechnique(Technique):
         perturb_class: bool = True,
         integer_attrs: list[str] | None = None,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state

@@ -198,6 +198,7 @@ class Recode(Technique):
         cohort: int | dict[str, int] | None = None,
         age_at: str | dict[str, str] | None = None,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state
@@ -624,6 +625,7 @@ class TopBottomCoding(Technique):
         top_replacement: float | str | dict[str, Any] | None = None,
         bottom_replacement: float | str | dict[str, Any] | None = None,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.class_column = class_column
         self.schema = schema
         self.random_state = random_state

@@ -22,14 +22,12 @@ other names are imported from it (``from ppdm.attacks.singling_out import query_
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 # modules named like the function they define: importing the functions here binds the package's
 # names to the functions for good (the import system binds a submodule only when first loading it)
 from ppdm.attacks.inference import inference as inference
 from ppdm.attacks.linkability import linkability as linkability
 from ppdm.attacks.singling_out import singling_out as singling_out
+from ppdm.utils import lazy_attributes
 
 #: the function that computes each registered measure: measure name → (module, function)
 MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
@@ -49,13 +47,7 @@ _LAZY: dict[str, str] = {**{fn: mod for mod, fn in MEASURE_FUNCTIONS.values()}, 
 __all__ = ["MEASURE_FUNCTIONS", *sorted(_LAZY)]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ppdm.attacks' has no attribute {name!r}")
-    fn = getattr(importlib.import_module(f"ppdm.attacks.{module}"), name)
-    globals()[name] = fn  # later lookups find it directly
-    return fn
+__getattr__ = lazy_attributes("ppdm.attacks", _LAZY, globals())
 
 
 def __dir__() -> list[str]:

@@ -207,6 +207,16 @@ def encode(tables: list[pd.DataFrame], columns: list[str], numeric: list[str]) -
     return Encoded(columns=list(columns), is_numeric=is_num, tables=mats, ranges=ranges)
 
 
+def attack_encoding(encoded: Encoded | None, tables: list[pd.DataFrame], columns: list[str],
+                    numeric: list[str] | None) -> Encoded:
+    """The encoding of ``tables`` (original, release, control) on the attack's ``columns``: taken
+    from the evaluation's shared ``encoded`` (:func:`context_encoding`) when there is one, else
+    encoded here with the numeric attributes of :func:`numeric_columns`."""
+    if encoded is not None:
+        return encoded.select(columns)
+    return encode(tables, columns, numeric_columns(tables[0], numeric))
+
+
 def context_encoding(ctx: Any, x: pd.DataFrame, z: pd.DataFrame, control: pd.DataFrame | None,
                      numeric: list[str]) -> Encoded | None:
     """The tables of :func:`attack_tables` encoded once per evaluation on all their columns, for
@@ -430,5 +440,5 @@ def attack_tables(ctx: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | 
     return ctx.x[cols], ctx.z, control, [c for c in ctx.schema.numeric if c in cols]
 
 
-__all__ = ["AttackResult", "Encoded", "attack_tables", "check_tables", "context_encoding", "encode", "make_result", "measure_options",
+__all__ = ["AttackResult", "Encoded", "attack_encoding", "attack_tables", "check_tables", "context_encoding", "encode", "make_result", "measure_options",
            "nearest", "residual", "wilson"]

@@ -26,12 +26,12 @@ import pandas as pd
 from ppdm.attacks._common import (
     AttackResult,
     Encoded,
+    attack_encoding,
     attack_tables,
     check_confidence,
     check_n_attacks,
     check_tables,
     context_encoding,
-    encode,
     make_result,
     measure_options,
     nearest,
@@ -101,7 +101,7 @@ def inference(
     if regression is None:
         regression = secret in num
     rng = rng_of(random_state)
-    enc = encoded.select(aux) if encoded is not None else encode([ori, syn, control], aux, [c for c in num if c in aux])
+    enc = attack_encoding(encoded, [ori, syn, control], aux, num)
     syn_secret = syn[secret].to_numpy()
     n_main = min(n_attacks, len(ori))
     n_ctrl = min(n_attacks, len(control))

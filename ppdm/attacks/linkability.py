@@ -24,16 +24,15 @@ import pandas as pd
 from ppdm.attacks._common import (
     AttackResult,
     Encoded,
+    attack_encoding,
     attack_tables,
     check_confidence,
     check_n_attacks,
     check_tables,
     context_encoding,
-    encode,
     make_result,
     measure_options,
     nearest,
-    numeric_columns,
     rng_of,
 )
 from ppdm.errors import ParameterError
@@ -110,8 +109,7 @@ def linkability(
     first, second = check_aux_cols(aux_cols, list(ori.columns))
     rng = rng_of(random_state)
     cols = first + second
-    enc = encoded.select(cols) if encoded is not None else encode([ori, syn, control], cols,
-                                                                  numeric_columns(ori[cols], numeric))
+    enc = attack_encoding(encoded, [ori, syn, control], cols, numeric)
     k = min(n_neighbors, len(syn))
     n_main = min(n_attacks, len(ori))
     n_ctrl = min(n_attacks, len(control))

@@ -44,15 +44,14 @@ from numba import njit, prange
 from ppdm.attacks._common import (
     AttackResult,
     Encoded,
+    attack_encoding,
     attack_tables,
     check_confidence,
     check_n_attacks,
     check_tables,
     context_encoding,
-    encode,
     make_result,
     measure_options,
-    numeric_columns,
     rng_of,
 )
 from ppdm.errors import ParameterError
@@ -434,7 +433,7 @@ def singling_out(
     if mode == "multivariate" and n_cols > len(cols):
         raise ParameterError(f"singling out: n_cols = {n_cols} but the table has {len(cols)} attributes")
     rng = rng_of(random_state)
-    enc = encoded.select(cols) if encoded is not None else encode([ori, syn, control], cols, numeric_columns(ori, numeric))
+    enc = attack_encoding(encoded, [ori, syn, control], cols, numeric)
     if "without_duplicates" not in enc.memo:  # the same for both modes
         enc.memo["without_duplicates"] = tuple(Indexed.of(_without_duplicates(t)) for t in enc.tables)
     o, s, c = enc.memo["without_duplicates"]

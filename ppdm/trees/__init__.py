@@ -6,21 +6,11 @@ The learners are imported lazily, so ``ppdm.trees.base`` stays cheap to import.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from ppdm.trees.base import TreeModel
+from ppdm.utils import lazy_attributes
 
 __all__ = ["TreeModel", "C45Classifier", "SysForClassifier", "CARTClassifier"]
 
-_LAZY = {
-    "C45Classifier": "ppdm.trees.c45",
-    "SysForClassifier": "ppdm.trees.sysfor",
-    "CARTClassifier": "ppdm.trees.cart",
-}
+_LAZY = {"C45Classifier": "c45", "SysForClassifier": "sysfor", "CARTClassifier": "cart"}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'ppdm.trees' has no attribute {name!r}")
+__getattr__ = lazy_attributes("ppdm.trees", _LAZY, globals())

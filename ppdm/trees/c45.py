@@ -33,6 +33,7 @@ from ppdm.trees._c45_tree import (
     num_incorrect,
 )
 from ppdm.trees._encoding import Encoding, encode_labels, fit_encoding
+from ppdm.utils import check_choice
 
 
 class C45Classifier(ClassifierMixin, BaseEstimator):
@@ -95,6 +96,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         schema: Schema | None = None,
         value_order: str = "appearance",
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.min_leaf = min_leaf
         self.confidence = confidence
         self.unpruned = unpruned
@@ -113,8 +115,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
             raise ParameterError(f"min_leaf must be a positive number, got {self.min_leaf!r}")
         if not isinstance(self.confidence, (int, float, np.floating)) or not 0 < self.confidence <= 1:
             raise ParameterError(f"confidence must be in (0, 1], got {self.confidence!r}")
-        if self.value_order not in ("appearance", "sorted"):
-            raise ParameterError(f"value_order must be 'appearance' or 'sorted', got {self.value_order!r}")
+        check_choice(self.value_order, ("appearance", "sorted"), "value_order")
         tol = self.threshold_tolerance
         if not isinstance(tol, (int, float, np.integer, np.floating)) or not 0 <= tol < 1:
             raise ParameterError(f"threshold_tolerance must be a number in [0, 1), got {tol!r}")

@@ -45,6 +45,7 @@ class CARTForest(ClassifierMixin, BaseEstimator):
         max_depth: int | None = None,
         random_state: int | None = 0,
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.n_trees = n_trees
         self.min_leaf = min_leaf
         self.max_features = max_features

@@ -86,16 +86,38 @@ def _levels(s: pd.Series) -> list[Any]:
 
 # ----------------------------------------------------------------- per tree
 @dataclass
-class LeafBounds:
-    """Sub-domains of every leaf of one tree, one row per leaf (ids in ``leaf_ids``)."""
+class SubDomains:
+    """Sub-domains of the attributes, one row per leaf or intersection: numeric intervals
+    (``lower``, ``upper``, whether each end is closed; columns in the domain's numeric order),
+    the allowed values of each categorical attribute (boolean rows over its domain), and
+    whether a rule tests each attribute (columns in the domain's attribute order)."""
 
-    leaf_ids: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
     lower_closed: np.ndarray
     upper_closed: np.ndarray
     allowed: dict[str, np.ndarray]
     tested: np.ndarray
+
+    @staticmethod
+    def whole(domain: AttributeDomain, n: int) -> dict[str, Any]:
+        """The fields of ``n`` rows that each hold the whole of ``domain``, nothing tested yet."""
+        num = list(domain.numeric)
+        return {
+            "lower": np.tile(np.array([domain.numeric[a][0] for a in num], dtype=float), (n, 1)),
+            "upper": np.tile(np.array([domain.numeric[a][1] for a in num], dtype=float), (n, 1)),
+            "lower_closed": np.ones((n, len(num)), dtype=bool),
+            "upper_closed": np.ones((n, len(num)), dtype=bool),
+            "allowed": {a: np.ones((n, len(lv)), dtype=bool) for a, lv in domain.categorical.items()},
+            "tested": np.zeros((n, len(domain.attributes)), dtype=bool),
+        }
+
+
+@dataclass
+class LeafBounds(SubDomains):
+    """Sub-domains of every leaf of one tree, one row per leaf (ids in ``leaf_ids``)."""
+
+    leaf_ids: np.ndarray
 
     def dense(self, leaf_ids: np.ndarray) -> np.ndarray:
         """Row of each leaf id in this table; an id the rules do not know raises."""
@@ -119,16 +141,10 @@ def leaf_bounds(tree: TreeModel, domain: AttributeDomain) -> LeafBounds:
     cat = list(domain.categorical)
     attrs = num + cat
     pos = {a: i for i, a in enumerate(attrs)}
-    n_leaf = len(ids)
-    gl = np.array([domain.numeric[a][0] for a in num], dtype=float)
-    gh = np.array([domain.numeric[a][1] for a in num], dtype=float)
-    lower = np.tile(gl, (n_leaf, 1))
-    upper = np.tile(gh, (n_leaf, 1))
-    lower_closed = np.ones((n_leaf, len(num)), dtype=bool)
-    upper_closed = np.ones((n_leaf, len(num)), dtype=bool)
-    allowed = {a: np.ones((n_leaf, len(domain.categorical[a])), dtype=bool) for a in cat}
+    out = LeafBounds(leaf_ids=ids, **SubDomains.whole(domain, len(ids)))
+    lower, upper, lower_closed, upper_closed = out.lower, out.upper, out.lower_closed, out.upper_closed
+    allowed, tested = out.allowed, out.tested
     level_series = {a: pd.Series(domain.categorical[a], dtype=object) for a in cat}
-    tested = np.zeros((n_leaf, len(attrs)), dtype=bool)
     for row, lid in enumerate(ids):
         for cond in rules[int(lid)].conditions:
             a = cond.attribute
@@ -147,7 +163,7 @@ def leaf_bounds(tree: TreeModel, domain: AttributeDomain) -> LeafBounds:
                 lower[row, j], lower_closed[row, j] = lo, lc
             if hi < upper[row, j] or (hi == upper[row, j] and not hc):
                 upper[row, j], upper_closed[row, j] = hi, hc
-    return LeafBounds(ids, lower, upper, lower_closed, upper_closed, allowed, tested)
+    return out
 
 
 def _numeric_bounds(cond: Condition) -> tuple[float, bool, float, bool]:
@@ -168,7 +184,7 @@ def _numeric_bounds(cond: Condition) -> tuple[float, bool, float, bool]:
 
 # -------------------------------------------------------------- intersections
 @dataclass
-class Intersections:
+class Intersections(SubDomains):
     """The observed intersections of a forest's leaves on one table.
 
     Attributes
@@ -192,12 +208,6 @@ class Intersections:
     labels: np.ndarray
     keys: np.ndarray
     sizes: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    lower_closed: np.ndarray
-    upper_closed: np.ndarray
-    allowed: dict[str, np.ndarray]
-    tested: np.ndarray
 
     @property
     def numeric(self) -> list[str]:
@@ -326,14 +336,9 @@ class ForestIntersector:
         uniq, labels = _unique_rows(dense, [len(b.leaf_ids) for b in self.bounds])
         n_int = len(uniq)
         sizes = np.bincount(labels, minlength=n_int)
-        num = list(self.domain.numeric)
-        attrs = self.domain.attributes
-        lower = np.tile(np.array([self.domain.numeric[a][0] for a in num], dtype=float), (n_int, 1))
-        upper = np.tile(np.array([self.domain.numeric[a][1] for a in num], dtype=float), (n_int, 1))
-        lower_closed = np.ones((n_int, len(num)), dtype=bool)
-        upper_closed = np.ones((n_int, len(num)), dtype=bool)
-        allowed = {a: np.ones((n_int, len(lv)), dtype=bool) for a, lv in self.domain.categorical.items()}
-        tested = np.zeros((n_int, len(attrs)), dtype=bool)
+        whole = SubDomains.whole(self.domain, n_int)
+        lower, upper, lower_closed, upper_closed = whole["lower"], whole["upper"], whole["lower_closed"], whole["upper_closed"]
+        allowed, tested = whole["allowed"], whole["tested"]
         keys = np.empty_like(uniq)
         for t, b in enumerate(self.bounds):
             rows = uniq[:, t]
@@ -343,7 +348,8 @@ class ForestIntersector:
             for a in allowed:
                 allowed[a] &= b.allowed[a][rows]
             tested |= b.tested[rows]
-        return Intersections(self.domain, labels, keys, sizes, lower, upper, lower_closed, upper_closed, allowed, tested)
+        return Intersections(domain=self.domain, labels=labels, keys=keys, sizes=sizes, lower=lower, upper=upper,
+                             lower_closed=lower_closed, upper_closed=upper_closed, allowed=allowed, tested=tested)
 
 
 def _tighten(

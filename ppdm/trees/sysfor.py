@@ -43,6 +43,7 @@ from ppdm.trees._c45_tree import (
 from ppdm.trees._encoding import encode_labels, fit_encoding
 from ppdm.trees._sysfor_kernels import nominal_gain_ratio, numeric_candidates, separated_points
 from ppdm.trees.c45 import C45Classifier, _argmax_tol, _probs
+from ppdm.utils import check_choice
 
 PAPER_004 = {"min_gain_ratio": 0.01, "confidence": 0.25, "goodness": 0.5, "separation": 0.3, "n_trees": 3}
 
@@ -207,6 +208,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         schema: Schema | None = None,
         value_order: str = "appearance",
     ) -> None:
+        # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.n_trees = n_trees
         self.min_leaf = min_leaf
         self.goodness = goodness
@@ -245,23 +247,17 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
                 raise ParameterError(f"{name} must be a non-negative number, got {v!r}")
         if not isinstance(self.confidence, (int, float, np.number)) or not 0 < self.confidence <= 1:
             raise ParameterError(f"confidence must be in (0, 1], got {self.confidence!r}")
-        if self.goodness_mode not in ("relative", "absolute"):
-            raise ParameterError(f"goodness_mode must be 'relative' or 'absolute', got {self.goodness_mode!r}")
-        if self.combiner not in ("majority", "credal"):
-            raise ParameterError(f"combiner must be 'majority' or 'credal', got {self.combiner!r}")
+        check_choice(self.goodness_mode, ("relative", "absolute"), "goodness_mode")
+        check_choice(self.combiner, ("majority", "credal"), "combiner")
         if not isinstance(self.idm_s, (int, float, np.number)) or not self.idm_s > 0:
             raise ParameterError(f"idm_s must be positive, got {self.idm_s!r}")
-        if self.missing not in ("drop", "keep"):
-            raise ParameterError(f"missing must be 'drop' or 'keep', got {self.missing!r}")
-        if self.empty_value_gain not in ("entropy", "standard"):
-            raise ParameterError(f"empty_value_gain must be 'entropy' or 'standard', got {self.empty_value_gain!r}")
-        if self.empty_leaf_class not in ("first", "parent"):
-            raise ParameterError(f"empty_leaf_class must be 'first' or 'parent', got {self.empty_leaf_class!r}")
+        check_choice(self.missing, ("drop", "keep"), "missing")
+        check_choice(self.empty_value_gain, ("entropy", "standard"), "empty_value_gain")
+        check_choice(self.empty_leaf_class, ("first", "parent"), "empty_leaf_class")
         tol = self.threshold_tolerance
         if not isinstance(tol, (int, float, np.number)) or not 0 <= tol < 1:
             raise ParameterError(f"threshold_tolerance must be a number in [0, 1), got {tol!r}")
-        if self.value_order not in ("appearance", "sorted"):
-            raise ParameterError(f"value_order must be 'appearance' or 'sorted', got {self.value_order!r}")
+        check_choice(self.value_order, ("appearance", "sorted"), "value_order")
         if self.n_jobs is not None and (not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs == 0
                                         or self.n_jobs < -1):
             raise ParameterError(f"n_jobs must be None, -1 or a positive integer, got {self.n_jobs!r}")
