@@ -7,6 +7,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# Numba's parallel kernels run on OpenMP, whose idle threads spin for a while after each parallel
+# loop: with two workers on two cores that spinning takes CPU from the other worker (a loop of short
+# parallel calls spent 4.7 times the CPU it did with passive waiting). ppdm's command line asks for
+# passive waiting the same way (ppdm/cli/app.py); it must be set before OpenMP starts, so here.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
@@ -93,3 +99,83 @@ if _CPU_LOG:
         yield
         with open(_CPU_LOG, "a", encoding="utf-8") as log:
             log.write(f"{_cpu_seconds() - start:.3f}\t{item.nodeid}\n")
+
+
+# PPDM_NUMBA_LOG=<file> appends one line per Numba compilation (a kernel and signature the cache did
+# not hold): CPU seconds with and without the kernels it compiled inside, the process id, the
+# kernel, its argument types and the test that was running. It shows which kernels (and how many
+# signatures of each) a fresh clone pays for (docs/testing.md).
+_NUMBA_LOG = os.environ.get("PPDM_NUMBA_LOG")
+
+if _NUMBA_LOG:
+    import time
+
+    from numba.core import event as _numba_event
+
+    class _CompileLog(_numba_event.Listener):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.stack: list[list[float]] = []  # [start, seconds spent in nested compilations]
+
+        def on_start(self, event: _numba_event.Event) -> None:
+            self.stack.append([time.process_time(), 0.0])
+
+        def on_end(self, event: _numba_event.Event) -> None:
+            start, nested = self.stack.pop()
+            total = time.process_time() - start
+            if self.stack:
+                self.stack[-1][1] += total
+            disp, args = event.data["dispatcher"], event.data["args"]
+            name = f"{disp.py_func.__module__}.{disp.py_func.__qualname__}"
+            with open(_NUMBA_LOG, "a", encoding="utf-8") as log:
+                test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+                log.write(f"{total:.3f}\t{total - nested:.3f}\t{os.getpid()}\t{name}\t{args}\t{test}\n")
+
+    _numba_event.register("numba:compile", _CompileLog())
+
+
+# pytest-xdist's workers share Numba's on-disk cache (``cache=True`` writes each kernel beside its
+# module), but each compiles a kernel it meets before the other has saved it: in a fresh clone both
+# workers compiled a third of the kernels twice. Here a worker compiles a kernel (or loads it from
+# the cache) only while holding a lock file named after it, so the second worker waits (waiting
+# costs no CPU) and then finds the first one's result in the cache. Only workers take the locks; a
+# lock held for over two minutes is ignored, so a stuck worker cannot stop the other.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import fcntl
+    import hashlib
+    import tempfile
+    import time
+
+    from numba.core import dispatcher as _numba_dispatcher
+    from numba.core.compiler_lock import global_compiler_lock
+
+    _LOCKS = Path(tempfile.gettempdir()) / f"ppdm-numba-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]}"
+    _held: dict[str, int] = {}  # lock name -> depth, as compiling a kernel compiles the kernels it calls
+    _compile = _numba_dispatcher.Dispatcher.compile
+
+    def _locked_compile(self, sig):  # type: ignore[no-untyped-def]
+        name = f"{self.py_func.__module__}.{self.py_func.__qualname__}"
+        with global_compiler_lock:  # one thread of this process compiles at a time (Numba's rule too)
+            if name in _held:
+                _held[name] += 1
+                try:
+                    return _compile(self, sig)
+                finally:
+                    _held[name] -= 1
+            _LOCKS.mkdir(exist_ok=True)
+            with open(_LOCKS / f"{name}.lock", "w") as fh:
+                give_up = time.monotonic() + 120
+                while True:
+                    try:
+                        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > give_up:
+                            break
+                        time.sleep(0.05)
+                _held[name] = 0
+                try:
+                    return _compile(self, sig)
+                finally:
+                    del _held[name]  # closing the file releases the lock
+
+    _numba_dispatcher.Dispatcher.compile = _locked_compile
