@@ -128,7 +128,7 @@ def _digest(Xe: np.ndarray, y: np.ndarray) -> bytes:
     for a in (np.ascontiguousarray(Xe), np.asarray(y)):
         h.update(repr((a.shape, str(a.dtype))).encode())
         if a.dtype != object:
-            h.update(memoryview(np.ascontiguousarray(a)))  # read in place, not copied to bytes first
+            h.update(np.ascontiguousarray(a).data)  # read in place, not copied to bytes first
             continue
         codes, uniques = pd.factorize(a, use_na_sentinel=False)
         h.update(np.ascontiguousarray(codes, dtype=np.int64).tobytes())
