@@ -15,14 +15,12 @@ other names are imported from it (``from ppdm.metrics.release_check import Relea
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from ppdm.metrics.base import MEASURES, EvaluationContext, MeasureResult, judge, register_measure
 
 # a module named like the function it defines: importing the function here binds the package's
 # name to the function for good (the import system binds a submodule only when first loading it)
 from ppdm.metrics.release_check import release_check as release_check
+from ppdm.utils import lazy_attributes
 
 #: the function that computes each registered measure: measure name → (module, function)
 MEASURE_FUNCTIONS: dict[str, tuple[str, str]] = {
@@ -89,13 +87,7 @@ __all__ = ["MEASURES", "MEASURE_FUNCTIONS", "EvaluationContext", "MeasureResult"
            *sorted(_LAZY)]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ppdm.metrics' has no attribute {name!r}")
-    fn = getattr(importlib.import_module(f"ppdm.metrics.{module}"), name)
-    globals()[name] = fn  # later lookups find it directly
-    return fn
+__getattr__ = lazy_attributes("ppdm.metrics", _LAZY, globals())
 
 
 def __dir__() -> list[str]:
