@@ -45,7 +45,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ppdm.errors import ParameterError, PPDMError, SchemaError
+from ppdm.errors import ParameterError, PPDMError
 from ppdm.experiments.evaluate_common import (
     CheckedRelease,
     EvaluateOptions,
@@ -183,13 +183,7 @@ def _like_x(spec: pd.DataFrame | str | Path, x: pd.DataFrame, schema: Schema, mi
     """Table ``spec`` (z, the test or the control set) read (:func:`_table`) and put in x's form
     (:func:`like_x`); the rows it drops are told to ``note``, and a file is named in both."""
     df, name = _table(spec, schema, reading)
-    try:
-        df, dropped = like_x(df, x, schema, missing, what, ids)
-    except SchemaError as e:
-        if name is None:
-            raise
-        # like_x says "the anonymized table"; a file is named
-        raise SchemaError(str(e).replace(f"the {what} table", f"the {what} table {name!r}", 1)) from None
+    df, dropped = like_x(df, x, schema, missing, what, ids, name=name)
     if dropped:
         where = name if name is not None else "z" if what == "anonymized" else f"the {what} table"
         note(f"dropped {dropped} incomplete row(s) from {where}")

@@ -202,12 +202,15 @@ def ages_at(provenance: Mapping[str, Any] | None, schema: Schema) -> dict[str, f
 
 
 def like_x(df: pd.DataFrame, x: pd.DataFrame, schema: Schema, missing: str, what: str,
-           ignore: Sequence[str] = ()) -> tuple[pd.DataFrame, int]:
+           ignore: Sequence[str] = (), name: str | None = None) -> tuple[pd.DataFrame, int]:
     """``df`` (z, a test or a control table) checked to have exactly the columns of x, put in
     x's column order with x's dtypes (a code read as text in one table and as a number in the
     other would never compare equal) and validated against ``schema`` with the missing-value
-    policy; ``ignore``d columns (x's identifiers) are dropped first. Returns ``(df, rows dropped)``."""
+    policy; ``ignore``d columns (x's identifiers) are dropped first; ``name`` (a file's) is said in
+    its errors. Returns ``(df, rows dropped)``."""
     from ppdm.data.io import align_dtypes
+
+    label = f"the {what} table" + (f" {name!r}" if name is not None else "")
 
     if ignore:
         df = df.drop(columns=[c for c in ignore if c in df.columns])
@@ -220,8 +223,8 @@ def like_x(df: pd.DataFrame, x: pd.DataFrame, schema: Schema, missing: str, what
             parts.append(f"lacks {', '.join(map(repr, lacks))}")
         if extra:
             parts.append(f"has extra {', '.join(map(repr, extra))}")
-        raise SchemaError(f"the {what} table does not have the columns of the original: it {' and '.join(parts)}")
-    df = align_dtypes(df[list(x.columns)], x, f"the {what} table")
+        raise SchemaError(f"{label} does not have the columns of the original: it {' and '.join(parts)}")
+    df = align_dtypes(df[list(x.columns)], x, label)
     df, dropped = schema.validate(df, missing=missing)  # type: ignore[arg-type]  # a policy name: the caller's or the log's
     if dropped:
         df = df.reset_index(drop=True)
