@@ -102,6 +102,19 @@ def test_flags_instead_of_a_file(d: Path) -> None:
     assert list(doc["search_space"]) == ["mdav"]
 
 
+def test_a_utility_cap_as_a_flag(d: Path) -> None:
+    """``--max-loss sse_sst=0``: no MDAV release keeps every value, so none meets the cap (exit 3,
+    the cap named as the line no trial met); a cap without a utility is refused (exit 2)."""
+    r = _run(d, "--max", "record_linkage=0.6", "--utility", "sse_sst=1", "--max-loss", "sse_sst=0",
+             "--techniques", "mdav", "--trials", "3", "--seed", "3", "--experiment-seed", "--json", policy=False)
+    assert r.exit_code == 3, r.output
+    doc = json.loads(r.stdout)
+    assert doc["policy"]["lines"] == ["record_linkage ≤ 0.6", "sse_sst loss ≤ 0"]
+    assert doc["unmet"]["never_met"] == ["sse_sst loss ≤ 0"]
+    r = _run(d, "--max", "record_linkage=0.6", "--max-loss", "sse_sst=0", "--trials", "3", policy=False)
+    assert r.exit_code == 2 and "--max-loss caps a utility measure" in r.output
+
+
 def test_nothing_meets_the_policy_exit_3_and_no_release(d: Path) -> None:
     (d / "policy.yaml").write_text(POLICY.replace("record_linkage: 0.6", "record_linkage: 0.0"))
     before = _files(d)

@@ -161,6 +161,12 @@ BAD = [
      "'rule_out' must list intruder scenarios"),
     ({"risk": {"record_linkage": 0.05, "ddr": 0.05}, "utility": {"weights": {"auc": 1}}, "rule_out": ["originals"]},
      "rules out the scenario of every risk line, so the policy would judge nothing"),
+    ({"risk": {"record_linkage": 0.05}, "utility": {"weights": {"auc": 1}, "at_most": {"rule_accuracy": 0.1}}},
+     "utility.at_most names 'rule_accuracy', which is not a utility measure of the policy"),
+    ({"risk": {"record_linkage": 0.05}, "utility": {"weights": {"auc": 1}, "at_most": {"auc": "low"}}},
+     "the most loss of 'auc' must be a finite number"),
+    ({"risk": {"record_linkage": 0.05}, "utility": {"priority": "auc", "at_most": 0.1}},
+     "utility.at_most must map utility measures of the policy to the most loss"),
 ]
 
 
@@ -172,7 +178,7 @@ def test_policy_errors_name_the_problem(data: object, message: str) -> None:
 
 
 # the structural mistakes among BAD, which the JSON Schema also refuses (names and ranges need the registries)
-STRUCTURAL = [0, 1, 10, 11, 12, 13, 14, 20, 21, 25, 27, 28, 30, 33, 34]
+STRUCTURAL = [0, 1, 10, 11, 12, 13, 14, 20, 21, 25, 27, 28, 30, 33, 34, 37, 38]
 
 
 @pytest.mark.parametrize("i", STRUCTURAL)
@@ -245,3 +251,37 @@ def test_a_ruled_out_scenario_is_not_turned_into_not_judged() -> None:
     assert k.verdict == "not judged" and not k.met
     k, rl = judge_lines(outcome, parse_policy({**base, "rule_out": ["quasi-identifiers"]}))
     assert (k.verdict, k.reason, rl.verdict) == ("not applicable", "ruled out by the policy", "meets") and k.met
+
+
+def test_a_utility_ceiling_is_a_line_every_release_must_meet() -> None:
+    """``utility.at_most`` holds a measure's loss to a ceiling, judged as a risk line is: AUC loss
+    0.01 ≤ 0.02 meets (margin (0.01 − 0.02) / 2, AUC's range being [−1, 1]); Rule Accuracy loss
+    0.05 > 0.03 misses (margin (0.05 − 0.03) / 1), so the release is not feasible although every
+    risk line meets; edusc, better when higher, is read as the loss 1 − 0.9 = 0.1 ≤ 0.2."""
+    from ppdm.experiments.recommend import judge_lines, record_of
+
+    base = {"risk": {"record_linkage": 0.05},
+            "utility": {"weights": {"auc": 1, "rule_accuracy": 1, "edusc": 1}}}
+    plain = parse_policy(base)
+    capped = parse_policy({**base, "utility": {**base["utility"],
+                                               "at_most": {"auc": 0.02, "rule_accuracy": 0.03, "edusc": 0.2}}})
+    assert [t.at_most for t in capped.utility] == [0.02, 0.03, 0.2] and plain.utility[0].at_most is None
+    assert capped.lines_text() == ["record_linkage ≤ 0.05", "auc loss ≤ 0.02", "rule_accuracy loss ≤ 0.03",
+                                   "edusc loss ≤ 0.2"]
+    canon = capped.to_dict()
+    assert canon["utility"]["at_most"] == {"auc": 0.02, "rule_accuracy": 0.03, "edusc": 0.2}
+    assert "at_most" not in plain.to_dict()["utility"]  # the fingerprint of a policy without ceilings is unchanged
+    assert parse_policy(canon) == capped and not schema_errors(canon) and capped.sha256() != plain.sha256()
+    outcome = {"technique": "mdav", "params": {}, "measures": {
+        "record_linkage": {"value": 0.01}, "auc": {"value": 0.01}, "rule_accuracy": {"value": 0.05},
+        "edusc": {"value": 0.9}}}
+    lines = judge_lines(outcome, capped)
+    assert [(v.line, v.verdict) for v in lines] == [("record_linkage ≤ 0.05", "meets"), ("auc loss ≤ 0.02", "meets"),
+                                                    ("rule_accuracy loss ≤ 0.03", "misses"),
+                                                    ("edusc loss ≤ 0.2", "meets")]
+    assert lines[1].margin == pytest.approx(-0.005) and lines[2].margin == pytest.approx(0.02)
+    assert lines[3].value == pytest.approx(0.1) and lines[3].margin == pytest.approx(-0.1)
+    assert record_of(0, outcome, plain).feasible and not record_of(0, outcome, capped).feasible
+    # a loss that could not be measured does not meet its ceiling
+    gone = {**outcome, "measures": {**outcome["measures"], "auc": {"value": None, "reason": "one class"}}}
+    assert judge_lines(gone, capped)[1].verdict == "not measured"

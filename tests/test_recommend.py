@@ -743,6 +743,27 @@ def test_a_trial_stops_measuring_risk_once_a_line_misses() -> None:
     assert every["singling_out_multivariate"]["value"] == full["singling_out_multivariate"]["value"]
 
 
+def test_a_trial_over_a_utility_ceiling_spares_its_risk_measures() -> None:
+    """A utility loss above the policy's ceiling is measured first and ends the trial's
+    measurement as a risk line's miss does: the risk measures are not taken."""
+    pol = {"risk": {"record_linkage": 1.0, "inference": 1.0}, "utility": {"weights": {"sse_sst": 1}}}
+    z = None
+    for cap, spared in ((0.0, True), (10.0, False)):
+        data = search_data(X, {**pol, "utility": {**pol["utility"], "at_most": {"sse_sst": cap}}}, schema=SCHEMA,
+                           random_state=0)
+        assert data.ceilings == (("sse_sst", cap),)
+        if z is None:
+            z = release(data.train, make_technique("mdav", class_column="label", schema=SCHEMA, params={"k": 2}),
+                        schema=SCHEMA).in_input_order()[0]
+        got = measure_release(z, data, stop_on_miss=True)
+        assert got["sse_sst"]["value"] > 0  # MDAV with k = 2 moves the records
+        assert (got["inference"].get("skipped") == "sse_sst loss") is spared
+        assert (got["record_linkage"]["value"] is None) is spared
+        rec = record_of(0, {"technique": "mdav", "params": {}, "measures": got}, parse_policy(
+            {**pol, "utility": {**pol["utility"], "at_most": {"sse_sst": cap}}}))
+        assert rec.feasible is not spared
+
+
 def test_a_synthetic_release_is_measured_as_it_is() -> None:
     """DPCube's records are made from no particular originals (no pairing): its trials are
     measured on the release as it is, not refused for want of a pairing."""

@@ -45,7 +45,7 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
 
 def policy_from_flags(at_most: list[str] | None, at_least: list[str] | None, options: list[str] | None,
                       epsilon: str | None, weights: list[str] | None, priority: str | None,
-                      techniques: str | None) -> dict[str, Any]:
+                      techniques: str | None, max_loss: list[str] | None = None) -> dict[str, Any]:
     """The policy the flags describe, as the content of a policy file."""
     from ppdm.utils import parse_value
 
@@ -71,6 +71,10 @@ def policy_from_flags(at_most: list[str] | None, at_least: list[str] | None, opt
         policy["utility"] = {"weights": {k: parse_value(v) for k, v in _pairs(weights, "--utility").items()}}
     elif priority:
         policy["utility"] = {"priority": [p.strip() for p in priority.split(",") if p.strip()]}
+    if max_loss:
+        if "utility" not in policy:
+            raise PPDMError("--max-loss caps a utility measure of --utility or --priority; give those too")
+        policy["utility"]["at_most"] = {k: parse_value(v) for k, v in _pairs(max_loss, "--max-loss").items()}
     if techniques:
         policy["techniques"] = [t.strip() for t in techniques.split(",") if t.strip()]
     return policy
@@ -102,6 +106,9 @@ def recommend(
         "--utility", help="Utility measure and weight NAME=WEIGHT (repeatable, e.g. auc=1,rule_accuracy=1).")] = None,
     priority: Annotated[str | None, typer.Option(
         "--priority", help="Utility measures in priority order (comma list), instead of weights.")] = None,
+    max_loss: Annotated[list[str] | None, typer.Option(
+        "--max-loss", help="Utility line NAME=VALUE: no release may lose more of that utility measure (repeatable, "
+                           "e.g. auc=0.02).")] = None,
     techniques: Annotated[str | None, typer.Option(
         "--techniques", help="Techniques allowed (comma list; default: every technique that fits the table).")] = None,
     class_column: ClassOpt = None,
@@ -152,13 +159,14 @@ def recommend(
     from ppdm.experiments.release import control_path
 
     random_state = release_seed(seed, experiment_seed)
-    flags = any([at_most, at_least, option, epsilon is not None, utility, priority, techniques])
+    flags = any([at_most, at_least, option, epsilon is not None, utility, priority, techniques, max_loss])
     if policy is not None and flags:
         raise PPDMError("give the policy either as a file (--policy) or as flags (--max, --utility, ...), not both")
     if policy is None and not flags:
         raise PPDMError("give a policy: --policy FILE, or flags such as --max record_linkage=0.05 --utility auc=1")
     pol = load_policy(policy) if policy is not None else parse_policy(
-        policy_from_flags(at_most, at_least, option, epsilon, utility, priority, techniques), where="the flags")
+        policy_from_flags(at_most, at_least, option, epsilon, utility, priority, techniques, max_loss),
+        where="the flags")
     budget_s = parse_duration(budget, "--budget") if budget is not None else None
     if trials is not None and trials < 1:
         raise PPDMError(f"--trials must be at least 1, got {trials}")

@@ -13,6 +13,7 @@ A policy is a small YAML or JSON file (JSON Schema: ``docs/policy.schema.json``;
     epsilon: 1.0                             # a differentially private technique spends at most ε = 1
     utility:
       weights: {auc: 1, rule_accuracy: 1}    # or  priority: [auc, rule_accuracy]
+      at_most: {auc: 0.02}                   # a line too: no release may lose more AUC than this
     techniques: [mdav, gaussian-noise]       # default: every technique that fits the table
 
 Risk lines name registered measures (:mod:`ppdm.metrics`, :mod:`ppdm.attacks`) and are
@@ -35,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -297,10 +299,10 @@ def _utility(raw: Any, registry: Mapping[str, MeasureSpec], where: str) -> tuple
     if not isinstance(raw, Mapping):
         raise ParameterError(f"{where}: 'utility' must hold weights ({{weights: {{auc: 1}}}}) or a priority "
                              "order ({priority: [auc, rule_accuracy]})")
-    bad = sorted(set(raw) - {"weights", "priority", "tolerance", "options"})
+    bad = sorted(set(raw) - {"weights", "priority", "tolerance", "options", "at_most"})
     if bad:
         raise ParameterError(f"{where}: 'utility' has an unknown entry {bad[0]!r}; use weights or priority "
-                             "(with tolerance), and options")
+                             "(with tolerance), options and at_most")
     if ("weights" in raw) == ("priority" in raw):
         raise ParameterError(f"{where}: 'utility' needs exactly one of weights and priority")
     opts_raw = raw.get("options") or {}
@@ -349,7 +351,23 @@ def _utility(raw: Any, registry: Mapping[str, MeasureSpec], where: str) -> tuple
     if stray:
         raise ParameterError(f"{where}: utility.options names {stray[0]!r}, which is not a utility measure of the "
                              "policy")
-    return mode, terms
+    return mode, _ceilings(raw.get("at_most"), terms, where)
+
+
+def _ceilings(raw: Any, terms: list[UtilityTerm], where: str) -> list[UtilityTerm]:
+    """``utility.at_most``: the most loss of each named utility measure a release may have."""
+    if raw is None:
+        return terms
+    if not isinstance(raw, Mapping) or not raw:
+        raise ParameterError(f"{where}: utility.at_most must map utility measures of the policy to the most loss "
+                             "a release may have, e.g. {auc: 0.02}")
+    names = [t.measure for t in terms]
+    stray = [k for k in raw if k not in names]
+    if stray:
+        raise ParameterError(f"{where}: utility.at_most names {stray[0]!r}, which is not a utility measure of the "
+                             "policy (list it under weights or priority too)")
+    return [replace(t, at_most=_number(raw[t.measure], f"the most loss of {t.measure!r}", where))
+            if t.measure in raw else t for t in terms]
 
 
 def _techniques(raw: Any, where: str) -> tuple[TechniqueChoice, ...] | None:

@@ -65,12 +65,19 @@ class EpsilonLine:
 
 @dataclass(frozen=True)
 class UtilityTerm:
-    """A utility measure of the policy with its weight (weights) or tolerance (priority)."""
+    """A utility measure of the policy with its weight (weights) or tolerance (priority), and
+    ``at_most``: the most loss of it a release may have (``None``: any), a line every release
+    must meet as it meets the risk lines."""
 
     measure: str
     weight: float = 1.0
     tolerance: float = 0.0
     options: Mapping[str, Any] = field(default_factory=dict)
+    at_most: float | None = None
+
+    def ceiling_text(self) -> str:
+        """The ceiling as a line, e.g. ``auc loss ≤ 0.01``."""
+        return f"{self.measure} loss ≤ {self.at_most:g}"
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,9 @@ class Policy:
         opts = {t.measure: dict(t.options) for t in self.utility if t.options}
         if opts:
             utility["options"] = opts
+        ceilings = {t.measure: t.at_most for t in self.utility if t.at_most is not None}
+        if ceilings:  # only when given, so that the fingerprint of every other policy stays the same
+            utility["at_most"] = ceilings
         out["utility"] = utility
         if self.techniques is not None:
             out["techniques"] = {t.name: {p: o.to_dict() for p, o in t.overrides.items()} or None
@@ -200,7 +210,7 @@ class Policy:
         out = [line.text() for line in self.risk]
         if self.epsilon is not None:
             out.append(self.epsilon.text())
-        return out
+        return out + [t.ceiling_text() for t in self.utility if t.at_most is not None]
 
     def utility_text(self) -> str:
         if self.mode == "weights":

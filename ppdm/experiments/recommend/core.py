@@ -319,7 +319,8 @@ def _search_data(table: pd.DataFrame, sch: Schema, pol: Policy, holdout: float, 
                       {**dict(base_info), "rows_used": int(len(train))},
                       tuple((ln.measure, float(ln.threshold), ln.direction) for ln in pol.risk
                             if not pol.rules_out(ln.measure)),  # a ruled-out line never stops a trial
-                      np.flatnonzero(mask), tuple(t.measure for t in pol.utility))
+                      np.flatnonzero(mask), tuple(t.measure for t in pol.utility),
+                      ceilings=tuple((t.measure, float(t.at_most)) for t in pol.utility if t.at_most is not None))
 
 
 def _check_scores(spaces: list[TechniqueSpace], pol: Policy, left_out: dict[str, str], control_rows: int,

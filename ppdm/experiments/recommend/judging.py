@@ -5,7 +5,8 @@ Every line is held to its threshold by the library's single judge,
 only reads a trial's outcome into that judge's terms, applies the policy's scenario rules
 (a line whose intruder does not act on the release; scenarios ruled out) and the ε line
 (:func:`ppdm.experiments.recommend.accounting.judge_epsilon`, the same judge), and reads the
-utility losses and the risk value the search minimises.
+utility losses and the risk value the search minimises, and holds each loss to its ceiling
+(``utility.at_most``) when the policy sets one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine
 from ppdm.experiments.recommend.accounting import NOT_USED, NOT_USED_TRIAL, judge_epsilon
 from ppdm.metrics.base import SCENARIOS
-from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, judge_line, read_entry, span_of
+from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, Measured, judge_line, read_entry, span_of
 
 _NOT_MEASURED = NOT_MEASURED_MARGIN
 
@@ -113,6 +114,27 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
             j = judge_epsilon(float(priv["epsilon"] if total is None else total), policy.epsilon.at_most)
             why = None if total is None else f"total over {priv.get('draws')} draws: {priv.get('sum')}"
             out.append(LineVerdict(text, "epsilon", j.state, j.value, None, j.margin, why))
+    out += _ceiling_lines(outcome, policy, registry)
+    return out
+
+
+def _ceiling_lines(outcome: Mapping[str, Any], policy: Policy, registry: Mapping[str, Any]) -> list[LineVerdict]:
+    """The policy's utility ceilings (``utility.at_most``) on one trial: each loss, as the search
+    ranks by it (:func:`utility_losses`), held to its ceiling by the same judge as the risk lines."""
+    terms = [t for t in policy.utility if t.at_most is not None]
+    if not terms:
+        return []
+    losses = utility_losses(outcome, policy)
+    measures = outcome.get("measures") or {}
+    out = []
+    for t in terms:
+        entry = measures.get(t.measure) or {}
+        loss = losses.get(t.measure)
+        meas = Measured(t.measure, loss, reason=entry.get("reason") or outcome.get("error") or "not computed",
+                        after_miss=bool(entry.get("skipped")))
+        j = judge_line(meas, float(t.at_most), "lower",  # type: ignore[arg-type]  # terms with a ceiling
+                       span=span_of(registry[t.measure].value_range, float(t.at_most)))  # type: ignore[arg-type]
+        out.append(LineVerdict(t.ceiling_text(), t.measure, j.state, j.value, None, j.margin, j.reason))
     return out
 
 
@@ -157,16 +179,17 @@ def utility_losses(outcome: Mapping[str, Any], policy: Policy) -> dict[str, floa
             out[term.measure] = float(on_scale[term.measure])
             continue
         v = (measures.get(term.measure) or {}).get("value")
-        if v is None:
-            out[term.measure] = None
-            continue
-        spec = registry[term.measure]
-        if spec.direction == "lower":
-            out[term.measure] = float(v)
-        else:
-            hi = spec.value_range[1]
-            out[term.measure] = float(hi - v) if hi is not None else -float(v)
+        out[term.measure] = None if v is None else loss_of(registry[term.measure], float(v))
     return out
+
+
+def loss_of(spec: Any, value: float) -> float:
+    """A utility measure's value as a loss (lower is better): the value of a measure better
+    when lower, the distance below the range's top (or minus the value) for one better when higher."""
+    if spec.direction == "lower":
+        return float(value)
+    hi = spec.value_range[1]
+    return float(hi - value) if hi is not None else -float(value)
 
 
 def utility_loss(losses: Mapping[str, float | None], policy: Policy) -> float | None:

@@ -18,6 +18,7 @@ from ppdm.data.schema import Schema
 from ppdm.experiments.evaluation import load_all_measures, run_measure
 from ppdm.experiments.recommend.accounting import DEFAULT_SCORE_EPSILON
 from ppdm.experiments.recommend.common import finite
+from ppdm.experiments.recommend.judging import loss_of
 from ppdm.metrics.base import EvaluationContext, result_not_judged
 from ppdm.metrics.judgement import judge_line, read_entry, result_lower_bound
 
@@ -46,6 +47,9 @@ class SearchData:
     #: whether the search has a differentially private technique: every trial's utility loss is then
     #: taken on the scale its noisy scores are (see :func:`utility_losses`)
     private_search: bool = False
+    #: the policy's utility ceilings as ``(measure, most loss)``: a trial whose loss passes one
+    #: stops before its risk measures, as after a risk line's miss (see :func:`measure_release`)
+    ceilings: tuple[tuple[str, float], ...] = ()
 
 
 #: risk measures a trial measures last, the slowest first to be spared when a cheaper line misses
@@ -71,7 +75,8 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
     :func:`measure_order`, and once a risk line of the policy (``data.lines``) misses — its
     whole interval beyond the threshold, by :func:`ppdm.metrics.base.judge` — the remaining
     risk measures are not taken: the release cannot meet the policy whatever they say. They
-    are recorded with ``skipped`` naming the line that missed. A release that meets every line
+    are recorded with ``skipped`` naming the line that missed; a utility loss above the
+    policy's ceiling (``data.ceilings``, measured first) spares them too. A release that meets every line
     measured so far, and so every release that meets the policy, is measured in full; each
     measure uses the same seed whichever order it is taken in, so its value does not depend on
     the order. With ``utility_only`` (a differentially private trial, which no risk line
@@ -101,6 +106,8 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
         utility_ctx = _context(data.train, zu, data.control, data.schema, base)
     out: dict[str, dict[str, Any]] = {}
     lines = {m: (t, d) for m, t, d in data.lines} if stop_on_miss else {}
+    # a private search ranks by losses on its noisy scores' scale, which only judging reads
+    ceilings = dict(data.ceilings) if stop_on_miss and not data.private_search else {}
     missed: str | None = None
     for name in (measure_order(data.measures) if stop_on_miss else data.measures):
         spec = registry[name]
@@ -137,6 +144,8 @@ def measure_release(z: pd.DataFrame, data: SearchData, out_schema: Schema | None
                 # the control records Ψz classifies correctly: the count a differentially private trial is scored by
                 entry["correct"] = int(round(float(score_z) * int(getattr(res.result, "n_test", 0))))
         out[name] = entry
+        if name in ceilings and entry["value"] is not None and loss_of(spec, entry["value"]) > ceilings[name]:
+            missed = f"{name} loss"  # the utility ceiling misses: the risk measures are spared
         if name in lines and entry["value"] is not None and not entry.get("not_applicable") \
                 and not entry.get("not_judged"):
             if judge_line(read_entry(name, entry), lines[name][0], lines[name][1]).state == "misses":
