@@ -76,6 +76,7 @@ from ppdm.experiments.release import (
     ROW_ORDER_SHUFFLED,
     SHUFFLE_STREAM,
     ReleaseOptions,
+    ReleaseRecord,
     _owner_only,
     _screen_pass_through,
     gate_setup,
@@ -89,7 +90,6 @@ from ppdm.metrics.release_check import (
     GateOptions,
     GateThresholds,
     KeyCounts,
-    ReleaseCheck,
     check_columns,
     check_partition,
     column_kinds,
@@ -111,25 +111,14 @@ StageProgress = Callable[[str, int, int], None]
 
 
 @dataclass(kw_only=True)
-class DatasetRelease:
+class DatasetRelease(ReleaseRecord):
     """A partitioned release and how it was made (see :class:`ppdm.experiments.release.Release`)."""
 
     path: Path
-    technique: Any
-    schema: Schema
-    check: ReleaseCheck
-    removed_identifiers: list[str]
-    kept_identifiers: list[str]
-    seeded: bool
     n_records: int
     n_partitions: int
     fit_rows: int
-    warnings: list[str] = field(default_factory=list)
-    provenance: dict[str, Any] = field(default_factory=dict)
-    decimals: dict[str, int] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
-    private: dict[str, Any] = field(default_factory=dict)
-    findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _stage(progress: StageProgress | None, stage: str) -> Callable[[int, int], None] | None:
