@@ -58,6 +58,7 @@ from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError, SchemaError
+from ppdm.utils import loads_json
 
 Representative = Literal["centre", "low", "high", "random"]
 REPRESENTATIVES = ("centre", "low", "high", "random")
@@ -248,10 +249,7 @@ class SubstitutionMetadata:
 
     @classmethod
     def from_json(cls, text: str) -> SubstitutionMetadata:
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise PPDMError(f"perturbation metadata is not valid JSON: {e}") from None
+        d = loads_json(text, "perturbation metadata")
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise PPDMError(f"perturbation metadata must be a JSON object with format {FORMAT!r}")
         attrs = d.get("attributes")
