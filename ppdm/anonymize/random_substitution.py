@@ -45,7 +45,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ppdm.anonymize.base import Technique, check_column_names, is_whole
+from ppdm.anonymize.base import Technique, check_column_names, check_known, is_whole
 from ppdm.anonymize.perturbation_matrix import (
     check_gamma,
     check_stochastic,
@@ -494,10 +494,8 @@ class RandomSubstitution(Technique):
         if self.columns is None:
             cols = list(schema.attributes)
         else:
-            known = set(schema.attributes) | ({schema.class_column} if schema.class_column else set())
-            unknown = [c for c in self.columns if c not in known]
-            if unknown:
-                raise ParameterError(f"columns names {unknown[0]!r}, which is not an attribute of the table")
+            check_known("columns", self.columns,
+                        [*schema.attributes, *([schema.class_column] if schema.class_column else [])])
             cols = [c for c in self.columns if c != schema.class_column]
         if self.perturb_class:
             cols.append(schema.require_class())
