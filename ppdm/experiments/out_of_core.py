@@ -83,6 +83,7 @@ from ppdm.experiments.release import (
     judge_release,
     pairing_record,
     public_output_schema,
+    replay_warnings,
     technique_record,
 )
 from ppdm.metrics.release_check import (
@@ -394,12 +395,7 @@ def release_dataset(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tech.fit(sample.drop(columns=ids))
-    lines = []
-    for w in caught:
-        line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
-        if line not in lines:
-            lines.append(line)
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    lines = replay_warnings(caught)
 
     # 3. release, partition by partition
     dec = {c: d for c, d in merge_decimals(s["decimals"] for s in scans).items()}

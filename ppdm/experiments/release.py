@@ -105,6 +105,7 @@ from ppdm.experiments._release_records import (  # noqa: F401  (re-exported: the
     pairing_record,
     public_output_schema,
     release_rng,
+    replay_warnings,
     technique_record,
     without_held_out,
 )
@@ -374,12 +375,7 @@ def release(
             started = time.monotonic()
             z = tech.fit_transform(work)
             step(2, description=f"{name}: checking the release")
-        lines = []
-        for w in caught:
-            line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
-            if line not in lines:
-                lines.append(line)
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        lines = replay_warnings(caught)
         made = _Making(work, sch, decimals, declared_only and not from_data, aligned, thresholds)
         z, out_sch, dec, check = made.finish(tech, z)
         took = time.monotonic() - started
