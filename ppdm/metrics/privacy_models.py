@@ -63,7 +63,7 @@ import pandas as pd
 
 from ppdm.data.class_distributions import SensitiveCells, equal_emd, ordered_emd, sensitive_cells
 from ppdm.data.class_distributions import is_number as _is_number
-from ppdm.errors import ParameterError, ScenarioNotApplicable
+from ppdm.errors import ParameterError
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
 from ppdm.metrics.keyvar import (
@@ -76,8 +76,8 @@ from ppdm.metrics.keyvar import (
     check_sensitive,
     context_blanks,
     group_codes,
-    judged_keys,
     key_codes,
+    lookup_keys,
     wildcard_value_counts,
 )
 
@@ -519,11 +519,7 @@ def _context_args(ctx: EvaluationContext, name: str) -> tuple[list[str], list[st
     and the perturbed keys it left out (as :func:`ppdm.metrics.keyvar.attribute_disclosure`)."""
     sens = _opt(ctx, name, "sensitive", None) or list(ctx.schema.sensitive)
     sens = check_sensitive(sens, ctx.z.columns, [], measure=name)
-    keys, perturbed = judged_keys(ctx, name)
-    # a sensitive attribute is what the intruder learns, never what they look a person up by
-    keys = [k for k in keys if k not in sens]
-    if not keys:
-        raise ScenarioNotApplicable("every quasi-identifier left to look a person up by is perturbed or sensitive")
+    keys, perturbed = lookup_keys(ctx, name, sens)
     return sens, keys, perturbed
 
 
