@@ -93,11 +93,15 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: partitioned release adds them up over its partitions (:meth:`merge_partition_reports`)
     summed_over_partitions: ClassVar[tuple[str, ...]] = ()
 
-    # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
-    class_column: str | None
-    schema: Schema | dict | None
-    random_state: Any
     value_domains_: dict[str, ValueDomain]
+
+    def __init__(self, class_column: str | None = None, schema: Schema | dict | None = None,
+                 random_state: Any = None) -> None:
+        # the parameters every technique takes, stored as given (scikit-learn's contract): a
+        # subclass's __init__ lists them among its own and passes them here
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
 
     # ------------------------------------------------------------------ hooks
     def _validate_params(self) -> None:

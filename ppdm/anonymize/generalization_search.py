@@ -221,10 +221,8 @@ class Generalize(Technique):
         max_intervals: int = 100,
         max_nodes: int = 200_000,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.keys = keys
         self.k = k
         self.l = l

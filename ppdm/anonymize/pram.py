@@ -106,10 +106,8 @@ class Pram(Technique):
         strata: list[str] | str | None = None,
         perturb_class: bool = False,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.pd = pd
         self.alpha = alpha

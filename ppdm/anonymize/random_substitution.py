@@ -410,10 +410,8 @@ class RandomSubstitution(Technique):
         distinct_domain: bool = True,
         bounds: dict[str, tuple[float, float]] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.gamma = gamma
         self.rho1 = rho1
         self.rho2 = rho2

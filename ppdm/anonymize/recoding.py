@@ -197,10 +197,8 @@ class Recode(Technique):
         cohort: int | dict[str, int] | None = None,
         age_at: str | dict[str, str] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.breaks = breaks
         self.method = method
@@ -621,10 +619,8 @@ class TopBottomCoding(Technique):
         top_replacement: float | str | dict[str, Any] | None = None,
         bottom_replacement: float | str | dict[str, Any] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.top = top
         self.bottom = bottom

@@ -155,10 +155,8 @@ class LocalSuppression(Technique):
         combs: list[int] | int | None = None,
         combs_importance: str = "keys",
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.keys = keys
         self.k = k
         self.mode = mode
