@@ -283,6 +283,8 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
 # ---------------------------------------------------------------------------- helpers
 def _prepare(X: Any, y: Any, categorical: Any, schema: Schema | None, value_order: str
              ) -> tuple[Encoding, np.ndarray, np.ndarray, np.ndarray]:
+    """``X`` and ``y`` encoded as C4.5 and SysFor read them: the attribute encoding, the encoded
+    matrix, the class codes and the class labels in code order."""
     class_col = schema.class_column if schema is not None else None
     enc, Xf = fit_encoding(X, categorical=categorical, schema=schema, value_order=value_order,
                            class_column=class_col)

@@ -40,9 +40,8 @@ from ppdm.trees._c45_tree import (
     partition,
     split_distribution,
 )
-from ppdm.trees._encoding import encode_labels, fit_encoding
 from ppdm.trees._sysfor_kernels import nominal_gain_ratio, numeric_candidates, separated_points
-from ppdm.trees.c45 import C45Classifier, _argmax_tol, _probs
+from ppdm.trees.c45 import C45Classifier, _argmax_tol, _prepare, _probs
 from ppdm.utils import check_choice
 
 PAPER_004 = {"min_gain_ratio": 0.01, "confidence": 0.25, "goodness": 0.5, "separation": 0.3, "n_trees": 3}
@@ -270,12 +269,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> SysForClassifier:
         """Build the forest on ``X`` and class ``y``."""
         self._validate_params()
-        class_col = self.schema.class_column if self.schema is not None else None
-        enc, Xf = fit_encoding(X, categorical=self.categorical, schema=self.schema,
-                               value_order=self.value_order, class_column=class_col)
-        codes, classes = encode_labels(y, self.value_order)
-        if len(codes) != Xf.shape[0]:
-            raise PPDMError(f"X has {Xf.shape[0]} rows but y has {len(codes)}")
+        enc, Xf, codes, classes = _prepare(X, y, self.categorical, self.schema, self.value_order)
         if len(classes) < 2:
             name = getattr(y, "name", None)
             which = f"class column {name!r}" if name is not None else "the class"
