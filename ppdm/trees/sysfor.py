@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
@@ -40,6 +39,7 @@ from ppdm.trees._c45_tree import (
     partition,
     split_distribution,
 )
+from ppdm.trees._encoding import EncodedClassifier
 from ppdm.trees._sysfor_kernels import nominal_gain_ratio, numeric_candidates, separated_points
 from ppdm.trees.c45 import C45Classifier, _argmax_tol, _prepare, _probs
 from ppdm.utils import check_choice
@@ -123,7 +123,7 @@ def good_attributes(
     return kept
 
 
-class SysForClassifier(ClassifierMixin, BaseEstimator):
+class SysForClassifier(EncodedClassifier):
     """SysFor forest (Islam & Giggins 2011) of C4.5 trees with forced root / second-level tests.
 
     Parameters
@@ -207,6 +207,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         schema: Schema | None = None,
         value_order: str = "appearance",
     ) -> None:
+        super().__init__(categorical, schema, value_order)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.n_trees = n_trees
         self.min_leaf = min_leaf
@@ -222,9 +223,6 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         self.empty_leaf_class = empty_leaf_class
         self.threshold_tolerance = threshold_tolerance
         self.n_jobs = n_jobs
-        self.categorical = categorical
-        self.schema = schema
-        self.value_order = value_order
 
     @classmethod
     def paper_004(cls, min_leaf: float = 10, **overrides: Any) -> SysForClassifier:
