@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
 
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import ParameterError, PPDMError, SchemaError
 
 RandomState = int | np.random.Generator | np.random.RandomState | None
 
@@ -172,3 +173,12 @@ def lazy_attributes(package: str, modules: Mapping[str, str], namespace: dict[st
         return value
 
     return __getattr__
+
+
+def loads_json(text: str, what: str, error: type[PPDMError] = PPDMError) -> Any:
+    """``text`` parsed as JSON; malformed JSON raises ``error`` with one line naming ``what``
+    (a file, a field) and the parser's message, without the traceback of the parser."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error(f"{what} is not valid JSON: {e}") from None

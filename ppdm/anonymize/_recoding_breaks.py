@@ -199,12 +199,6 @@ def _per_column(value: Any, column: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def _names(value: Any) -> list[str] | None:
-    if isinstance(value, str):
-        return [v.strip() for v in value.replace(";", ",").split(",") if v.strip()]
-    return value
-
-
 def _check_breaks(column: str, value: Any) -> int | np.ndarray:
     if isinstance(value, bool):
         raise ParameterError(f"breaks for {column!r} must be a number of intervals or a list of break points")

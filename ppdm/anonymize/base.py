@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABCMeta, abstractmethod
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -92,11 +93,15 @@ class Technique(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     #: partitioned release adds them up over its partitions (:meth:`merge_partition_reports`)
     summed_over_partitions: ClassVar[tuple[str, ...]] = ()
 
-    # Subclasses define __init__(self, class_column=None, schema=None, random_state=None, ...).
-    class_column: str | None
-    schema: Schema | dict | None
-    random_state: Any
     value_domains_: dict[str, ValueDomain]
+
+    def __init__(self, class_column: str | None = None, schema: Schema | dict | None = None,
+                 random_state: Any = None) -> None:
+        # the parameters every technique takes, stored as given (scikit-learn's contract): a
+        # subclass's __init__ lists them among its own and passes them here
+        self.class_column = class_column
+        self.schema = schema
+        self.random_state = random_state
 
     # ------------------------------------------------------------------ hooks
     def _validate_params(self) -> None:
@@ -467,6 +472,29 @@ def check_column_names(name: str, value: Any) -> list[str] | None:
     if isinstance(value, (list, tuple)) and all(isinstance(c, str) for c in value):
         return list(value)
     raise ParameterError(f"{name} must be a column name or a list of column names, got {value!r}")
+
+
+def split_names(value: Any) -> Any:
+    """A column-list parameter given as text (``"a, b;c"``) as its list of names; any other
+    value as it is (checked by :func:`check_column_names`)."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.replace(";", ",").split(",") if v.strip()]
+    return value
+
+
+def column_list(name: str, value: Any) -> list[str] | None:
+    """Parameter ``name``'s column names, from a list or a comma- or semicolon-separated text
+    (:func:`split_names`), or ``None``; anything else raises :class:`ParameterError`."""
+    return check_column_names(name, split_names(value))
+
+
+def check_known(name: str, names: Iterable[str], known: Iterable[str], what: str = "an attribute of the table") -> None:
+    """Raise :class:`ParameterError` naming the first of ``names`` (parameter ``name``'s
+    columns) that is not in ``known``, ``what`` saying what ``known`` holds."""
+    allowed = set(known)
+    bad = [c for c in names if c not in allowed]
+    if bad:
+        raise ParameterError(f"{name} names {bad[0]!r}, which is not {what}")
 
 
 def is_whole(value: Any, low: int) -> bool:

@@ -53,10 +53,8 @@ class Composition(Technique):
         random_state: Any = None,
         steps: list[Any] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.steps = steps
 
     # ------------------------------------------------------------------ checks

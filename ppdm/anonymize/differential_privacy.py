@@ -293,6 +293,7 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         schema: Schema | dict | None = None,
         random_state: Any = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.epsilon = epsilon
         self.alpha = alpha
@@ -321,9 +322,6 @@ class DPCube(_GridPlan, _Report, _Synthesis):
         self.other_label = other_label
         self.domain_from_data = domain_from_data
         self.max_cells = max_cells
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
 
     # --------------------------------------------------------------------- fit
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:

@@ -241,10 +241,8 @@ class ForestFramework(Technique):
         domain_source: str = "rules",
         integer_attrs: list[str] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.forest = forest
         self.n_trees = n_trees
         self.min_leaf = min_leaf

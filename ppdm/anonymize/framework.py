@@ -151,10 +151,8 @@ class Framework(Technique):
         p_class: float = 0.1,
         integer_attrs: list[str] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.tree = tree
         self.min_leaf = min_leaf
         self.cf = cf

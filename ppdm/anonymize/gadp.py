@@ -182,10 +182,8 @@ class GADP(Technique):
         max_level_share: float = 0.1,
         min_residual_share: float = 0.05,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.confidential = confidential
         self.non_confidential = non_confidential
         self.exact = exact

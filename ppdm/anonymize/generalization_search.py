@@ -133,7 +133,7 @@ from ppdm.anonymize._generalization_models import (  # noqa: F401  (re-exported:
     sensitive_codes,
     suppressed_class_ok,
 )
-from ppdm.anonymize.base import Technique, check_fraction, check_whole, is_whole, nullable_dtype
+from ppdm.anonymize.base import Technique, check_fraction, check_known, check_whole, is_whole, nullable_dtype
 from ppdm.anonymize.recoding import Recode, width_breaks
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
@@ -221,10 +221,8 @@ class Generalize(Technique):
         max_intervals: int = 100,
         max_nodes: int = 200_000,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.keys = keys
         self.k = k
         self.l = l
@@ -268,17 +266,13 @@ class Generalize(Technique):
                 keys = list(schema.attributes)
                 warnings.warn("generalize: no quasi-identifiers declared, so every attribute is taken as a key; "
                               "declare the ones an intruder could know (--qi, or keys=...)", UserWarning, stacklevel=4)
-        bad = [c for c in keys if c not in schema.columns]
-        if bad:
-            raise ParameterError(f"keys names {bad[0]!r}, which is not an attribute of the table")
+        check_known("keys", keys, schema.columns)
         sens = key_list(self.sensitive, "sensitive")
         if sens is None:
             sens = [c for c in schema.sensitive if c not in keys] if (self.l is not None or self.t is not None) else []
         elif self.l is None and self.t is None:
             raise ParameterError("sensitive names the attributes l and t are about, and neither l nor t is given")
-        bad = [c for c in sens if c not in schema.columns]
-        if bad:
-            raise ParameterError(f"sensitive names {bad[0]!r}, which is not a column of the table")
+        check_known("sensitive", sens, schema.columns, "a column of the table")
         both = [c for c in sens if c in keys]
         if both:
             raise ParameterError(f"{both[0]!r} is both a key and sensitive; a sensitive attribute is not generalised")

@@ -554,10 +554,8 @@ class MDAV(Technique):
         strategy: Strategy = "auto",
         block_size: int = 50_000,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.k = k
         self.scaling = scaling

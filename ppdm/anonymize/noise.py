@@ -73,11 +73,9 @@ class _Noise(Technique, ABC):
     strength_param = ("level", "increasing", 1.0)
 
     def __init__(self, level: float = DEFAULT_LEVEL, class_column=None, schema=None, random_state=None) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.level = level
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
 
     def _validate_params(self) -> None:
         check_fraction("level", self.level)

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ppdm.anonymize.base import Technique, check_column_names, check_fraction
+from ppdm.anonymize.base import Technique, check_fraction, check_known, column_list, split_names
 from ppdm.anonymize.perturbation_matrix import invariant_pram_matrix, substitute
 from ppdm.anonymize.random_substitution import (
     AttributeDomain,
@@ -106,10 +106,8 @@ class Pram(Technique):
         strata: list[str] | str | None = None,
         perturb_class: bool = False,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.pd = pd
         self.alpha = alpha
@@ -118,8 +116,8 @@ class Pram(Technique):
 
     # ------------------------------------------------------------------ checks
     def _validate_params(self) -> None:
-        check_column_names("columns", _names(self.columns))
-        check_column_names("strata", _names(self.strata))
+        column_list("columns", self.columns)
+        column_list("strata", self.strata)
         vals = self.pd.values() if isinstance(self.pd, Mapping) else [self.pd]
         for v in vals:
             check_fraction("pd", v)
@@ -130,15 +128,12 @@ class Pram(Technique):
             raise ParameterError(f"perturb_class must be true or false, got {self.perturb_class!r}")
 
     def _targets(self, schema: Schema) -> list[str]:
-        named = _names(self.columns)
+        named = split_names(self.columns)
         cls = schema.class_column
         if named is None:
-            cols = [c for c in schema.categorical if c not in (_names(self.strata) or [])]
+            cols = [c for c in schema.categorical if c not in (split_names(self.strata) or [])]
         else:
-            known = set(schema.columns)
-            for c in named:
-                if c not in known:
-                    raise ParameterError(f"columns names {c!r}, which is not an attribute of the table")
+            check_known("columns", named, schema.columns)
             cols = [c for c in named if c != cls]
             if cls is not None and cls in named and not self.perturb_class:
                 raise ParameterError(f"columns names the class column {cls!r}, which pram leaves as it is unless "
@@ -172,10 +167,8 @@ class Pram(Technique):
     # --------------------------------------------------------------------- fit
     def _fit(self, df: pd.DataFrame, schema: Schema, rng: np.random.Generator) -> None:
         cols = self._targets(schema)
-        strata = _names(self.strata) or []
-        bad = [c for c in strata if c not in df.columns]
-        if bad:
-            raise ParameterError(f"strata names {bad[0]!r}, which is not a column of the table")
+        strata = split_names(self.strata) or []
+        check_known("strata", strata, df.columns, "a column of the table")
         clash = [c for c in strata if c in cols]
         if clash:
             raise ParameterError(f"{clash[0]!r} is both post-randomised and a stratum; a stratum column stays as it is")
@@ -287,12 +280,6 @@ class Pram(Technique):
 
         check_is_fitted(self, "metadata_")
         return self.metadata_.to_json()
-
-
-def _names(value: Any) -> list[str] | None:
-    if isinstance(value, str):
-        return [v.strip() for v in value.replace(";", ",").split(",") if v.strip()]
-    return value
 
 
 def _stratum_keys(df: pd.DataFrame, strata: list[str]) -> list[tuple[Any, np.ndarray]]:

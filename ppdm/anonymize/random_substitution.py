@@ -45,7 +45,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ppdm.anonymize.base import Technique, check_column_names, is_whole
+from ppdm.anonymize.base import Technique, check_column_names, check_known, is_whole
 from ppdm.anonymize.perturbation_matrix import (
     check_gamma,
     check_stochastic,
@@ -58,6 +58,7 @@ from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError, SchemaError
+from ppdm.utils import loads_json
 
 Representative = Literal["centre", "low", "high", "random"]
 REPRESENTATIVES = ("centre", "low", "high", "random")
@@ -248,10 +249,7 @@ class SubstitutionMetadata:
 
     @classmethod
     def from_json(cls, text: str) -> SubstitutionMetadata:
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise PPDMError(f"perturbation metadata is not valid JSON: {e}") from None
+        d = loads_json(text, "perturbation metadata")
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise PPDMError(f"perturbation metadata must be a JSON object with format {FORMAT!r}")
         attrs = d.get("attributes")
@@ -412,10 +410,8 @@ class RandomSubstitution(Technique):
         distinct_domain: bool = True,
         bounds: dict[str, tuple[float, float]] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.gamma = gamma
         self.rho1 = rho1
         self.rho2 = rho2
@@ -496,10 +492,8 @@ class RandomSubstitution(Technique):
         if self.columns is None:
             cols = list(schema.attributes)
         else:
-            known = set(schema.attributes) | ({schema.class_column} if schema.class_column else set())
-            unknown = [c for c in self.columns if c not in known]
-            if unknown:
-                raise ParameterError(f"columns names {unknown[0]!r}, which is not an attribute of the table")
+            check_known("columns", self.columns,
+                        [*schema.attributes, *([schema.class_column] if schema.class_column else [])])
             cols = [c for c in self.columns if c != schema.class_column]
         if self.perturb_class:
             cols.append(schema.require_class())

@@ -88,10 +88,8 @@ class RandomTechnique(Technique):
         perturb_class: bool = True,
         integer_attrs: list[str] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.sigma_frac = sigma_frac
         self.p_rt = p_rt
         self.perturb_class = perturb_class

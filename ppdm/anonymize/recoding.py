@@ -67,7 +67,6 @@ from ppdm.anonymize._recoding_breaks import (  # noqa: F401  (re-exported: the p
     _cut_dates,
     _date_breaks,
     _label_order,
-    _names,
     _num_label,
     _per_column,
     _period_labels,
@@ -85,7 +84,7 @@ from ppdm.anonymize._recoding_breaks import (  # noqa: F401  (re-exported: the p
     sdc_breaks,
     width_breaks,
 )
-from ppdm.anonymize.base import Technique, check_column_names, check_whole, is_whole
+from ppdm.anonymize.base import Technique, check_known, check_whole, column_list, is_whole, split_names
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.generalization import format_date_interval, format_interval
@@ -198,10 +197,8 @@ class Recode(Technique):
         cohort: int | dict[str, int] | None = None,
         age_at: str | dict[str, str] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.breaks = breaks
         self.method = method
@@ -216,7 +213,7 @@ class Recode(Technique):
 
     # ------------------------------------------------------------------ checks
     def _validate_params(self) -> None:
-        check_column_names("columns", _names(self.columns))
+        column_list("columns", self.columns)
         for v in (self.method.values() if isinstance(self.method, Mapping) else [self.method]):
             if v not in NUMERIC_METHODS:
                 raise ParameterError(f"method must be one of {', '.join(NUMERIC_METHODS)}, got {v!r}")
@@ -247,13 +244,10 @@ class Recode(Technique):
                 _check_age_at(v)
 
     def _targets(self, schema: Schema) -> list[str]:
-        named = _names(self.columns)
+        named = split_names(self.columns)
         if named is None:
             return list(schema.quasi_identifiers) or list(schema.attributes)
-        known = set(schema.columns)
-        for c in named:
-            if c not in known:
-                raise ParameterError(f"columns names {c!r}, which is not an attribute of the table")
+        check_known("columns", named, schema.columns)
         for name, val in (("breaks", self.breaks), ("method", self.method), ("level", self.level),
                           ("min_count", self.min_count), ("date_period", self.date_period), ("cohort", self.cohort),
                           ("age_at", self.age_at)):
@@ -625,10 +619,8 @@ class TopBottomCoding(Technique):
         top_replacement: float | str | dict[str, Any] | None = None,
         bottom_replacement: float | str | dict[str, Any] | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.top = top
         self.bottom = bottom
@@ -636,7 +628,7 @@ class TopBottomCoding(Technique):
         self.bottom_replacement = bottom_replacement
 
     def _validate_params(self) -> None:
-        check_column_names("columns", _names(self.columns))
+        column_list("columns", self.columns)
         for name in ("top", "bottom"):
             v = getattr(self, name)
             for x in (v.values() if isinstance(v, Mapping) else [v]):
@@ -653,14 +645,11 @@ class TopBottomCoding(Technique):
             raise ParameterError("top and bottom are both None: there is nothing to code")
 
     def _targets(self, schema: Schema) -> list[str]:
-        named = _names(self.columns)
+        named = split_names(self.columns)
         if named is None:
             qi = [c for c in schema.quasi_identifiers if c in schema.numeric]
             return qi or [c for c in schema.numeric if c not in schema.dates]
-        known = set(schema.columns)
-        for c in named:
-            if c not in known:
-                raise ParameterError(f"columns names {c!r}, which is not an attribute of the table")
+        check_known("columns", named, schema.columns)
         cat = [c for c in named if c not in schema.numeric]
         if cat:
             raise ParameterError(f"top and bottom coding applies to numbers, and column {cat[0]!r} is categorical; "

@@ -242,10 +242,8 @@ class Rounding(Technique):
         chi_alpha: float = 0.10,
         date_period: str | None = None,
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.columns = columns
         self.method = method
         self.k = k

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm.anonymize import _suppression as alg
-from ppdm.anonymize.base import Technique, check_whole, is_whole, nullable_dtype
+from ppdm.anonymize.base import Technique, check_known, check_whole, column_list, is_whole, nullable_dtype
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
@@ -72,14 +72,9 @@ RULE = ("sdcMicro's freqCalc rule (alpha = 1): a missing or blanked key value ma
 
 def key_list(value: Any, name: str = "keys") -> list[str] | None:
     """A list of column names from a list or a comma-separated text, or ``None``."""
-    if value is None:
+    out = column_list(name, value)
+    if out is None:
         return None
-    if isinstance(value, str):
-        out = [v.strip() for v in value.replace(";", ",").split(",") if v.strip()]
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        out = list(value)
-    else:
-        raise ParameterError(f"{name} must be a column name or a list of column names, got {value!r}")
     if not out:
         raise ParameterError(f"{name} names no column")
     if len(set(out)) != len(out):
@@ -160,10 +155,8 @@ class LocalSuppression(Technique):
         combs: list[int] | int | None = None,
         combs_importance: str = "keys",
     ) -> None:
+        super().__init__(class_column, schema, random_state)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
-        self.class_column = class_column
-        self.schema = schema
-        self.random_state = random_state
         self.keys = keys
         self.k = k
         self.mode = mode
@@ -220,10 +213,7 @@ class LocalSuppression(Technique):
                     "local-suppression: no quasi-identifiers declared, so every attribute is taken as a key (an "
                     "intruder who knows them all); declare the ones an intruder could know (--qi, or keys=...) to "
                     "blank far fewer cells", UserWarning, stacklevel=3)
-        allowed = set(schema.columns)
-        bad = [c for c in keys if c not in allowed]
-        if bad:
-            raise ParameterError(f"keys names {bad[0]!r}, which is not an attribute of the table")
+        check_known("keys", keys, schema.columns)
         m = len(keys)
         self.keys_ = keys
         if self.importance == "class":

@@ -112,27 +112,20 @@ def load_original(
     spec: str,
     class_column: str | None,
     *,
-    schema_path: Path | None = None,
-    missing: MissingPolicy = "error",
-    sep: str | None = None,
-    roles: Roles | None = None,
-    categorical: list[str] | None = None,
-    dates: list[str] | None = None,
     provenance: dict[str, Any] | None = None,
-    detect: bool = False,
-    decimal: str | None = None,
+    **read: Any,
 ) -> tuple[pd.DataFrame, Schema, list[str]]:
     """The original table x as ``ppdm evaluate`` and ``ppdm compare`` measure it.
 
-    Read with its types and the user's roles (:func:`load_input`: ``--schema``,
-    ``--categorical``, ``--date``, ``--id``, ``--qi``, ``--sensitive``, ``--weight``,
-    ``--other``, ``--missing``), then without its identifier columns, declared or named as
-    removed by a release's ``provenance``. Returns ``(x, schema, identifiers)``.
+    Read with its types and the user's roles (``read``: the keyword options of
+    :func:`load_input`, which ``--schema``, ``--categorical``, ``--date``, ``--id``, ``--qi``,
+    ``--sensitive``, ``--weight``, ``--other`` and ``--missing`` set; taken as they are, so the
+    two readings cannot drift apart), then without its identifier columns, declared or named
+    as removed by a release's ``provenance``. Returns ``(x, schema, identifiers)``.
     """
     from ppdm.experiments.evaluation import without_identifiers
 
-    x, schema, _ = load_input(spec, class_column, schema_path=schema_path, missing=missing, sep=sep, roles=roles,
-                              detect=detect, categorical=categorical, dates=dates, decimal=decimal)
+    x, schema, _ = load_input(spec, class_column, **read)
     return without_identifiers(x, schema, (provenance or {}).get("removed_identifiers") or [])
 
 

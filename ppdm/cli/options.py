@@ -59,14 +59,17 @@ class TableOptions:
 
         return roles_from_options(self.identifiers, self.quasi_identifiers, self.sensitive, self.weight, self.other)
 
+    def read_options(self, *, missing: MissingPolicy, detect: bool = False) -> dict[str, Any]:
+        """The keyword options of :func:`ppdm.cli.common.load_input` these options stand for."""
+        return {"schema_path": self.schema, "missing": missing, "sep": self.sep, "roles": self.roles(),
+                "detect": detect, "categorical": self.categorical, "dates": self.date, "decimal": self.decimal}
+
     def load(self, spec: str, class_column: str | None, *, missing: MissingPolicy,
              detect: bool = False) -> tuple[pd.DataFrame, Schema, int]:
         """``spec`` read as these options say (:func:`ppdm.cli.common.load_input`)."""
         from ppdm.cli.common import load_input
 
-        return load_input(spec, class_column, schema_path=self.schema, missing=missing, sep=self.sep,
-                          roles=self.roles(), detect=detect, categorical=self.categorical, dates=self.date,
-                          decimal=self.decimal)
+        return load_input(spec, class_column, **self.read_options(missing=missing, detect=detect))
 
     def load_original(self, spec: str, class_column: str | None, *, missing: MissingPolicy,
                       provenance: dict[str, Any] | None = None,
@@ -75,9 +78,8 @@ class TableOptions:
         (:func:`ppdm.cli.common.load_original`)."""
         from ppdm.cli.common import load_original
 
-        return load_original(spec, class_column, schema_path=self.schema, missing=missing, sep=self.sep,
-                             roles=self.roles(), categorical=self.categorical, dates=self.date,
-                             provenance=provenance, detect=detect, decimal=self.decimal)
+        return load_original(spec, class_column, provenance=provenance,
+                             **self.read_options(missing=missing, detect=detect))
 
 
 #: the Typer declaration of each field of :class:`TableOptions`, in the order ``--help`` lists them

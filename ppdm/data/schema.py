@@ -43,6 +43,7 @@ from ppdm.data.types import (
     whole_days,
 )
 from ppdm.errors import ParameterError, SchemaError
+from ppdm.utils import loads_json
 
 MissingPolicy = Literal["error", "drop", "keep"]
 
@@ -333,10 +334,7 @@ class Schema:
 
     @classmethod
     def from_json(cls, text: str) -> Schema:
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"schema file is not valid JSON: {e}") from None
+        return cls.from_dict(loads_json(text, "schema file", SchemaError))
 
     def save(self, path: str | Path) -> None:
         from ppdm.data.atomic import atomic_write_text
@@ -348,10 +346,7 @@ class Schema:
         p = Path(path)
         if not p.exists():
             raise SchemaError(f"schema file {str(p)!r} does not exist")
-        try:
-            d = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"schema file is not valid JSON: {e}") from None
+        d = loads_json(p.read_text(), "schema file", SchemaError)
         if isinstance(d, dict) and isinstance(d.get("hierarchies"), dict):
             # a hierarchy given as a file name: an ARX-style CSV beside the schema file
             d["hierarchies"] = {c: read_hierarchy(p.parent / h) if isinstance(h, str) else h

@@ -11,6 +11,7 @@ re-exports every name here.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,16 @@ def _owner_only(path: Path) -> None:
         os.chmod(path, 0o600)
     except OSError:
         pass
+
+
+def replay_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The distinct ``"Category: message"`` lines (whitespace folded) of the warnings a technique
+    gave while fitted, for the release's record; each warning is issued again, so the caller
+    still sees it as it was raised."""
+    lines: list[str] = []
+    for w in caught:
+        line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
+        if line not in lines:
+            lines.append(line)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return lines

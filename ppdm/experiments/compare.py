@@ -84,6 +84,7 @@ from ppdm.experiments.evaluation import (
     without_identifiers,
 )
 from ppdm.metrics.base import MEASURES, MeasureSpec
+from ppdm.utils import loads_json
 
 
 # ------------------------------------------------------------------------- result
@@ -206,10 +207,7 @@ class ComparisonResult:
         for p in (meta_p, res_p):
             if not p.exists():
                 raise PPDMError(f"{str(d)!r} is not a comparison results folder: {p.name} is missing")
-        try:
-            meta = json.loads(meta_p.read_text())
-        except json.JSONDecodeError as e:
-            raise PPDMError(f"{str(meta_p)!r} is not valid JSON: {e}") from None
+        meta = loads_json(meta_p.read_text(), repr(str(meta_p)))
         text_cols = {"technique": str, "label": str, "params": str, "measure": str}
         data = read_table(res_p, keep_default_na=False, na_values=[""], dtype=text_cols)
         missing = [c for c in RESULT_COLUMNS if c not in data.columns]

@@ -76,12 +76,14 @@ from ppdm.experiments.release import (
     ROW_ORDER_SHUFFLED,
     SHUFFLE_STREAM,
     ReleaseOptions,
+    ReleaseRecord,
     _owner_only,
     _screen_pass_through,
     gate_setup,
     judge_release,
     pairing_record,
     public_output_schema,
+    replay_warnings,
     technique_record,
 )
 from ppdm.metrics.release_check import (
@@ -89,7 +91,6 @@ from ppdm.metrics.release_check import (
     GateOptions,
     GateThresholds,
     KeyCounts,
-    ReleaseCheck,
     check_columns,
     check_partition,
     column_kinds,
@@ -111,25 +112,14 @@ StageProgress = Callable[[str, int, int], None]
 
 
 @dataclass(kw_only=True)
-class DatasetRelease:
+class DatasetRelease(ReleaseRecord):
     """A partitioned release and how it was made (see :class:`ppdm.experiments.release.Release`)."""
 
     path: Path
-    technique: Any
-    schema: Schema
-    check: ReleaseCheck
-    removed_identifiers: list[str]
-    kept_identifiers: list[str]
-    seeded: bool
     n_records: int
     n_partitions: int
     fit_rows: int
-    warnings: list[str] = field(default_factory=list)
-    provenance: dict[str, Any] = field(default_factory=dict)
-    decimals: dict[str, int] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
-    private: dict[str, Any] = field(default_factory=dict)
-    findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _stage(progress: StageProgress | None, stage: str) -> Callable[[int, int], None] | None:
@@ -405,12 +395,7 @@ def release_dataset(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tech.fit(sample.drop(columns=ids))
-    lines = []
-    for w in caught:
-        line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
-        if line not in lines:
-            lines.append(line)
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    lines = replay_warnings(caught)
 
     # 3. release, partition by partition
     dec = {c: d for c, d in merge_decimals(s["decimals"] for s in scans).items()}

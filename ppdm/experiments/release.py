@@ -105,6 +105,7 @@ from ppdm.experiments._release_records import (  # noqa: F401  (re-exported: the
     pairing_record,
     public_output_schema,
     release_rng,
+    replay_warnings,
     technique_record,
     without_held_out,
 )
@@ -134,7 +135,26 @@ ROW_ORDER_KEPT = "as the input"
 
 
 @dataclass(kw_only=True)
-class Release:
+class ReleaseRecord:
+    """What every release records of how it was made, in memory (:class:`Release`) or written as
+    partitions (:class:`ppdm.experiments.out_of_core.DatasetRelease`): the fields are described
+    on :class:`Release`."""
+
+    technique: Any
+    schema: Schema
+    check: ReleaseCheck
+    removed_identifiers: list[str]
+    kept_identifiers: list[str]
+    seeded: bool
+    warnings: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    decimals: dict[str, int] = field(default_factory=dict)
+    private: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Release(ReleaseRecord):
     """A release and everything known about how it was made (built by name: its fields are many).
 
     ``data`` is z as it is published — shuffled unless ``shuffle=False``, identifiers
@@ -153,21 +173,10 @@ class Release:
     """
 
     data: pd.DataFrame
-    technique: Any
-    schema: Schema
-    check: ReleaseCheck
-    removed_identifiers: list[str]
-    kept_identifiers: list[str]
-    seeded: bool
-    warnings: list[str] = field(default_factory=list)
-    provenance: dict[str, Any] = field(default_factory=dict)
-    decimals: dict[str, int] = field(default_factory=dict)
-    private: dict[str, Any] = field(default_factory=dict)
     pairing: np.ndarray | None = None
     control: pd.DataFrame | None = None
     held_out: np.ndarray | None = None
     shuffled: bool = True
-    findings: list[dict[str, Any]] = field(default_factory=list)
 
     def in_input_order(self) -> tuple[pd.DataFrame, np.ndarray]:
         """``(z, positions)``: the released rows sorted back into the input's order, and the
@@ -366,12 +375,7 @@ def release(
             started = time.monotonic()
             z = tech.fit_transform(work)
             step(2, description=f"{name}: checking the release")
-        lines = []
-        for w in caught:
-            line = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
-            if line not in lines:
-                lines.append(line)
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        lines = replay_warnings(caught)
         made = _Making(work, sch, decimals, declared_only and not from_data, aligned, thresholds)
         z, out_sch, dec, check = made.finish(tech, z)
         took = time.monotonic() - started

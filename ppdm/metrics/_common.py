@@ -141,6 +141,12 @@ def observed_sd(A: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     cnt = obs.sum(axis=0)
     mean = np.where(obs, A, 0.0).sum(axis=0) / np.maximum(cnt, 1)
     ss = np.where(obs, (np.where(obs, A, 0.0) - mean) ** 2, 0.0).sum(axis=0)
+    return sd_from_sums(ss, cnt)
+
+
+def sd_from_sums(ss: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """Sample sd (ddof = 1) of every column from its sum of squared deviations from the mean
+    ``ss`` over ``cnt`` observed cells; 0 for a column with fewer than two."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
 

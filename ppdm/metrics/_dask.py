@@ -98,6 +98,16 @@ def observed_sums(A: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.nda
     return obs.sum(axis=0), np.where(obs, A, 0.0).sum(axis=0)
 
 
+def observed_means(
+    x: Any, z: Any, names: list[str], *, side: Literal["original", "masked"], measure: str
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``(n, count, mean)``: the number of records, and every column's observed cells and mean on
+    one side of the pair (missing cells left out): the first pass of two-pass standard deviations."""
+    n, cnt, s = add(reduce_pairs(
+        x, z, names, lambda X, Z: (X.shape[0], *observed_sums(X if side == "original" else Z)), measure=measure))
+    return n, cnt, s / np.maximum(cnt, 1)
+
+
 def add(parts: list[Any]) -> Any:
     """Element-wise sum of per-partition results (tuples of arrays/scalars)."""
     total = parts[0]

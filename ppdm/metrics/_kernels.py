@@ -124,6 +124,9 @@ def sers_rows(
                     c1[k] = 0
                     c2[k] = 0
                     c3[k] = 0
+                # the categorical and numeric passes are written out alike: they accumulate different
+                # types (mismatch counts in the codes' own integer width, float distances), and each
+                # stays a plain loop that fastmath vectorises
                 for j in range(n_cat):
                     va = oc[ia, j]
                     vb = oc[ib, j]

@@ -300,6 +300,17 @@ def judged_keys(ctx: EvaluationContext, measure: str) -> tuple[list[str], list[s
     return kept, perturbed
 
 
+def lookup_keys(ctx: EvaluationContext, measure: str, sensitive: list[str]) -> tuple[list[str], list[str]]:
+    """:func:`judged_keys` less the ``sensitive`` attributes, for a measure of what an intruder
+    learns: a sensitive attribute is what they learn, never what they look a person up by.
+    With no key left the measure does not apply (:class:`ScenarioNotApplicable`)."""
+    keys, perturbed = judged_keys(ctx, measure)
+    keys = [k for k in keys if k not in sensitive]
+    if not keys:
+        raise ScenarioNotApplicable("every quasi-identifier left to look a person up by is perturbed or sensitive")
+    return keys, perturbed
+
+
 def _finish(res: Any, ctx: EvaluationContext, perturbed: list[str]) -> Any:
     res.key_source = ctx.cache.get("key_source", "")
     res.perturbed_keys = list(perturbed)

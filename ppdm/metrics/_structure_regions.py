@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ppdm.data.schema import Schema
-from ppdm.errors import ParameterError, SchemaError
+from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.rules.core import NUMERIC_OPS
 from ppdm.trees.base import TreeModel
 
@@ -88,6 +88,17 @@ def _check_tables(x: pd.DataFrame, z: pd.DataFrame, sch: Schema, measure: str) -
                 raise SchemaError(f"{measure}: numeric column {c!r} of the {label} table holds a missing or infinite value")
         if len(df) == 0:
             raise SchemaError(f"{measure}: the {label} table has no rows")
+
+
+def _checked_schema(x: pd.DataFrame, z: pd.DataFrame, schema: Schema | None, class_column: str | None,
+                    measure: str) -> Schema:
+    """The schema a tree-structure measure compares ``x`` and ``z`` under (:func:`_resolve_schema`),
+    once both tables are checked against it and it has an attribute to build trees on."""
+    sch = _resolve_schema(x, schema, class_column, measure)
+    _check_tables(x, z, sch, measure)
+    if not sch.attributes:
+        raise MeasureNotApplicable(f"{measure} needs at least one non-class attribute")
+    return sch
 
 
 def _leaf_positions(tree: TreeModel, data: pd.DataFrame, ids: Any = None) -> tuple[np.ndarray, list[Any]]:

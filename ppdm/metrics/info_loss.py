@@ -45,6 +45,7 @@ from ppdm.metrics._common import (
     observed_sd,
     pick_options,
     require_nonconstant,
+    sd_from_sums,
 )
 from ppdm.metrics._info_loss_moments import (  # noqa: F401  (re-exported: the public path stays this module)
     _corr,
@@ -118,11 +119,9 @@ def il1s(
         raise ParameterError(f"IL1s form must be 'sum' or 'mean', got {form!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IL1s")
-        n, cnt, sx = _dask.add(_dask.reduce_pairs(
-            x, z, names, lambda X, Z: (X.shape[0], *_dask.observed_sums(X)), measure="IL1s"))
+        n, cnt, mx = _dask.observed_means(x, z, names, side="original", measure="IL1s")
         if n < 2:
             raise MeasureNotApplicable("IL1s needs at least 2 records")
-        mx = sx / np.maximum(cnt, 1)
 
         def part(X: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             both = ~np.isnan(X) & ~np.isnan(Z)
@@ -131,9 +130,7 @@ def il1s(
                     both.sum(0))
 
         ss, sa, cells = _dask.add(_dask.reduce_pairs(x, z, names, part, measure="IL1s"))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sd = np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
-        return _il1s_from_sums(names, int(n), sd, sa, form, cells)
+        return _il1s_from_sums(names, int(n), sd_from_sums(ss, cnt), sa, form, cells)
     names, X, Z = numeric_pair(x, z, columns, measure="IL1s", allow_missing=True, rescale="column")
     if np.isnan(X).any() or np.isnan(Z).any():
         both = ~np.isnan(X) & ~np.isnan(Z)

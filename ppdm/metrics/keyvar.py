@@ -57,6 +57,7 @@ from ppdm.data.blanks import (
     pattern_frequencies,
 )
 from ppdm.errors import ParameterError, ScenarioNotApplicable, SchemaError
+from ppdm.metrics._common import is_dask
 from ppdm.metrics._keyvar_frequencies import (  # noqa: F401  (re-exported: the public path stays this module)
     DIRECT_CELLS_PER_ROW,
     HOW_TO_DECLARE,
@@ -106,6 +107,7 @@ from ppdm.metrics._keyvar_keys import (  # noqa: F401  (re-exported: the public 
     judged_keys,
     key_status,
     key_status_parts,
+    lookup_keys,
     released_covers,
 )
 from ppdm.metrics._keyvar_parts import (  # noqa: F401  (re-exported: the public path stays this module)
@@ -269,7 +271,6 @@ def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
     k = _opt(ctx, "k_anonymity", "k", 3)
     weighted = _truthy(_opt(ctx, "k_anonymity", "weighted", False))
     blanks = context_blanks(ctx, "k_anonymity")
-    from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
         return _finish(k_anonymity_parts(ctx, keys, k, weighted, blanks), ctx, perturbed)
@@ -378,7 +379,6 @@ def _intruder_view_parts(ctx: EvaluationContext, keys: list[str], k: int) -> Int
 def _k_anonymity_intruder_measure(ctx: EvaluationContext) -> IntruderViewResult:
     keys, perturbed = judged_keys(ctx, "k_anonymity_intruder")
     k = _opt(ctx, "k_anonymity_intruder", "k", 3)  # its own option: a measure reads only what it declares
-    from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z) or is_dask(ctx.x):
         res = _intruder_view_parts(ctx, keys, int(k))
@@ -397,7 +397,6 @@ def _k_anonymity_intruder_measure(ctx: EvaluationContext) -> IntruderViewResult:
 def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
     keys, perturbed = judged_keys(ctx, "sample_uniques")
     blanks = context_blanks(ctx, "sample_uniques")
-    from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
         return _finish(sample_uniques_parts(ctx, keys, blanks), ctx, perturbed)
@@ -417,7 +416,6 @@ def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
 def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
     keys, perturbed = judged_keys(ctx, "reidentification_risk")
     blanks = context_blanks(ctx, "reidentification_risk")
-    from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
         return _finish(reidentification_risk_parts(ctx, keys, blanks), ctx, perturbed)
@@ -440,7 +438,6 @@ def _l_diversity_measure(ctx: EvaluationContext) -> LDiversityResult:
     sens = _opt(ctx, "l_diversity", "sensitive", None) or ctx.schema.sensitive
     l_target = _opt(ctx, "l_diversity", "l", 2)
     blanks = context_blanks(ctx, "l_diversity")
-    from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
         return _finish(l_diversity_parts(ctx, keys, sens, l_target, blanks), ctx, perturbed)
@@ -499,14 +496,9 @@ def _attribute_disclosure_measure(ctx: EvaluationContext) -> AttributeDisclosure
     if not sens:
         raise ScenarioNotApplicable("no sensitive attribute is declared (--sensitive, or sensitive in a schema "
                                     "file): attribute disclosure is judged for declared sensitive attributes")
-    keys, perturbed = judged_keys(ctx, "attribute_disclosure")
-    # a sensitive attribute is what the intruder learns, never what they look a person up by
-    keys = [k for k in keys if k not in sens]
-    if not keys:
-        raise ScenarioNotApplicable("every quasi-identifier left to look a person up by is perturbed or sensitive")
+    keys, perturbed = lookup_keys(ctx, "attribute_disclosure", sens)
     l_target = _opt(ctx, "attribute_disclosure", "l", 2)
     blanks = context_blanks(ctx, "attribute_disclosure")
-    from ppdm.metrics._common import is_dask
 
     if is_dask(ctx.z):
         ld = l_diversity_parts(ctx, keys, sens, l_target, blanks)

@@ -63,7 +63,7 @@ import pandas as pd
 
 from ppdm.data.class_distributions import SensitiveCells, equal_emd, ordered_emd, sensitive_cells
 from ppdm.data.class_distributions import is_number as _is_number
-from ppdm.errors import ParameterError, ScenarioNotApplicable
+from ppdm.errors import ParameterError
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import EvaluationContext, register_measure
 from ppdm.metrics.keyvar import (
@@ -76,8 +76,8 @@ from ppdm.metrics.keyvar import (
     check_sensitive,
     context_blanks,
     group_codes,
-    judged_keys,
     key_codes,
+    lookup_keys,
     wildcard_value_counts,
 )
 
@@ -233,6 +233,9 @@ def _integer(v: Any, what: str, low: int = 1) -> int:
     return int(v)
 
 
+_R = TypeVar("_R", bound=PrivacyModelResult)
+
+
 @dataclass
 class _Classes:
     """A table's classes: the checked keys and sensitive attributes, the key codes, each record's
@@ -246,6 +249,11 @@ class _Classes:
     group: np.ndarray
     blanks: str
     wildcard: bool
+    #: records of the table
+    n: int
+    #: the ``per_sensitive`` rows and per-class tables added so far (:meth:`add`, :meth:`add_table`)
+    per: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[pd.DataFrame] = field(default_factory=list)
 
     @property
     def n_classes(self) -> int:
@@ -258,10 +266,34 @@ class _Classes:
             return wildcard_sensitive_cells(self.codes, s, ordered=ordered)
         return sensitive_cells(self.group, s, ordered=ordered)
 
-    def result(self, kind: type[_R], n: int, **params: Any) -> _R:
-        """An empty ``kind`` result over these classes (``n`` records), with the model's ``params``."""
-        return kind(value=0.0, keys=self.keys, sensitive=self.sensitive, n=n, n_classes=self.n_classes,
+    def result(self, kind: type[_R], **params: Any) -> _R:
+        """An empty ``kind`` result over these classes, with the model's ``params``."""
+        return kind(value=0.0, keys=self.keys, sensitive=self.sensitive, n=self.n, n_classes=self.n_classes,
                     blanks=self.blanks, **params)
+
+    def add_table(self, row: dict[str, Any], table: pd.DataFrame) -> None:
+        """Add a sensitive attribute's ``per_sensitive`` row (:func:`_row`) and per-class table."""
+        self.per.append(row)
+        self.rows.append(table)
+
+    def add(self, s: str, c: SensitiveCells, column: str, by_class: np.ndarray, fails: np.ndarray,
+            **extra: Any) -> None:
+        """Add sensitive attribute ``s``'s outcome: its ``per_sensitive`` row (:func:`_row`, valued at
+        the largest ``by_class``) and its per-class table (``by_class`` as ``column``)."""
+        self.add_table(_row(c, by_class.max(initial=0.0), fails, self.n, **extra),
+                       pd.DataFrame({"sensitive": s, "size": c.size, "known": c.known, column: by_class}))
+
+    def finish(self, res: _R) -> _R:
+        """``res`` with the worst attribute's value and the per-attribute and per-class tables."""
+        table = pd.DataFrame(self.per)
+        i = cast(int, table["value"].idxmax())  # a RangeIndex label
+        res.value = float(table["value"].max())  # the value at i
+        res.worst = str(table.loc[i, "sensitive"])
+        res.records_failing = float(table["records_failing"].max())
+        res.blank_classes = int(table["blank_classes"].max())
+        res.per_sensitive = table
+        res.per_class = pd.concat(self.rows, ignore_index=True) if self.rows else pd.DataFrame()
+        return res
 
 
 def _prepare(df: pd.DataFrame, keys: Any, sensitive: Any, measure: str, blanks: str | None) -> _Classes:
@@ -272,35 +304,7 @@ def _prepare(df: pd.DataFrame, keys: Any, sensitive: Any, measure: str, blanks: 
     blanks = check_reading(blanks)
     codes = key_codes(df, keys)
     return _Classes(keys=keys, sensitive=sensitive, codes=codes, group=group_codes(codes), blanks=blanks,
-                    wildcard=blanks == "wildcard" and bool((codes < 0).any()))
-
-
-def _per_class(rows: list[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-
-
-_R = TypeVar("_R", bound=PrivacyModelResult)
-
-
-def _finish_result(res: _R, per: list[dict[str, Any]], per_class: list[pd.DataFrame]) -> _R:
-    """``res`` with the worst attribute's value and the per-attribute and per-class tables."""
-    table = pd.DataFrame(per)
-    i = cast(int, table["value"].idxmax())  # a RangeIndex label
-    res.value = float(table["value"].max())  # the value at i
-    res.worst = str(table.loc[i, "sensitive"])
-    res.records_failing = float(table["records_failing"].max())
-    res.blank_classes = int(table["blank_classes"].max())
-    res.per_sensitive = table
-    res.per_class = _per_class(per_class)
-    return res
-
-
-def _add_sensitive(per: list[dict[str, Any]], rows: list[pd.DataFrame], s: str, c: SensitiveCells, column: str,
-                   by_class: np.ndarray, fails: np.ndarray, n: int, **extra: Any) -> None:
-    """Add sensitive attribute ``s``'s outcome: its ``per_sensitive`` row (:func:`_row`, valued at
-    the largest ``by_class``) and its per-class table (``by_class`` as ``column``)."""
-    per.append(_row(c, by_class.max(initial=0.0), fails, n, **extra))
-    rows.append(pd.DataFrame({"sensitive": s, "size": c.size, "known": c.known, column: by_class}))
+                    wildcard=blanks == "wildcard" and bool((codes < 0).any()), n=len(df))
 
 
 def _row(c: SensitiveCells, value: float, fails: np.ndarray, n: int, **extra: Any) -> dict[str, Any]:
@@ -328,12 +332,9 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
     """
     t = _number(t, "t-closeness t", strict=False, high=1.0)
     cl = _prepare(df, keys, sensitive, "t-closeness", blanks)
-    keys, sensitive = cl.keys, cl.sensitive
-    grounds = ground if isinstance(ground, dict) else {s: ground for s in sensitive}
-    res = cl.result(TClosenessResult, len(df), t=t)
-    per: list[dict[str, Any]] = []
-    rows: list[pd.DataFrame] = []
-    for s in sensitive:
+    grounds = ground if isinstance(ground, dict) else {s: ground for s in cl.sensitive}
+    res = cl.result(TClosenessResult, t=t)
+    for s in cl.sensitive:
         g = grounds.get(s, "auto")
         if g not in GROUNDS:
             raise ParameterError(f"t-closeness ground must be one of {', '.join(GROUNDS)}, got {g!r}")
@@ -341,8 +342,8 @@ def t_closeness(df: pd.DataFrame, keys: Any, sensitive: Any, t: float = 0.2, *,
         c = cl.cells(df[s], ordered=ordered)
         emd = ordered_emd(c) if ordered else equal_emd(c)
         res.ground[s] = "ordered" if ordered else "equal"
-        _add_sensitive(per, rows, s, c, "emd", emd, emd > t + 1e-12, len(df), ground=res.ground[s])
-    return _finish_result(res, per, rows)
+        cl.add(s, c, "emd", emd, emd > t + 1e-12, ground=res.ground[s])
+    return cl.finish(res)
 
 
 # --------------------------------------------------------------- recursive (c,l)-diversity
@@ -360,12 +361,9 @@ def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float
     c = _number(c, "(c,l)-diversity c")
     l = _integer(l, "(c,l)-diversity l")  # noqa: E741
     cl = _prepare(df, keys, sensitive, "(c,l)-diversity", blanks)
-    keys, sensitive = cl.keys, cl.sensitive
-    res = cl.result(CLDiversityResult, len(df), c=c, l=l)
-    per: list[dict[str, Any]] = []
-    rows: list[pd.DataFrame] = []
+    res = cl.result(CLDiversityResult, c=c, l=l)
     need_all, distinct_all = 0.0, None
-    for s in sensitive:
+    for s in cl.sensitive:
         cells = cl.cells(df[s])
         # counts in decreasing order within each class: rank 0 is r_1
         order = np.lexsort((-cells.count, cells.cls))
@@ -385,13 +383,12 @@ def recursive_cl_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, c: float
         d_min = int(distinct[judged].min()) if judged.any() else 0
         need_all = max(need_all, c_need)
         distinct_all = d_min if distinct_all is None else min(distinct_all, d_min)
-        row = _row(cells, 0.0, fails, len(df), c_needed=c_need, distinct_l=d_min)
+        row = _row(cells, 0.0, fails, cl.n, c_needed=c_need, distinct_l=d_min)
         row["value"] = row["records_failing"]
-        per.append(row)
-        rows.append(pd.DataFrame({"sensitive": s, "size": cells.size, "known": cells.known, "distinct": distinct,
-                                  "c_needed": need, "fails": fails}))
+        cl.add_table(row, pd.DataFrame({"sensitive": s, "size": cells.size, "known": cells.known,
+                                        "distinct": distinct, "c_needed": need, "fails": fails}))
     res.c_needed, res.distinct_l = need_all, int(distinct_all or 0)
-    return _finish_result(res, per, rows)
+    return cl.finish(res)
 
 
 # ---------------------------------------------------------------------- (α,k)-anonymity
@@ -413,14 +410,11 @@ def alpha_k_anonymity(df: pd.DataFrame, keys: Any, sensitive: Any, alpha: float 
     alpha = _number(alpha, "(α,k)-anonymity alpha", high=1.0)
     k = _integer(k, "(α,k)-anonymity k")
     cl = _prepare(df, keys, sensitive, "(α,k)-anonymity", blanks)
-    keys, sensitive = cl.keys, cl.sensitive
     if isinstance(values, str):
         values = [v.strip() for v in values.split(",") if v.strip()]
     bounded = None if values is None else {str(v) for v in values}
-    res = cl.result(AlphaKResult, len(df), alpha=alpha, k=k, values=None if bounded is None else sorted(bounded))
-    per: list[dict[str, Any]] = []
-    rows: list[pd.DataFrame] = []
-    for s in sensitive:
+    res = cl.result(AlphaKResult, alpha=alpha, k=k, values=None if bounded is None else sorted(bounded))
+    for s in cl.sensitive:
         cells = cl.cells(df[s])
         # a class's records are its fk under either reading (k_anonymity's count, whatever s)
         class_fk = cells.size
@@ -434,9 +428,9 @@ def alpha_k_anonymity(df: pd.DataFrame, keys: Any, sensitive: Any, alpha: float 
         share = cells.class_max(q)
         value = np.where(small, 1.0, share)
         fails = small | (share > alpha + 1e-12)
-        per.append(_row(cells, value.max(initial=0.0), fails, len(df), achieved_alpha=float(share.max(initial=0.0))))
-        rows.append(pd.DataFrame({"sensitive": s, "size": cells.size, "fk": class_fk, "alpha": share}))
-    res = _finish_result(res, per, rows)
+        cl.add_table(_row(cells, value.max(initial=0.0), fails, cl.n, achieved_alpha=float(share.max(initial=0.0))),
+                     pd.DataFrame({"sensitive": s, "size": cells.size, "fk": class_fk, "alpha": share}))
+    res = cl.finish(res)
     res.achieved_alpha = float(res.per_sensitive["achieved_alpha"].max())
     return res
 
@@ -451,15 +445,12 @@ def basic_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float
     """
     beta = _number(beta, "β-likeness beta")
     cl = _prepare(df, keys, sensitive, "β-likeness", blanks)
-    keys, sensitive = cl.keys, cl.sensitive
-    res = cl.result(BetaLikenessResult, len(df), beta=beta)
-    per: list[dict[str, Any]] = []
-    rows: list[pd.DataFrame] = []
-    for s in sensitive:
+    res = cl.result(BetaLikenessResult, beta=beta)
+    for s in cl.sensitive:
         cells = cl.cells(df[s])
         gain = cells.class_max(relative_gain(cells))
-        _add_sensitive(per, rows, s, cells, "beta", gain, gain > beta * (1 + 1e-12), len(df))
-    return _finish_result(res, per, rows)
+        cl.add(s, cells, "beta", gain, gain > beta * (1 + 1e-12))
+    return cl.finish(res)
 
 
 def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: float = 1.0, *,
@@ -476,12 +467,9 @@ def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: fl
     """
     beta = _number(beta, "β-likeness beta")
     cl = _prepare(df, keys, sensitive, "enhanced β-likeness", blanks)
-    keys, sensitive = cl.keys, cl.sensitive
-    res = cl.result(EnhancedBetaLikenessResult, len(df), beta=beta)
-    per: list[dict[str, Any]] = []
-    rows: list[pd.DataFrame] = []
+    res = cl.result(EnhancedBetaLikenessResult, beta=beta)
     need_all = basic_all = 0.0
-    for s in sensitive:
+    for s in cl.sensitive:
         cells = cl.cells(df[s])
         gain = relative_gain(cells)
         pv = cells.p[cells.val]
@@ -493,9 +481,9 @@ def enhanced_beta_likeness(df: pd.DataFrame, keys: Any, sensitive: Any, beta: fl
         basic = float(gain.max(initial=0.0))
         need = basic if not (gain > cap * (1 + 1e-12)).any() else math.inf
         need_all, basic_all = max(need_all, need), max(basic_all, basic)
-        _add_sensitive(per, rows, s, cells, "ratio", cls_ratio, cls_ratio > 1 + 1e-12, len(df), beta_needed=need,
+        cl.add(s, cells, "ratio", cls_ratio, cls_ratio > 1 + 1e-12, beta_needed=need,
                        basic_beta=basic)
-    res = _finish_result(res, per, rows)
+    res = cl.finish(res)
     res.beta_needed, res.basic_beta = need_all, basic_all
     return res
 
@@ -512,15 +500,12 @@ def delta_disclosure(df: pd.DataFrame, keys: Any, sensitive: Any, delta: float =
     """
     delta = _number(delta, "δ-disclosure delta")
     cl = _prepare(df, keys, sensitive, "δ-disclosure", blanks)
-    keys, sensitive = cl.keys, cl.sensitive
-    res = cl.result(DeltaDisclosureResult, len(df), delta=delta)
-    per: list[dict[str, Any]] = []
-    rows: list[pd.DataFrame] = []
-    for s in sensitive:
+    res = cl.result(DeltaDisclosureResult, delta=delta)
+    for s in cl.sensitive:
         cells = cl.cells(df[s])
         d = cells.class_max(np.abs(np.log(cells.q / cells.p[cells.val])))
-        _add_sensitive(per, rows, s, cells, "delta", d, d >= delta, len(df))
-    return _finish_result(res, per, rows)
+        cl.add(s, cells, "delta", d, d >= delta)
+    return cl.finish(res)
 
 
 # ---------------------------------------------------------------------------- registrations
@@ -534,11 +519,7 @@ def _context_args(ctx: EvaluationContext, name: str) -> tuple[list[str], list[st
     and the perturbed keys it left out (as :func:`ppdm.metrics.keyvar.attribute_disclosure`)."""
     sens = _opt(ctx, name, "sensitive", None) or list(ctx.schema.sensitive)
     sens = check_sensitive(sens, ctx.z.columns, [], measure=name)
-    keys, perturbed = judged_keys(ctx, name)
-    # a sensitive attribute is what the intruder learns, never what they look a person up by
-    keys = [k for k in keys if k not in sens]
-    if not keys:
-        raise ScenarioNotApplicable("every quasi-identifier left to look a person up by is perturbed or sensitive")
+    keys, perturbed = lookup_keys(ctx, name, sens)
     return sens, keys, perturbed
 
 

@@ -43,6 +43,7 @@ from ppdm.metrics._common import (
     numeric_pair,
     observed_sd,
     pick_options,
+    sd_from_sums,
 )
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.utils import RandomState, check_choice, check_random_state
@@ -375,15 +376,12 @@ def idr(
         raise ParameterError(f"IDR rule must be 'all' or 'legacy', got {rule!r}")
     if is_dask(x) or is_dask(z):
         names = column_names(x, columns, measure="IDR")
-        n, cnt, sz = _dask.add(_dask.reduce_pairs(
-            x, z, names, lambda X, Z: (X.shape[0], *_dask.observed_sums(Z)), measure="IDR"))
+        n, cnt, mz = _dask.observed_means(x, z, names, side="masked", measure="IDR")
         if n < 2:
             raise SchemaError("IDR needs at least 2 records")
-        mz = sz / np.maximum(cnt, 1)
         (ss,) = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: (np.where(np.isnan(Z), 0.0, (Z - mz) ** 2).sum(0),), measure="IDR"))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sd = np.where(cnt > 1, np.sqrt(ss / np.maximum(cnt - 1, 1)), 0.0)
+        sd = sd_from_sums(ss, cnt)
         risky, inside = _dask.add(_dask.reduce_pairs(
             x, z, names, lambda X, Z: _idr_counts(X, Z, sd, k, rule), measure="IDR"))
         n = int(n)

@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 
 from ppdm.data.schema import Schema
-from ppdm.errors import MeasureNotApplicable, ParameterError
+from ppdm.errors import ParameterError
 from ppdm.metrics._common import pick_options
 from ppdm.metrics._structure_regions import (  # noqa: F401  (re-exported: the public path stays this module)
     TreeFactory,
     _check_tables,
+    _checked_schema,
     _fit,
     _forest_leaves,
     _leaf_boxes,
@@ -127,11 +128,8 @@ def eduds(
         raise ParameterError(f"EDUDS empty_records must be 'skip' or 'one', got {empty_records!r}")
     if not isinstance(domain, Mapping) and domain not in ("original", "union", "segment"):
         raise ParameterError(f"EDUDS domain must be 'original', 'union', 'segment' or a mapping, got {domain!r}")
-    sch = _resolve_schema(x, schema, class_column, "EDUDS")
-    _check_tables(x, z, sch, "EDUDS")
+    sch = _checked_schema(x, z, schema, class_column, "EDUDS")
     attrs = sch.attributes
-    if not attrs:
-        raise MeasureNotApplicable("EDUDS needs at least one non-class attribute")
     numeric = set(sch.numeric)
     if trees_x is None or trees_z is None:
         factory = make_tree or default_tree_factory()
@@ -245,11 +243,8 @@ def edusc(
         raise ParameterError(f"EDUSC node_count must be 'all' or 'counted', got {node_count!r}")
     if not (isinstance(min_gain_ratio, (int, float)) and math.isfinite(min_gain_ratio)):
         raise ParameterError(f"EDUSC min_gain_ratio must be a number, got {min_gain_ratio!r}")
-    sch = _resolve_schema(x, schema, class_column, "EDUSC")
-    _check_tables(x, z, sch, "EDUSC")
+    sch = _checked_schema(x, z, schema, class_column, "EDUSC")
     attrs = sch.attributes
-    if not attrs:
-        raise MeasureNotApplicable("EDUSC needs at least one non-class attribute")
     cls = sch.class_column
     assert cls is not None
     if trees_x is None:

@@ -84,27 +84,19 @@ def _class_dist(y, perm, wperm, s, e, out):
 @njit(cache=True)
 def _split_range(X, y, perm, wperm, s, e, attr, thr, nominal, nb, bag, starts, tmp_r, tmp_w, br):
     """Stable in-place partition of ``perm[s:e]`` by branch; fills ``bag`` (branch × class
-    weights) and ``starts`` (nb + 1 range bounds)."""
+    weights) and ``starts`` (nb + 1 range bounds). ``br`` (as long as ``perm``) receives each
+    position's branch."""
     bag[:, :] = 0.0
     counts = np.zeros(nb, dtype=np.int64)
     for i in range(s, e):
         b = _branch(X, perm[i], attr, thr, nominal)
-        br[i - s] = b
+        br[i] = b
         counts[b] += 1
         bag[b, y[perm[i]]] += wperm[i]
     starts[0] = s
-    # _partition_pair's stable partition written out: here a row's branch sits at br[i - s], node-local
     for j in range(nb):
         starts[j + 1] = starts[j] + counts[j]
-    pos = starts[:nb].copy()
-    for i in range(s, e):
-        b = br[i - s]
-        tmp_r[pos[b]] = perm[i]
-        tmp_w[pos[b]] = wperm[i]
-        pos[b] += 1
-    for i in range(s, e):
-        perm[i] = tmp_r[i]
-        wperm[i] = tmp_w[i]
+    _partition_pair(perm, wperm, s, e, br, np.empty(nb, dtype=np.int64), starts[:nb + 1], tmp_r, tmp_w)
 
 
 @njit(cache=True)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import column_or_1d
 
 from ppdm.data.schema import Schema
@@ -215,3 +216,16 @@ def check_class_labels(y: Any) -> Any:
         # an unnamed array: scikit-learn's wording, which its estimator checks expect
         raise PPDMError("Unknown label type: continuous; a tree needs class labels, not a continuous target")
     return y
+
+
+class EncodedClassifier(ClassifierMixin, BaseEstimator):
+    """Base of the tree classifiers that read ``X`` through :func:`fit_encoding` (C4.5, SysFor):
+    it stores the parameters of that reading, ``categorical``, ``schema`` and ``value_order``,
+    as given (scikit-learn's contract); a subclass's ``__init__`` lists them among its own and
+    passes them here."""
+
+    def __init__(self, categorical: Sequence[Hashable] | None = None, schema: Schema | None = None,
+                 value_order: str = "appearance") -> None:
+        self.categorical = categorical
+        self.schema = schema
+        self.value_order = value_order

@@ -17,7 +17,6 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
@@ -32,11 +31,11 @@ from ppdm.trees._c45_tree import (
     max_class,
     num_incorrect,
 )
-from ppdm.trees._encoding import Encoding, encode_labels, fit_encoding
+from ppdm.trees._encoding import EncodedClassifier, Encoding, encode_labels, fit_encoding
 from ppdm.utils import check_choice
 
 
-class C45Classifier(ClassifierMixin, BaseEstimator):
+class C45Classifier(EncodedClassifier):
     """C4.5 release 8 decision tree, built as Weka J48 3.6 builds it.
 
     Parameters
@@ -96,6 +95,7 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         schema: Schema | None = None,
         value_order: str = "appearance",
     ) -> None:
+        super().__init__(categorical, schema, value_order)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.min_leaf = min_leaf
         self.confidence = confidence
@@ -105,9 +105,6 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
         self.use_mdl = use_mdl
         self.relocate_threshold = relocate_threshold
         self.threshold_tolerance = threshold_tolerance
-        self.categorical = categorical
-        self.schema = schema
-        self.value_order = value_order
 
     # ------------------------------------------------------------------ fitting
     def _validate_params(self) -> None:
@@ -283,6 +280,8 @@ class C45Classifier(ClassifierMixin, BaseEstimator):
 # ---------------------------------------------------------------------------- helpers
 def _prepare(X: Any, y: Any, categorical: Any, schema: Schema | None, value_order: str
              ) -> tuple[Encoding, np.ndarray, np.ndarray, np.ndarray]:
+    """``X`` and ``y`` encoded as C4.5 and SysFor read them: the attribute encoding, the encoded
+    matrix, the class codes and the class labels in code order."""
     class_col = schema.class_column if schema is not None else None
     enc, Xf = fit_encoding(X, categorical=categorical, schema=schema, value_order=value_order,
                            class_column=class_col)

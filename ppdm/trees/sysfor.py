@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
@@ -40,9 +39,9 @@ from ppdm.trees._c45_tree import (
     partition,
     split_distribution,
 )
-from ppdm.trees._encoding import encode_labels, fit_encoding
+from ppdm.trees._encoding import EncodedClassifier
 from ppdm.trees._sysfor_kernels import nominal_gain_ratio, numeric_candidates, separated_points
-from ppdm.trees.c45 import C45Classifier, _argmax_tol, _probs
+from ppdm.trees.c45 import C45Classifier, _argmax_tol, _prepare, _probs
 from ppdm.utils import check_choice
 
 PAPER_004 = {"min_gain_ratio": 0.01, "confidence": 0.25, "goodness": 0.5, "separation": 0.3, "n_trees": 3}
@@ -124,7 +123,7 @@ def good_attributes(
     return kept
 
 
-class SysForClassifier(ClassifierMixin, BaseEstimator):
+class SysForClassifier(EncodedClassifier):
     """SysFor forest (Islam & Giggins 2011) of C4.5 trees with forced root / second-level tests.
 
     Parameters
@@ -208,6 +207,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         schema: Schema | None = None,
         value_order: str = "appearance",
     ) -> None:
+        super().__init__(categorical, schema, value_order)
         # scikit-learn's contract: __init__ stores each parameter as given (get_params, clone), so it is written out
         self.n_trees = n_trees
         self.min_leaf = min_leaf
@@ -223,9 +223,6 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
         self.empty_leaf_class = empty_leaf_class
         self.threshold_tolerance = threshold_tolerance
         self.n_jobs = n_jobs
-        self.categorical = categorical
-        self.schema = schema
-        self.value_order = value_order
 
     @classmethod
     def paper_004(cls, min_leaf: float = 10, **overrides: Any) -> SysForClassifier:
@@ -270,12 +267,7 @@ class SysForClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> SysForClassifier:
         """Build the forest on ``X`` and class ``y``."""
         self._validate_params()
-        class_col = self.schema.class_column if self.schema is not None else None
-        enc, Xf = fit_encoding(X, categorical=self.categorical, schema=self.schema,
-                               value_order=self.value_order, class_column=class_col)
-        codes, classes = encode_labels(y, self.value_order)
-        if len(codes) != Xf.shape[0]:
-            raise PPDMError(f"X has {Xf.shape[0]} rows but y has {len(codes)}")
+        enc, Xf, codes, classes = _prepare(X, y, self.categorical, self.schema, self.value_order)
         if len(classes) < 2:
             name = getattr(y, "name", None)
             which = f"class column {name!r}" if name is not None else "the class"
