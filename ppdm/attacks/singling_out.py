@@ -63,9 +63,9 @@ EQ, NE, LT, GT, LE, GE, ISNULL, NOTNULL = range(8)
 #: queries of the registered multivariate singling-out measure (the library default stays 500)
 EVALUATE_MULTIVARIATE_QUERIES = 4000
 Queries = tuple[np.ndarray, np.ndarray, np.ndarray]  # columns, operators, values: (n_queries, conditions)
-#: the multivariate search keeps a copy of the table's run positions in each column's order up to
-#: this many values (4 bytes each)
-BY_COLUMN_CELLS = 2**26
+#: the multivariate search keeps a copy of the table's run positions in each column's order (m²
+#: values a record, 4 bytes each) up to this many values, 64 MB: adult needs 3.4 million
+BY_COLUMN_CELLS = 2**24
 OP_TEXT = {EQ: "==", NE: "!=", LT: "<", GT: ">", LE: "<=", GE: ">=", ISNULL: "is missing", NOTNULL: "is not missing"}
 
 
@@ -198,7 +198,8 @@ def _own_query_counts(
         lo = np.empty(k, dtype=np.int64)
         hi = np.empty(k, dtype=np.int64)
         for q in range(ch * chunk, min(b, (ch + 1) * chunk)):
-            # the k columns of the smallest numbers (as np.argpartition picks them), ascending
+            # the k columns of the smallest numbers, ascending: np.argpartition's choice (two equal
+            # random numbers, chance about m²/2⁵³ a query, may let it take the other of the two)
             n_best = 0
             for a in range(m):
                 v = u[q, a]
