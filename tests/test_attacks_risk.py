@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ from ppdm.attacks.singling_out import (
     NE,
     NOTNULL,
     Indexed,
+    _own_query_counts,
     _univariate_counts,
     control_at_size,
     expected_single_matches,
@@ -118,6 +120,39 @@ def test_query_counts_equal_brute_force(seed, n, k):
     np.testing.assert_array_equal(tab.count((col, op, val), 2), np.minimum(want, 2))
     if k == 1:
         np.testing.assert_array_equal(_univariate_counts(data, col[:, 0], op[:, 0], val[:, 0]), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40), st.integers(1, 4))
+def test_own_query_counts_equal_brute_force(seed, n, k):
+    # the multivariate search's counter: queries made from records of the table itself (== on a
+    # categorical column, >= / <= on a numeric one above / not above its median, is missing);
+    # its columns must be those of the k smallest random numbers, ascending, as np.argpartition
+    # picks them, and its counts (capped at 2) those of a brute-force scan, in both layouts
+    rng = np.random.default_rng(seed)
+    m = 5
+    data = rng.integers(0, 4, size=(n, m)).astype(float)
+    data[:, 3:] += rng.random((n, 2)).round(1)  # two numeric columns, ties included
+    data[rng.random(data.shape) < 0.15] = np.nan
+    is_num = np.array([False, False, False, True, True])
+    with warnings.catch_warnings():  # a column missing everywhere has no median
+        warnings.simplefilter("ignore", RuntimeWarning)
+        medians = np.where(is_num, np.nanmedian(data, axis=0), np.nan)
+    rows = rng.integers(0, n, size=50)
+    u = rng.random((50, m))
+    want_cols = np.sort(np.argpartition(u, k - 1, axis=1)[:, :k], axis=1)
+    vals = data[rows[:, None], want_cols]
+    ops = np.where(np.isnan(vals), ISNULL, np.where(is_num[want_cols], np.where(vals > medians[want_cols], GE, LE), EQ))
+    want = np.array([min(_brute_count(data, want_cols[i], ops[i], vals[i]), 2) for i in range(50)])
+    tab = Indexed.of(data)
+    run_lo, run_hi = tab.runs()
+    order, _, n_present = tab._sort()
+    for by_col in (np.take(run_lo, order, axis=0), run_lo[None]):
+        cols = np.empty((50, k), dtype=np.int64)
+        got = _own_query_counts(rows, u, k, tab.data, is_num, medians, order, run_lo, run_hi, by_col, n_present,
+                                cols, 3)
+        np.testing.assert_array_equal(cols, want_cols)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_expected_single_matches_by_enumeration():

@@ -258,3 +258,19 @@ def test_wilson_interval_by_hand():
     # half 1.959964/7.841459 · √(2.5·1.5/4 + 0.960365) = 0.249949 · 1.377630 = 0.344337
     assert wilson_score(2.5, 4) == pytest.approx((0.563764, 0.344337), abs=1e-6)
     assert wilson_interval(2.5, 4) == pytest.approx((0.219427, 0.908101), abs=1e-6)
+
+
+def test_unique_rows_as_numpy_unique():
+    # the linkage index numbers its groups as np.unique(axis=0) would: rows in lexicographic
+    # order (signed values), each row's number among them
+    from ppdm.metrics._linkage_search import _unique_rows
+
+    a = np.array([[1, 0], [0, 2], [1, 0], [-1, 5], [0, 2], [0, 1]])
+    uniq, inv = _unique_rows(a)
+    assert uniq.tolist() == [[-1, 5], [0, 1], [0, 2], [1, 0]]
+    assert inv.tolist() == [3, 2, 3, 0, 2, 1]
+    b = np.random.default_rng(0).integers(-2, 3, size=(200, 3))
+    want_u, want_i = np.unique(b, axis=0, return_inverse=True)
+    got_u, got_i = _unique_rows(b)
+    np.testing.assert_array_equal(got_u, want_u)
+    np.testing.assert_array_equal(got_i, want_i.ravel())

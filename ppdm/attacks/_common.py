@@ -268,7 +268,7 @@ def _offer(j: int, base: float, q: int, q_num: np.ndarray, c_num: np.ndarray, c_
     bi[r] = c_idx[j]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def knn_gower(
     q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
     q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
@@ -283,6 +283,27 @@ def knn_gower(
     n_chunks: int,
 ) -> np.ndarray:
     """Indices of the k nearest candidates of each query (Gower distance), nearest first, ties
+    in ``c_prio`` order: :func:`knn_gower_ordered` with the queries taken in their order."""
+    return knn_gower_ordered(q_cat, q_num, g_codes, g_start, g_present, pivot, c_num, c_prio, c_idx, k, n_chunks,
+                             np.arange(q_cat.shape[0]))
+
+
+@njit(cache=True, parallel=True)
+def knn_gower_ordered(
+    q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
+    q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
+    g_codes: np.ndarray,  # (C, G) int32 categorical codes of each group of candidates
+    g_start: np.ndarray,  # (G + 1,) candidates of group g are rows g_start[g]:g_start[g + 1]
+    g_present: np.ndarray,  # (G,) rows g_start[g]:g_present[g] hold the pivot, ascending; the rest miss it
+    pivot: int,  # the numeric column the groups are sorted by (−1: none)
+    c_num: np.ndarray,  # (n, P) numeric values of the candidates, grouped
+    c_prio: np.ndarray,  # (n,) distinct random ranks: among equally near candidates, lower wins
+    c_idx: np.ndarray,  # (n,) original index of each grouped candidate
+    k: int,
+    n_chunks: int,
+    q_order: np.ndarray,  # (nq,) the order the queries are searched in, equal categorical codes together
+) -> np.ndarray:
+    """Indices of the k nearest candidates of each query (Gower distance), nearest first, ties
     in ``c_prio`` order.
 
     Candidates are grouped by their categorical values, so the categorical part of the
@@ -294,57 +315,79 @@ def knn_gower(
     is at least that). The numeric terms are added in column order and abandoned once the sum
     passes the k-th distance. Every distance is the categorical count plus the numeric terms
     in one fixed order, so equal distances are equal bit for bit, and the k best (distance,
-    rank) pairs do not depend on the order in which candidates are visited."""
+    rank) pairs do not depend on the order in which candidates are visited, nor on the order
+    of the queries: ``q_order`` lists them with equal categorical codes next to one another, so
+    the categorical counts and the groups in their order are made once per distinct codes."""
     nq, n_cat = q_cat.shape
     n_groups = g_start.shape[0] - 1
     out = np.empty((nq, k), dtype=np.int64)
     chunk = (nq + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
         dc = np.empty(n_groups, dtype=np.int32)
+        head = np.empty(n_cat + 2, dtype=np.int64)
+        by_level = np.empty(n_groups, dtype=np.int64)
         bd = np.empty(k)
         bp = np.empty(k, dtype=np.int64)
         bi = np.empty(k, dtype=np.int64)
-        for q in range(c * chunk, min(nq, (c + 1) * chunk)):
-            mismatch_counts(dc, g_codes, q_cat[q])
+        prev = -1
+        for s in range(c * chunk, min(nq, (c + 1) * chunk)):
+            q = q_order[s]
+            same = prev >= 0
+            if same:
+                for a in range(n_cat):
+                    if q_cat[q, a] != q_cat[prev, a]:
+                        same = False
+                        break
+            if not same:
+                mismatch_counts(dc, g_codes, q_cat[q])
+                # the groups in order of categorical distance (a counting sort)
+                for lv in range(n_cat + 2):
+                    head[lv] = 0
+                for g in range(n_groups):
+                    head[dc[g] + 1] += 1
+                for lv in range(1, n_cat + 2):
+                    head[lv] += head[lv - 1]
+                for g in range(n_groups):
+                    by_level[head[dc[g]]] = g
+                    head[dc[g]] += 1
+            prev = q
             for r in range(k):
                 bd[r] = np.inf
                 bp[r] = np.iinfo(np.int64).max
                 bi[r] = -1
             u = q_num[q, pivot] if pivot >= 0 else np.nan
-            # groups level by level of categorical distance, while a level can still beat the k-th
-            for level in range(n_cat + 1):
-                base = float(level)
+            # groups by categorical distance, while their distance can still beat the k-th
+            for t in range(n_groups):
+                g = by_level[t]
+                base = float(dc[g])
                 if base > bd[k - 1]:
                     break
-                for g in range(n_groups):
-                    if dc[g] != level:
-                        continue
-                    lo, mid, hi = g_start[g], g_present[g], g_start[g + 1]
-                    if u != u:  # the query misses the pivot: no order to use
-                        for j in range(lo, hi):
-                            _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
-                        continue
-                    # the candidates missing the pivot are 1 away on it alone
-                    if base + 1.0 <= bd[k - 1]:
-                        for j in range(mid, hi):
-                            _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
-                    # outwards from the query's value, nearest pivot first
-                    right = lo + np.searchsorted(c_num[lo:mid, pivot], u)
-                    left = right - 1
-                    while left >= lo or right < mid:
-                        go_right = left < lo or (right < mid and c_num[right, pivot] - u <= u - c_num[left, pivot])
-                        j = right if go_right else left
-                        if base + abs(c_num[j, pivot] - u) > bd[k - 1]:
-                            if go_right:
-                                right = mid  # that side is done: the other side only from now on
-                            else:
-                                left = lo - 1
-                            continue
+                lo, mid, hi = g_start[g], g_present[g], g_start[g + 1]
+                if u != u:  # the query misses the pivot: no order to use
+                    for j in range(lo, hi):
                         _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                    continue
+                # the candidates missing the pivot are 1 away on it alone
+                if base + 1.0 <= bd[k - 1]:
+                    for j in range(mid, hi):
+                        _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                # outwards from the query's value, nearest pivot first
+                right = lo + np.searchsorted(c_num[lo:mid, pivot], u)
+                left = right - 1
+                while left >= lo or right < mid:
+                    go_right = left < lo or (right < mid and c_num[right, pivot] - u <= u - c_num[left, pivot])
+                    j = right if go_right else left
+                    if base + abs(c_num[j, pivot] - u) > bd[k - 1]:
                         if go_right:
-                            right += 1
+                            right = mid  # that side is done: the other side only from now on
                         else:
-                            left -= 1
+                            left = lo - 1
+                        continue
+                    _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                    if go_right:
+                        right += 1
+                    else:
+                        left -= 1
             for r in range(k):
                 out[q, r] = bi[r]
     return out
@@ -401,8 +444,12 @@ def nearest(
     c_num = np.ascontiguousarray(c_all[order])
     q_num = np.ascontiguousarray(queries[:, num] * scale)
     prio = rng.permutation(n).astype(np.int64)[order]
-    return knn_gower(q_cat, q_num, g_codes, g_start, g_present.astype(np.int64), pivot, c_num,
-                     np.ascontiguousarray(prio), order.astype(np.int64), k, max(1, min(len(rows), 8 * threads())))
+    # queries with equal categorical codes one after another: their counts are made once
+    q_order = np.argsort(group_codes(q_cat.astype(np.int64)), kind="stable") if cat and len(rows) else \
+        np.arange(len(rows))
+    return knn_gower_ordered(q_cat, q_num, g_codes, g_start, g_present.astype(np.int64), pivot, c_num,
+                             np.ascontiguousarray(prio), order.astype(np.int64), k,
+                             max(1, min(len(rows), 8 * threads())), q_order.astype(np.int64))
 
 
 # ------------------------------------------------------------ registrations

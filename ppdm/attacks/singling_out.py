@@ -53,6 +53,7 @@ from ppdm.attacks._common import (
     make_result,
     measure_options,
     rng_of,
+    threads,
 )
 from ppdm.errors import ParameterError
 from ppdm.metrics.base import EvaluationContext, register_measure
@@ -62,6 +63,9 @@ EQ, NE, LT, GT, LE, GE, ISNULL, NOTNULL = range(8)
 #: queries of the registered multivariate singling-out measure (the library default stays 500)
 EVALUATE_MULTIVARIATE_QUERIES = 4000
 Queries = tuple[np.ndarray, np.ndarray, np.ndarray]  # columns, operators, values: (n_queries, conditions)
+#: the multivariate search keeps a copy of the table's run positions in each column's order (m²
+#: values a record, 4 bytes each) up to this many values, 64 MB: adult needs 3.4 million
+BY_COLUMN_CELLS = 2**24
 OP_TEXT = {EQ: "==", NE: "!=", LT: "<", GT: ">", LE: "<=", GE: ">=", ISNULL: "is missing", NOTNULL: "is not missing"}
 
 
@@ -157,29 +161,151 @@ def count_matches(
     return out
 
 
+@njit(cache=True, parallel=True)
+def _own_query_counts(
+    rows: np.ndarray,  # (b,) the released record each candidate query is made from
+    u: np.ndarray,  # (b, m) random numbers: a query's columns are those of its row's k smallest
+    k: int,  # conditions per query
+    data: np.ndarray,  # (n, m) encoded table (NaN = missing)
+    is_num: np.ndarray,  # (m,) numeric columns
+    medians: np.ndarray,  # (m,) median of each numeric column
+    order: np.ndarray,  # (m, n) the records in each column's sort order (missing last)
+    run_lo: np.ndarray,  # (n, m) first sort position of each record's value (missing: of the missing block)
+    run_hi: np.ndarray,  # (n, m) one past its last sort position
+    by_col: np.ndarray,  # (m, n, m) run_lo of the records in each column's order, or (1, n, m) run_lo itself
+    n_present: np.ndarray,  # (m,) non-missing values per column
+    cols: np.ndarray,  # (b, k) out: each query's columns, ascending
+    n_chunks: int,
+) -> np.ndarray:
+    """:func:`count_matches` (capped at 2) of the multivariate queries made from records of the
+    table itself, and their columns.
+
+    A query made from record r holds, on column a, ``is missing`` (r misses a), ``== r[a]``
+    (categorical), ``>= r[a]`` or ``<= r[a]`` (numeric, above the median or not): the records
+    satisfying it are a run of sort positions that depends only on the cell (r, a) —
+    [run_lo, run_hi), [run_lo, n_present) or [0, run_hi) — so no binary search is needed, and a
+    record j satisfies it when the first position of its own value, ``run_lo[j, a]``, lies in
+    that run. Record r matches its own query, so a narrowest condition of one position is a
+    count of 1 without a scan. With ``by_col`` in each column's order, the scan of the narrowest
+    condition's run reads memory in sequence rather than record by record."""
+    b = rows.shape[0]
+    m = u.shape[1]
+    in_order = by_col.shape[0] == m
+    out = np.empty(b, dtype=np.int64)
+    chunk = (b + n_chunks - 1) // n_chunks
+    for ch in prange(n_chunks):
+        best_u = np.empty(k)
+        lo = np.empty(k, dtype=np.int64)
+        hi = np.empty(k, dtype=np.int64)
+        for q in range(ch * chunk, min(b, (ch + 1) * chunk)):
+            # the k columns of the smallest numbers, ascending: np.argpartition's choice (two equal
+            # random numbers, chance about m²/2⁵³ a query, may let it take the other of the two)
+            n_best = 0
+            for a in range(m):
+                v = u[q, a]
+                if n_best == k and v >= best_u[k - 1]:
+                    continue
+                t = min(n_best, k - 1)
+                while t > 0 and best_u[t - 1] > v:
+                    best_u[t] = best_u[t - 1]
+                    cols[q, t] = cols[q, t - 1]
+                    t -= 1
+                best_u[t] = v
+                cols[q, t] = a
+                n_best = min(n_best + 1, k)
+            for t in range(1, k):  # by column
+                a = cols[q, t]
+                s = t
+                while s > 0 and cols[q, s - 1] > a:
+                    cols[q, s] = cols[q, s - 1]
+                    s -= 1
+                cols[q, s] = a
+            r = rows[q]
+            drive, width = 0, np.iinfo(np.int64).max
+            for t in range(k):
+                a = cols[q, t]
+                w = data[r, a]
+                if w != w or not is_num[a]:
+                    lo[t], hi[t] = run_lo[r, a], run_hi[r, a]
+                elif w > medians[a]:
+                    lo[t], hi[t] = run_lo[r, a], n_present[a]
+                else:
+                    lo[t], hi[t] = 0, run_hi[r, a]
+                if hi[t] - lo[t] < width:
+                    drive, width = t, hi[t] - lo[t]
+            if width <= 1:
+                out[q] = 1
+                continue
+            cnt = 0
+            dcol = cols[q, drive]
+            for p in range(lo[drive], hi[drive]):
+                ok = True
+                for t in range(k):
+                    if t != drive:
+                        x = by_col[dcol, p, cols[q, t]] if in_order else by_col[0, order[dcol, p], cols[q, t]]
+                        if x < lo[t] or x >= hi[t]:
+                            ok = False
+                            break
+                if ok:
+                    cnt += 1
+                    if cnt >= 2:
+                        break
+            out[q] = cnt
+    return out
+
+
 @dataclass
 class Indexed:
-    """An encoded table and, made on first use, each column's sort order (:func:`count_matches`)."""
+    """An encoded table and, made on first use, each column's sort order (:func:`count_matches`)
+    and each record's run of equal values in it (:func:`_own_query_counts`)."""
 
     data: np.ndarray
     sorted_vals: np.ndarray | None = None
     order: np.ndarray | None = None
     n_present: np.ndarray | None = None
+    run_lo: np.ndarray | None = None
+    run_hi: np.ndarray | None = None
 
     @classmethod
     def of(cls, data: np.ndarray) -> Indexed:
         return cls(np.ascontiguousarray(data))
 
-    def count(self, q: tuple[np.ndarray, np.ndarray, np.ndarray], cap: int | None) -> np.ndarray:
-        col, op, val = q
-        if len(col) == 0:
-            return np.zeros(0, dtype=np.int64)
-        if self.order is None:
+    def _sort(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.order is None or self.sorted_vals is None or self.n_present is None:
             order = np.argsort(self.data, axis=0)  # NaN sorts last
             self.order = np.ascontiguousarray(order.T)
             self.sorted_vals = np.ascontiguousarray(np.take_along_axis(self.data, order, axis=0).T)
             self.n_present = (~np.isnan(self.data)).sum(axis=0).astype(np.int64)
-        return count_matches(self.data, self.sorted_vals, self.order, self.n_present, col, op, val,  # type: ignore[arg-type]  # both set just above
+        return self.order, self.sorted_vals, self.n_present
+
+    def runs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(run_lo, run_hi), each (n, m): the sort positions [run_lo, run_hi) of the values equal
+        to each record's value in each column (the missing values are one run, last)."""
+        if self.run_lo is None or self.run_hi is None:
+            order, sv, n_present = self._sort()
+            m, n = sv.shape
+            p = np.arange(n)
+            present = p < n_present[:, None]
+            new = np.ones((m, n), dtype=bool)
+            new[:, 1:] = sv[:, 1:] != sv[:, :-1]  # equal values (−0.0 and 0.0 too) continue a run
+            new &= present | (p == n_present[:, None])  # the missing values: one run
+            start = np.maximum.accumulate(np.where(new, p, 0), axis=1)
+            nxt = np.where(new, p, n)
+            end = np.full((m, n), n)
+            end[:, :-1] = np.minimum.accumulate(nxt[:, :0:-1], axis=1)[:, ::-1]
+            lo = np.empty((m, n), dtype=np.int32)  # n < 2³¹: half the memory of positions, faster reads
+            hi = np.empty((m, n), dtype=np.int32)
+            np.put_along_axis(lo, order, start.astype(np.int32), axis=1)
+            np.put_along_axis(hi, order, end.astype(np.int32), axis=1)
+            self.run_lo, self.run_hi = np.ascontiguousarray(lo.T), np.ascontiguousarray(hi.T)
+        return self.run_lo, self.run_hi
+
+    def count(self, q: tuple[np.ndarray, np.ndarray, np.ndarray], cap: int | None) -> np.ndarray:
+        col, op, val = q
+        if len(col) == 0:
+            return np.zeros(0, dtype=np.int64)
+        order, sv, n_present = self._sort()
+        return count_matches(self.data, sv, order, n_present, col, op, val,
                              np.iinfo(np.int64).max if cap is None else cap)
 
 
@@ -283,6 +409,12 @@ def _multivariate_queries(
     n, m = syn.shape
     medians = np.array([np.nanmedian(syn[:, a]) if enc.is_numeric[a] and not np.isnan(syn[:, a]).all() else np.nan
                         for a in range(m)])
+    order, _, n_present = tab._sort()
+    run_lo, run_hi = tab.runs()
+    # run_lo copied into each column's order (m² values a record) while that stays small: the
+    # scans of the search then read memory in sequence
+    by_col = np.take(run_lo, order, axis=0) if n * m * m <= BY_COLUMN_CELLS else run_lo[None]
+    is_num = np.ascontiguousarray(enc.is_numeric, dtype=np.bool_)
     seen: set[bytes] = set()
     out_c: list[Any] = []
     out_o: list[Any] = []
@@ -300,15 +432,18 @@ def _multivariate_queries(
             batch = int(min(50_000, max(1000, 1.2 * (n_queries - len(out_c)) * attempts / len(out_c))))
         b = min(batch, max_attempts - attempts)
         rows = rng.integers(0, n, size=b)
-        cols = np.sort(np.argpartition(rng.random((b, m)), n_cols - 1, axis=1)[:, :n_cols], axis=1)
-        vals = syn[rows[:, None], cols]
-        num = enc.is_numeric[cols]
-        ops = np.where(np.isnan(vals), ISNULL, np.where(num, np.where(vals > medians[cols], GE, LE), EQ))
+        u = rng.random((b, m))
+        cols = np.empty((b, n_cols), dtype=np.int64)
+        counts = _own_query_counts(rows, u, n_cols, syn, is_num, medians, order, run_lo, run_hi, by_col, n_present,
+                                   cols, max(1, min(b, 8 * threads())))
         attempts += b
-        counts = tab.count((cols, ops, vals), 2)
         singles = np.flatnonzero(counts == 1)
-        keyvals = np.nan_to_num(vals[singles], nan=np.inf)  # once per batch, not per query
-        for i, kv in zip(singles, keyvals, strict=True):
+        cols = cols[singles]
+        vals = syn[rows[singles, None], cols]
+        ops = np.where(np.isnan(vals), ISNULL,
+                       np.where(enc.is_numeric[cols], np.where(vals > medians[cols], GE, LE), EQ))
+        keyvals = np.nan_to_num(vals, nan=np.inf)  # once per batch, not per query
+        for i, kv in enumerate(keyvals):
             key = cols[i].tobytes() + ops[i].tobytes() + kv.tobytes()
             if key in seen:
                 continue

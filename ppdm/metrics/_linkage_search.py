@@ -330,6 +330,19 @@ def _group_columns(xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([xc, np.isnan(xn).astype(np.int64)], axis=1))
 
 
+def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, axis=0, return_inverse=True)`` of an integer matrix: the distinct rows in
+    lexicographic order and each row's number among them, by a lexsort of the columns (several
+    times faster than the sort of whole rows np.unique does)."""
+    order = np.lexsort(a.T[::-1])
+    s = a[order]
+    new = np.ones(len(a), dtype=bool)
+    new[1:] = (s[1:] != s[:-1]).any(axis=1)
+    inv = np.empty(len(a), dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return s[new], inv
+
+
 def _group_keys(xn: np.ndarray, xc: np.ndarray) -> pd.Series:
     """One hashable key per record: its categorical codes and which numeric attributes it misses."""
     return pd.Series([r.tobytes() for r in _group_columns(xn, xc)], dtype=object)
@@ -346,7 +359,7 @@ class _Block:
             # values first: neighbouring groups share values, so a node's code sets stay small
             card = [len(np.unique(cols[:, j])) for j in range(cols.shape[1])]
             order = np.argsort(card, kind="stable")[::-1]
-            uniq, gx = np.unique(cols[:, order], axis=0, return_inverse=True)
+            uniq, gx = _unique_rows(cols[:, order])
             inv = np.empty_like(order)
             inv[order] = np.arange(len(order))
             uniq = np.ascontiguousarray(uniq[:, inv])

@@ -149,7 +149,7 @@ def unique_verbatim_copies(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str] 
 # ------------------------------------------------------------------ distance to the closest record
 @njit(cache=True, parallel=True)
 def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.ndarray, xn: np.ndarray,
-             x_idx: np.ndarray, skip: np.ndarray, n_chunks: int) -> np.ndarray:
+             x_idx: np.ndarray, skip: np.ndarray, n_chunks: int, q_order: np.ndarray) -> np.ndarray:
     """Per query row, the smallest summed Gower distance to an original other than original
     ``skip[i]`` (−1: none skipped).
 
@@ -158,7 +158,9 @@ def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.nd
     ``x_idx``); numeric values are pre-scaled by 1/range. For each query the categorical part of
     the distance is counted once per group, and groups are visited level by level of it: a level
     at or above the best distance found ends the search. Within a group the numeric terms are
-    added in column order and a candidate is dropped once its sum reaches the best."""
+    added in column order and a candidate is dropped once its sum reaches the best. The queries
+    are searched in the order ``q_order``, which puts equal categorical codes together: their
+    counts and groups' order are made once."""
     nq = qn.shape[0]
     n_num = qn.shape[1]
     n_cat = g_codes.shape[0]
@@ -169,18 +171,28 @@ def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.nd
         dc = np.empty(n_groups, dtype=np.int64)
         head = np.empty(n_cat + 2, dtype=np.int64)
         by_level = np.empty(n_groups, dtype=np.int64)
-        for i in range(ch * chunk, min(nq, (ch + 1) * chunk)):
-            mismatch_counts(dc, g_codes, qc[i])
-            # groups sorted by their categorical distance (a counting sort)
-            for lv in range(n_cat + 2):
-                head[lv] = 0
-            for g in range(n_groups):
-                head[dc[g] + 1] += 1
-            for lv in range(1, n_cat + 2):
-                head[lv] += head[lv - 1]
-            for g in range(n_groups):
-                by_level[head[dc[g]]] = g
-                head[dc[g]] += 1
+        prev = -1
+        for pos in range(ch * chunk, min(nq, (ch + 1) * chunk)):
+            i = q_order[pos]
+            same = prev >= 0
+            if same:
+                for a in range(n_cat):
+                    if qc[i, a] != qc[prev, a]:
+                        same = False
+                        break
+            prev = i
+            if not same:
+                mismatch_counts(dc, g_codes, qc[i])
+                # groups sorted by their categorical distance (a counting sort)
+                for lv in range(n_cat + 2):
+                    head[lv] = 0
+                for g in range(n_groups):
+                    head[dc[g] + 1] += 1
+                for lv in range(1, n_cat + 2):
+                    head[lv] += head[lv - 1]
+                for g in range(n_groups):
+                    by_level[head[dc[g]]] = g
+                    head[dc[g]] += 1
             best = np.inf
             s = skip[i]
             for t in range(n_groups):
@@ -257,8 +269,10 @@ def closest_distances(qn: np.ndarray, qc: np.ndarray, index: OriginalIndex,
     if nq == 0:
         return np.zeros(0)
     skip = np.full(nq, -1, dtype=np.int64) if skip is None else np.ascontiguousarray(skip, dtype=np.int64)
-    return _closest(np.ascontiguousarray(qn, dtype=np.float64), np.ascontiguousarray(qc, dtype=np.int64),
-                    index.g_codes, index.g_start, index.xn, index.x_idx, skip, max(1, min(nq, 8 * _threads())))
+    qc = np.ascontiguousarray(qc, dtype=np.int64)
+    q_order = np.argsort(group_codes(qc), kind="stable") if qc.shape[1] else np.arange(nq)
+    return _closest(np.ascontiguousarray(qn, dtype=np.float64), qc, index.g_codes, index.g_start, index.xn,
+                    index.x_idx, skip, max(1, min(nq, 8 * _threads())), q_order.astype(np.int64))
 
 
 @dataclass
