@@ -90,12 +90,8 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     """Which techniques a search has set aside (name → why) and the weight each other technique
     is drawn with, from the trials so far.
 
-    Until some release meets the policy nothing is set aside and every technique has weight 1:
-    the techniques share the trials equally. The sampler's own choice would rank them by how far
-    their trials missed the lines, and misses of different families are not comparable (a
-    ten-minute search on adult with the utility capped at the standard release's gave recode
-    alone, which can never meet the key-variable line, 212 of 411 trials and the chain that meets
-    the policy 10). After that a technique is set aside once :data:`RACE_AFTER` of its own trials
+    Until some release meets the policy nothing is set aside (``({}, {})``: the sampler picks the
+    technique). After that a technique is set aside once :data:`RACE_AFTER` of its own trials
     (repeats not counted) ran without one meeting the policy. Every technique that has met the
     policy is drawn with weight 1 + K, K a quarter (:data:`ELITE_SHARE`) of the releases that met
     it, the same K for each; a technique still short of :data:`RACE_AFTER` trials keeps weight 1.
@@ -103,10 +99,8 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     least loss within each. Ranking them by their best release so far would not be fair: the
     best of n trials improves with n, so the technique drawn most would look best and be drawn
     more (a ten-minute search on adult gave Framework 101 of 171 trials that way, and the chain
-    whose good settings beat the standard release only 12). While some release has met the
-    policy and no technique is set aside, the sampler picks the technique (``({}, {})``). A
-    technique is never set aside when it is the only one, and a search of one technique draws
-    nothing."""
+    whose good settings beat the standard release only 12). A technique is never set aside when
+    it is the only one."""
     from optuna.trial import TrialState
 
     tried: dict[str, int] = {}
@@ -119,14 +113,10 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
         tried[name] = tried.get(name, 0) + 1
         if t.state == TrialState.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values()):
             met[name] = met.get(name, 0) + 1
-    if len(spaces) < 2:
+    if not met or len(spaces) < 2:
         return {}, {}
-    if not met:
-        return {}, {s.name: 1 for s in spaces}
     aside = {s.name: f"set aside after {tried[s.name]} trials, none meeting the policy, while other techniques "
              "met it" for s in spaces if not met.get(s.name) and tried.get(s.name, 0) >= RACE_AFTER}
-    if not aside:  # every technique is still in the race: the sampler picks among them
-        return {}, {}
     k = max(1, math.ceil(ELITE_SHARE * sum(met.values())))
     weights = {s.name: 1 + (k if s.name in met else 0) for s in spaces if s.name not in aside}
     return aside, weights
@@ -329,8 +319,8 @@ def _enqueue_next(run: SearchRun, st: SearchState) -> None:
         stu.enqueue_trial(st.fresh)
         st.fresh = None
     else:
-        weights = race(stu, run.spaces)[1]
-        if weights:  # the technique is drawn here; the sampler still draws its parameters
+        aside, weights = race(stu, run.spaces)
+        if aside:  # the technique is drawn here; the sampler still draws its parameters
             names = sorted(weights)
             w = np.array([weights[n] for n in names], dtype=float)
             rng = np.random.default_rng(seed_of(run.root, 6, len(stu.trials)))
