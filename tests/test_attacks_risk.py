@@ -218,7 +218,7 @@ def test_knn_kernel_visits_groups_in_distance_order():
     g_start = np.array([0, 2, 3, 5])
     # grouped row j has priority j and original index 4 - j
     idx = knn_gower(q_cat, q_num, g_codes, g_start, g_start[1:], -1, np.zeros((5, 0)), np.arange(5),
-                    np.array([4, 3, 2, 1, 0]), 2, 1)
+                    np.array([4, 3, 2, 1, 0]), 2, 1, np.arange(1))
     assert idx[0, 0] == 2  # row 2, the only member of group 1
     assert idx[0, 1] == 4  # then row 0, the lowest priority among the rest (all at distance 1)
 
@@ -231,11 +231,11 @@ def test_knn_kernel_walks_out_from_the_query_on_the_pivot():
     g_start = np.array([0, 5])
     g_present = np.array([4])
     idx = knn_gower(np.zeros((1, 0), np.int32), np.array([[0.25, 0.5]]), np.zeros((0, 1), np.int32), g_start,
-                    g_present, 0, c_num, np.arange(5), np.arange(5), 2, 1)
+                    g_present, 0, c_num, np.arange(5), np.arange(5), 2, 1, np.arange(1))
     assert idx[0].tolist() == [2, 1]
     # a query missing the pivot scans every record: the missing one is nearest (0 + 0.1)
     idx = knn_gower(np.zeros((1, 0), np.int32), np.array([[np.nan, 0.5]]), np.zeros((0, 1), np.int32), g_start,
-                    g_present, 0, c_num, np.arange(5), np.arange(5), 1, 1)
+                    g_present, 0, c_num, np.arange(5), np.arange(5), 1, 1, np.arange(1))
     assert idx[0].tolist() == [4]
 
 

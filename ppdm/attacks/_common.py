@@ -26,7 +26,7 @@ from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
 from ppdm.metrics._common import wilson_score as wilson
-from ppdm.metrics._kernels import mismatch_counts
+from ppdm.metrics._kernels import groups_by_level, mismatch_counts, same_codes
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.utils import RandomState, check_random_state
 
@@ -268,7 +268,7 @@ def _offer(j: int, base: float, q: int, q_num: np.ndarray, c_num: np.ndarray, c_
     bi[r] = c_idx[j]
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def knn_gower(
     q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
     q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
@@ -281,27 +281,7 @@ def knn_gower(
     c_idx: np.ndarray,  # (n,) original index of each grouped candidate
     k: int,
     n_chunks: int,
-) -> np.ndarray:
-    """Indices of the k nearest candidates of each query (Gower distance), nearest first, ties
-    in ``c_prio`` order: :func:`knn_gower_ordered` with the queries taken in their order."""
-    return knn_gower_ordered(q_cat, q_num, g_codes, g_start, g_present, pivot, c_num, c_prio, c_idx, k, n_chunks,
-                             np.arange(q_cat.shape[0]))
-
-
-@njit(cache=True, parallel=True)
-def knn_gower_ordered(
-    q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
-    q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
-    g_codes: np.ndarray,  # (C, G) int32 categorical codes of each group of candidates
-    g_start: np.ndarray,  # (G + 1,) candidates of group g are rows g_start[g]:g_start[g + 1]
-    g_present: np.ndarray,  # (G,) rows g_start[g]:g_present[g] hold the pivot, ascending; the rest miss it
-    pivot: int,  # the numeric column the groups are sorted by (−1: none)
-    c_num: np.ndarray,  # (n, P) numeric values of the candidates, grouped
-    c_prio: np.ndarray,  # (n,) distinct random ranks: among equally near candidates, lower wins
-    c_idx: np.ndarray,  # (n,) original index of each grouped candidate
-    k: int,
-    n_chunks: int,
-    q_order: np.ndarray,  # (nq,) the order the queries are searched in, equal categorical codes together
+    q_order: np.ndarray,  # (nq,) the order the queries are searched in (equal categorical codes together)
 ) -> np.ndarray:
     """Indices of the k nearest candidates of each query (Gower distance), nearest first, ties
     in ``c_prio`` order.
@@ -332,24 +312,9 @@ def knn_gower_ordered(
         prev = -1
         for s in range(c * chunk, min(nq, (c + 1) * chunk)):
             q = q_order[s]
-            same = prev >= 0
-            if same:
-                for a in range(n_cat):
-                    if q_cat[q, a] != q_cat[prev, a]:
-                        same = False
-                        break
-            if not same:
+            if not same_codes(q_cat, q, prev):
                 mismatch_counts(dc, g_codes, q_cat[q])
-                # the groups in order of categorical distance (a counting sort)
-                for lv in range(n_cat + 2):
-                    head[lv] = 0
-                for g in range(n_groups):
-                    head[dc[g] + 1] += 1
-                for lv in range(1, n_cat + 2):
-                    head[lv] += head[lv - 1]
-                for g in range(n_groups):
-                    by_level[head[dc[g]]] = g
-                    head[dc[g]] += 1
+                groups_by_level(dc, head, by_level)
             prev = q
             for r in range(k):
                 bd[r] = np.inf
@@ -447,7 +412,7 @@ def nearest(
     # queries with equal categorical codes one after another: their counts are made once
     q_order = np.argsort(group_codes(q_cat.astype(np.int64)), kind="stable") if cat and len(rows) else \
         np.arange(len(rows))
-    return knn_gower_ordered(q_cat, q_num, g_codes, g_start, g_present.astype(np.int64), pivot, c_num,
+    return knn_gower(q_cat, q_num, g_codes, g_start, g_present.astype(np.int64), pivot, c_num,
                              np.ascontiguousarray(prio), order.astype(np.int64), k,
                              max(1, min(len(rows), 8 * threads())), q_order.astype(np.int64))
 

@@ -439,6 +439,34 @@ def add_children(k: int, s: int, mid: int, e: int, left: np.ndarray, right: np.n
 
 
 @njit(cache=True, inline="always")
+def same_codes(codes: np.ndarray, i: int, prev: int) -> bool:
+    """Whether row ``i`` of ``codes`` equals row ``prev`` (``prev`` < 0: no row before it), so
+    a nearest-record search can reuse the counts it made for ``prev``."""
+    if prev < 0:
+        return False
+    for a in range(codes.shape[1]):
+        if codes[i, a] != codes[prev, a]:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def groups_by_level(dc: np.ndarray, head: np.ndarray, by_level: np.ndarray) -> None:
+    """``by_level``: the groups in order of their categorical distance ``dc`` (a counting sort,
+    equal distances in group order); ``head`` (length: the largest distance + 2) is scratch.
+    Shared by the attacks' and closeness's nearest-record searches."""
+    for lv in range(head.shape[0]):
+        head[lv] = 0
+    for g in range(dc.shape[0]):
+        head[dc[g] + 1] += 1
+    for lv in range(1, head.shape[0]):
+        head[lv] += head[lv - 1]
+    for g in range(dc.shape[0]):
+        by_level[head[dc[g]]] = g
+        head[dc[g]] += 1
+
+
+@njit(cache=True, inline="always")
 def mismatch_counts(dc: np.ndarray, codes: np.ndarray, q: np.ndarray) -> None:
     """``dc[g]``: on how many categorical attributes group g (``codes[a, g]``) differs from the
     query's codes ``q[a]``; shared by the attacks' and closeness's nearest-record searches."""

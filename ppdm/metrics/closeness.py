@@ -35,7 +35,7 @@ from numba import njit, prange
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics._common import wilson_interval
-from ppdm.metrics._kernels import mismatch_counts
+from ppdm.metrics._kernels import groups_by_level, mismatch_counts, same_codes
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.metrics.keyvar import _opt, group_codes
 from ppdm.metrics.risk import _threads
@@ -174,25 +174,11 @@ def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.nd
         prev = -1
         for pos in range(ch * chunk, min(nq, (ch + 1) * chunk)):
             i = q_order[pos]
-            same = prev >= 0
-            if same:
-                for a in range(n_cat):
-                    if qc[i, a] != qc[prev, a]:
-                        same = False
-                        break
+            same = same_codes(qc, i, prev)
             prev = i
             if not same:
                 mismatch_counts(dc, g_codes, qc[i])
-                # groups sorted by their categorical distance (a counting sort)
-                for lv in range(n_cat + 2):
-                    head[lv] = 0
-                for g in range(n_groups):
-                    head[dc[g] + 1] += 1
-                for lv in range(1, n_cat + 2):
-                    head[lv] += head[lv - 1]
-                for g in range(n_groups):
-                    by_level[head[dc[g]]] = g
-                    head[dc[g]] += 1
+                groups_by_level(dc, head, by_level)
             best = np.inf
             s = skip[i]
             for t in range(n_groups):
