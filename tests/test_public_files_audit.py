@@ -242,14 +242,17 @@ def _release(technique: Any, table: tuple[pd.DataFrame, Any], folder: Path, stem
 def test_no_public_file_of_a_technique_holds_anything_of_x(name: str, table, tmp_path: Path) -> None:
     # DPCube reads its domain from the declaration; every other technique learns from x what it
     # learns, which is what this audit is about
-    tech = make_technique(name, class_column=CLASS, params=PARAMS.get(name, {}))
+    # seeded: with OS entropy a draw could, once in many runs, state a number that equals a count
+    # of x by coincidence (a default-suite run saw it once for pram); a file that copies x fails for any seed
+    tech = make_technique(name, class_column=CLASS, params=PARAMS.get(name, {}), random_state=11)
     assert _release(tech, table, tmp_path, name, declared=name == "dpcube", given=PARAMS.get(name, {})) == []
 
 
 def test_no_public_file_of_a_chain_holds_anything_of_x(table, tmp_path: Path) -> None:
     given = {"recode.columns": ["age", "education"], "recode.min_count": 40, "recode.breaks": 4, "k": 5,
              "keys": ["age", "race", "sex"], "pram.columns": ["marital_status"]}
-    chain = make_composition(["recode", "local-suppression", "pram"], class_column=CLASS, params=given)
+    chain = make_composition(["recode", "local-suppression", "pram"], class_column=CLASS, params=given,
+                             random_state=11)
     assert _release(chain, table, tmp_path, "chain", declared=False, given=given) == []
 
 
