@@ -55,6 +55,7 @@ from ppdm.experiments.policy_model import (
 )
 from ppdm.metrics.base import MeasureSpec
 from ppdm.metrics.judgement import ATTACKS
+from ppdm.utils import loads_json
 
 #: the policy word ``attacks`` stands for all the attacks against a control set (metrics.judgement.ATTACKS)
 GROUPS = {"attacks": ATTACKS}
@@ -78,7 +79,7 @@ def load_policy(path: str | Path) -> Policy:
     suffix = p.suffix.lower()
     data: Any
     if suffix == ".json":
-        data = _read_json(text, where)
+        data = loads_json(text, where, ParameterError)
     elif suffix in (".yaml", ".yml"):
         data = _read_yaml(text, where)
     else:
@@ -87,13 +88,6 @@ def load_policy(path: str | Path) -> Policy:
         except json.JSONDecodeError:
             data = _read_yaml(text, where)
     return parse_policy(data, where=where, source=str(p))
-
-
-def _read_json(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParameterError(f"{where} is not valid JSON: {e}") from None
 
 
 def _read_yaml(text: str, where: str) -> Any:

@@ -121,19 +121,19 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
 def _ceiling_lines(outcome: Mapping[str, Any], policy: Policy, registry: Mapping[str, Any]) -> list[LineVerdict]:
     """The policy's utility ceilings (``utility.at_most``) on one trial: each loss, as the search
     ranks by it (:func:`utility_losses`), held to its ceiling by the same judge as the risk lines."""
-    terms = [t for t in policy.utility if t.at_most is not None]
-    if not terms:
+    if all(t.at_most is None for t in policy.utility):
         return []
     losses = utility_losses(outcome, policy)
     measures = outcome.get("measures") or {}
     out = []
-    for t in terms:
+    for t in policy.utility:
+        if t.at_most is None:
+            continue
         entry = measures.get(t.measure) or {}
-        loss = losses.get(t.measure)
-        meas = Measured(t.measure, loss, reason=entry.get("reason") or outcome.get("error") or "not computed",
+        meas = Measured(t.measure, losses.get(t.measure),
+                        reason=entry.get("reason") or outcome.get("error") or "not computed",
                         after_miss=bool(entry.get("skipped")))
-        j = judge_line(meas, float(t.at_most), "lower",  # type: ignore[arg-type]  # terms with a ceiling
-                       span=span_of(registry[t.measure].value_range, float(t.at_most)))  # type: ignore[arg-type]
+        j = judge_line(meas, t.at_most, "lower", span=span_of(registry[t.measure].value_range, t.at_most))
         out.append(LineVerdict(t.ceiling_text(), t.measure, j.state, j.value, None, j.margin, j.reason))
     return out
 
