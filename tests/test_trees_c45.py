@@ -73,7 +73,7 @@ def test_numeric_split_uses_mdl_correction_and_relocates_threshold() -> None:
     X = np.array([[1.0], [2.0], [3.0], [4.0], [5.0], [6.0]])
     y = np.array([0, 0, 0, 1, 1, 1])
     attr, thr, gain, gr = select_split(
-        np.asfortranarray(X), y, np.arange(6), np.ones(6), np.array([False]), np.array([0]),
+        np.ascontiguousarray(X.T), y, np.arange(6), np.ones(6), np.array([False]), np.array([0]),
         np.array([True]), 2, 1.0, True, np.array([True]),
     )
     # 5 admissible cuts; the best (3|4) has gain 1 bit; MDL subtracts log2(5)/6

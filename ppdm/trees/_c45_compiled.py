@@ -67,8 +67,8 @@ def _max_bag(bag: np.ndarray) -> int:
 
 
 @njit(cache=True)
-def _branch(X, r, attr, thr, nominal) -> int:
-    v = X[r, attr]
+def _branch(XT, r, attr, thr, nominal) -> int:
+    v = XT[attr, r]
     if nominal:
         return int(v)
     return 0 if v <= thr else 1
@@ -82,14 +82,14 @@ def _class_dist(y, perm, wperm, s, e, out):
 
 
 @njit(cache=True)
-def _split_range(X, y, perm, wperm, s, e, attr, thr, nominal, nb, bag, starts, tmp_r, tmp_w, br):
+def _split_range(XT, y, perm, wperm, s, e, attr, thr, nominal, nb, bag, starts, tmp_r, tmp_w, br):
     """Stable in-place partition of ``perm[s:e]`` by branch; fills ``bag`` (branch × class
     weights) and ``starts`` (nb + 1 range bounds). ``br`` (as long as ``perm``) receives each
     position's branch."""
     bag[:, :] = 0.0
     counts = np.zeros(nb, dtype=np.int64)
     for i in range(s, e):
-        b = _branch(X, perm[i], attr, thr, nominal)
+        b = _branch(XT, perm[i], attr, thr, nominal)
         br[i] = b
         counts[b] += 1
         bag[b, y[perm[i]]] += wperm[i]
@@ -200,14 +200,14 @@ def _grow_2d(a, need):
 
 
 @njit(cache=True)
-def _relocate(X, all_rows, attr, t, tol, uniq, uniq_ptr, done):
+def _relocate(XT, all_rows, attr, t, tol, uniq, uniq_ptr, done):
     """Largest value of ``attr`` over ``all_rows`` that is ≤ t + tol (J48 setSplitPoint);
     the sorted distinct values are computed once per attribute."""
     if not done[attr]:
         v = np.empty(all_rows.shape[0])
         k = 0
         for i in range(all_rows.shape[0]):
-            x = X[all_rows[i], attr]
+            x = XT[attr, all_rows[i]]
             if x == x:
                 v[k] = x
                 k += 1
@@ -223,9 +223,10 @@ def _relocate(X, all_rows, attr, t, tol, uniq, uniq_ptr, done):
 
 
 @njit(cache=True, nogil=True)
-def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, all_rows,
+def grow(XT, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, all_rows,
          relocate, relocate_tol, srt, num_pos, nomc, nom_pos, tab_all, all_is_rows):
     """Grow the full tree over the rows ``perm`` (weights ``wperm``, both reordered in place).
+    ``XT`` is the encoded table transposed, attributes × rows (:attr:`Data.XT`).
 
     ``srt[num_pos[a]]`` lists the rows of ``perm`` sorted by numeric attribute a; with their
     values, classes and weights these lists are partitioned along with the rows, so no node
@@ -240,7 +241,7 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
     whether it is empty, and its range of ``perm``."""
     C = n_classes
     n = perm.shape[0]
-    m = X.shape[1]
+    m = XT.shape[0]
     cap = 64
     attr = np.full(cap, -1, dtype=np.int64)
     thr = np.full(cap, np.nan)
@@ -259,7 +260,7 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
     tmp_r = np.empty(n, dtype=np.int64)
     tmp_w = np.empty(n)
     br = np.empty(n, dtype=np.int64)
-    brow = np.empty(X.shape[0], dtype=np.int64)
+    brow = np.empty(XT.shape[1], dtype=np.int64)
     # with whole weights every class count is a whole number: c·log2(c) from a table
     whole = True
     for i in range(n):
@@ -268,7 +269,7 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
             break
     tab = tab_all if whole else tab_all[:0]
     # the sorted lists' values, classes and weights, read in order by the split search
-    wrow = np.zeros(X.shape[0])
+    wrow = np.zeros(XT.shape[1])
     for i in range(n):
         wrow[perm[i]] = wperm[i]
     n_num = srt.shape[0]
@@ -281,7 +282,7 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
             continue
         for i in range(n):
             r = srt[q, i]
-            sval[q, i] = X[r, a]
+            sval[q, i] = XT[a, r]
             scls[q, i] = y[r]
             sw[q, i] = wrow[r]
     bq = np.empty(n, dtype=np.int64)
@@ -365,9 +366,9 @@ def grow(X, y, perm, wperm, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, 
         attr[node] = a
         nominal[node] = is_nom[a]
         if not is_nom[a]:
-            thr[node] = _relocate(X, all_rows, a, t, relocate_tol, uniq, uniq_ptr, done) if relocate else t
+            thr[node] = _relocate(XT, all_rows, a, t, relocate_tol, uniq, uniq_ptr, done) if relocate else t
         nb = nvals[a] if is_nom[a] else 2
-        _split_range(X, y, perm, wperm, s, e, a, thr[node], is_nom[a], nb, bag, starts, tmp_r, tmp_w, br)
+        _split_range(XT, y, perm, wperm, s, e, a, thr[node], is_nom[a], nb, bag, starts, tmp_r, tmp_w, br)
         for j in range(nb):  # each row's branch, read off the children's ranges
             for i in range(starts[j], starts[j + 1]):
                 brow[perm[i]] = j
@@ -430,7 +431,7 @@ def collapse(attr, kid_start, n_kids, kids, dist):
 
 
 @njit(cache=True)
-def _redistribute(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
+def _redistribute(XT, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
                   empty, rs, re, bag, starts, tmp_r, tmp_w, br):
     """Send the rows of ``node``'s range through its subtree, re-partitioning the range and
     recomputing distributions (J48 ``newDistribution``)."""
@@ -443,7 +444,7 @@ def _redistribute(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids
             empty[node] = False
         return
     nb = n_kids[node]
-    _split_range(X, y, perm, wperm, rs[node], re[node], attr[node], thr[node], nominal[node], nb, bag, starts,
+    _split_range(XT, y, perm, wperm, rs[node], re[node], attr[node], thr[node], nominal[node], nb, bag, starts,
                  tmp_r, tmp_w, br)
     off = bag_off[node]
     bags[off:off + nb] = bag[:nb]
@@ -452,12 +453,12 @@ def _redistribute(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids
         k = kids[kid_start[node] + j]
         rs[k] = bounds[j]
         re[k] = bounds[j + 1]
-        _redistribute(X, y, perm, wperm, k, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
+        _redistribute(XT, y, perm, wperm, k, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
                       empty, rs, re, bag, starts, tmp_r, tmp_w, br)
 
 
 @njit(cache=True, nogil=True)
-def prune(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re,
+def prune(XT, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re,
           raising, cf, z, acc, bag, starts, tmp_r, tmp_w, br, is_leaf):
     """Prune the subtree at ``node`` (J48 ``C45PruneableClassifierTree.prune``); return its
     estimated errors. ``is_leaf`` mirrors ``n_kids == 0`` for :func:`route_estimate`."""
@@ -466,14 +467,14 @@ def prune(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, 
     while True:
         e_tree = 0.0
         for k in range(n_kids[node]):
-            e_tree += prune(X, y, perm, wperm, kids[kid_start[node] + k], attr, thr, nominal, kid_start, n_kids,
+            e_tree += prune(XT, y, perm, wperm, kids[kid_start[node] + k], attr, thr, nominal, kid_start, n_kids,
                             kids, dist, bag_off, bags, empty, rs, re, raising, cf, z, acc, bag, starts, tmp_r,
                             tmp_w, br, is_leaf)
         off = bag_off[node]
         largest = _max_bag(bags[off:off + n_kids[node]])
         child = kids[kid_start[node] + largest]
         if raising:
-            e_branch = route_estimate(X, y, perm[rs[node]:re[node]], wperm[rs[node]:re[node]], child, attr, thr,
+            e_branch = route_estimate(XT, y, perm[rs[node]:re[node]], wperm[rs[node]:re[node]], child, attr, thr,
                                       nominal, is_leaf, kid_start, kids, acc, cf, z)
         else:
             e_branch = np.inf
@@ -492,7 +493,7 @@ def prune(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, 
             n_kids[node] = n_kids[child]
             bag_off[node] = bag_off[child]
             is_leaf[node] = is_leaf[child]
-            _redistribute(X, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
+            _redistribute(XT, y, perm, wperm, node, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
                           empty, rs, re, bag, starts, tmp_r, tmp_w, br)
             if n_kids[node] == 0:
                 return _estimated(dist[node], cf, z)

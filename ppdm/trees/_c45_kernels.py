@@ -343,30 +343,32 @@ def scan_numeric_unit(vals, cls, n_classes, total_w, min_obj, use_mdl, tab):
 
 
 @njit(cache=True)
-def select_split(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed):
+def select_split(XT, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed):
     """C4.5's choice of test at a node (J48 ``C45ModelSelection.selectModel``).
 
     Returns (attribute, threshold, gain, gain_ratio); attribute −1 means "make a leaf".
-    ``allowed`` masks attributes that may be tested (all, for plain C4.5).
+    ``allowed`` masks attributes that may be tested (all, for plain C4.5). ``XT`` is the
+    encoded table transposed, attributes × rows: C-contiguous for one attribute or many, so
+    one compiled signature serves both.
     """
-    return _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed,
+    return _select(XT, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed,
                    np.zeros((0, 0), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), False, np.zeros(0))
 
 
 @njit(cache=True)
-def select_split_sorted(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos,
+def select_split_sorted(XT, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos,
                         wrow, tab):
     """:func:`select_split` for rows without unknown values whose order by every numeric
     attribute is given: ``srt[num_pos[a]]`` lists the node's rows sorted by attribute a,
     ``wrow`` the weight of every row of the table, ``tab`` the :func:`xlogx_table`."""
-    return _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos, wrow,
+    return _select(XT, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos, wrow,
                    True, tab)
 
 
 @njit(cache=True)
-def _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos, wrow,
+def _select(XT, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, allowed, srt, num_pos, wrow,
             presorted, tab):
-    m = X.shape[1]
+    m = XT.shape[0]
     class_w, total_w, stop = node_class_weights(y, rows, w, n_classes, min_obj)
     if stop:
         return -1, 0.0, 0.0, 0.0
@@ -381,13 +383,13 @@ def _select(X, y, rows, w, is_nom, nvals, in_avg, n_classes, min_obj, use_mdl, a
         if not allowed[a]:
             continue
         if is_nom[a]:
-            ok, ig, gr = _eval_nominal(X[:, a], y, rows, w, nvals[a], n_classes, total_w, min_obj, tab)
+            ok, ig, gr = _eval_nominal(XT[a], y, rows, w, nvals[a], n_classes, total_w, min_obj, tab)
             t = 0.0
         elif presorted:
-            ok, ig, gr, t = _eval_numeric_sorted(X[:, a], y, srt[num_pos[a]], wrow, n_classes, total_w, min_obj,
+            ok, ig, gr, t = _eval_numeric_sorted(XT[a], y, srt[num_pos[a]], wrow, n_classes, total_w, min_obj,
                                                  use_mdl, tab)
         else:
-            ok, ig, gr, t = _eval_numeric(X[:, a], y, rows, w, n_classes, total_w, min_obj, use_mdl)
+            ok, ig, gr, t = _eval_numeric(XT[a], y, rows, w, n_classes, total_w, min_obj, use_mdl)
         if ok:
             valid[a] = True
             gains[a] = ig
@@ -420,7 +422,7 @@ def _add_errs(n: float, e: float, cf: float, z: float) -> float:
 
 
 @njit(cache=True)
-def route_estimate(X, y, rows, w, start, attr, thr, nominal, is_leaf, kid_start, kids, acc, cf, z):
+def route_estimate(XT, y, rows, w, start, attr, thr, nominal, is_leaf, kid_start, kids, acc, cf, z):
     """Pessimistic errors if ``rows`` (no unknown values on the way) were classified by the
     subtree rooted at node ``start`` of a flattened tree: each row follows its branch to a
     leaf, and the leaf estimates are summed in leaf (pre-)order. ``acc`` is a zeroed
@@ -431,7 +433,7 @@ def route_estimate(X, y, rows, w, start, attr, thr, nominal, is_leaf, kid_start,
         r = rows[i]
         k = start
         while not is_leaf[k]:
-            v = X[r, attr[k]]
+            v = XT[attr[k], r]
             if nominal[k]:
                 b = int(v)
             elif v <= thr[k]:

@@ -150,6 +150,12 @@ class Data:
     _nom_codes: np.ndarray | None = field(default=None, repr=False)
     _xlogx: np.ndarray | None = field(default=None, repr=False)
 
+    @property
+    def XT(self) -> np.ndarray:
+        """X as the compiled kernels take it: attributes × rows, C-contiguous for every shape
+        (X is Fortran-ordered), so one compiled signature serves one attribute or many."""
+        return np.ascontiguousarray(self.X.T)
+
     def class_dist(self, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.bincount(self.y[rows], weights=w, minlength=self.n_classes).astype(float)
 
@@ -318,7 +324,7 @@ class Grower:
 
     def choose(self, rows: np.ndarray, w: np.ndarray) -> tuple[int, float]:
         d = self.data
-        attr, thr, _, _ = select_split(d.X, d.y, rows, w, d.is_nom, d.nvals, self.in_avg, d.n_classes,
+        attr, thr, _, _ = select_split(d.XT, d.y, rows, w, d.is_nom, d.nvals, self.in_avg, d.n_classes,
                                        float(self.opts.min_obj), self.opts.use_mdl, self.allowed)
         return int(attr), float(thr)
 
@@ -432,7 +438,7 @@ class Pruner:
         """Estimated errors if ``rows`` were classified by the subtree at ``node``."""
         if self.fast:
             d = self.data
-            return float(route_estimate(d.X, d.y, rows, w, node.nid, self.attr, self.thr, self.nominal,
+            return float(route_estimate(d.XT, d.y, rows, w, node.nid, self.attr, self.thr, self.nominal,
                                         self.is_leaf, self.kid_start, self.kids, self.acc, self.cf32, self.z))
         if node.is_leaf:
             return estimated_errors(self.data.class_dist(rows, w), self.cf)
@@ -522,7 +528,7 @@ def build_flat(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
     nom_pos = np.full(data.X.shape[1], -1, dtype=np.int64)
     nom_pos[data.is_nom] = np.arange(int(data.is_nom.sum()))
     (attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags, empty, rs, re) = cc.grow(
-        data.X, data.y, perm, wperm, data.is_nom, data.nvals, in_avg, data.n_classes, float(opts.min_obj),
+        data.XT, data.y, perm, wperm, data.is_nom, data.nvals, in_avg, data.n_classes, float(opts.min_obj),
         bool(opts.use_mdl), allowed, np.asarray(all_rows, dtype=np.int64), bool(opts.relocate),
         float(opts.relocate_tol), data.sorted_rows(perm), num_pos, data.nominal_codes(), nom_pos,
         data.xlogx(), all_rows is rows)
@@ -533,7 +539,7 @@ def build_flat(data: Data, opts: Options, rows: np.ndarray, w: np.ndarray,
         z = _z(cf32) if cf32 <= 0.5 else 0.0
         n = perm.shape[0]
         width = max(2, int(data.nvals.max()) if data.nvals.size else 2)
-        cc.prune(data.X, data.y, perm, wperm, 0, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
+        cc.prune(data.XT, data.y, perm, wperm, 0, attr, thr, nominal, kid_start, n_kids, kids, dist, bag_off, bags,
                  empty, rs, re, bool(opts.subtree_raising), cf32, z, np.zeros((attr.shape[0], data.n_classes)),
                  np.empty((width, data.n_classes)), np.empty(width + 1, dtype=np.int64), np.empty(n, dtype=np.int64),
                  np.empty(n), np.empty(n, dtype=np.int64), n_kids == 0)
