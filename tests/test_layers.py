@@ -15,7 +15,7 @@ PKG = ROOT / "ppdm"
 
 #: low → high; modules of one layer may import each other and any lower layer
 LAYERS: list[tuple[str, ...]] = [
-    ("ppdm.errors", "ppdm.utils", "ppdm.progress", "ppdm._version"),
+    ("ppdm.errors", "ppdm.utils", "ppdm.progress", "ppdm.parallel", "ppdm._version"),
     ("ppdm.data", "ppdm.datasets"),
     ("ppdm",),  # the package root re-exports Schema from the data layer, so the data layer never imports it
     ("ppdm.rules",),

@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numba import njit, prange
+from numba import njit
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaError
 from ppdm.metrics._common import wilson_score as wilson
 from ppdm.metrics._kernels import groups_by_level, mismatch_counts, same_codes
 from ppdm.metrics._records import RecordDetailMixin, record_field
+from ppdm.parallel import n_chunks, run_chunks
 from ppdm.utils import RandomState, check_random_state
 
 
@@ -239,7 +240,7 @@ def rng_of(random_state: RandomState) -> np.random.Generator:
 
 
 # --------------------------------------------------------- nearest neighbours
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _offer(j: int, base: float, q: int, q_num: np.ndarray, c_num: np.ndarray, c_prio: np.ndarray,
            c_idx: np.ndarray, bd: np.ndarray, bp: np.ndarray, bi: np.ndarray) -> None:
     """Put candidate ``j`` among the k best of query ``q`` if it is near enough."""
@@ -268,7 +269,6 @@ def _offer(j: int, base: float, q: int, q_num: np.ndarray, c_num: np.ndarray, c_
     bi[r] = c_idx[j]
 
 
-@njit(cache=True, parallel=True)
 def knn_gower(
     q_cat: np.ndarray,  # (nq, C) int32 categorical codes of the queries (−1 = missing)
     q_num: np.ndarray,  # (nq, P) numeric values divided by their range (NaN = missing)
@@ -298,73 +298,71 @@ def knn_gower(
     rank) pairs do not depend on the order in which candidates are visited, nor on the order
     of the queries: ``q_order`` lists them with equal categorical codes next to one another, so
     the categorical counts and the groups in their order are made once per distinct codes."""
-    nq, n_cat = q_cat.shape
-    n_groups = g_start.shape[0] - 1
+    nq = q_cat.shape[0]
     out = np.empty((nq, k), dtype=np.int64)
-    chunk = (nq + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        dc = np.empty(n_groups, dtype=np.int32)
-        head = np.empty(n_cat + 2, dtype=np.int64)
-        by_level = np.empty(n_groups, dtype=np.int64)
-        bd = np.empty(k)
-        bp = np.empty(k, dtype=np.int64)
-        bi = np.empty(k, dtype=np.int64)
-        prev = -1
-        for s in range(c * chunk, min(nq, (c + 1) * chunk)):
-            q = q_order[s]
-            if not same_codes(q_cat, q, prev):
-                mismatch_counts(dc, g_codes, q_cat[q])
-                groups_by_level(dc, head, by_level)
-            prev = q
-            for r in range(k):
-                bd[r] = np.inf
-                bp[r] = np.iinfo(np.int64).max
-                bi[r] = -1
-            u = q_num[q, pivot] if pivot >= 0 else np.nan
-            # groups by categorical distance, while their distance can still beat the k-th
-            for t in range(n_groups):
-                g = by_level[t]
-                base = float(dc[g])
-                if base > bd[k - 1]:
-                    break
-                lo, mid, hi = g_start[g], g_present[g], g_start[g + 1]
-                if u != u:  # the query misses the pivot: no order to use
-                    for j in range(lo, hi):
-                        _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
-                    continue
-                # the candidates missing the pivot are 1 away on it alone
-                if base + 1.0 <= bd[k - 1]:
-                    for j in range(mid, hi):
-                        _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
-                # outwards from the query's value, nearest pivot first
-                right = lo + np.searchsorted(c_num[lo:mid, pivot], u)
-                left = right - 1
-                while left >= lo or right < mid:
-                    go_right = left < lo or (right < mid and c_num[right, pivot] - u <= u - c_num[left, pivot])
-                    j = right if go_right else left
-                    if base + abs(c_num[j, pivot] - u) > bd[k - 1]:
-                        if go_right:
-                            right = mid  # that side is done: the other side only from now on
-                        else:
-                            left = lo - 1
-                        continue
-                    _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
-                    if go_right:
-                        right += 1
-                    else:
-                        left -= 1
-            for r in range(k):
-                out[q, r] = bi[r]
+    run_chunks(_knn_gower_chunk, nq, q_cat, q_num, g_codes, g_start, g_present, pivot, c_num, c_prio, c_idx, k,
+               q_order, out, chunks=n_chunks)
     return out
 
 
-def threads() -> int:
-    import os
-
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
+@njit(cache=True, nogil=True)
+def _knn_gower_chunk(c, start, stop, q_cat, q_num, g_codes, g_start, g_present, pivot, c_num, c_prio, c_idx, k, q_order,
+                     out):  # type: ignore[no-untyped-def]
+    """Queries ``q_order[start:stop]`` of :func:`knn_gower` (range ``c`` of :func:`ppdm.parallel.run_chunks`)."""
+    n_cat = q_cat.shape[1]
+    n_groups = g_start.shape[0] - 1
+    dc = np.empty(n_groups, dtype=np.int32)
+    head = np.empty(n_cat + 2, dtype=np.int64)
+    by_level = np.empty(n_groups, dtype=np.int64)
+    bd = np.empty(k)
+    bp = np.empty(k, dtype=np.int64)
+    bi = np.empty(k, dtype=np.int64)
+    prev = -1
+    for s in range(start, stop):
+        q = q_order[s]
+        if not same_codes(q_cat, q, prev):
+            mismatch_counts(dc, g_codes, q_cat[q])
+            groups_by_level(dc, head, by_level)
+        prev = q
+        for r in range(k):
+            bd[r] = np.inf
+            bp[r] = np.iinfo(np.int64).max
+            bi[r] = -1
+        u = q_num[q, pivot] if pivot >= 0 else np.nan
+        # groups by categorical distance, while their distance can still beat the k-th
+        for t in range(n_groups):
+            g = by_level[t]
+            base = float(dc[g])
+            if base > bd[k - 1]:
+                break
+            lo, mid, hi = g_start[g], g_present[g], g_start[g + 1]
+            if u != u:  # the query misses the pivot: no order to use
+                for j in range(lo, hi):
+                    _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                continue
+            # the candidates missing the pivot are 1 away on it alone
+            if base + 1.0 <= bd[k - 1]:
+                for j in range(mid, hi):
+                    _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+            # outwards from the query's value, nearest pivot first
+            right = lo + np.searchsorted(c_num[lo:mid, pivot], u)
+            left = right - 1
+            while left >= lo or right < mid:
+                go_right = left < lo or (right < mid and c_num[right, pivot] - u <= u - c_num[left, pivot])
+                j = right if go_right else left
+                if base + abs(c_num[j, pivot] - u) > bd[k - 1]:
+                    if go_right:
+                        right = mid  # that side is done: the other side only from now on
+                    else:
+                        left = lo - 1
+                    continue
+                _offer(j, base, q, q_num, c_num, c_prio, c_idx, bd, bp, bi)
+                if go_right:
+                    right += 1
+                else:
+                    left -= 1
+        for r in range(k):
+            out[q, r] = bi[r]
 
 
 def nearest(
@@ -414,7 +412,7 @@ def nearest(
         np.arange(len(rows))
     return knn_gower(q_cat, q_num, g_codes, g_start, g_present.astype(np.int64), pivot, c_num,
                              np.ascontiguousarray(prio), order.astype(np.int64), k,
-                             max(1, min(len(rows), 8 * threads())), q_order.astype(np.int64))
+                             n_chunks(len(rows)), q_order.astype(np.int64))
 
 
 # ------------------------------------------------------------ registrations

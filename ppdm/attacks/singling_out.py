@@ -53,10 +53,10 @@ from ppdm.attacks._common import (
     make_result,
     measure_options,
     rng_of,
-    threads,
 )
 from ppdm.errors import ParameterError
 from ppdm.metrics.base import EvaluationContext, register_measure
+from ppdm.parallel import threads
 from ppdm.utils import RandomState
 
 EQ, NE, LT, GT, LE, GE, ISNULL, NOTNULL = range(8)
