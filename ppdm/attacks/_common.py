@@ -307,7 +307,7 @@ def knn_gower(
 
 @njit(cache=True, nogil=True)
 def _knn_gower_chunk(c, start, stop, q_cat, q_num, g_codes, g_start, g_present, pivot, c_num, c_prio, c_idx, k, q_order,
-                     out):  # type: ignore[no-untyped-def]
+                     out):
     """Queries ``q_order[start:stop]`` of :func:`knn_gower` (range ``c`` of :func:`ppdm.parallel.run_chunks`)."""
     n_cat = q_cat.shape[1]
     n_groups = g_start.shape[0] - 1
