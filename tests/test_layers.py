@@ -6,6 +6,7 @@ import each other in a cycle either."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -92,21 +93,21 @@ def imports_of(path: Path, mod: str | None = None) -> list[tuple[int, str]]:
     return [(line, name) for line, name in out if name == "ppdm" or name.startswith("ppdm.")]
 
 
-def _edges() -> list[tuple[str, int, str, str]]:
-    edges = []
+@functools.cache
+def edges() -> list[tuple[str, int, str, str]]:
+    """Every import of every module (read when a test first asks, not while the suite is
+    collected: each test process collects this file, one runs its tests)."""
+    out = []
     for path in MODULES:
         src = module_name(path)
         for line, target in imports_of(path):
-            edges.append((str(path.relative_to(ROOT)), line, src, target))
-    return edges
-
-
-EDGES = _edges()
+            out.append((str(path.relative_to(ROOT)), line, src, target))
+    return out
 
 
 def test_the_walk_sees_imports_inside_functions() -> None:
     # the check is only meaningful if lazy imports are read too
-    lazy = [e for e in EDGES if e[2] == "ppdm.cli.cmd_evaluate" and e[3] == "ppdm.experiments.evaluation"]
+    lazy = [e for e in edges() if e[2] == "ppdm.cli.cmd_evaluate" and e[3] == "ppdm.experiments.evaluation"]
     assert lazy, "the import of ppdm.experiments.evaluation inside evaluate() was not found"
     assert len(MODULES) > 60
 
@@ -131,7 +132,7 @@ def upward(edges: list[tuple[str, int, str, str]]) -> list[str]:
 
 
 def test_no_module_imports_a_higher_layer() -> None:
-    bad = upward(EDGES)
+    bad = upward(edges())
     assert not bad, "lower layers import higher ones:\n" + "\n".join(bad)
 
 
@@ -169,7 +170,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_packages_do_not_import_each_other_in_a_cycle() -> None:
     graph: dict[str, set[str]] = {}
-    for _, _, src, target in EDGES:
+    for _, _, src, target in edges():
         a, b = _package(src), _package(target)
         if a != b and a != "ppdm" and b != "ppdm":  # importing ppdm.x always runs ppdm/__init__ first
             graph.setdefault(a, set()).add(b)
@@ -190,15 +191,15 @@ def module_cycle(edges: list[tuple[str, int, str, str]]) -> list[str] | None:
 
 
 def test_modules_of_a_package_do_not_import_each_other_in_a_cycle() -> None:
-    cycle = module_cycle(EDGES)
-    where = {(src, target): f"{path}:{line}" for path, line, src, target in EDGES}
+    cycle = module_cycle(edges())
+    where = {(src, target): f"{path}:{line}" for path, line, src, target in edges()}
     steps = [f"{a} → {b} ({where.get((a, b), '?')})" for a, b in zip(cycle or [], (cycle or [])[1:], strict=False)]
     assert cycle is None, "module import cycle inside a package:\n" + "\n".join(steps)
 
 
 def test_the_data_layer_does_not_import_the_package_root() -> None:
     # the root re-exports the data layer's Schema; the version lives in ppdm._version
-    bad = [f"{where}:{line}" for where, line, src, target in EDGES if rank(src) < rank("ppdm") and target == "ppdm"]
+    bad = [f"{where}:{line}" for where, line, src, target in edges() if rank(src) < rank("ppdm") and target == "ppdm"]
     assert not bad, "modules below the package root import it: " + ", ".join(bad)
 
 
