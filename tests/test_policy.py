@@ -253,11 +253,33 @@ def test_a_ruled_out_scenario_is_not_turned_into_not_judged() -> None:
     assert (k.verdict, k.reason, rl.verdict) == ("not applicable", "ruled out by the policy", "meets") and k.met
 
 
+def test_margins_count_what_a_line_allows() -> None:
+    """A search measures a miss in the line's allowance: ≤ 0.05 on [0, 1] allows 0.05; an AUC-loss
+    cap of 0.0012 on [−1, 1] allows 0.0012 (a loss of 0.0032 misses by 0.002 / 0.0012 = 5/3, where
+    on the range's scale it looked like 0.001); ≥ 0.9 on [0, 1] allows the 0.1 above it;
+    k_anonymity ≤ 0 allows nothing, so 1 % of the range (a share 0.4366 of records in small
+    classes misses by 43.66); without a range, the threshold's size."""
+    from ppdm.experiments.recommend import judge_lines
+    from ppdm.metrics.judgement import allowance
+
+    assert allowance((0.0, 1.0), 0.05, "lower") == pytest.approx(0.05)
+    assert allowance((-1.0, 1.0), 0.0012, "lower") == pytest.approx(0.0012)
+    assert allowance((0.0, 1.0), 0.9, "higher") == pytest.approx(0.1)
+    assert allowance((0.0, 1.0), 0.0, "lower") == pytest.approx(0.01)
+    assert allowance((None, None), 3.0, "higher") == pytest.approx(3.0)
+    pol = parse_policy({"risk": {"k_anonymity": {"at_most": 0.0, "options": {"k": 5}}},
+                        "utility": {"weights": {"auc": 1}, "at_most": {"auc": 0.0012}}})
+    k, auc = judge_lines({"technique": "recode", "params": {}, "measures": {
+        "k_anonymity": {"value": 0.4366}, "auc": {"value": 0.0032}}}, pol)
+    assert k.margin == pytest.approx(43.66) and auc.margin == pytest.approx(5 / 3)
+
+
 def test_a_utility_ceiling_is_a_line_every_release_must_meet() -> None:
     """``utility.at_most`` holds a measure's loss to a ceiling, judged as a risk line is: AUC loss
-    0.01 ≤ 0.02 meets (margin (0.01 − 0.02) / 2, AUC's range being [−1, 1]); Rule Accuracy loss
-    0.05 > 0.03 misses (margin (0.05 − 0.03) / 1), so the release is not feasible although every
-    risk line meets; edusc, better when higher, is read as the loss 1 − 0.9 = 0.1 ≤ 0.2."""
+    0.01 ≤ 0.02 meets (margin (0.01 − 0.02) / 0.02 = −0.5, in allowances); Rule Accuracy loss
+    0.05 > 0.03 misses (margin (0.05 − 0.03) / 0.03 = 2/3), so the release is not feasible although
+    every risk line meets; edusc, better when higher, is read as the loss 1 − 0.9 = 0.1 ≤ 0.2
+    (margin (0.1 − 0.2) / 0.2 = −0.5)."""
     from ppdm.experiments.recommend import judge_lines, record_of
 
     base = {"risk": {"record_linkage": 0.05},
@@ -279,8 +301,8 @@ def test_a_utility_ceiling_is_a_line_every_release_must_meet() -> None:
     assert [(v.line, v.verdict) for v in lines] == [("record_linkage ≤ 0.05", "meets"), ("auc loss ≤ 0.02", "meets"),
                                                     ("rule_accuracy loss ≤ 0.03", "misses"),
                                                     ("edusc loss ≤ 0.2", "meets")]
-    assert lines[1].margin == pytest.approx(-0.005) and lines[2].margin == pytest.approx(0.02)
-    assert lines[3].value == pytest.approx(0.1) and lines[3].margin == pytest.approx(-0.1)
+    assert lines[1].margin == pytest.approx(-0.5) and lines[2].margin == pytest.approx(2 / 3)
+    assert lines[3].value == pytest.approx(0.1) and lines[3].margin == pytest.approx(-0.5)
     assert record_of(0, outcome, plain).feasible and not record_of(0, outcome, capped).feasible
     # a loss that could not be measured does not meet its ceiling
     gone = {**outcome, "measures": {**outcome["measures"], "auc": {"value": None, "reason": "one class"}}}

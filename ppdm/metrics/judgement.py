@@ -190,6 +190,23 @@ def span_of(value_range: tuple[float | None, float | None], threshold: float) ->
     return max(1.0, abs(threshold))
 
 
+#: the allowance of a line that allows nothing (a threshold of 0), as a share of its measure's range
+ALLOWANCE_FLOOR = 0.01
+
+
+def allowance(value_range: tuple[float | None, float | None], threshold: float, direction: str) -> float:
+    """The unit a search measures a line's margin in: what the line allows — the threshold itself
+    for a measure better when lower (a risk, a utility loss), the room from the threshold to the
+    top of the range for one better when higher — or, when that is nothing (k_anonymity ≤ 0),
+    :data:`ALLOWANCE_FLOOR` of the range. A release over an AUC-loss cap of 0.0012 by 0.002 then misses by 1.7 allowances, not
+    by 0.002 of AUC's range: on the range's scale a small cap's miss looked negligible beside a
+    risk line's, and a search's sampler kept drawing a technique that never met the cap."""
+    width = span_of(value_range, threshold)
+    hi = value_range[1]
+    room = abs(threshold) if direction == "lower" or hi is None else float(hi) - threshold
+    return room if room > 0 else ALLOWANCE_FLOOR * width
+
+
 # -------------------------------------------------------------------------------- verdicts
 #: verdict words per topic: title, good status, bad status
 _WORDS = {"risk": ("Disclosure risk", "low", "high"), "utility": ("Utility", "kept", "reduced")}
@@ -416,4 +433,4 @@ def check_scenarios(names: Iterable[str]) -> list[str]:
 
 __all__ = ["MEETS", "MISSES", "NOT_APPLICABLE", "NOT_MEASURED", "SCENARIO_WORDS", "STATES", "UNCERTAIN",
            "LineJudgement", "Measured", "Verdict", "check_scenarios", "fmt_number", "judge_line", "judge_measures",
-           "read_entry", "result_lower_bound", "span_of", "unasked_scenarios", "verdict", "verdicts"]
+           "read_entry", "result_lower_bound", "span_of", "allowance", "unasked_scenarios", "verdict", "verdicts"]

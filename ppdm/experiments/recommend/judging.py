@@ -19,7 +19,7 @@ from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.policy import RISK_AXIS_MAX, Policy, RiskLine
 from ppdm.experiments.recommend.accounting import NOT_USED, NOT_USED_TRIAL, judge_epsilon
 from ppdm.metrics.base import SCENARIOS
-from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, Measured, judge_line, read_entry, span_of
+from ppdm.metrics.judgement import NOT_MEASURED_MARGIN, Measured, allowance, judge_line, read_entry
 
 _NOT_MEASURED = NOT_MEASURED_MARGIN
 
@@ -32,7 +32,7 @@ class LineVerdict:
     ε for a technique without a differential-privacy guarantee) or not judged (no line of the
     policy on that scenario applies to the release: it does not meet the policy); ``margin``
     is how far inside (≤ 0) or outside (> 0) the threshold the worst end of the interval lies,
-    in units of the measure's range."""
+    in units of what the line allows (:func:`ppdm.metrics.judgement.allowance`)."""
 
     line: str
     measure: str
@@ -91,7 +91,7 @@ def judge_lines(outcome: Mapping[str, Any], policy: Policy) -> list[LineVerdict]
         if meas.value is None and not meas.not_judged and not meas.reason:
             meas = replace(meas, reason=outcome.get("error") or "not computed")
         j = judge_line(meas, line.threshold, line.direction,
-                       span=span_of(registry[line.measure].value_range, line.threshold))
+                       span=allowance(registry[line.measure].value_range, line.threshold, line.direction))
         out.append(LineVerdict(line.text(), line.measure, j.state, j.value, j.interval, j.margin, j.reason))
     if not scored:
         _unjudged_scenarios(out, policy, registry)
@@ -133,7 +133,7 @@ def _ceiling_lines(outcome: Mapping[str, Any], policy: Policy, registry: Mapping
         meas = Measured(t.measure, losses.get(t.measure),
                         reason=entry.get("reason") or outcome.get("error") or "not computed",
                         after_miss=bool(entry.get("skipped")))
-        j = judge_line(meas, t.at_most, "lower", span=span_of(registry[t.measure].value_range, t.at_most))
+        j = judge_line(meas, t.at_most, "lower", span=allowance(registry[t.measure].value_range, t.at_most, "lower"))
         out.append(LineVerdict(t.ceiling_text(), t.measure, j.state, j.value, None, j.margin, j.reason))
     return out
 
