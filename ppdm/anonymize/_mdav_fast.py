@@ -46,29 +46,14 @@ def sort_along(X: np.ndarray, perm: np.ndarray, s: int, e: int, ax: int, vals: n
 
 # ============================================================ distances and bounds
 # All three compute Σ_j w_j·u_j² with the same operations in the same order; only u_j differs
-# (the record's difference, or the largest / smallest difference a box allows). They are written
-# out each, not shared through a helper given u_j: they are the innermost loops of MDAV, numba
-# cannot inline a function passed as an argument, and the f32 branch must round at exactly
-# these points to reproduce sdcMicro's single-precision distances (the duplicates tool lists them).
-@njit(cache=True)
-def _dist(A: np.ndarray, q: int, c: np.ndarray, w: np.ndarray, f32: bool) -> float:
-    p = A.shape[1]
-    if f32:
-        s = np.float32(0.0)
-        for j in range(p):
-            u = A[q, j] - c[j]
-            s = np.float32(s + np.float32(u * u * w[j]))
-        return np.float64(s)
-    d = 0.0
-    for j in range(p):
-        u = A[q, j] - c[j]
-        d += u * u * w[j]
-    return d
-
-
-@njit(cache=True)
+# (the record's difference, or the largest / smallest difference a box allows). The two box
+# bounds are written out each, not shared through a helper given u_j: they are the innermost
+# loops of MDAV, numba cannot inline a function passed as an argument, and the f32 branch must
+# round at exactly these points to reproduce sdcMicro's single-precision distances (the
+# duplicates tool lists them; a single loop testing f32 inside was no faster).
+@njit(cache=True, inline="always")
 def _dist_col(AT: np.ndarray, t: int, c: np.ndarray, w: np.ndarray, f32: bool) -> float:
-    # _dist for a record stored as column t of a (p × n) array
+    # the weighted squared distance from c of the record stored as column t of a (p × n) array
     p = AT.shape[0]
     if f32:
         s = np.float32(0.0)
@@ -81,6 +66,13 @@ def _dist_col(AT: np.ndarray, t: int, c: np.ndarray, w: np.ndarray, f32: bool) -
         u = AT[j, t] - c[j]
         d += u * u * w[j]
     return d
+
+
+@njit(cache=True, inline="always")
+def _dist(A: np.ndarray, q: int, c: np.ndarray, w: np.ndarray, f32: bool) -> float:
+    # _dist_col for a record stored as row q of an (n × p) array: the transpose is a view, the
+    # same elements read in the same order
+    return _dist_col(A.T, q, c, w, f32)
 
 
 @njit(cache=True)

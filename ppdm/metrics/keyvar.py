@@ -41,6 +41,7 @@ live in private modules; every name of theirs is importable from here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,6 +260,40 @@ def l_diversity(df: pd.DataFrame, keys: Any, sensitive: Any, l_target: int = 2, 
                             entropy_l=el)
 
 
+#: a frequency measure called as measure(table, keys, weight column, frequencies, per_key)
+_OnTable = Callable[[pd.DataFrame, list[str], str | None, KeyFrequencies, bool], Any]
+
+
+def _weighted_tables(ctx: EvaluationContext, measure: str) -> tuple[pd.DataFrame, pd.DataFrame, str | None, str | None]:
+    """x, z, z's weight column and x's (``None`` where x has none: x is then measured unweighted)."""
+    x, z, w = context_weight(ctx, measure)
+    return x, z, w, w if w in x.columns else None
+
+
+def _with_original(ctx: EvaluationContext, keys: list[str], blanks: str, perturbed: list[str],
+                   tables: tuple[pd.DataFrame, pd.DataFrame, str | None, str | None], measure: _OnTable) -> Any:
+    """``measure`` on z, with its value on x as ``original`` (no per-key detail for x): both from
+    the key frequencies the context caches, which k-anonymity, sample uniques and
+    re-identification risk share. ``tables`` is (x, z, z's weight, x's weight)."""
+    x, z, w, wx = tables
+    res = measure(z, keys, w, _context_frequencies(ctx, "z", z, keys, w, blanks), True)
+    res.original = measure(x, keys, wx, _context_frequencies(ctx, "x", x, keys, wx, blanks), False).value
+    return _finish(res, ctx, perturbed)
+
+
+def _frequency_measure(ctx: EvaluationContext, name: str, parts: Callable[[EvaluationContext, list[str], str], Any],
+                       weighted: bool, measure: _OnTable) -> Any:
+    """The measure ``name`` of the evaluation: on the judged keys, with the blanks reading of its
+    options, partition by partition (``parts``) when z is a Dask table, else :func:`_with_original`
+    (weighted by the schema's sampling weights when ``weighted``)."""
+    keys, perturbed = judged_keys(ctx, name)
+    blanks = context_blanks(ctx, name)
+    if is_dask(ctx.z):
+        return _finish(parts(ctx, keys, blanks), ctx, perturbed)
+    tables = _weighted_tables(ctx, name) if weighted else (ctx.x, ctx.z, None, None)
+    return _with_original(ctx, keys, blanks, perturbed, tables, measure)
+
+
 @register_measure("k_anonymity", kind="risk", needs_class=False, default=True, direction="lower", value_range=(0.0, 1.0),
                   threshold=0.05, out_of_core=True, options=(*KEY_OPTIONS, "k", "weighted", "weight", "blanks"),
                   meaning="The share of released records that share their quasi-identifier values with fewer than "
@@ -274,18 +309,12 @@ def _k_anonymity_measure(ctx: EvaluationContext) -> KAnonymityResult:
 
     if is_dask(ctx.z):
         return _finish(k_anonymity_parts(ctx, keys, k, weighted, blanks), ctx, perturbed)
-    if weighted:
-        x, z, w = context_weight(ctx, "k_anonymity")
-        if w is None:
-            raise ParameterError("k_anonymity.weighted=true needs a weight column (--weight or weight in a schema)")
-        wx = w if w in x.columns else None
-    else:
-        x, z, w, wx = ctx.x, ctx.z, None, None
-    res = k_anonymity(z, keys, k, weight=w, weighted=weighted,
-                      frequencies=_context_frequencies(ctx, "z", z, keys, w, blanks))
-    res.original = k_anonymity(x, keys, k, weight=wx, weighted=weighted and wx is not None,
-                               frequencies=_context_frequencies(ctx, "x", x, keys, wx, blanks), per_key=False).value
-    return _finish(res, ctx, perturbed)
+    tables = _weighted_tables(ctx, "k_anonymity") if weighted else (ctx.x, ctx.z, None, None)
+    if weighted and tables[2] is None:
+        raise ParameterError("k_anonymity.weighted=true needs a weight column (--weight or weight in a schema)")
+    # weighted on z (it has the weights), and on x where x has them too
+    return _with_original(ctx, keys, blanks, perturbed, tables, lambda t, keys, tw, f, per_key: k_anonymity(
+        t, keys, k, weight=tw, weighted=weighted and tw is not None, frequencies=f, per_key=per_key))
 
 
 # ------------------------------------------------------------- the intruder's view
@@ -395,15 +424,8 @@ def _k_anonymity_intruder_measure(ctx: EvaluationContext) -> IntruderViewResult:
                   meaning="The share of released records no other record matches on the quasi-identifiers; each "
                   "is a candidate for re-identification, 0 is best.")
 def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
-    keys, perturbed = judged_keys(ctx, "sample_uniques")
-    blanks = context_blanks(ctx, "sample_uniques")
-
-    if is_dask(ctx.z):
-        return _finish(sample_uniques_parts(ctx, keys, blanks), ctx, perturbed)
-    res = sample_uniques(ctx.z, keys, frequencies=_context_frequencies(ctx, "z", ctx.z, keys, None, blanks))
-    res.original = sample_uniques(ctx.x, keys, frequencies=_context_frequencies(ctx, "x", ctx.x, keys, None, blanks),
-                                  per_key=False).value
-    return _finish(res, ctx, perturbed)
+    return _frequency_measure(ctx, "sample_uniques", sample_uniques_parts, False, lambda t, keys, _, f, per_key:
+                              sample_uniques(t, keys, frequencies=f, per_key=per_key))
 
 
 @register_measure("reidentification_risk", kind="risk", needs_class=False, default=True, direction="lower",
@@ -414,17 +436,9 @@ def _sample_uniques_measure(ctx: EvaluationContext) -> SampleUniquesResult:
                   description="global re-identification risk on the quasi-identifiers: mean individual risk "
                               "(sdcMicro measure_risk; sampling weights from the schema)")
 def _reid_measure(ctx: EvaluationContext) -> ReidentificationRiskResult:
-    keys, perturbed = judged_keys(ctx, "reidentification_risk")
-    blanks = context_blanks(ctx, "reidentification_risk")
-
-    if is_dask(ctx.z):
-        return _finish(reidentification_risk_parts(ctx, keys, blanks), ctx, perturbed)
-    x, z, w = context_weight(ctx, "reidentification_risk")
-    wx = w if w in x.columns else None
-    res = reidentification_risk(z, keys, w, frequencies=_context_frequencies(ctx, "z", z, keys, w, blanks))
-    res.original = reidentification_risk(x, keys, wx, frequencies=_context_frequencies(ctx, "x", x, keys, wx, blanks),
-                                         per_key=False).value
-    return _finish(res, ctx, perturbed)
+    return _frequency_measure(ctx, "reidentification_risk", reidentification_risk_parts, True,
+                              lambda t, keys, tw, f, per_key: reidentification_risk(t, keys, tw, frequencies=f,
+                                                                                    per_key=per_key))
 
 
 @register_measure("l_diversity", kind="risk", needs_class=False, direction="higher", value_range=(1.0, None),
