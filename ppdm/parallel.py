@@ -36,7 +36,7 @@ def threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def n_chunks(n: int) -> int:
+def chunks_for(n: int) -> int:
     """How many ranges ``n`` items are cut into: :data:`CHUNKS_PER_THREAD` per thread, at
     most one per item, at least one."""
     return max(1, min(n, CHUNKS_PER_THREAD * threads()))
@@ -61,21 +61,32 @@ def _mark_worker() -> None:
     _local.worker = True
 
 
-def run_chunks(kernel: Callable[..., Any], n: int, *args: Any, chunks: int | None = None) -> int:
-    """Call ``kernel(c, lo, hi, *args)`` for every range ``c`` of ``n`` items, ``[lo, hi)``
-    from :func:`chunk_range`, on the shared threads; returns the number of ranges.
+def run_tasks(kernel: Callable[..., Any], n_tasks: int, *args: Any) -> None:
+    """Call ``kernel(t, *args)`` for every task ``t`` in ``range(n_tasks)`` on the shared threads
+    (a kernel that cuts its own items into ``n_tasks`` ranges, as ``prange`` over chunks did).
 
     ``kernel`` must be compiled with ``nogil=True`` (or the threads take turns) and must write
-    only range ``c``'s own output. A call from inside a task (a kernel run by a kernel's
-    caller that already runs on the pool) runs its ranges in its own thread, so the pool never
-    waits on itself."""
-    chunks = n_chunks(n) if chunks is None else max(1, chunks)
-    bounds = [chunk_range(c, n, chunks) for c in range(chunks)]
-    if chunks == 1 or threads() == 1 or getattr(_local, "worker", False):
-        for c, (lo, hi) in enumerate(bounds):
-            kernel(c, lo, hi, *args)
-        return chunks
-    futures = [_executor().submit(kernel, c, lo, hi, *args) for c, (lo, hi) in enumerate(bounds)]
+    only task ``t``'s own output. A call from inside a task (a kernel run by a kernel's caller
+    that already runs on the pool) runs its tasks in its own thread, so the pool never waits on
+    itself."""
+    if n_tasks <= 1 or threads() == 1 or getattr(_local, "worker", False):
+        for t in range(n_tasks):
+            kernel(t, *args)
+        return
+    futures = [_executor().submit(kernel, t, *args) for t in range(n_tasks)]
     for f in futures:
         f.result()  # re-raises a kernel's error in the caller
+
+
+def run_chunks(kernel: Callable[..., Any], n: int, *args: Any, chunks: int | None = None) -> int:
+    """Call ``kernel(c, lo, hi, *args)`` for every range ``c`` of ``n`` items, ``[lo, hi)``
+    from :func:`chunk_range`, on the shared threads (:func:`run_tasks`); returns the number of
+    ranges."""
+    chunks = chunks_for(n) if chunks is None else max(1, chunks)
+    bounds = [chunk_range(c, n, chunks) for c in range(chunks)]
+
+    def task(c: int) -> None:
+        kernel(c, bounds[c][0], bounds[c][1], *args)
+
+    run_tasks(task, chunks)
     return chunks

@@ -10,7 +10,7 @@ import pytest
 from numba import njit
 
 from ppdm import parallel
-from ppdm.parallel import chunk_range, n_chunks, run_chunks
+from ppdm.parallel import chunk_range, chunks_for, run_chunks
 
 
 @pytest.mark.parametrize(("n", "chunks"), [(0, 1), (1, 1), (7, 3), (10, 10), (10, 4), (5, 8)])
@@ -23,9 +23,9 @@ def test_ranges_cover_every_item_once(n: int, chunks: int) -> None:
     assert (seen == 1).all()
 
 
-def test_n_chunks_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chunks_for_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "threads", lambda: 2)
-    assert n_chunks(0) == 1 and n_chunks(3) == 3 and n_chunks(100) == 16
+    assert chunks_for(0) == 1 and chunks_for(3) == 3 and chunks_for(100) == 16
 
 
 @njit(nogil=True)

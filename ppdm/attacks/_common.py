@@ -28,7 +28,7 @@ from ppdm.errors import MeasureNotApplicable, ParameterError, PPDMError, SchemaE
 from ppdm.metrics._common import wilson_score as wilson
 from ppdm.metrics._kernels import groups_by_level, mismatch_counts, same_codes
 from ppdm.metrics._records import RecordDetailMixin, record_field
-from ppdm.parallel import n_chunks, run_chunks
+from ppdm.parallel import chunks_for, run_chunks
 from ppdm.utils import RandomState, check_random_state
 
 
@@ -412,7 +412,7 @@ def nearest(
         np.arange(len(rows))
     return knn_gower(q_cat, q_num, g_codes, g_start, g_present.astype(np.int64), pivot, c_num,
                              np.ascontiguousarray(prio), order.astype(np.int64), k,
-                             n_chunks(len(rows)), q_order.astype(np.int64))
+                             chunks_for(len(rows)), q_order.astype(np.int64))
 
 
 # ------------------------------------------------------------ registrations

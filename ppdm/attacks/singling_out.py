@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from numba import njit, prange
+from numba import njit
 
 from ppdm.attacks._common import (
     AttackResult,
@@ -56,7 +56,7 @@ from ppdm.attacks._common import (
 )
 from ppdm.errors import ParameterError
 from ppdm.metrics.base import EvaluationContext, register_measure
-from ppdm.parallel import threads
+from ppdm.parallel import chunks_for, run_chunks, run_tasks
 from ppdm.utils import RandomState
 
 EQ, NE, LT, GT, LE, GE, ISNULL, NOTNULL = range(8)
@@ -117,7 +117,6 @@ def _range(sv: np.ndarray, n_present: int, n: int, op: int, w: float) -> tuple[i
     return left, n_present, True
 
 
-@njit(cache=True, parallel=True)
 def count_matches(
     data: np.ndarray,  # (n, m) encoded table (NaN = missing)
     sorted_vals: np.ndarray,  # (m, n) each column's values ascending, missing last
@@ -133,10 +132,17 @@ def count_matches(
     The most selective condition that is a range of its column's sort order (found by
     binary search) supplies the candidate records, and only those are checked against the
     other conditions: a query that nearly singles somebody out costs a few comparisons."""
+    out = np.zeros(q_col.shape[0], dtype=np.int64)
+    run_chunks(_count_matches_chunk, q_col.shape[0], data, sorted_vals, order, n_present, q_col, q_op, q_val, cap, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _count_matches_chunk(c, start, stop, data, sorted_vals, order, n_present, q_col, q_op, q_val, cap, out):
+    """Queries ``start:stop`` of :func:`count_matches` (:func:`ppdm.parallel.run_chunks`)."""
     n = data.shape[0]
-    nq, kk = q_col.shape
-    out = np.zeros(nq, dtype=np.int64)
-    for q in prange(nq):
+    kk = q_col.shape[1]
+    for q in range(start, stop):
         # the narrowest condition that is a range of its column's order drives the scan
         best_lo, best_w, drive = 0, n + 1, -1
         for t in range(kk):
@@ -158,10 +164,8 @@ def count_matches(
                 if cnt >= cap:
                     break
         out[q] = cnt
-    return out
 
 
-@njit(cache=True, parallel=True)
 def _own_query_counts(
     rows: np.ndarray,  # (b,) the released record each candidate query is made from
     u: np.ndarray,  # (b, m) random numbers: a query's columns are those of its row's k smallest
@@ -189,69 +193,77 @@ def _own_query_counts(
     count of 1 without a scan. With ``by_col`` in each column's order, the scan of the narrowest
     condition's run reads memory in sequence rather than record by record."""
     b = rows.shape[0]
+    out = np.empty(b, dtype=np.int64)
+    run_tasks(_own_query_counts_task, n_chunks, rows, u, k, data, is_num, medians, order, run_lo, run_hi, by_col,
+              n_present, cols, n_chunks, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _own_query_counts_task(ch, rows, u, k, data, is_num, medians, order, run_lo, run_hi, by_col, n_present, cols,
+                           n_chunks, out):
+    """Task ``ch`` of :func:`_own_query_counts` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
+    b = rows.shape[0]
     m = u.shape[1]
     in_order = by_col.shape[0] == m
-    out = np.empty(b, dtype=np.int64)
     chunk = (b + n_chunks - 1) // n_chunks
-    for ch in prange(n_chunks):
-        best_u = np.empty(k)
-        lo = np.empty(k, dtype=np.int64)
-        hi = np.empty(k, dtype=np.int64)
-        for q in range(ch * chunk, min(b, (ch + 1) * chunk)):
-            # the k columns of the smallest numbers, ascending: np.argpartition's choice (two equal
-            # random numbers, chance about m²/2⁵³ a query, may let it take the other of the two)
-            n_best = 0
-            for a in range(m):
-                v = u[q, a]
-                if n_best == k and v >= best_u[k - 1]:
-                    continue
-                t = min(n_best, k - 1)
-                while t > 0 and best_u[t - 1] > v:
-                    best_u[t] = best_u[t - 1]
-                    cols[q, t] = cols[q, t - 1]
-                    t -= 1
-                best_u[t] = v
-                cols[q, t] = a
-                n_best = min(n_best + 1, k)
-            for t in range(1, k):  # by column
-                a = cols[q, t]
-                s = t
-                while s > 0 and cols[q, s - 1] > a:
-                    cols[q, s] = cols[q, s - 1]
-                    s -= 1
-                cols[q, s] = a
-            r = rows[q]
-            drive, width = 0, np.iinfo(np.int64).max
-            for t in range(k):
-                a = cols[q, t]
-                w = data[r, a]
-                if w != w or not is_num[a]:
-                    lo[t], hi[t] = run_lo[r, a], run_hi[r, a]
-                elif w > medians[a]:
-                    lo[t], hi[t] = run_lo[r, a], n_present[a]
-                else:
-                    lo[t], hi[t] = 0, run_hi[r, a]
-                if hi[t] - lo[t] < width:
-                    drive, width = t, hi[t] - lo[t]
-            if width <= 1:
-                out[q] = 1
+    best_u = np.empty(k)
+    lo = np.empty(k, dtype=np.int64)
+    hi = np.empty(k, dtype=np.int64)
+    for q in range(ch * chunk, min(b, (ch + 1) * chunk)):
+        # the k columns of the smallest numbers, ascending: np.argpartition's choice (two equal
+        # random numbers, chance about m²/2⁵³ a query, may let it take the other of the two)
+        n_best = 0
+        for a in range(m):
+            v = u[q, a]
+            if n_best == k and v >= best_u[k - 1]:
                 continue
-            cnt = 0
-            dcol = cols[q, drive]
-            for p in range(lo[drive], hi[drive]):
-                ok = True
-                for t in range(k):
-                    if t != drive:
-                        x = by_col[dcol, p, cols[q, t]] if in_order else by_col[0, order[dcol, p], cols[q, t]]
-                        if x < lo[t] or x >= hi[t]:
-                            ok = False
-                            break
-                if ok:
-                    cnt += 1
-                    if cnt >= 2:
+            t = min(n_best, k - 1)
+            while t > 0 and best_u[t - 1] > v:
+                best_u[t] = best_u[t - 1]
+                cols[q, t] = cols[q, t - 1]
+                t -= 1
+            best_u[t] = v
+            cols[q, t] = a
+            n_best = min(n_best + 1, k)
+        for t in range(1, k):  # by column
+            a = cols[q, t]
+            s = t
+            while s > 0 and cols[q, s - 1] > a:
+                cols[q, s] = cols[q, s - 1]
+                s -= 1
+            cols[q, s] = a
+        r = rows[q]
+        drive, width = 0, np.iinfo(np.int64).max
+        for t in range(k):
+            a = cols[q, t]
+            w = data[r, a]
+            if w != w or not is_num[a]:
+                lo[t], hi[t] = run_lo[r, a], run_hi[r, a]
+            elif w > medians[a]:
+                lo[t], hi[t] = run_lo[r, a], n_present[a]
+            else:
+                lo[t], hi[t] = 0, run_hi[r, a]
+            if hi[t] - lo[t] < width:
+                drive, width = t, hi[t] - lo[t]
+        if width <= 1:
+            out[q] = 1
+            continue
+        cnt = 0
+        dcol = cols[q, drive]
+        for p in range(lo[drive], hi[drive]):
+            ok = True
+            for t in range(k):
+                if t != drive:
+                    x = by_col[dcol, p, cols[q, t]] if in_order else by_col[0, order[dcol, p], cols[q, t]]
+                    if x < lo[t] or x >= hi[t]:
+                        ok = False
                         break
-            out[q] = cnt
-    return out
+            if ok:
+                cnt += 1
+                if cnt >= 2:
+                    break
+        out[q] = cnt
 
 
 @dataclass
@@ -435,7 +447,7 @@ def _multivariate_queries(
         u = rng.random((b, m))
         cols = np.empty((b, n_cols), dtype=np.int64)
         counts = _own_query_counts(rows, u, n_cols, syn, is_num, medians, order, run_lo, run_hi, by_col, n_present,
-                                   cols, max(1, min(b, 8 * threads())))
+                                   cols, chunks_for(b))
         attempts += b
         singles = np.flatnonzero(counts == 1)
         cols = cols[singles]

@@ -20,9 +20,10 @@ many independent dimensions, where no tree prunes.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ppdm.metrics._kernels import add_children, push_children, sort_range
+from ppdm.parallel import run_chunks
 
 LEAF_SIZE = 32
 
@@ -198,7 +199,6 @@ def _search_one(
 
 # the tree travels as its arrays (a compiled kernel takes no tree object), so this signature repeats
 # _search_one's
-@njit(cache=True, parallel=True)
 def own_ball_search(
     x: np.ndarray,  # (n, m) originals in their own order
     z: np.ndarray,  # (nq, m) masked records
@@ -222,31 +222,33 @@ def own_ball_search(
 
     Memory: one stack and one length-n candidate buffer per chunk."""
     nq = z.shape[0]
-    n = x.shape[0]
     status = np.zeros(nq, dtype=np.int64)
     count = np.zeros(nq, dtype=np.int64)
     first = np.zeros(nq, dtype=np.int64)
-    n_nodes = start.shape[0]
     # visit the records in the leaf order of their own originals: neighbouring records explore
-    # the same cells, which then stay in the cache
-    where = np.empty(n, dtype=np.int64)
-    for t in range(n):
-        where[perm[t]] = t
-    key = np.empty(nq, dtype=np.int64)
-    for q in range(nq):
-        key[q] = where[own_idx[q]]
-    order = np.argsort(key)
-    chunk = (nq + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        st_node = np.empty(n_nodes, dtype=np.int64)
-        st_rd = np.empty(n_nodes)
-        cand_j = np.empty(n, dtype=np.int64)
-        cand_d = np.empty(n)
-        for p in range(c * chunk, min(nq, (c + 1) * chunk)):
-            q = order[p]
-            s_, c_, f_ = _search_one(z[q], own_idx[q], x, xp, perm, start, end, left, right, lo, hi, rel_tol,
-                                     abs_tol, budget, st_node, st_rd, cand_j, cand_d)
-            status[q] = s_
-            count[q] = c_
-            first[q] = f_
+    # the same cells, which then stay in the cache (each record's result does not depend on it)
+    where = np.empty(x.shape[0], dtype=np.int64)
+    where[perm] = np.arange(x.shape[0])
+    order = np.argsort(where[own_idx], kind="stable")
+    run_chunks(_own_ball_search_chunk, nq, x, z, own_idx, xp, perm, start, end, left, right, lo, hi, rel_tol, abs_tol,
+               budget, order, status, count, first, chunks=n_chunks)
     return status, count, first
+
+
+@njit(cache=True, nogil=True)
+def _own_ball_search_chunk(c, p_lo, p_hi, x, z, own_idx, xp, perm, start, end, left, right, lo, hi, rel_tol, abs_tol,
+                           budget, order, status, count, first):
+    """Records ``order[p_lo:p_hi]`` of :func:`own_ball_search` (:func:`ppdm.parallel.run_chunks`)."""
+    n_nodes = start.shape[0]
+    n = x.shape[0]
+    st_node = np.empty(n_nodes, dtype=np.int64)
+    st_rd = np.empty(n_nodes)
+    cand_j = np.empty(n, dtype=np.int64)
+    cand_d = np.empty(n)
+    for p in range(p_lo, p_hi):
+        q = order[p]
+        s_, c_, f_ = _search_one(z[q], own_idx[q], x, xp, perm, start, end, left, right, lo, hi, rel_tol,
+                                 abs_tol, budget, st_node, st_rd, cand_j, cand_d)
+        status[q] = s_
+        count[q] = c_
+        first[q] = f_

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from ppdm.parallel import run_tasks
 
 # ------------------------------------------------------------------------------ SERS
 # Most of SERS' time is the logarithm of every pair's similarity. Without Intel's SVML,
@@ -65,7 +67,6 @@ def _similarity_sums(d: np.ndarray, kb: int, inv_m: float, clip: bool) -> tuple[
     return z, acc
 
 
-@njit(cache=True, parallel=True, fastmath=True, error_model="numpy")
 def sers_rows(
     on: np.ndarray,  # (r, N) numeric originals, each column divided by its domain size
     oc: np.ndarray,  # (r, C) categorical originals as small integer codes
@@ -85,92 +86,96 @@ def sers_rows(
     are reassociated): H agrees with a plain evaluation with the C library's logarithm to
     ~1e-14.
     """
+    out = np.empty(on.shape[0])
+    run_tasks(_sers_rows_task, n_chunks, on, oc, pn, pc, inv_m, clip, n_chunks, out)
+    return out
+
+
+@njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _sers_rows_task(c, on, oc, pn, pc, inv_m, clip, n_chunks, out):
+    """Task ``c`` of :func:`sers_rows` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
     R = _SERS_ROWS
     B = _SERS_BLOCK
     r_n = on.shape[0]
     n_num = on.shape[1]
     n_cat = oc.shape[1]
     n_p = pn.shape[1] if n_num > 0 else pc.shape[1]
-    out = np.empty(r_n)
     groups = (r_n + R - 1) // R
     chunk = (groups + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        g_lo = c * chunk
-        g_hi = min(groups, g_lo + chunk)
-        if g_lo >= g_hi:
-            continue
-        ng = g_hi - g_lo
-        z_sum = np.zeros(ng * R)
-        sl_sum = np.zeros(ng * R)
-        d0 = np.empty(B)
-        d1 = np.empty(B)
-        d2 = np.empty(B)
-        d3 = np.empty(B)
-        c0 = np.empty(B, dtype=pc.dtype)
-        c1 = np.empty(B, dtype=pc.dtype)
-        c2 = np.empty(B, dtype=pc.dtype)
-        c3 = np.empty(B, dtype=pc.dtype)
-        for k0 in range(0, n_p, B):
-            kb = min(B, n_p - k0)
-            for g in range(ng):
-                i0 = (g_lo + g) * R
-                # past the last original, the group repeats it (those results are not kept)
-                ia = min(i0, r_n - 1)
-                ib = min(i0 + 1, r_n - 1)
-                ic = min(i0 + 2, r_n - 1)
-                id_ = min(i0 + 3, r_n - 1)
-                for k in range(kb):
-                    c0[k] = 0
-                    c1[k] = 0
-                    c2[k] = 0
-                    c3[k] = 0
-                # the categorical and numeric passes are written out alike: they accumulate different
-                # types (mismatch counts in the codes' own integer width, float distances), and each
-                # stays a plain loop that fastmath vectorises
-                for j in range(n_cat):
-                    va = oc[ia, j]
-                    vb = oc[ib, j]
-                    vc = oc[ic, j]
-                    vd = oc[id_, j]
-                    row = pc[j, k0:k0 + kb]
-                    for k in range(kb):
-                        p = row[k]
-                        c0[k] += p != va
-                        c1[k] += p != vb
-                        c2[k] += p != vc
-                        c3[k] += p != vd
-                for k in range(kb):
-                    d0[k] = c0[k]
-                    d1[k] = c1[k]
-                    d2[k] = c2[k]
-                    d3[k] = c3[k]
-                for j in range(n_num):
-                    va = on[ia, j]
-                    vb = on[ib, j]
-                    vc = on[ic, j]
-                    vd = on[id_, j]
-                    row = pn[j, k0:k0 + kb]
-                    for k in range(kb):
-                        p = row[k]
-                        d0[k] += abs(va - p)
-                        d1[k] += abs(vb - p)
-                        d2[k] += abs(vc - p)
-                        d3[k] += abs(vd - p)
-                for r in range(R):
-                    d = d0 if r == 0 else (d1 if r == 1 else (d2 if r == 2 else d3))
-                    z, sl = _similarity_sums(d, kb, inv_m, clip)
-                    z_sum[g * R + r] += z
-                    sl_sum[g * R + r] += sl
+    g_lo = c * chunk
+    g_hi = min(groups, g_lo + chunk)
+    if g_lo >= g_hi:
+        return
+    ng = g_hi - g_lo
+    z_sum = np.zeros(ng * R)
+    sl_sum = np.zeros(ng * R)
+    d0 = np.empty(B)
+    d1 = np.empty(B)
+    d2 = np.empty(B)
+    d3 = np.empty(B)
+    c0 = np.empty(B, dtype=pc.dtype)
+    c1 = np.empty(B, dtype=pc.dtype)
+    c2 = np.empty(B, dtype=pc.dtype)
+    c3 = np.empty(B, dtype=pc.dtype)
+    for k0 in range(0, n_p, B):
+        kb = min(B, n_p - k0)
         for g in range(ng):
+            i0 = (g_lo + g) * R
+            # past the last original, the group repeats it (those results are not kept)
+            ia = min(i0, r_n - 1)
+            ib = min(i0 + 1, r_n - 1)
+            ic = min(i0 + 2, r_n - 1)
+            id_ = min(i0 + 3, r_n - 1)
+            for k in range(kb):
+                c0[k] = 0
+                c1[k] = 0
+                c2[k] = 0
+                c3[k] = 0
+            # the categorical and numeric passes are written out alike: they accumulate different
+            # types (mismatch counts in the codes' own integer width, float distances), and each
+            # stays a plain loop that fastmath vectorises
+            for j in range(n_cat):
+                va = oc[ia, j]
+                vb = oc[ib, j]
+                vc = oc[ic, j]
+                vd = oc[id_, j]
+                row = pc[j, k0:k0 + kb]
+                for k in range(kb):
+                    p = row[k]
+                    c0[k] += p != va
+                    c1[k] += p != vb
+                    c2[k] += p != vc
+                    c3[k] += p != vd
+            for k in range(kb):
+                d0[k] = c0[k]
+                d1[k] = c1[k]
+                d2[k] = c2[k]
+                d3[k] = c3[k]
+            for j in range(n_num):
+                va = on[ia, j]
+                vb = on[ib, j]
+                vc = on[ic, j]
+                vd = on[id_, j]
+                row = pn[j, k0:k0 + kb]
+                for k in range(kb):
+                    p = row[k]
+                    d0[k] += abs(va - p)
+                    d1[k] += abs(vb - p)
+                    d2[k] += abs(vc - p)
+                    d3[k] += abs(vd - p)
             for r in range(R):
-                i = (g_lo + g) * R + r
-                if i < r_n:
-                    z = z_sum[g * R + r]
-                    out[i] = math.log2(z) - sl_sum[g * R + r] / (z * _LN2) if z > 0.0 else np.nan
-    return out
+                d = d0 if r == 0 else (d1 if r == 1 else (d2 if r == 2 else d3))
+                z, sl = _similarity_sums(d, kb, inv_m, clip)
+                z_sum[g * R + r] += z
+                sl_sum[g * R + r] += sl
+    for g in range(ng):
+        for r in range(R):
+            i = (g_lo + g) * R + r
+            if i < r_n:
+                z = z_sum[g * R + r]
+                out[i] = math.log2(z) - sl_sum[g * R + r] / (z * _LN2) if z > 0.0 else np.nan
 
 
-@njit(cache=True, parallel=True)
 def nearest_ties_brute(
     xt: np.ndarray,  # (m, nx) originals, transposed and contiguous
     zs: np.ndarray,  # (n, m) masked
@@ -185,45 +190,51 @@ def nearest_ties_brute(
     by attribute (a contiguous, vectorisable loop), then reads off the minimum and the ties.
     """
     n = zs.shape[0]
-    m = zs.shape[1]
-    nx = xt.shape[1]
     own = np.zeros(n, dtype=np.bool_)
     count = np.zeros(n, dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
-    chunk = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        d = np.empty(nx)
-        for i in range(lo, hi):
-            for j in range(nx):
-                d[j] = 0.0
-            for a in range(m):
-                v = zs[i, a]
-                col = xt[a]
-                for j in range(nx):
-                    t = v - col[j]
-                    d[j] += t * t
-            best = np.inf
-            arg = -1
-            for j in range(nx):
-                if d[j] < best:
-                    best = d[j]
-                    arg = j
-            lim = best * (1.0 + rel_tol) + abs_tol
-            cnt = 0
-            for j in range(nx):
-                cnt += 1 if d[j] <= lim else 0
-            f = arg
-            if cnt > 1:
-                for j in range(nx):
-                    if d[j] <= lim:
-                        f = j
-                        break
-            own[i] = i < nx and d[i] <= lim
-            count[i] = cnt
-            first[i] = f
+    run_tasks(_nearest_ties_brute_task, n_chunks, xt, zs, rel_tol, abs_tol, n_chunks, own, count, first)
     return own, count, first
+
+
+@njit(cache=True, nogil=True)
+def _nearest_ties_brute_task(c, xt, zs, rel_tol, abs_tol, n_chunks, own, count, first):
+    """Task ``c`` of :func:`nearest_ties_brute` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
+    n = zs.shape[0]
+    m = zs.shape[1]
+    nx = xt.shape[1]
+    chunk = (n + n_chunks - 1) // n_chunks
+    lo = c * chunk
+    hi = min(n, lo + chunk)
+    d = np.empty(nx)
+    for i in range(lo, hi):
+        for j in range(nx):
+            d[j] = 0.0
+        for a in range(m):
+            v = zs[i, a]
+            col = xt[a]
+            for j in range(nx):
+                t = v - col[j]
+                d[j] += t * t
+        best = np.inf
+        arg = -1
+        for j in range(nx):
+            if d[j] < best:
+                best = d[j]
+                arg = j
+        lim = best * (1.0 + rel_tol) + abs_tol
+        cnt = 0
+        for j in range(nx):
+            cnt += 1 if d[j] <= lim else 0
+        f = arg
+        if cnt > 1:
+            for j in range(nx):
+                if d[j] <= lim:
+                    f = j
+                    break
+        own[i] = i < nx and d[i] <= lim
+        count[i] = cnt
+        first[i] = f
 
 
 # --------------------------------------------------------------------- DDR via BLAS

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numba import njit, prange
+from numba import njit
 
 from ppdm.metrics._kernels import add_children, push_children, sort_range
-from ppdm.metrics.risk import _threads
+from ppdm.parallel import chunks_for, run_chunks, run_tasks
 
 TIE_REL_TOL = 1e-12
 
@@ -279,7 +279,6 @@ def _mixed_scan_one(
     return count, best, first
 
 
-@njit(cache=True, parallel=True)
 def mixed_block_search(
     zn: np.ndarray, zc: np.ndarray, gz: np.ndarray, rows: np.ndarray, d_own: np.ndarray, own_j: np.ndarray,
     mode: int,
@@ -293,22 +292,30 @@ def mixed_block_search(
     a = np.zeros(nq, dtype=np.int64)
     b = np.full(nq, np.inf)
     c = np.zeros(nq, dtype=np.int64)
+    run_tasks(_mixed_block_search_task, n_chunks, zn, zc, gz, rows, d_own, own_j, mode, lim, xn, xc, tree, rel_tol,
+              abs_tol, budget, offset, n_chunks, a, b, c)
+    return a, b, c
+
+
+@njit(cache=True, nogil=True)
+def _mixed_block_search_task(ch, zn, zc, gz, rows, d_own, own_j, mode, lim, xn, xc, tree, rel_tol, abs_tol, budget,
+                             offset, n_chunks, a, b, c):
+    """Task ``ch`` of :func:`mixed_block_search` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
+    nq = rows.shape[0]
     n_nodes = tree[1].shape[0]
     chunk = (nq + n_chunks - 1) // n_chunks
-    for ch in prange(n_chunks):
-        st_node = np.empty(n_nodes + 1, dtype=np.int64)
-        st_lb = np.empty(n_nodes + 1)
-        for r in range(ch * chunk, min(nq, (ch + 1) * chunk)):
-            i = rows[r]
-            s_, d_, f_ = _mixed_search_one(zn, zc, gz, i, d_own[r], own_j[r], mode, lim[r], xn, xc, tree,
-                                           rel_tol, abs_tol, budget, st_node, st_lb, offset)
-            if s_ < 0:
-                s_, d_, f_ = _mixed_scan_one(zn, zc, i, d_own[r], own_j[r], mode, lim[r], xn, xc, rel_tol,
-                                             abs_tol, offset)
-            a[r] = s_
-            b[r] = d_
-            c[r] = f_
-    return a, b, c
+    st_node = np.empty(n_nodes + 1, dtype=np.int64)
+    st_lb = np.empty(n_nodes + 1)
+    for r in range(ch * chunk, min(nq, (ch + 1) * chunk)):
+        i = rows[r]
+        s_, d_, f_ = _mixed_search_one(zn, zc, gz, i, d_own[r], own_j[r], mode, lim[r], xn, xc, tree,
+                                       rel_tol, abs_tol, budget, st_node, st_lb, offset)
+        if s_ < 0:
+            s_, d_, f_ = _mixed_scan_one(zn, zc, i, d_own[r], own_j[r], mode, lim[r], xn, xc, rel_tol,
+                                         abs_tol, offset)
+        a[r] = s_
+        b[r] = d_
+        c[r] = f_
 
 
 def own_distances(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
@@ -316,13 +323,17 @@ def own_distances(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray
     return _own_distances(zn, zc, xn, xc)
 
 
-@njit(cache=True, parallel=True)
 def _own_distances(zn: np.ndarray, zc: np.ndarray, xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
-    n = zn.shape[0]
-    out = np.empty(n)
-    for i in prange(n):
-        out[i] = _gower(zn, zc, xn, xc, i, i, np.inf)
+    out = np.empty(zn.shape[0])
+    run_chunks(_own_distances_chunk, zn.shape[0], zn, zc, xn, xc, out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _own_distances_chunk(c, lo, hi, zn, zc, xn, xc, out):
+    """Rows ``lo:hi`` of :func:`_own_distances` (:func:`ppdm.parallel.run_chunks`)."""
+    for i in range(lo, hi):
+        out[i] = _gower(zn, zc, xn, xc, i, i, np.inf)
 
 
 def _group_columns(xn: np.ndarray, xc: np.ndarray) -> np.ndarray:
@@ -390,7 +401,7 @@ def link_against_blocks(
     """
     get = blocks.__getitem__ if isinstance(blocks, list) else blocks
     n = len(rows)
-    chunks = max(1, min(n, 8 * _threads()))
+    chunks = chunks_for(n)
     keys = _group_keys(zn[rows], zc[rows])
     alive = np.ones(n, dtype=bool)
     best = d_own.copy()

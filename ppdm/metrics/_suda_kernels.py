@@ -16,7 +16,9 @@ into a direct table when S's value combinations are few, else into a hash table.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from ppdm.parallel import run_chunks
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _TOP = np.uint64(1 << 63)
@@ -187,7 +189,6 @@ def _alone_packed(packed: np.ndarray, missing: np.ndarray, shifts: np.ndarray, w
     return out
 
 
-@njit(cache=True, parallel=True)
 def msu_level(codes: np.ndarray, w: np.ndarray, cards: np.ndarray, single: np.ndarray, repeated: np.ndarray,
               cols: np.ndarray, parents: np.ndarray, prev_unique: np.ndarray, packed: np.ndarray,
               missing: np.ndarray, shifts: np.ndarray, widths: np.ndarray, direct: np.ndarray
@@ -204,12 +205,21 @@ def msu_level(codes: np.ndarray, w: np.ndarray, cards: np.ndarray, single: np.nd
     when they do not fit in 62 bits; ``direct``: the size limit of a direct count table
     (cells per record counted, plus a floor). Returns (unique, msu), both (subsets, singles).
     """
-    use_packed = packed.shape[0] > 0
     n_sub = cols.shape[0]
+    unique = np.zeros((n_sub, single.shape[0]), dtype=np.bool_)
+    msu = np.zeros((n_sub, single.shape[0]), dtype=np.bool_)
+    run_chunks(_msu_level_chunk, n_sub, codes, w, cards, single, repeated, cols, parents, prev_unique, packed, missing,
+               shifts, widths, direct, unique, msu)
+    return unique, msu
+
+
+@njit(cache=True, nogil=True)
+def _msu_level_chunk(c_, lo, hi, codes, w, cards, single, repeated, cols, parents, prev_unique, packed, missing, shifts,
+                     widths, direct, unique, msu):
+    """Subsets ``lo:hi`` of :func:`msu_level` (:func:`ppdm.parallel.run_chunks`)."""
+    use_packed = packed.shape[0] > 0
     n_s = single.shape[0]
-    unique = np.zeros((n_sub, n_s), dtype=np.bool_)
-    msu = np.zeros((n_sub, n_s), dtype=np.bool_)
-    for t in prange(n_sub):
+    for t in range(lo, hi):
         c = cols[t]
         need = np.int64(0)
         for col in c:
@@ -239,4 +249,3 @@ def msu_level(codes: np.ndarray, w: np.ndarray, cards: np.ndarray, single: np.nd
             if alone[q]:
                 unique[t, cand[q]] = True
                 msu[t, cand[q]] = True
-    return unique, msu

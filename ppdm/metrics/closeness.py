@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numba import njit, prange
+from numba import njit
 
 from ppdm.errors import MeasureNotApplicable, ParameterError, SchemaError
 from ppdm.metrics._common import wilson_interval
 from ppdm.metrics._kernels import groups_by_level, mismatch_counts, same_codes
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.metrics.keyvar import _opt, group_codes
-from ppdm.metrics.risk import _threads
+from ppdm.parallel import chunks_for, run_tasks
 
 #: released records (and originals, for the reference) whose nearest original is searched by default
 DEFAULT_SAMPLE = 2000
@@ -147,7 +147,6 @@ def unique_verbatim_copies(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str] 
 
 
 # ------------------------------------------------------------------ distance to the closest record
-@njit(cache=True, parallel=True)
 def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.ndarray, xn: np.ndarray,
              x_idx: np.ndarray, skip: np.ndarray, n_chunks: int, q_order: np.ndarray) -> np.ndarray:
     """Per query row, the smallest summed Gower distance to an original other than original
@@ -161,48 +160,53 @@ def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.nd
     added in column order and a candidate is dropped once its sum reaches the best. The queries
     are searched in the order ``q_order``, which puts equal categorical codes together: their
     counts and groups' order are made once."""
+    out = np.empty(qn.shape[0])
+    run_tasks(_closest_task, n_chunks, qn, qc, g_codes, g_start, xn, x_idx, skip, n_chunks, q_order, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _closest_task(ch, qn, qc, g_codes, g_start, xn, x_idx, skip, n_chunks, q_order, out):
+    """Task ``ch`` of :func:`_closest` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
     nq = qn.shape[0]
     n_num = qn.shape[1]
     n_cat = g_codes.shape[0]
     n_groups = g_start.shape[0] - 1
-    out = np.empty(nq)
     chunk = (nq + n_chunks - 1) // n_chunks
-    for ch in prange(n_chunks):
-        dc = np.empty(n_groups, dtype=np.int64)
-        head = np.empty(n_cat + 2, dtype=np.int64)
-        by_level = np.empty(n_groups, dtype=np.int64)
-        prev = -1
-        for pos in range(ch * chunk, min(nq, (ch + 1) * chunk)):
-            i = q_order[pos]
-            same = same_codes(qc, i, prev)
-            prev = i
-            if not same:
-                mismatch_counts(dc, g_codes, qc[i])
-                groups_by_level(dc, head, by_level)
-            best = np.inf
-            s = skip[i]
-            for t in range(n_groups):
-                g = by_level[t]
-                base = float(dc[g])
-                if base >= best:
-                    break  # this group and every later one are at least as far
-                for j in range(g_start[g], g_start[g + 1]):
-                    if x_idx[j] == s:
-                        continue
-                    d = base
-                    for a in range(n_num):
-                        u = qn[i, a]
-                        w = xn[j, a]
-                        if u != u or w != w:  # missing: 0 against missing, 1 against a value
-                            d += 0.0 if (u != u and w != w) else 1.0
-                        else:
-                            d += min(abs(u - w), 1.0)
-                        if d >= best:
-                            break
-                    if d < best:
-                        best = d
-            out[i] = best
-    return out
+    dc = np.empty(n_groups, dtype=np.int64)
+    head = np.empty(n_cat + 2, dtype=np.int64)
+    by_level = np.empty(n_groups, dtype=np.int64)
+    prev = -1
+    for pos in range(ch * chunk, min(nq, (ch + 1) * chunk)):
+        i = q_order[pos]
+        same = same_codes(qc, i, prev)
+        prev = i
+        if not same:
+            mismatch_counts(dc, g_codes, qc[i])
+            groups_by_level(dc, head, by_level)
+        best = np.inf
+        s = skip[i]
+        for t in range(n_groups):
+            g = by_level[t]
+            base = float(dc[g])
+            if base >= best:
+                break  # this group and every later one are at least as far
+            for j in range(g_start[g], g_start[g + 1]):
+                if x_idx[j] == s:
+                    continue
+                d = base
+                for a in range(n_num):
+                    u = qn[i, a]
+                    w = xn[j, a]
+                    if u != u or w != w:  # missing: 0 against missing, 1 against a value
+                        d += 0.0 if (u != u and w != w) else 1.0
+                    else:
+                        d += min(abs(u - w), 1.0)
+                    if d >= best:
+                        break
+                if d < best:
+                    best = d
+        out[i] = best
 
 
 def _gower_inputs(x: pd.DataFrame, z: pd.DataFrame, numeric: list[str],
@@ -258,7 +262,7 @@ def closest_distances(qn: np.ndarray, qc: np.ndarray, index: OriginalIndex,
     qc = np.ascontiguousarray(qc, dtype=np.int64)
     q_order = np.argsort(group_codes(qc), kind="stable") if qc.shape[1] else np.arange(nq)
     return _closest(np.ascontiguousarray(qn, dtype=np.float64), qc, index.g_codes, index.g_start, index.xn,
-                    index.x_idx, skip, max(1, min(nq, 8 * _threads())), q_order.astype(np.int64))
+                    index.x_idx, skip, chunks_for(nq), q_order.astype(np.int64))
 
 
 @dataclass

@@ -82,7 +82,7 @@ from ppdm.metrics._linkage_search import (  # noqa: F401  (re-exported: the publ
 )
 from ppdm.metrics._records import RecordDetailMixin, record_field
 from ppdm.metrics.base import SYNTHETIC_NOTE, EvaluationContext, register_measure
-from ppdm.metrics.risk import _threads
+from ppdm.parallel import chunks_for
 
 
 @dataclass
@@ -542,7 +542,7 @@ def _sampled_linkage(x: Any, z: Any, cols: list[str], picks: list[np.ndarray], o
         if join_cols else (np.zeros(m, np.int64), np.full(m, -1, np.int64))
     right = jtarget == mine
     at = np.flatnonzero(~right)
-    chunks = max(1, min(m, 8 * _threads()))
+    chunks = chunks_for(m)
 
     def refute(b: int) -> tuple[np.ndarray, np.ndarray]:
         blk = block(b)

@@ -25,7 +25,6 @@ tune (``BLAS_ROWS``, ``TREE_LEAF_BUDGET``) must stay beside the functions that r
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -46,17 +45,13 @@ from ppdm.metrics._common import (
     sd_from_sums,
 )
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
+from ppdm.parallel import chunks_for, threads
 from ppdm.utils import RandomState, check_choice, check_random_state
 
 TIE_REL_TOL = 1e-12
 TIE_ABS_TOL = 1e-15
 
 
-def _threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
 
 
 # ----------------------------------------------------------------------------- DDR
@@ -94,7 +89,7 @@ def _brute(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     from ppdm.metrics._kernels import nearest_ties_brute
 
     return nearest_ties_brute(np.ascontiguousarray(Xs.T), np.ascontiguousarray(Zs), TIE_REL_TOL, TIE_ABS_TOL,
-                              max(1, min(len(Zs), 8 * _threads())))
+                              chunks_for(len(Zs)))
 
 
 BLAS_ROWS = 512  # masked records per block of the product search
@@ -163,7 +158,7 @@ def _link_blas(
 
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(_threads()) as pool:
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads()) as pool:
         list(pool.map(block, range(0, n, BLAS_ROWS)))
     return own, count, first
 
@@ -190,7 +185,7 @@ def _link_tree(Xs: np.ndarray, Zs: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     n_leaves = int((tree[4] < 0).sum())
     budget = max(32, int(n_leaves * TREE_LEAF_BUDGET))
     status, count, first = own_ball_search(Xs, Zs, np.arange(n), *tree, TIE_REL_TOL, TIE_ABS_TOL, budget,  # type: ignore[call-arg]  # numba's Dispatcher type does not count *tree
-                                           max(1, min(n, 8 * _threads())))
+                                           chunks_for(n))
     own = status == 1
     undecided = np.flatnonzero(status < 0)
     if undecided.size:
@@ -221,7 +216,7 @@ def _link_kdtree(
         if g.size == 0:
             continue
         bound = math.sqrt(float(own2[g].max()) * (1.0 + 1e-9)) * (1.0 + 1e-9) + 1e-150
-        d, _ = tree.query(Zs[g], k=k, distance_upper_bound=bound, workers=_threads())
+        d, _ = tree.query(Zs[g], k=k, distance_upper_bound=bound, workers=threads())
         d = d.reshape(g.size, k)
         d1[g] = d[:, 0]
         if k == 2:
@@ -234,10 +229,10 @@ def _link_kdtree(
     idx = np.flatnonzero(own & (d2 * d2 <= lim2))  # a second record as near: count the tie
     if idx.size:
         r = np.sqrt(lim2[idx])
-        cnt = np.asarray(tree.query_ball_point(Zs[idx], r, return_length=True, workers=_threads()))
+        cnt = np.asarray(tree.query_ball_point(Zs[idx], r, return_length=True, workers=threads()))
         count[idx] = np.maximum(cnt, 2)
         if need_first:
-            lists = tree.query_ball_point(Zs[idx], r, workers=_threads())
+            lists = tree.query_ball_point(Zs[idx], r, workers=threads())
             first[idx] = [min(min(lst), i) if lst else i for lst, i in zip(lists, idx, strict=True)]
     return own, count, first
 
@@ -581,7 +576,7 @@ def sers(
     from ppdm.metrics._kernels import sers_rows
 
     h = sers_rows(np.ascontiguousarray(on[rows]), np.ascontiguousarray(oc[rows]), pn, pc, 1.0 / len(cols),
-                  domain == "original", max(1, min(len(rows), 8 * _threads())))
+                  domain == "original", chunks_for(len(rows)))
     if normalized:
         h = h / math.log2(n_p) if n_p > 1 else np.zeros_like(h)
     ok = np.isfinite(h)
