@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Numba's parallel kernels run on OpenMP, whose idle threads spin for a while after each parallel
-# loop: with two workers on two cores that spinning takes CPU from the other worker (a loop of short
-# parallel calls spent 4.7 times the CPU it did with passive waiting). ppdm's command line asks for
-# passive waiting the same way (ppdm/cli/app.py); it must be set before OpenMP starts, so here.
+# OpenMP (scikit-learn's compiled estimators; ppdm's own kernels use ppdm.parallel's threads) lets
+# idle threads spin for a while after each parallel loop: with two workers on two cores that
+# spinning takes CPU from the other worker (a loop of short parallel calls spent 4.7 times the CPU it
+# did with passive waiting). ppdm's command line asks for passive waiting the same way
+# (ppdm/cli/app.py); it must be set before OpenMP starts, so here.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]

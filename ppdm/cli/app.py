@@ -272,8 +272,8 @@ _register_commands()
 
 def main() -> None:
     """Entry point (exit codes are set by :class:`_ErrorMappingGroup`)."""
-    # Numba's parallel kernels run on OpenMP, whose idle threads by default spin waiting for
-    # the slowest thread of each loop: on a shared or loaded machine that burns CPU time for
+    # OpenMP (scikit-learn's compiled estimators) lets idle threads spin waiting for the
+    # slowest thread of each loop by default: on a shared or loaded machine that burns CPU time for
     # nothing (about a second of ``ppdm evaluate`` on adult). Waiting passively costs a few
     # microseconds per loop. Set before any OpenMP runtime loads (the commands import Numba
     # and scikit-learn inside their functions); a value the user set wins.
