@@ -130,6 +130,9 @@ def test_framework_trees_and_detective_never_see_identifiers() -> None:
 
 
 # ------------------------------------------------------------------------------ release()
+# allow_verbatim lets a draw that leaves more than 5 % of the records unchanged through with a
+# ReleaseWarning (with OS entropy, one run in a few): what this test checks holds either way
+@pytest.mark.filterwarnings("ignore::ppdm.experiments._release_gate.ReleaseWarning")
 def test_release_keeps_identifiers_only_on_request() -> None:
     x = named_records(100, 0)
     rel = release(x, make_technique("uniform-noise", class_column="label"), identifiers="record",
