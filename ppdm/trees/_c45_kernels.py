@@ -23,15 +23,15 @@ LOG2 = np.log(2.0)
 
 
 @njit(cache=True)
-def _logf(x: float, tab=None) -> float:
+def _logf(x: float, tab: np.ndarray) -> float:
     # n·log2(n), with J48's cut-off for tiny weights; ``tab`` (see xlogx_table) holds the
-    # values for whole counts, computed by this same expression
+    # values for whole counts, computed by this same expression (always an array, empty for
+    # none: an optional argument would compile a version for each of omitted, None and array)
     if x < SMALL:
         return 0.0
-    if tab is not None:
-        i = int(x)
-        if i == x and i < tab.shape[0]:
-            return tab[i]
+    i = int(x)
+    if i == x and i < tab.shape[0]:  # an empty table: none
+        return tab[i]
     return x * np.log(x) / LOG2
 
 
@@ -40,12 +40,12 @@ def xlogx_table(n: int) -> np.ndarray:
     """c·log2(c) for the whole counts c = 0..n, bit for bit what :func:`_logf` computes."""
     out = np.zeros(n + 1)
     for c in range(1, n + 1):
-        out[c] = _logf(float(c))
+        out[c] = _logf(float(c), out[:0])
     return out
 
 
 @njit(cache=True)
-def old_ent(class_w: np.ndarray, tab=None) -> float:
+def old_ent(class_w: np.ndarray, tab) -> float:
     """Unnormalised entropy of the known rows: logf(K) − Σ_c logf(n_c)."""
     s = 0.0
     tot = 0.0
@@ -56,7 +56,7 @@ def old_ent(class_w: np.ndarray, tab=None) -> float:
 
 
 @njit(cache=True)
-def new_ent(bags: np.ndarray, tab=None) -> float:
+def new_ent(bags: np.ndarray, tab) -> float:
     """Unnormalised weighted entropy after the split: Σ_b [logf(w_b) − Σ_c logf(n_bc)]."""
     s = 0.0
     for b in range(bags.shape[0]):
@@ -69,7 +69,7 @@ def new_ent(bags: np.ndarray, tab=None) -> float:
 
 
 @njit(cache=True)
-def info_gain(bags: np.ndarray, total_w: float, oldent: float, tab=None) -> float:
+def info_gain(bags: np.ndarray, total_w: float, oldent: float, tab) -> float:
     """C4.5 information gain of a split (known rows only, scaled by the known fraction).
 
     ``total_w`` is the node weight W including rows whose value is unknown."""
@@ -84,7 +84,7 @@ def info_gain(bags: np.ndarray, total_w: float, oldent: float, tab=None) -> floa
 
 
 @njit(cache=True)
-def gain_ratio(bags: np.ndarray, total_w: float, gain: float, tab=None) -> float:
+def gain_ratio(bags: np.ndarray, total_w: float, gain: float, tab) -> float:
     """Gain ratio: gain / split information, the unknown rows counting as one more bag."""
     known = bags.sum()
     if known <= SMALL:
@@ -103,7 +103,7 @@ def gain_ratio(bags: np.ndarray, total_w: float, gain: float, tab=None) -> float
 
 
 @njit(cache=True)
-def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj, tab=None):
+def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj, tab):
     bags = np.zeros((nval, n_classes))
     for i in range(rows.shape[0]):
         v = col[rows[i]]
@@ -113,7 +113,7 @@ def _eval_nominal(col, y, rows, w, nval, n_classes, total_w, min_obj, tab=None):
 
 
 @njit(cache=True)
-def nominal_criteria(bags, total_w, min_obj, tab=None):
+def nominal_criteria(bags, total_w, min_obj, tab):
     """(admissible, gain, gain ratio) of a multiway split with value × class weights ``bags``."""
     nval = bags.shape[0]
     # admissible only if at least two bags hold >= M weight (Distribution.check)
@@ -150,11 +150,11 @@ def _eval_numeric(col, y, rows, w, n_classes, total_w, min_obj, use_mdl):
     cls = cls[:k]
     wts = wts[:k]
     order = np.argsort(vals, kind="mergesort")
-    return _scan_numeric(vals[order], cls[order], wts[order], n_classes, total_w, min_obj, use_mdl)
+    return _scan_numeric(vals[order], cls[order], wts[order], n_classes, total_w, min_obj, use_mdl, np.zeros(0))
 
 
 @njit(cache=True)
-def _eval_numeric_sorted(col, y, srows, wrow, n_classes, total_w, min_obj, use_mdl, tab=None):
+def _eval_numeric_sorted(col, y, srows, wrow, n_classes, total_w, min_obj, use_mdl, tab):
     """:func:`_eval_numeric` for rows already sorted by the attribute (no unknown values);
     ``wrow`` holds the weight of every row of the table."""
     k = srows.shape[0]
@@ -234,7 +234,7 @@ def choose_test(valid, gains, ratios, gain_sum, n_valid):
 
 
 @njit(cache=True)
-def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab=None):
+def _scan_numeric(vals, cls, wts, n_classes, total_w, min_obj, use_mdl, tab):
     """Scan the cut points of known values sorted ascending (C4.5 release 8, J48 C45Split)."""
     k = vals.shape[0]
     bags = np.zeros((2, n_classes))
