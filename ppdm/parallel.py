@@ -61,9 +61,8 @@ def _mark_worker() -> None:
     _local.worker = True
 
 
-def run_tasks(kernel: Callable[..., Any], n_tasks: int, *args: Any) -> None:
-    """Call ``kernel(t, *args)`` for every task ``t`` in ``range(n_tasks)`` on the shared threads
-    (a kernel that cuts its own items into ``n_tasks`` ranges, as ``prange`` over chunks did).
+def _run_tasks(kernel: Callable[..., Any], n_tasks: int, *args: Any) -> None:
+    """Call ``kernel(t, *args)`` for every task ``t`` in ``range(n_tasks)`` on the shared threads.
 
     ``kernel`` must be compiled with ``nogil=True`` (or the threads take turns) and must write
     only task ``t``'s own output. A call from inside a task (a kernel run by a kernel's caller
@@ -80,7 +79,7 @@ def run_tasks(kernel: Callable[..., Any], n_tasks: int, *args: Any) -> None:
 
 def run_chunks(kernel: Callable[..., Any], n: int, *args: Any, chunks: int | None = None) -> int:
     """Call ``kernel(c, lo, hi, *args)`` for every range ``c`` of ``n`` items, ``[lo, hi)``
-    from :func:`chunk_range`, on the shared threads (:func:`run_tasks`); returns the number of
+    from :func:`chunk_range`, on the shared threads (:func:`_run_tasks`); returns the number of
     ranges."""
     chunks = chunks_for(n) if chunks is None else max(1, chunks)
     bounds = [chunk_range(c, n, chunks) for c in range(chunks)]
@@ -88,5 +87,5 @@ def run_chunks(kernel: Callable[..., Any], n: int, *args: Any, chunks: int | Non
     def task(c: int) -> None:
         kernel(c, bounds[c][0], bounds[c][1], *args)
 
-    run_tasks(task, chunks)
+    _run_tasks(task, chunks)
     return chunks

@@ -56,7 +56,7 @@ from ppdm.attacks._common import (
 )
 from ppdm.errors import ParameterError
 from ppdm.metrics.base import EvaluationContext, register_measure
-from ppdm.parallel import chunks_for, run_chunks, run_tasks
+from ppdm.parallel import chunks_for, run_chunks
 from ppdm.utils import RandomState
 
 EQ, NE, LT, GT, LE, GE, ISNULL, NOTNULL = range(8)
@@ -194,23 +194,21 @@ def _own_query_counts(
     condition's run reads memory in sequence rather than record by record."""
     b = rows.shape[0]
     out = np.empty(b, dtype=np.int64)
-    run_tasks(_own_query_counts_task, n_chunks, rows, u, k, data, is_num, medians, order, run_lo, run_hi, by_col,
-              n_present, cols, n_chunks, out)
+    run_chunks(_own_query_counts_chunk, b, rows, u, k, data, is_num, medians, order, run_lo, run_hi, by_col,
+               n_present, cols, out, chunks=n_chunks)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _own_query_counts_task(ch, rows, u, k, data, is_num, medians, order, run_lo, run_hi, by_col, n_present, cols,
-                           n_chunks, out):
-    """Task ``ch`` of :func:`_own_query_counts` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
-    b = rows.shape[0]
+def _own_query_counts_chunk(ch, start, stop, rows, u, k, data, is_num, medians, order, run_lo, run_hi, by_col,
+                            n_present, cols, out):
+    """Queries ``start:stop`` of :func:`_own_query_counts` (:func:`ppdm.parallel.run_chunks`)."""
     m = u.shape[1]
     in_order = by_col.shape[0] == m
-    chunk = (b + n_chunks - 1) // n_chunks
     best_u = np.empty(k)
     lo = np.empty(k, dtype=np.int64)
     hi = np.empty(k, dtype=np.int64)
-    for q in range(ch * chunk, min(b, (ch + 1) * chunk)):
+    for q in range(start, stop):
         # the k columns of the smallest numbers, ascending: np.argpartition's choice (two equal
         # random numbers, chance about m²/2⁵³ a query, may let it take the other of the two)
         n_best = 0

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ppdm.parallel import run_tasks
+from ppdm.parallel import run_chunks
 
 # ------------------------------------------------------------------------------ SERS
 # Most of SERS' time is the logarithm of every pair's similarity. Without Intel's SVML,
@@ -87,25 +87,21 @@ def sers_rows(
     ~1e-14.
     """
     out = np.empty(on.shape[0])
-    run_tasks(_sers_rows_task, n_chunks, on, oc, pn, pc, inv_m, clip, n_chunks, out)
+    # the ranges are of groups of _SERS_ROWS originals, which the kernel takes together
+    run_chunks(_sers_rows_chunk, (on.shape[0] + _SERS_ROWS - 1) // _SERS_ROWS, on, oc, pn, pc, inv_m, clip, out,
+               chunks=n_chunks)
     return out
 
 
 @njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
-def _sers_rows_task(c, on, oc, pn, pc, inv_m, clip, n_chunks, out):
-    """Task ``c`` of :func:`sers_rows` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
+def _sers_rows_chunk(c, g_lo, g_hi, on, oc, pn, pc, inv_m, clip, out):
+    """Groups of originals ``g_lo:g_hi`` of :func:`sers_rows` (:func:`ppdm.parallel.run_chunks`)."""
     R = _SERS_ROWS
     B = _SERS_BLOCK
     r_n = on.shape[0]
     n_num = on.shape[1]
     n_cat = oc.shape[1]
     n_p = pn.shape[1] if n_num > 0 else pc.shape[1]
-    groups = (r_n + R - 1) // R
-    chunk = (groups + n_chunks - 1) // n_chunks
-    g_lo = c * chunk
-    g_hi = min(groups, g_lo + chunk)
-    if g_lo >= g_hi:
-        return
     ng = g_hi - g_lo
     z_sum = np.zeros(ng * R)
     sl_sum = np.zeros(ng * R)
@@ -193,19 +189,15 @@ def nearest_ties_brute(
     own = np.zeros(n, dtype=np.bool_)
     count = np.zeros(n, dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
-    run_tasks(_nearest_ties_brute_task, n_chunks, xt, zs, rel_tol, abs_tol, n_chunks, own, count, first)
+    run_chunks(_nearest_ties_brute_chunk, n, xt, zs, rel_tol, abs_tol, own, count, first, chunks=n_chunks)
     return own, count, first
 
 
 @njit(cache=True, nogil=True)
-def _nearest_ties_brute_task(c, xt, zs, rel_tol, abs_tol, n_chunks, own, count, first):
-    """Task ``c`` of :func:`nearest_ties_brute` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
-    n = zs.shape[0]
+def _nearest_ties_brute_chunk(c, lo, hi, xt, zs, rel_tol, abs_tol, own, count, first):
+    """Masked records ``lo:hi`` of :func:`nearest_ties_brute` (:func:`ppdm.parallel.run_chunks`)."""
     m = zs.shape[1]
     nx = xt.shape[1]
-    chunk = (n + n_chunks - 1) // n_chunks
-    lo = c * chunk
-    hi = min(n, lo + chunk)
     d = np.empty(nx)
     for i in range(lo, hi):
         for j in range(nx):

@@ -17,7 +17,7 @@ import pandas as pd
 from numba import njit
 
 from ppdm.metrics._kernels import add_children, push_children, sort_range
-from ppdm.parallel import chunks_for, run_chunks, run_tasks
+from ppdm.parallel import chunks_for, run_chunks
 
 TIE_REL_TOL = 1e-12
 
@@ -292,21 +292,19 @@ def mixed_block_search(
     a = np.zeros(nq, dtype=np.int64)
     b = np.full(nq, np.inf)
     c = np.zeros(nq, dtype=np.int64)
-    run_tasks(_mixed_block_search_task, n_chunks, zn, zc, gz, rows, d_own, own_j, mode, lim, xn, xc, tree, rel_tol,
-              abs_tol, budget, offset, n_chunks, a, b, c)
+    run_chunks(_mixed_block_search_chunk, nq, zn, zc, gz, rows, d_own, own_j, mode, lim, xn, xc, tree, rel_tol,
+               abs_tol, budget, offset, a, b, c, chunks=n_chunks)
     return a, b, c
 
 
 @njit(cache=True, nogil=True)
-def _mixed_block_search_task(ch, zn, zc, gz, rows, d_own, own_j, mode, lim, xn, xc, tree, rel_tol, abs_tol, budget,
-                             offset, n_chunks, a, b, c):
-    """Task ``ch`` of :func:`mixed_block_search` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
-    nq = rows.shape[0]
+def _mixed_block_search_chunk(ch, start, stop, zn, zc, gz, rows, d_own, own_j, mode, lim, xn, xc, tree, rel_tol,
+                              abs_tol, budget, offset, a, b, c):
+    """Rows ``start:stop`` of :func:`mixed_block_search` (:func:`ppdm.parallel.run_chunks`)."""
     n_nodes = tree[1].shape[0]
-    chunk = (nq + n_chunks - 1) // n_chunks
     st_node = np.empty(n_nodes + 1, dtype=np.int64)
     st_lb = np.empty(n_nodes + 1)
-    for r in range(ch * chunk, min(nq, (ch + 1) * chunk)):
+    for r in range(start, stop):
         i = rows[r]
         s_, d_, f_ = _mixed_search_one(zn, zc, gz, i, d_own[r], own_j[r], mode, lim[r], xn, xc, tree,
                                        rel_tol, abs_tol, budget, st_node, st_lb, offset)

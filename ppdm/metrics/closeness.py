@@ -38,7 +38,7 @@ from ppdm.metrics._common import wilson_interval
 from ppdm.metrics._kernels import groups_by_level, mismatch_counts, same_codes
 from ppdm.metrics.base import EvaluationContext, MeasureResult, register_measure
 from ppdm.metrics.keyvar import _opt, group_codes
-from ppdm.parallel import chunks_for, run_tasks
+from ppdm.parallel import chunks_for, run_chunks
 
 #: released records (and originals, for the reference) whose nearest original is searched by default
 DEFAULT_SAMPLE = 2000
@@ -161,23 +161,21 @@ def _closest(qn: np.ndarray, qc: np.ndarray, g_codes: np.ndarray, g_start: np.nd
     are searched in the order ``q_order``, which puts equal categorical codes together: their
     counts and groups' order are made once."""
     out = np.empty(qn.shape[0])
-    run_tasks(_closest_task, n_chunks, qn, qc, g_codes, g_start, xn, x_idx, skip, n_chunks, q_order, out)
+    run_chunks(_closest_chunk, qn.shape[0], qn, qc, g_codes, g_start, xn, x_idx, skip, q_order, out, chunks=n_chunks)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _closest_task(ch, qn, qc, g_codes, g_start, xn, x_idx, skip, n_chunks, q_order, out):
-    """Task ``ch`` of :func:`_closest` (its range of items; :func:`ppdm.parallel.run_tasks`)."""
-    nq = qn.shape[0]
+def _closest_chunk(ch, start, stop, qn, qc, g_codes, g_start, xn, x_idx, skip, q_order, out):
+    """Queries ``q_order[start:stop]`` of :func:`_closest` (:func:`ppdm.parallel.run_chunks`)."""
     n_num = qn.shape[1]
     n_cat = g_codes.shape[0]
     n_groups = g_start.shape[0] - 1
-    chunk = (nq + n_chunks - 1) // n_chunks
     dc = np.empty(n_groups, dtype=np.int64)
     head = np.empty(n_cat + 2, dtype=np.int64)
     by_level = np.empty(n_groups, dtype=np.int64)
     prev = -1
-    for pos in range(ch * chunk, min(nq, (ch + 1) * chunk)):
+    for pos in range(start, stop):
         i = q_order[pos]
         same = same_codes(qc, i, prev)
         prev = i
