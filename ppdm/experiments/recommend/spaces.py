@@ -311,23 +311,74 @@ def random_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n
     out: dict[str, Any] = {"technique": ts.name}
     chosen: dict[str, Any] = {}
     for p, dist in ts.params.items():
+        if ts.active(p, chosen):
+            chosen[p] = out[f"{ts.name}:{p}"] = _draw(dist, rng, n_records)
+    return out
+
+
+def neighbour_setting(ts: TechniqueSpace, params: Mapping[str, Any], rng: np.random.Generator,
+                      n_records: int) -> dict[str, Any] | None:
+    """A setting of ``ts`` one step from ``params``: one of its searched parameters drawn again,
+    the others kept (a parameter that only the changed one makes active is drawn), named as
+    :func:`suggest` names them; ``None`` when ``ts`` searches nothing.
+
+    A choice takes another of its values; a number is drawn within a fifth of its range (of its
+    logarithm on a log scale) around its value. This is the one-exchange neighbourhood of local
+    search in algorithm configuration (SMAC; Hutter, Hoos & Leyton-Brown 2011): it reaches
+    a setting that differs from a good one in a single choice, such as another mode of the last
+    step of a chain, which a sampler that models each region by its best trials rarely proposes."""
+    active = [p for p in ts.params if p in params and ts.active(p, params)]
+    if not active:
+        return None
+    change = active[int(rng.integers(len(active)))]
+    out: dict[str, Any] = {"technique": ts.name}
+    chosen: dict[str, Any] = {}
+    for p, dist in ts.params.items():
         if not ts.active(p, chosen):
             continue
-        if isinstance(dist, Choice):
-            v: Any = dist.values[int(rng.integers(len(dist.values)))]
-        elif isinstance(dist, Integer):
-            hi = dist.high_for(n_records)
-            if dist.log:  # each whole number gets the stretch of the log scale that rounds to it
-                drawn = math.exp(rng.uniform(math.log(max(dist.low - 0.5, 1e-9)), math.log(hi + 0.5)))
-                v = int(np.clip(round(drawn), dist.low, hi))
-            else:
-                v = int(rng.integers(dist.low, hi + 1))
+        if p == change:
+            v: Any = _step(dist, params[p], rng, n_records)
+        elif p in params:
+            v = params[p]
         else:
-            v = float(math.exp(rng.uniform(math.log(dist.low), math.log(dist.high))) if dist.log
-                      else rng.uniform(dist.low, dist.high))
-        chosen[p] = v
-        out[f"{ts.name}:{p}"] = v
+            v = _draw(dist, rng, n_records)
+        chosen[p] = out[f"{ts.name}:{p}"] = v
     return out
+
+
+#: how far a neighbour's number lies from its setting's at most, as a share of its range
+NEIGHBOUR_SPAN = 0.2
+
+
+def _step(dist: Param, value: Any, rng: np.random.Generator, n_records: int) -> Any:
+    if isinstance(dist, Choice):
+        others = [v for v in dist.values if not (v == value and type(v) is type(value))]
+        return others[int(rng.integers(len(others)))] if others else value
+    lo, hi = (dist.low, dist.high_for(n_records)) if isinstance(dist, Integer) else (dist.low, dist.high)
+    to, back = (math.log, math.exp) if dist.log and lo > 0 else (float, float)
+    a, b = to(lo), to(hi)
+    c = to(min(max(value, lo), hi))
+    w = NEIGHBOUR_SPAN * (b - a)
+    drawn = back(rng.uniform(max(a, c - w), min(b, c + w)))
+    if isinstance(dist, Integer):
+        v = int(np.clip(round(drawn), lo, hi))
+        if v == value and hi > lo:  # a whole number moves at least one step
+            v = value + 1 if (value < hi and (value == lo or rng.random() < 0.5)) else value - 1
+        return v
+    return float(min(max(drawn, lo), hi))
+
+
+def _draw(dist: Param, rng: np.random.Generator, n_records: int) -> Any:
+    if isinstance(dist, Choice):
+        return dist.values[int(rng.integers(len(dist.values)))]
+    if isinstance(dist, Integer):
+        hi = dist.high_for(n_records)
+        if dist.log:  # each whole number gets the stretch of the log scale that rounds to it
+            drawn = math.exp(rng.uniform(math.log(max(dist.low - 0.5, 1e-9)), math.log(hi + 0.5)))
+            return int(np.clip(round(drawn), dist.low, hi))
+        return int(rng.integers(dist.low, hi + 1))
+    return float(math.exp(rng.uniform(math.log(dist.low), math.log(dist.high))) if dist.log
+                 else rng.uniform(dist.low, dist.high))
 
 
 def untried_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int, seen: Mapping[str, int],

@@ -137,6 +137,11 @@ def fail_interrupted(stu: Any) -> None:
         stu.tell(t.number, state=TrialState.FAIL)
 
 
+def startup_trials(n_techniques: int) -> int:
+    """How many trials the sampler draws at random before it models the outcomes."""
+    return max(8, n_techniques + 3)
+
+
 def make_sampler(seed: int, n_techniques: int) -> Any:
     """The study's sampler: multivariate TPE with grouped (conditional) parameters and a constant liar
     for trials still running."""
@@ -145,7 +150,7 @@ def make_sampler(seed: int, n_techniques: int) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
-                                          n_startup_trials=max(8, n_techniques + 3))
+                                          n_startup_trials=startup_trials(n_techniques))
 
 
 def study_records(stu: Any, pol: Policy) -> list[TrialRecord]:
