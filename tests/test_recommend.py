@@ -79,7 +79,7 @@ def enumerate_space(train: pd.DataFrame) -> dict[tuple[str, int], tuple[float, f
 
 
 # each seed is a 40-trial search (about 10 CPU-s): the default run keeps one, the slow run both.
-# The search is a heuristic: in 40 trials it found the enumeration's optimum for 6 of the seeds 0-11
+# The search is a heuristic: in 40 trials it found the enumeration's optimum for 7 of the seeds 0-11
 # (5 before it explored neighbours); these two seeds find it, and a change that makes the search
 # worse around an optimum shows here
 @pytest.mark.parametrize("seed", [2, pytest.param(4, marks=pytest.mark.slow)])
@@ -829,6 +829,7 @@ def test_racing_weights_by_hand() -> None:
     import optuna
 
     from ppdm.experiments.recommend import race
+    from ppdm.experiments.recommend.search import RACE_EXCESS
 
     class _S:
         def __init__(self, name: str) -> None:
@@ -838,11 +839,11 @@ def test_racing_weights_by_hand() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     stu = optuna.create_study(directions=["minimize", "minimize"])
 
-    def add(name: str, loss: float, met: bool) -> None:
+    def add(name: str, loss: float, met: bool, miss: float = 1.5) -> None:
         t = stu.ask()
         t.suggest_categorical("technique", list("ABCD"))
         t.set_user_attr("outcome", {"technique": name})
-        t.set_constraint("record_linkage", -0.1 if met else 0.2)
+        t.set_constraint("record_linkage", -0.1 if met else miss)
         stu.tell(t, [0.5, loss])
 
     for _ in range(5):
@@ -868,6 +869,10 @@ def test_racing_weights_by_hand() -> None:
     add("A", 0.1, False)  # a sixth miss of A's changes nothing
     assert race(stu, spaces)[0] == {"A": "set aside after 6 trials, none meeting the policy, while other "
                                           "techniques met it"}
+    # a miss by less than RACE_EXCESS allowances in all keeps A in the race, at weight 1
+    add("A", 0.1, False, miss=RACE_EXCESS - 0.01)
+    aside, weights = race(stu, spaces)
+    assert aside == {} and weights["A"] == 1
     assert race(stu, spaces[:1]) == ({}, {})  # one technique is never set aside
 
 

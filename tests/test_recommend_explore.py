@@ -143,3 +143,24 @@ def test_the_search_explores_neighbours_and_tells_repeats_as_the_worst(tmp_path:
         assert all(v == PENALTY[1] for v in t.constraints.values())
         assert by_number[t.number].outcome == "repeat"
     assert res.outcomes()["repeat"] == len(repeats)
+
+
+def test_the_closest_trials_hold_at_most_three_of_one_technique() -> None:
+    from ppdm.experiments.recommend.search import INCUMBENTS, INCUMBENTS_EACH, SearchState
+
+    st = SearchState(set(), {}, None, 0, None, [], None, None, 1)  # type: ignore[arg-type]
+
+    def rec(number, name, excess, feasible=False, loss=None):
+        return SimpleNamespace(number=number, technique=name, params={"n": number}, feasible=feasible,
+                               utility_loss=loss, error=None, repeat_of=None,
+                               lines=[SimpleNamespace(margin=-1.0 if feasible else excess)])
+
+    for i in range(6):  # A meets the policy six times
+        st.consider(rec(i, "A", 0.0, feasible=True, loss=1.0 + i))
+    st.consider(rec(6, "B", 0.3))
+    st.consider(rec(7, "C", 0.01))
+    st.consider(rec(8, "B", 0.2))
+    st.consider(rec(9, "D", 5.0))  # farther than every kept trial: not kept
+    assert INCUMBENTS == 5 and INCUMBENTS_EACH == 3
+    # A's three best releases, then the closest misses of the others
+    assert [(c[2], name) for c, name, _ in st.closest] == [(0, "A"), (1, "A"), (2, "A"), (7, "C"), (8, "B")]

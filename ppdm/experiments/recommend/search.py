@@ -46,6 +46,9 @@ EXHAUSTED_AFTER = 50
 #: racing: once a release has met the policy, a technique with this many trials of its own, none
 #: meeting it, is set aside, and each later trial's technique is drawn among the others
 RACE_AFTER = 4
+#: racing: a technique that has not met the policy stays in the race while its closest trial
+#: missed it by less than this many allowances in all (the sum of its lines' margins)
+RACE_EXCESS = 1.0
 #: racing: the share of the releases meeting the policy that each technique which met it adds
 #: to its weight of being drawn (the same for every such technique)
 ELITE_SHARE = 0.25
@@ -53,8 +56,11 @@ ELITE_SHARE = 0.25
 #: neighbour of one of the closest trials so far (:func:`~ppdm.experiments.recommend.spaces.neighbour_setting`),
 #: half a random setting of a technique not set aside
 EXPLORE_SHARE = 0.3
-#: how many of the closest trials so far a neighbour is drawn around
+#: how many of the closest trials so far a neighbour is drawn around, and at most how many of
+#: them one technique holds (so a technique close to the policy keeps being explored beside the
+#: one that met it first)
 INCUMBENTS = 5
+INCUMBENTS_EACH = 3
 #: seconds of a time budget kept for writing the release and the report (at most this share of it)
 RESERVE_SECONDS = 3.0
 RESERVE_SHARE = 0.05
@@ -106,8 +112,11 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     technique none of whose trials, :data:`RACE_AFTER` or more, made a release that could be
     measured (each failed or was refused by the release check) is set aside: it is left out of
     the random settings the search explores. After that a technique is set aside once
-    :data:`RACE_AFTER` of its own trials (repeats not counted) ran without one meeting the policy. Every technique that has met the
-    policy is drawn with weight 1 + K, K a quarter (:data:`ELITE_SHARE`) of the releases that met
+    :data:`RACE_AFTER` of its own trials (repeats not counted) ran without one meeting the policy
+    and its closest trial missed by :data:`RACE_EXCESS` allowances or more (a technique that came
+    closer stays in the race with weight 1: on adult the standard release itself met the
+    policy first, and setting aside the chain that beats it, which had only missed by a hair,
+    left the search nothing better to find). Every technique that has met the policy is drawn with weight 1 + K, K a quarter (:data:`ELITE_SHARE`) of the releases that met
     it, the same K for each; a technique still short of :data:`RACE_AFTER` trials keeps weight 1.
     The techniques that met the policy share the trials equally, and the sampler looks for the
     least loss within each. Ranking them by their best release so far would not be fair: the
@@ -120,6 +129,7 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     tried: dict[str, int] = {}
     met: dict[str, int] = {}
     measured: set[str] = set()
+    near: dict[str, float] = {}  # each technique's least excess over the policy's lines
     for t in stu.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         o = t.user_attrs.get("outcome")
         if o is None or t.user_attrs.get("repeat_of") is not None:
@@ -128,6 +138,9 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
         tried[name] = tried.get(name, 0) + 1
         if not o.get("error"):
             measured.add(name)
+            if t.constraints:
+                excess = sum(max(0.0, v) for v in t.constraints.values())
+                near[name] = min(excess, near.get(name, math.inf))
         if t.state == TrialState.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values()):
             met[name] = met.get(name, 0) + 1
     if len(spaces) < 2:
@@ -137,7 +150,8 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
                    for s in spaces if s.name not in measured and tried.get(s.name, 0) >= RACE_AFTER}
         return (failing, {}) if len(failing) < len(spaces) else ({}, {})
     aside = {s.name: f"set aside after {tried[s.name]} trials, none meeting the policy, while other techniques "
-             "met it" for s in spaces if not met.get(s.name) and tried.get(s.name, 0) >= RACE_AFTER}
+             "met it" for s in spaces if not met.get(s.name) and tried.get(s.name, 0) >= RACE_AFTER
+             and near.get(s.name, math.inf) >= RACE_EXCESS}
     k = max(1, math.ceil(ELITE_SHARE * sum(met.values())))
     weights = {s.name: 1 + (k if s.name in met else 0) for s in spaces if s.name not in aside}
     return aside, weights
@@ -176,8 +190,8 @@ class SearchState:
     counts suggestions in a row of settings already tried, ``skips`` trials in a row the filter
     did not run; ``fresh`` is a random untried setting for the next trial, after a repeat;
     ``spent_out`` says no differentially private setting fits the filter any more; ``closest``
-    holds the :data:`INCUMBENTS` trials closest to the policy so far (:func:`closeness`) as
-    (closeness, technique, parameters)."""
+    holds the :data:`INCUMBENTS` trials closest to the policy so far (:func:`closeness`), at most
+    :data:`INCUMBENTS_EACH` of one technique, as (closeness, technique, parameters)."""
 
     det: set[str]
     seen: dict[str, int]
@@ -201,8 +215,13 @@ class SearchState:
     def consider(self, rec: TrialRecord) -> None:
         """Keep ``rec`` among the closest trials if it is one."""
         c = closeness(rec)
-        if c is not None:
-            self.closest = sorted([*self.closest, (c, rec.technique, dict(rec.params))], key=lambda e: e[0])[:INCUMBENTS]
+        if c is None:
+            return
+        kept: list[tuple[tuple[float, float, int], str, dict[str, Any]]] = []
+        for e in sorted([*self.closest, (c, rec.technique, dict(rec.params))], key=lambda e: e[0]):
+            if len(kept) < INCUMBENTS and sum(k[1] == e[1] for k in kept) < INCUMBENTS_EACH:
+                kept.append(e)
+        self.closest = kept
 
 
 def closeness(rec: TrialRecord) -> tuple[float, float, int] | None:
