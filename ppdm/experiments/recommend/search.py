@@ -116,8 +116,9 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
     and its closest trial missed by :data:`RACE_EXCESS` allowances or more (a technique that came
     closer stays in the race with weight 1: on adult the standard release itself met the
     policy first, and setting aside the chain that beats it, which had only missed by a hair,
-    left the search nothing better to find). Every technique that has met the policy is drawn with weight 1 + K, K a quarter (:data:`ELITE_SHARE`) of the releases that met
-    it, the same K for each; a technique still short of :data:`RACE_AFTER` trials keeps weight 1.
+    left the search nothing better to find). Every technique that has met the policy is drawn
+    with weight 1 + K, K a quarter (:data:`ELITE_SHARE`) of the releases that met it, the same K
+    for each; a technique still short of :data:`RACE_AFTER` trials keeps weight 1.
     The techniques that met the policy share the trials equally, and the sampler looks for the
     least loss within each. Ranking them by their best release so far would not be fair: the
     best of n trials improves with n, so the technique drawn most would look best and be drawn
