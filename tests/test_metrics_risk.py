@@ -91,13 +91,13 @@ def test_ddr_blas_links_are_the_brute_force_links(seed, n, m, offset, small_tile
     """Nearest originals, tie counts and first indices of the product search equal the
     brute force's exactly, with exact ties, duplicated records and a large offset (which
     the expansion ‖x‖² − 2 z·x would turn into rounding error without centring)."""
-    import ppdm.metrics.risk as risk
+    import ppdm.metrics._risk_ddr_search as search  # where _link_blas reads its tile sizes
 
     with pytest.MonkeyPatch.context() as mp:
         if small_tiles:  # several tiles per row, and candidate lists that overflow
-            mp.setattr(risk, "BLAS_ROWS", 3)
-            mp.setattr(risk, "BLAS_COLS", 5)
-            mp.setattr(risk, "BLAS_CANDIDATES", 2)
+            mp.setattr(search, "BLAS_ROWS", 3)
+            mp.setattr(search, "BLAS_COLS", 5)
+            mp.setattr(search, "BLAS_CANDIDATES", 2)
         _check_blas_against_brute(seed, n, m, offset)
 
 
@@ -137,6 +137,7 @@ def test_ddr_tree_links_are_the_brute_force_links(seed, n, m, offset, kind, tiny
     """The own-ball kd-tree search decides every link, tie count and first index as the
     brute force does: duplicated records, exact ties, a large offset, strong masking, and
     a leaf budget so small that most records fall back to the product search."""
+    import ppdm.metrics._risk_ddr_search as search  # where _link_tree reads its leaf budget
     import ppdm.metrics.risk as risk
 
     rng = np.random.default_rng(seed)
@@ -151,7 +152,7 @@ def test_ddr_tree_links_are_the_brute_force_links(seed, n, m, offset, kind, tiny
     x, z = np.ascontiguousarray(x), np.ascontiguousarray(z)
     with pytest.MonkeyPatch.context() as mp:
         if tiny_budget:
-            mp.setattr(risk, "TREE_LEAF_BUDGET", 0.0)
+            mp.setattr(search, "TREE_LEAF_BUDGET", 0.0)
         own, count, first = risk._link_tree(x, z)
     w_own, w_count, w_first = risk._brute(x, z)
     np.testing.assert_array_equal(own, w_own)
