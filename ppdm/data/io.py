@@ -23,15 +23,14 @@ Without a schema or typed columns, a CSV file is first read in one pass
 it); a file or column whose text could be read in more than one way is left to the general
 reader below, so both give the same table.
 
-This module stays whole (about 650 lines): reading, typing and writing a table are one
-format contract (what :func:`write_table` writes, :func:`read_table` reads back the same).
+Reading, typing and writing a table stay in this module: they are one format contract (what
+:func:`write_table` writes, :func:`read_table` reads back the same). The checks of a CSV file
+around the parser (binary data, the header as written, short rows, another separator, the
+parser's errors) live in :mod:`ppdm.data._io_checks`.
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import os
 import re
 from collections.abc import Mapping
@@ -40,6 +39,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from ppdm.data._io_checks import (
+    _binary,
+    _check_csv_shape,
+    _csv_header,
+    _parser_message,
+    _refuse_other_separator,
+)
 
 # atomic writes live below this module (the schema writes files too); re-exported here
 from ppdm.data.atomic import atomic_path, atomic_write_text  # noqa: F401
@@ -51,8 +58,6 @@ if TYPE_CHECKING:
 
 _CSV = (".csv", ".csv.gz", ".txt")
 _PARQUET = (".parquet", ".pq")
-#: separators a one-column header is searched for (the hint names the first found)
-_OTHER_SEPARATORS = (";", "\t", "|")
 
 
 def _kind(path: Path) -> str:
@@ -111,79 +116,6 @@ def _separator(sep: str | None) -> str:
     if len(text) != 1 or text in ('"', "\n", "\r"):
         raise PPDMError(f"the separator must be one character (',', ';', '\\t' or 'tab', '|'), got {sep!r}")
     return text
-
-
-def _shown(sep: str) -> str:
-    return "\\t" if sep == "\t" else sep
-
-
-def _open_text(p: Path) -> io.TextIOBase:
-    raw = gzip.open(p, "rt", newline="", encoding="utf-8-sig") if p.name.lower().endswith(".gz") \
-        else open(p, newline="", encoding="utf-8-sig")  # noqa: SIM115
-    return raw
-
-
-#: control characters no text table holds (tab, line feed, form feed and carriage return are text)
-_CONTROL = bytes([*range(0x01, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F])
-#: share of control characters in the first 8 KiB from which a file is binary (random bytes hold ~12%)
-_CONTROL_SHARE = 0.01
-
-
-def _binary(p: Path) -> bool:
-    """Whether the file's first 8 KiB look binary: a NUL byte, or more than 1 % of control
-    characters (binary data without NUL bytes would otherwise reach the parser, whose guess
-    about separators, e.g. a tab among the bytes, is no help)."""
-    try:
-        with (gzip.open(p, "rb") if p.name.lower().endswith(".gz") else open(p, "rb")) as fh:
-            head = fh.read(8192)
-    except (OSError, EOFError):
-        return False  # pandas names the problem
-    if b"\x00" in head:
-        return True
-    return bool(head) and len(head) - len(head.translate(None, _CONTROL)) > _CONTROL_SHARE * len(head)
-
-
-def _csv_header(p: Path, sep: str) -> list[str] | None:
-    """The header fields as written, or ``None`` when the file has no readable first line
-    (pandas then reports the problem)."""
-    try:
-        with _open_text(p) as fh:
-            for row in csv.reader(fh, delimiter=sep):
-                if row:
-                    return row
-    except (OSError, UnicodeDecodeError, csv.Error, EOFError):
-        return None
-    return None
-
-
-def _short_row(p: Path, sep: str, width: int, nrows: int | None = None) -> tuple[int, int] | None:
-    """(line number, fields) of the first data row with fewer fields than the header (among
-    the first ``nrows`` rows when given)."""
-    with _open_text(p) as fh:
-        if nrows is None:
-            text = fh.read()
-        else:
-            import itertools
-
-            text = "".join(itertools.islice(fh, nrows + 1))
-    if '"' not in text:
-        # no quoting: a row's fields are its separators plus one (fast path, no csv parsing)
-        for no, line in enumerate(text.splitlines()[1:], 2):
-            if line.strip() and line.count(sep) + 1 < width:
-                return no, line.count(sep) + 1
-        return None
-    with _open_text(p) as fh:
-        reader = csv.reader(fh, delimiter=sep)
-        first = True
-        for row in reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue  # blank lines are not records (pandas skips them too)
-            if first:
-                first = False
-                continue
-            if len(row) < width:
-                return reader.line_num, len(row)
-    return None
 
 
 def read_table(path: str | Path, *, sep: str | None = None, schema: Schema | None = None,
@@ -325,42 +257,6 @@ def _decimal_commas(df: pd.DataFrame, decimal: str | None, delim: str, text: lis
         out[c] = pd.to_numeric(s.where(s.isna(), s.astype(str).str.strip().str.replace(",", ".", regex=False)))
     out.attrs["decimal_comma"] = [str(c) for c in found]  # a partitioned read parses them the same way
     return out
-
-
-def _refuse_other_separator(p: Path, name: str) -> None:
-    other = next((s for s in _OTHER_SEPARATORS if s in name), None)
-    if other is not None:
-        raise PPDMError(
-            f"{str(p)!r} reads as one column whose header {name!r} holds '{_shown(other)}'; "
-            f"if its fields are separated by '{_shown(other)}', read it with sep='{_shown(other)}' "
-            f"(CLI: --sep '{_shown(other)}')"
-        )
-
-
-_EXPECTED_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
-_OPEN_QUOTE = re.compile(r"EOF inside string starting at row (\d+)")
-
-
-def _parser_message(p: Path, kind: str, e: Exception, header: list[str] | None) -> str:
-    """The parser's error in ppdm's words: the file, the line, what is wrong with it."""
-    text = " ".join(str(e).split())
-    where = str(p)
-    m = _EXPECTED_FIELDS.search(text)
-    if m:
-        want, line, saw = m.groups()
-        hint = ""
-        if header is not None and len(header) == 1:
-            hint = "; the header has a single name: is another character than ',' separating the fields (--sep)?"
-        return (f"{where!r} is malformed: line {line} has {saw} fields, the header has {want}{hint}")
-    m = _OPEN_QUOTE.search(text)
-    if m:
-        return f"{where!r} is malformed: a quote opened near line {int(m.group(1)) + 1} is never closed"
-    if isinstance(e, UnicodeDecodeError) or "codec can't decode" in text:
-        return f"{where!r} is not UTF-8 text (a binary file, or text in another encoding: save it as UTF-8)"
-    if "No columns to parse" in text:
-        return f"{where!r} is empty"
-    text = re.sub(r"^Error tokenizing data\.\s*C error:\s*", "", text) or type(e).__name__
-    return f"cannot read {where!r} as {kind}: {text}"
 
 
 def _text_columns(schema: Schema | None, header: list[str] | None, named: list[str]) -> list[str]:
@@ -582,22 +478,6 @@ def _parse_dates(s: pd.Series, fmt: str, column: str, source: str) -> pd.Series:
         row = s.index[bad.to_numpy()][0] if bad.any() else None
         raise PPDMError(f"date column {column!r} of {source} holds {(s.loc[row] if row is not None else None)!r} at row {row!r}, which is not "
                         f"a date in the format {fmt!r}") from None
-
-
-def _check_csv_shape(p: Path, df: pd.DataFrame, delim: str, sep: str | None, nrows: int | None = None) -> None:
-    if not (isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1):
-        # pandas takes the first field as an index when every row has one field more than the header
-        raise PPDMError(f"{str(p)!r} is malformed: its data rows have more fields than its header "
-                        f"({df.shape[1]} names)")
-    if df.shape[1] == 1 and sep is None:
-        _refuse_other_separator(p, str(df.columns[0]))
-    if df.shape[1] > 1 and df.iloc[:, -1].isna().any():
-        # a short row is padded with missing values by pandas: tell it apart from empty cells
-        short = _short_row(p, delim, df.shape[1], nrows)
-        if short is not None:
-            line, n = short
-            raise PPDMError(f"{str(p)!r} is malformed: line {line} has {n} field(s), the header has {df.shape[1]}; "
-                            "fix the row (a short row is not a row with missing values)")
 
 
 def write_table(df: pd.DataFrame, path: str | Path, *, date_formats: Mapping[str, str | None] | None = None
