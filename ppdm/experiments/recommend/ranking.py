@@ -6,7 +6,7 @@ the policy (:func:`unmet_report`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +140,12 @@ def _dp_risk(outcome: Mapping[str, Any]) -> float | None:
     return risk_of_epsilon(counted_epsilon(eps, neighbouring_of(params, priv))[0])
 
 
+def excess(margins: Iterable[float]) -> float:
+    """How far a trial lies outside the policy: the sum of its lines' margins beyond what the lines
+    allow (0 when it meets every line)."""
+    return sum(max(0.0, m) for m in margins)
+
+
 def pareto_front(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     """The trials no other trial beats on both risk and utility loss (lower is better on both),
     by increasing risk; of trials at the same point, the earliest (see :mod:`ppdm.experiments._front`)."""
@@ -193,15 +199,12 @@ def unmet_report(records: Sequence[TrialRecord], policy: Policy) -> dict[str, An
     # a line every trial left unmeasured (another line missed first) is not known to be unmeetable
     never = [p["line"] for p in per_line if p["met_by"] == 0 and not (p["skipped"] and p["closest"] is None)]
 
-    def excess(r: TrialRecord) -> float:
-        return sum(max(0.0, v.margin) for v in r.lines)
-
-    best = min(measured, key=lambda r: (excess(r), r.number)) if measured else None
+    best = min(measured, key=lambda r: (excess(v.margin for v in r.lines), r.number)) if measured else None
     return {
         "lines": per_line,
         "never_met": never,
         "closest_trial": None if best is None else {
-            "trial": best.number, "label": best.label, "excess": excess(best),
+            "trial": best.number, "label": best.label, "excess": excess(v.margin for v in best.lines),
             "missed": [v.to_dict() for v in best.failed_lines() if not skipped_line(v)]},
         "trials": len(measured),
     }

@@ -23,12 +23,13 @@ from ppdm.experiments.recommend.accounting import PrivacyFilter, search_accounti
 from ppdm.experiments.recommend.common import json_ready, seed_of, setting_key
 from ppdm.experiments.recommend.judging import LineVerdict
 from ppdm.experiments.recommend.measure import SearchData
-from ppdm.experiments.recommend.ranking import TrialRecord, record_of
+from ppdm.experiments.recommend.ranking import TrialRecord, excess, record_of
 from ppdm.experiments.recommend.repeats import MeasuredReleases
 from ppdm.experiments.recommend.spaces import (
     TechniqueSpace,
     cheapest_cost,
     neighbour_setting,
+    setting_params,
     suggest,
     untried_setting,
 )
@@ -140,8 +141,7 @@ def race(stu: Any, spaces: Sequence[TechniqueSpace]) -> tuple[dict[str, str], di
         if not o.get("error"):
             measured.add(name)
             if t.constraints:
-                excess = sum(max(0.0, v) for v in t.constraints.values())
-                near[name] = min(excess, near.get(name, math.inf))
+                near[name] = min(excess(t.constraints.values()), near.get(name, math.inf))
         if t.state == TrialState.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values()):
             met[name] = met.get(name, 0) + 1
     if len(spaces) < 2:
@@ -233,7 +233,7 @@ def closeness(rec: TrialRecord) -> tuple[float, float, int] | None:
         return None
     if rec.feasible:
         return (0.0, float(rec.utility_loss if rec.utility_loss is not None else math.inf), rec.number)
-    return (1.0, sum(max(0.0, v.margin) for v in rec.lines), rec.number)
+    return (1.0, excess(v.margin for v in rec.lines), rec.number)
 
 
 def run_search(run: SearchRun) -> str:
@@ -280,19 +280,20 @@ def _start_state(run: SearchRun) -> SearchState:
                 and t.user_attrs.get("repeat_of") is None and not o.get("internal")):
             seen.setdefault(setting_key(o["technique"], o.get("params") or {}), t.number)
     done0 = _finished(stu)
+    records = study_records(stu, pol)  # a resumed study's trials, judged once for the filter and the closest
     # with an ε line the search is a privacy filter: its budget is fixed now, before any trial, and a
     # differentially private trial runs only if what is charged so far plus its own ε stays within it
     # (running trials are charged when they start; a resumed study's trials count from the start)
     flt = PrivacyFilter(pol.epsilon.at_most) if pol.epsilon is not None and any(
         s.epsilon is not None for s in spaces) else None
     if flt is not None:
-        flt.charge(*(d.epsilon for d in search_accounting(study_records(stu, pol)).draws))
+        flt.charge(*(d.epsilon for d in search_accounting(records).draws))
     plain = sorted(s.name for s in spaces if s.epsilon is None)
     own_pool = _process_pool(run.workers, run.data) if run.executor is None and run.workers > 1 else None
     pool = run.executor if run.executor is not None else own_pool
     slots = run.workers if run.executor is None else _executor_slots(run.executor, run.workers)
     st = SearchState(det, seen, measured, done0, flt, plain, own_pool, pool, slots)
-    for rec in study_records(stu, pol):
+    for rec in records:
         st.consider(rec)
     return st
 
@@ -428,8 +429,7 @@ def _neighbour(run: SearchRun, st: SearchState, allowed: Sequence[TechniqueSpace
         setting = neighbour_setting(ts, params, rng, run.n_records)
         if setting is None:
             continue
-        full = {**ts.fixed, **{k.split(":", 1)[1]: v for k, v in setting.items() if k != "technique"}}
-        if not ts.deterministic or setting_key(name, full) not in st.seen:
+        if not ts.deterministic or setting_key(name, setting_params(ts, setting)) not in st.seen:
             return setting, number
     return None
 

@@ -381,13 +381,18 @@ def _draw(dist: Param, rng: np.random.Generator, n_records: int) -> Any:
                  else rng.uniform(dist.low, dist.high))
 
 
+def setting_params(ts: TechniqueSpace, setting: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters a setting named as :func:`suggest` names them gives its technique, the
+    technique's fixed ones included."""
+    return {**ts.fixed, **{k.split(":", 1)[1]: v for k, v in setting.items() if k != "technique"}}
+
+
 def untried_setting(spaces: Sequence[TechniqueSpace], rng: np.random.Generator, n_records: int, seen: Mapping[str, int],
              draws: int = 200) -> dict[str, Any] | None:
     """A random setting that is not a deterministic setting already tried, or ``None``."""
     for _ in range(draws):
         setting = random_setting(spaces, rng, n_records)
         ts = next(s for s in spaces if s.name == setting["technique"])
-        params = {**ts.fixed, **{k.split(":", 1)[1]: v for k, v in setting.items() if k != "technique"}}
-        if not ts.deterministic or setting_key(ts.name, params) not in seen:
+        if not ts.deterministic or setting_key(ts.name, setting_params(ts, setting)) not in seen:
             return setting
     return None
