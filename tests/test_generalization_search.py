@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
+from ppdm.anonymize._generalization_models import _unique_pairs
 from ppdm.anonymize.generalization_search import Generalize, nested_widths, release_loss
 from ppdm.anonymize.recoding import Recode
 from ppdm.data.schema import Schema
@@ -467,3 +468,21 @@ def test_a_small_recommend_run_picks_generalize() -> None:
     keys = list(w.params.get("keys") or KEYS)
     z = res.release.data
     assert k_anonymity(z, keys, 4).achieved_k >= 4 and l_diversity(z, keys, SENS).value >= 2
+
+
+def test_unique_pairs_by_hand() -> None:
+    # pairs (2,0) (−1,3) (2,0) (0,−1): three distinct, sorted by the first code then the second
+    a, b = _unique_pairs(np.array([2, -1, 2, 0]), np.array([0, 3, 0, -1]))
+    assert a.tolist() == [-1, 0, 2] and b.tolist() == [3, -1, 0]
+    empty = _unique_pairs(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    assert empty[0].size == 0 and empty[1].size == 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 6), st.integers(-1, 9)), min_size=1, max_size=40))
+def test_unique_pairs_is_the_row_wise_unique(pairs: list[tuple[int, int]]) -> None:
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    want = np.unique(np.stack([a, b]), axis=1)
+    got = _unique_pairs(a, b)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
