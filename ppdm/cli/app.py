@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperGroup
 
-from ppdm.cli.common import console, err_console, one_line
+from ppdm.cli.common import console, err_console, mark_own_process, one_line
 from ppdm.errors import PPDMError
 
 if TYPE_CHECKING:
@@ -278,6 +278,7 @@ def main() -> None:
     # microseconds per loop. Set before any OpenMP runtime loads (the commands import Numba
     # and scikit-learn inside their functions); a value the user set wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    mark_own_process()  # a command may then settle its imports (ppdm.cli.common.settle_imports)
     app()
 
 
