@@ -150,3 +150,35 @@ def test_sysfor_prints_its_split_points_as_its_authors_program(shared_dir: Path)
                     numeric += 1
                     assert ma["value"].strip() == mb["value"].strip(), f"{key} tree {t}: {a!r} against {b!r}"
     assert numeric > 1000
+
+
+# ------------------------------------------------------------------ the collector after the imports
+def test_settle_imports_freezes_only_the_command_lines_own_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from ppdm.cli import common
+
+    before = gc.get_freeze_count()
+    common.settle_imports()  # a program calling the commands (this test session): left as it was
+    assert gc.get_freeze_count() == before
+    monkeypatch.setattr(common, "_own_process", True)
+    try:
+        common.settle_imports()
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()
+
+
+def test_the_command_lines_own_process_collects_young_objects_less_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from ppdm.cli import common
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(common, "_own_process", False)  # restored after the test
+    try:
+        common.mark_own_process()
+        assert gc.get_threshold() == (10_000, 10, 10)
+        assert common._own_process
+    finally:
+        gc.set_threshold(*before)

@@ -10,7 +10,6 @@ command functions, so ``ppdm --help`` loads none of them; help is plain text.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import signal
 import threading
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperGroup
 
-from ppdm.cli.common import console, err_console, one_line
+from ppdm.cli.common import console, err_console, mark_own_process, one_line, settle_imports
 from ppdm.errors import PPDMError
 
 if TYPE_CHECKING:
@@ -279,21 +278,13 @@ def main() -> None:
     # microseconds per loop. Set before any OpenMP runtime loads (the commands import Numba
     # and scikit-learn inside their functions); a value the user set wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    # Importing pandas, scikit-learn and Numba makes a million long-lived objects, and Python's
-    # default thresholds (700, 10, 10) scan them in three full collections before the command
-    # starts its work (about 0.2 s of a small anonymize). Collecting the youngest objects every
-    # 10 000 allocations instead of 700 keeps that scan out of the start; cyclic garbage still
-    # goes within a few megabytes. The library's own users keep Python's defaults.
-    gc.set_threshold(10_000, 10, 10)
+    mark_own_process()  # the collector's settings of the command line's own process (ppdm.cli.common)
     try:
         app()
     finally:
-        # the command is done and its files are written and closed; what it made lives until the
-        # interpreter ends, and a last garbage collection over those objects (and the thousands of
-        # modules pandas, scikit-learn and Numba load) delays the exit by about 0.3 s for nothing.
-        # Frozen objects are left out of that collection; finalisers of cyclic garbage may then not
-        # run at exit, which Python never promised anyway
-        gc.freeze()
+        # the command is done and its files are written and closed: what it made lives until the
+        # interpreter ends, so the shutdown's last collection need not walk it (about 0.3 s)
+        settle_imports()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,7 @@ from ppdm.cli.common import (
     console,
     err_console,
     release_seed,
+    settle_imports,
     use_scheduler,
 )
 from ppdm.cli.options import TableOptions, table_options
@@ -119,6 +120,7 @@ def anonymize(
         _gate_options(gate), allow_unchanged=allow_unchanged, allow_verbatim=allow_verbatim,
         allow_untouched_keys=allow_untouched_keys, allow_pass_through=allow_pass_through)
     get_technique(method)  # an unknown name is the first thing to say, before the table is read
+    settle_imports()  # the technique's module is imported: before any table is read
     if wants_dask(data, engine):
         dask_params: dict[str, Any] = {}
         _declared_domain(method, dask_params, domain_from_data, declared=schema is not None, data=data,

@@ -49,6 +49,7 @@ from ppdm.cli.common import (
     print_json,
     report_drawn_seed,
     roles_from_options,
+    settle_imports,
     use_scheduler,
 )
 from ppdm.errors import ParameterError
@@ -199,6 +200,7 @@ def evaluate(
                                                                str(private) if private else None)
                                              if s is not None and not s.startswith(BUILTIN)))
     specs = resolve_measures(measures)
+    settle_imports()  # every measure's module is imported: before any table is read
     options = parse_params(param)
     from ppdm.experiments.evaluation import check_measure_options
 
