@@ -199,8 +199,9 @@ def _booleans(arr: Any, name: str) -> pd.Series:
 
 def _bits(buffer: Any, offset: int, n: int) -> np.ndarray:
     """A pyarrow bitmap (values or validity) as booleans."""
+    # unpacked bits are bytes 0 and 1: viewed as booleans, not copied
     return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), count=offset + n, bitorder="little")[offset:] \
-        .astype(bool)
+        .view(bool)
 
 
 def _dates(arr: Any, name: str) -> pd.Series:
@@ -210,10 +211,10 @@ def _dates(arr: Any, name: str) -> pd.Series:
     dtype = _date_dtype()
     days = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr), offset=arr.offset * 4)
     per_day = np.timedelta64(1, "D") // np.timedelta64(1, np.datetime_data(dtype)[0])  # type: ignore[call-overload]  # numpy's stubs want a literal unit
-    values = (days.astype(np.int64) * per_day).view(dtype)
+    ticks = np.multiply(days, per_day, dtype=np.int64)  # one array, no int64 copy of the days first
     if arr.null_count:
-        values[~_bits(arr.buffers()[0], arr.offset, len(arr))] = np.datetime64("NaT")
-    return pd.Series(values, name=name, copy=False)
+        np.putmask(ticks, ~_bits(arr.buffers()[0], arr.offset, len(arr)), np.iinfo(np.int64).min)  # NaT
+    return pd.Series(ticks.view(dtype), name=name, copy=False)
 
 
 @functools.cache
@@ -250,22 +251,23 @@ def _quoting(path: Path, delim: str) -> bool | None:
 
 def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | None] | None:
     offsets, data = _buffers(arr)
-    lengths = np.diff(offsets)
     try:
         sample = arr.slice(0, _SAMPLE).to_pylist()
     except UnicodeDecodeError:
         return None  # not UTF-8: the general reader says so
+    lengths: np.ndarray | None = None  # each cell's length: found when wanted (not for words)
     if all(_PLAIN_NUMBER.match(v) or v in NA_TEXT for v in sample):
+        lengths = np.diff(offsets)
         raw = data[offsets[0]:offsets[-1]].tobytes()
         cells, cell_lengths = arr, lengths
-        if raw.translate(None, _NUMBER_CHARS):
+        if not _number_chars_only(data[offsets[0]:offsets[-1]], raw):
             # other characters: missing-value markers (NA, ?) among numbers are empty cells
             cells = _markers_emptied(arr)
             if cells is not None:
                 offsets, data = _buffers(cells)
                 cell_lengths = np.diff(offsets)
                 raw = data[offsets[0]:offsets[-1]].tobytes()
-                if raw.translate(None, _NUMBER_CHARS):
+                if not _number_chars_only(data[offsets[0]:offsets[-1]], raw):
                     cells = None
         if cells is not None:
             series = _numbers(cells, name, data, offsets, cell_lengths, raw, sample)
@@ -280,6 +282,15 @@ def _column(arr: Any, name: str, decimal: str | None) -> tuple[pd.Series, str | 
             return None
     # dates such as 2020-01-31 are written with the same characters as numbers
     return _judged_by_values(arr, name, decimal, sample, lengths)
+
+
+def _number_chars_only(body: np.ndarray, raw: bytes) -> bool:
+    """Whether the bytes ``body`` (``raw`` as bytes) are all digits, points and minus signs:
+    the bytes from ``-`` to ``9`` but ``/`` (``_NUMBER_CHARS``). Two vectorised reductions and one
+    byte search: several times faster than deleting those characters with ``bytes.translate``."""
+    if not body.size:
+        return True
+    return int(body.min()) >= ord("-") and int(body.max()) <= ord("9") and raw.find(b"/") < 0
 
 
 def _markers_emptied(arr: Any) -> Any:
@@ -324,6 +335,7 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
     empty = lengths == 0
     missing = bool(empty.any())
     point = b"." in raw
+    signs = raw.count(b"-") if raw.find(b"-") >= 0 else 0  # most columns have none: one fast search
     start = offsets[:-1]
 
     def leading_zero() -> bool:
@@ -331,17 +343,13 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
         # show one in their first rows)
         if any(_CODE.match(v) for v in sample):
             return True
-        if not len(data):
-            return False
-        # an empty cell's start is the next cell's: its length rules it out below
-        return _leading_zero(data, start, lengths, np.take(data, start, mode="clip"))
+        return _leading_zero(data, start, lengths, signs > 0)
 
-    long = lengths > _MAX_NUMBER_CHARS
+    too_long = int(lengths.max(initial=0)) > _MAX_NUMBER_CHARS  # one pass, no mask unless needed
     if not point:
-        if long.any():
+        if too_long:
             return None  # long whole numbers: int64 or not, exact or not, as pandas decides
         # whole numbers: each cell is digits after at most one leading minus, or empty
-        signs = raw.count(b"-")
         if signs:
             minus = (np.take(data, start, mode="clip") == ord("-")) & ~empty
             if signs != int(minus.sum()) or bool((minus & (lengths == 1)).any()):
@@ -362,8 +370,9 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     v = values.to_numpy(zero_copy_only=False)
-    if long.any():
+    if too_long:
         # beyond 15 digits the two parsers may round differently: pandas' own parser reads those
+        long = lengths > _MAX_NUMBER_CHARS
         cells = pc.filter(arr, pa.array(long)).to_pylist()
         exact = pd.read_csv(io.StringIO("\n".join(cells)), header=None, names=["v"], dtype=np.float64,
                             na_filter=False)["v"].to_numpy()
@@ -400,13 +409,23 @@ def _whole(v: np.ndarray) -> bool:
     return bool(f.size) and bool(np.all(f == np.round(f))) and bool(np.all(np.abs(f) < 2.0**53))
 
 
-def _leading_zero(data: np.ndarray, start: np.ndarray, lengths: np.ndarray, first: np.ndarray) -> bool:
+def _leading_zero(data: np.ndarray, start: np.ndarray, lengths: np.ndarray, signs: bool) -> bool:
     """Whether a cell is a code with a leading zero, ``^\\s*[+-]?0\\d`` as the general reader
-    looks for them (no spaces or plus signs here): ``0150``, ``-012``, ``00.5``."""
-    at = np.flatnonzero(((first == ord("0")) & (lengths >= 2)) | ((first == ord("-")) & (lengths >= 3)))
+    looks for them (no spaces or plus signs here): ``0150``, ``-012``, ``00.5``. ``signs``:
+    whether any cell holds a minus."""
+    if not len(data):
+        return False
+    # each cell's first character (an empty cell's start is the next cell's: its length rules
+    # it out below); only the few cells starting with 0 (or -) are looked at further
+    first = np.take(data, start, mode="clip")
+    at = np.flatnonzero((first == ord("0")) | (first == ord("-")) if signs else first == ord("0"))
     if not at.size:
         return False
     skip = (first[at] == ord("-")).astype(np.int64)
+    keep = lengths[at] >= 2 + skip  # a zero and a digit after it
+    at, skip = at[keep], skip[keep]
+    if not at.size:
+        return False
     zero_then = data[start[at] + skip] == ord("0")
     nxt = data[start[at] + skip + 1]
     return bool(np.any(zero_then & (nxt >= ord("0")) & (nxt <= ord("9"))))
@@ -430,7 +449,7 @@ def _iso_dates(arr: Any, name: str, lengths: np.ndarray) -> pd.Series | None:
 
 
 def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str],
-                      lengths: np.ndarray) -> tuple[pd.Series, str | None] | None:
+                      lengths: np.ndarray | None) -> tuple[pd.Series, str | None] | None:
     """A column with other characters than a number's: text, booleans or dates."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -440,14 +459,20 @@ def _judged_by_values(arr: Any, name: str, decimal: str | None, sample: list[str
         return _WORD if k == _COMMA and decimal == "." else k
 
     def with_nulls(markers: list[str]) -> Any:
-        """``arr`` with the cells holding one of ``markers`` missing."""
+        """``arr`` with the cells holding one of ``markers`` missing (``arr`` itself when none
+        does: the text is then handed over without a copy)."""
         if not markers:
             return arr
-        return pc.if_else(pc.is_in(arr, value_set=pa.array(markers, arr.type)), pa.scalar(None, arr.type), arr)
+        found = pc.is_in(arr, value_set=pa.array(markers, arr.type))
+        if not found.true_count:
+            return arr
+        return pc.if_else(found, pa.scalar(None, arr.type), arr)
 
     # a word in the first rows settles it: the column is text (no distinct values needed)
     if any(kind(v) == _WORD for v in set(sample)):
         return _text(with_nulls(sorted(NA_TEXT)), name), None
+    if lengths is None:
+        lengths = np.diff(_buffers(arr)[0])
     dates_first = all(kind(v) in (_DATE, _NA) for v in sample)
     if dates_first and not any(v in NA_TEXT and v for v in sample):
         iso = _iso_dates(arr, name, lengths)
