@@ -86,47 +86,88 @@ def _kind(v: str) -> int:
     return _WORD
 
 
+class _Reread(Exception):
+    """The file read without quoting holds a quote (or did not parse): it is read again, with
+    quoting."""
+
+
+#: the first bytes of a file looked at for a quote before it is read without quoting
+_HEAD = 1 << 16
+
+
 def read_csv_typed(path: Path, delim: str, header: list[str], decimal: str | None) -> pd.DataFrame | None:
     """The typed table of a CSV file read in one pass, or ``None`` when any column needs the
     general reader (or pyarrow cannot parse the file: the general reader then names the
     problem in its words)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
     if len(header) < 2 or any(not name or name.startswith("Unnamed:") for name in header) \
             or path.name.lower().endswith(".gz"):
         return None
+    # booleans and ISO dates are parsed by the reader itself when the first rows hold nothing
+    # else; should a later row hold something else, the file is read again as text
+    guessed = _guess(path, delim, header)
+    if not _quote_in_head(path):
+        # No quote in the first bytes: the file is read without quoting, which gives the same
+        # table when it holds no quote at all and shows a later quote in the cells (the file is
+        # then read again below); the search of the whole file for quotes before the parse is
+        # saved for the files that hold none, most of them.
+        try:
+            return _read_typed(path, delim, header, decimal, guessed, quoting=None)
+        except _Reread:
+            pass
     quoted = _quoting(path, delim)
     if quoted is None:
         return None
+    return _read_typed(path, delim, header, decimal, guessed, quoting=quoted)
+
+
+def _quote_in_head(path: Path) -> bool:
+    """Whether the first :data:`_HEAD` bytes of the file hold a quote."""
+    with open(path, "rb") as fh:
+        return b'"' in fh.read(_HEAD)
+
+
+def _read_typed(path: Path, delim: str, header: list[str], decimal: str | None, guessed: dict[str, Any],
+                quoting: bool | None) -> pd.DataFrame | None:
+    """:func:`read_csv_typed` once the quoting is known: ``quoting`` is whether values may hold
+    line breaks (the file holds quotes), ``None`` to read without quoting, raising
+    :class:`_Reread` when a cell then holds a quote or the parser fails."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
 
     def read(types: dict[str, Any]) -> Any:
+        parse = pacsv.ParseOptions(delimiter=delim, newlines_in_values=False, quote_char=False) if quoting is None \
+            else pacsv.ParseOptions(delimiter=delim, newlines_in_values=quoting)
         return pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(block_size=1 << 22),
-            parse_options=pacsv.ParseOptions(delimiter=delim, newlines_in_values=quoted),
+            parse_options=parse,
             # text is checked to be UTF-8 where it is kept as text (numbers are ASCII)
             convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False, check_utf8=False,
                                                  null_values=sorted(NA_TEXT), true_values=sorted(ty._TRUE),
                                                  false_values=sorted(ty._FALSE)),
         )
 
-    # booleans and ISO dates are parsed by the reader itself when the first rows hold nothing
-    # else; should a later row hold something else, the file is read again as text
-    guessed = _guess(path, delim, header)
     # large strings: pandas keeps text in them, so a text column is handed over as it is
     text = dict.fromkeys(header, pa.large_string())
     try:
         table = read({**text, **guessed})
     except pa.ArrowInvalid as e:
         if not guessed or "conversion error" not in str(e):
+            if quoting is None:
+                raise _Reread from None  # perhaps a quoted value: read again with quoting
             return None  # malformed rows, quoting pyarrow reads otherwise: the general reader
         try:
             table = read(text)
         except Exception:
+            if quoting is None:
+                raise _Reread from None
             return None
     except Exception:
+        if quoting is None:
+            raise _Reread from None
         return None
+    if table.column_names != header and quoting is None:
+        raise _Reread  # a header whose quotes were read as characters
     if table.column_names != header or table.num_rows == 0:
         return None
 
@@ -137,12 +178,16 @@ def read_csv_typed(path: Path, delim: str, header: list[str], decimal: str | Non
             return _booleans(arr, name), None
         if pa.types.is_date32(arr.type):
             return _dates(arr, name), ty.DEFAULT_DATE_FORMAT
+        if quoting is None and _holds_quote(arr):
+            raise _Reread  # a quote read as a character: the file is read again with quoting
         return _column(arr, name, decimal)
 
     try:
         # the kernels release the GIL: the columns are typed side by side
         with ThreadPoolExecutor(max_workers=min(len(header), _THREADS)) as pool:
             typed = list(pool.map(one, header))
+    except _Reread:
+        raise
     except Exception:  # anything unforeseen: the general reader decides
         return None
     if any(t is None for t in typed):
@@ -157,6 +202,14 @@ def read_csv_typed(path: Path, delim: str, header: list[str], decimal: str | Non
     if formats:
         df.attrs["date_formats"] = formats
     return df
+
+
+def _holds_quote(arr: Any) -> bool:
+    """Whether a cell of a text column holds a quote (one reduction: a quote is byte 34, below
+    every letter and digit; compared byte by byte only when a smaller byte is there)."""
+    offsets, data = _buffers(arr)
+    body = data[offsets[0]:offsets[-1]]
+    return bool(body.size) and int(body.min()) <= ord('"') and bool(np.any(body == ord('"')))
 
 
 def _guess(path: Path, delim: str, header: list[str]) -> dict[str, Any]:
