@@ -388,7 +388,7 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
     empty = lengths == 0
     missing = bool(empty.any())
     point = b"." in raw
-    signs = raw.count(b"-") if raw.find(b"-") >= 0 else 0  # most columns have none: one fast search
+    minus_found = raw.find(b"-") >= 0  # most columns have none: one fast search
     start = offsets[:-1]
 
     def leading_zero() -> bool:
@@ -396,13 +396,14 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
         # show one in their first rows)
         if any(_CODE.match(v) for v in sample):
             return True
-        return _leading_zero(data, start, lengths, signs > 0)
+        return _leading_zero(data, start, lengths, minus_found)
 
     too_long = int(lengths.max(initial=0)) > _MAX_NUMBER_CHARS  # one pass, no mask unless needed
     if not point:
         if too_long:
             return None  # long whole numbers: int64 or not, exact or not, as pandas decides
         # whole numbers: each cell is digits after at most one leading minus, or empty
+        signs = raw.count(b"-") if minus_found else 0
         if signs:
             minus = (np.take(data, start, mode="clip") == ord("-")) & ~empty
             if signs != int(minus.sum()) or bool((minus & (lengths == 1)).any()):
