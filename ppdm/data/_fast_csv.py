@@ -22,6 +22,11 @@ numbers and words without a word that settles it, a quote inside a field, a malf
 so the result never depends on which path ran. A number of at most 15 characters is
 converted exactly by both parsers (its digits make an integer below 2⁵³ and one division
 by a power of ten rounds it once); longer ones are converted by pandas' own parser.
+
+A file whose first 64 KiB hold no quote is parsed without quoting (the same table when it
+holds none, and no search of the whole file for quotes before the parse); a quote further on
+shows in a text cell, or breaks a boolean, a date or a row's fields, and the file is then
+read again with quoting.
 """
 
 from __future__ import annotations
