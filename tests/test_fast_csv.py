@@ -302,3 +302,60 @@ def test_longer_numbers_are_the_floats_pandas_parses(tmp_path: Path) -> None:
     plain = pd.read_csv(p)
     for c in ("a", "b"):
         assert np.array_equal(df[c].to_numpy().view(np.int64), plain[c].to_numpy().view(np.int64))
+
+
+# ------------------------------------------------------------------ read without quoting
+def test_a_file_without_quotes_is_read_without_searching_it_for_quotes(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with no quote is read without quoting (its whole-file search for quotes is
+    skipped), and gives the table written by hand: whole numbers with a hole (``Int64``),
+    codes with leading zeros (text), ISO dates with a hole, booleans with a hole, text."""
+    text = ("n,code,day,ok,word\n"
+            "7,0420,2020-11-06,True,no\n"
+            ",0001,,False,yes\n"
+            "12,1200,2021-02-28,,maybe\n")
+    p = _write(tmp_path, text)
+    searched: list[Path] = []
+    real = _fast_csv._quoting
+    monkeypatch.setattr(_fast_csv, "_quoting", lambda path, delim: searched.append(path) or real(path, delim))
+    fast = _fast_csv.read_csv_typed(p, ",", ["n", "code", "day", "ok", "word"], None)
+    assert fast is not None and searched == []
+    want = pd.DataFrame({
+        "n": pd.array([7, None, 12], dtype="Int64"),
+        "code": pd.Series(["0420", "0001", "1200"], dtype=_fast_csv.TEXT_DTYPE),
+        "day": pd.Series(pd.to_datetime(["2020-11-06", None, "2021-02-28"]).as_unit(
+            np.datetime_data(_fast_csv._date_dtype())[0])),
+        "ok": pd.array([True, False, None], dtype="boolean"),
+        "word": pd.Series(["no", "yes", "maybe"], dtype=_fast_csv.TEXT_DTYPE),
+    })
+    pd.testing.assert_frame_equal(fast, want, check_exact=True)
+    assert fast.attrs == {"date_formats": {"day": "%Y-%m-%d"}}
+    df = _same(p)
+    assert isinstance(df, pd.DataFrame)
+    pd.testing.assert_frame_equal(df, want, check_exact=True)
+
+
+#: rows without a quote filling more than the first bytes looked at for one
+_PLAIN_ROWS = "n,t,b,d\n" + "1,x,True,2021-03-04\n" * (_fast_csv._HEAD // 19 + 100)
+
+LATE_QUOTES = {
+    "a quoted comma": '2,"x, y",False,2021-03-05\n',
+    "a quoted line break": '2,"two\nlines",True,2021-03-05\n',
+    "a doubled quote": '2,"say ""hi""",True,2021-03-05\n',
+    "a quote inside a field": '2,ab"c,True,2021-03-05\n',
+    "a quoted number": '"3",x,True,2021-03-05\n',
+    "a quoted boolean": '3,x,"False",2021-03-05\n',
+    "a quoted date": '3,x,True,"2021-03-05"\n',
+    "a quoted empty cell": '3,"",True,\n',
+    "an unclosed quote": '3,"x,True,2021-03-05\n4,y,False,2021-03-06\n',
+    "no quote": "3,y,False,2021-03-06\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LATE_QUOTES))
+def test_a_quote_after_the_first_bytes_is_read_as_the_general_reader_reads_it(case: str, tmp_path: Path) -> None:
+    """A quote the first bytes do not show is found among the cells read without quoting (or
+    makes the parse fail): the file is then read again with quoting, as the general reader reads it."""
+    p = _write(tmp_path, _PLAIN_ROWS + LATE_QUOTES[case] + "5,z,False,2021-03-07\n")
+    assert p.stat().st_size > _fast_csv._HEAD
+    _same(p)
