@@ -87,6 +87,17 @@ def test_the_mixed_table_is_read_in_one_pass_and_typed_as_the_general_reader_typ
     assert df.loc[3, "label"] == "a, b" and df.attrs["date_formats"] == {"visit": "%Y-%m-%d"}
 
 
+def test_every_column_of_a_one_pass_read_can_be_assigned_to(tmp_path: Path) -> None:
+    # columns without holes were read-only views of pyarrow's memory: assigning to one failed
+    p = _write(tmp_path, "f,i,t,d,b,h\n1.5,2,x,2020-01-03,true,\n2.5,3,y,2021-05-06,false,4\n")
+    assert _fast_csv.read_csv_typed(p, ",", ["f", "i", "t", "d", "b", "h"], None) is not None
+    df = read_table(p)
+    assert [str(t) for t in df.dtypes][:2] == ["float64", "int64"]
+    for c in df.columns:
+        df.loc[0, c] = df.loc[1, c]
+    assert df.loc[0, "f"] == 2.5 and df.loc[0, "i"] == 3 and df.loc[0, "h"] == 4
+
+
 def test_the_missing_markers_are_pandas_own_and_the_question_mark() -> None:
     parsers = pytest.importorskip("pandas._libs.parsers")
     assert _fast_csv.NA_TEXT == frozenset(parsers.STR_NA_VALUES) | {"?"}

@@ -416,7 +416,7 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
         if leading_zero():
             return _text(_nulls(arr, empty) if missing else arr, name)
         if not missing:
-            return pd.Series(pc.cast(arr, pa.int64()).to_numpy(), name=name, copy=False)
+            return pd.Series(_writable(pc.cast(arr, pa.int64()).to_numpy()), name=name, copy=False)
         if missing and empty.all():
             return pd.Series(np.full(n, np.nan), name=name, copy=False)
         # whole numbers with missing cells, written without a point: Int64 (15 digits fit)
@@ -442,7 +442,13 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
     if missing and _whole(v) and leading_zero():
         # whole values written with a point (12.0) stay floats; a code 012.0 stays text
         return _text(_nulls(arr, empty), name)
-    return pd.Series(v, name=name, copy=False)
+    return pd.Series(_writable(v), name=name, copy=False)
+
+
+def _writable(v: np.ndarray) -> np.ndarray:
+    """``v``, copied when it is a read-only view of pyarrow's memory: a table the general reader
+    returns can be assigned to, and so must this one (the copy runs in the typing threads)."""
+    return v if v.flags.writeable else v.copy()
 
 
 def _nulls(arr: Any, empty: np.ndarray) -> Any:
