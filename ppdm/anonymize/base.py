@@ -488,6 +488,18 @@ def column_list(name: str, value: Any) -> list[str] | None:
     return check_column_names(name, split_names(value))
 
 
+def key_list(value: Any, name: str = "keys") -> list[str] | None:
+    """A list of column names from a list or a comma-separated text, or ``None``."""
+    out = column_list(name, value)
+    if out is None:
+        return None
+    if not out:
+        raise ParameterError(f"{name} names no column")
+    if len(set(out)) != len(out):
+        raise ParameterError(f"{name} names a column twice: {out}")
+    return out
+
+
 def check_known(name: str, names: Iterable[str], known: Iterable[str], what: str = "an attribute of the table") -> None:
     """Raise :class:`ParameterError` naming the first of ``names`` (parameter ``name``'s
     columns) that is not in ``known``, ``what`` saying what ``known`` holds."""

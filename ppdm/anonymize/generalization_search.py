@@ -133,11 +133,18 @@ from ppdm.anonymize._generalization_models import (  # noqa: F401  (re-exported:
     sensitive_codes,
     suppressed_class_ok,
 )
-from ppdm.anonymize.base import Technique, check_fraction, check_known, check_whole, is_whole, nullable_dtype
+from ppdm.anonymize.base import (
+    Technique,
+    check_fraction,
+    check_known,
+    check_whole,
+    is_whole,
+    key_list,
+    nullable_dtype,
+)
 from ppdm.anonymize.recoding import Recode, width_breaks
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, Real, SearchSpace
-from ppdm.anonymize.suppression import key_list
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError, PPDMError
 

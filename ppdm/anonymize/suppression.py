@@ -56,7 +56,14 @@ import numpy as np
 import pandas as pd
 
 from ppdm.anonymize import _suppression as alg
-from ppdm.anonymize.base import Technique, check_known, check_whole, column_list, is_whole, nullable_dtype
+from ppdm.anonymize.base import (
+    Technique,
+    check_known,
+    check_whole,
+    is_whole,
+    key_list,
+    nullable_dtype,
+)
 from ppdm.anonymize.registry import register
 from ppdm.anonymize.search_space import Choice, Integer, SearchSpace
 from ppdm.data.schema import Schema
@@ -68,18 +75,6 @@ COMBS_IMPORTANCE = ("keys", "columns")
 RULE = ("sdcMicro's freqCalc rule (alpha = 1): a missing or blanked key value matches any value; records match "
         "when they agree on every key both have; with several keys a complete record does not count records "
         "whose keys are all missing")
-
-
-def key_list(value: Any, name: str = "keys") -> list[str] | None:
-    """A list of column names from a list or a comma-separated text, or ``None``."""
-    out = column_list(name, value)
-    if out is None:
-        return None
-    if not out:
-        raise ParameterError(f"{name} names no column")
-    if len(set(out)) != len(out):
-        raise ParameterError(f"{name} names a column twice: {out}")
-    return out
 
 
 @register("local-suppression")
