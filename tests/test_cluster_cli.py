@@ -98,6 +98,8 @@ def test_anonymize_and_evaluate_on_a_local_cluster_match_the_local_run(tmp_path:
         assert remote["measures"][name]["value"] == pytest.approx(m["value"], rel=1e-12), name
 
 
+# gaussian noise on a table that declares no bounds: the advice to declare them is tested where it is made
+@pytest.mark.filterwarnings("ignore::ppdm.anonymize._domain.BoundsFromDataWarning")
 def test_compare_on_a_local_cluster_matches_the_local_run(tmp_path: Path) -> None:
     src = tmp_path / "x.csv"
     mixed_table(300).dropna().to_csv(src, index=False)

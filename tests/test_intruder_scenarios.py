@@ -318,6 +318,8 @@ def test_forest_framework_release_is_not_high_on_key_frequencies_of_perturbed_va
     assert doc["summary"]["risk"]["status"] in ("low", "uncertain"), doc["summary"]["risk"]["sentence"]
 
 
+# gaussian noise on a table that declares no bounds: the advice to declare them is tested where it is made
+@pytest.mark.filterwarnings("ignore::ppdm.anonymize._domain.BoundsFromDataWarning")
 def test_gaussian_noise_release_is_judged_by_matching_not_by_unique_noisy_keys() -> None:
     from ppdm.anonymize import make_technique
 

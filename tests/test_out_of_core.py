@@ -17,6 +17,7 @@ import pytest
 from mixed_table import mixed_table
 from typer.testing import CliRunner
 
+from ppdm.anonymize._domain import BoundsFromDataWarning
 from ppdm.anonymize.registry import make_technique
 from ppdm.cli.app import app
 from ppdm.data.io import read_table
@@ -25,6 +26,7 @@ from ppdm.data.provenance import in_input_order, read_private
 from ppdm.data.schema import Schema
 from ppdm.data.types import working_frame
 from ppdm.errors import PPDMError
+from ppdm.experiments._release_gate import ReleaseWarning
 from ppdm.experiments.evaluation import load_all_measures
 from ppdm.experiments.out_of_core import release_dataset
 from ppdm.experiments.release import ReleaseRefused, release
@@ -142,6 +144,9 @@ def _tech(name: str = "gaussian-noise", seed: int | None = 5, **params: Any) -> 
     return make_technique(name, class_column="label", random_state=seed, params=params or {"level": 0.5})
 
 
+# gaussian noise on a table that declares no bounds: the advice to declare them is tested where it is made
+@pytest.mark.filterwarnings("ignore::ppdm.anonymize._domain.BoundsFromDataWarning")
+@pytest.mark.filterwarnings("ignore::ppdm.experiments._release_gate.ReleaseWarning")
 def test_partitioned_release_is_reproducible_atomic_and_checked_exactly(tmp_path: Path) -> None:
     # 1500 records in partitions of 10 KB (about 270 records) fitted on 500: three releases of it
     # are the point, so the table is kept small (CPU budget)
@@ -232,8 +237,12 @@ def test_every_technique_releases_partition_by_partition(tmp_path: Path) -> None
 def _pair(tmp: Path, n: int = 1500) -> tuple[pd.DataFrame, pd.DataFrame, Schema]:
     x = mixed_table(n)
     sch = Schema.infer(x, "label", categorical=["grade"])
-    rel = release(x, make_technique("gaussian-noise", class_column="label", random_state=2,
-                                    params={"level": 0.4}), schema=sch, **GATE_OFF)
+    with warnings.catch_warnings():
+        # the pair under measure: the advice on bounds and unchanged records is tested where it is made
+        warnings.simplefilter("ignore", BoundsFromDataWarning)
+        warnings.simplefilter("ignore", ReleaseWarning)
+        rel = release(x, make_technique("gaussian-noise", class_column="label", random_state=2,
+                                        params={"level": 0.4}), schema=sch, **GATE_OFF)
     z, pos = rel.in_input_order()  # the published rows are shuffled; measures compare each with its original
     return working_frame(x.iloc[pos].reset_index(drop=True), sch.numeric), working_frame(z, sch.numeric), sch
 
@@ -269,6 +278,9 @@ def test_out_of_core_measures_equal_the_in_memory_ones(name: str, tmp_path: Path
                                       check_dtype=False)
 
 
+# gaussian noise on a table that declares no bounds: the advice to declare them is tested where it is made
+@pytest.mark.filterwarnings("ignore::ppdm.anonymize._domain.BoundsFromDataWarning")
+@pytest.mark.filterwarnings("ignore::ppdm.experiments._release_gate.ReleaseWarning")
 def test_other_measures_declare_their_sample_and_interval(tmp_path: Path) -> None:
     x, z, sch = _pair(tmp_path, 2400)
     dx, dz = dd.from_pandas(x, npartitions=3), dd.from_pandas(z, npartitions=3)

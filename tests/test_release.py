@@ -220,6 +220,8 @@ def test_a_release_never_appears_without_its_sidecars(tmp_path: Path, monkeypatc
     assert list(tmp_path.iterdir()) == []
 
 
+# gaussian noise on a table that declares no bounds: the advice to declare them is tested where it is made
+@pytest.mark.filterwarnings("ignore::ppdm.anonymize._domain.BoundsFromDataWarning")
 # ------------------------------------------------------------------------------ randomness
 def test_unseeded_release_cannot_be_reproduced_from_seed_0(tmp_path: Path) -> None:
     """No --seed: OS entropy. Such a release differs from the seed-0 one (the old default)
