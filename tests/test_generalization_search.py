@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from ppdm.anonymize._generalization_models import _unique_pairs
 from ppdm.anonymize.generalization_search import Generalize, nested_widths, release_loss
 from ppdm.anonymize.recoding import Recode
 from ppdm.data.schema import Schema
 from ppdm.errors import ParameterError
 from ppdm.metrics.keyvar import k_anonymity, l_diversity
 from ppdm.metrics.privacy_models import t_closeness
+from ppdm.utils import unique_pairs
 
 KEYS = ["age", "city", "sex"]
 SENS = ["disease"]
@@ -472,10 +472,16 @@ def test_a_small_recommend_run_picks_generalize() -> None:
 
 def test_unique_pairs_by_hand() -> None:
     # pairs (2,0) (−1,3) (2,0) (0,−1): three distinct, sorted by the first code then the second
-    a, b = _unique_pairs(np.array([2, -1, 2, 0]), np.array([0, 3, 0, -1]))
+    a, b = unique_pairs(np.array([2, -1, 2, 0]), np.array([0, 3, 0, -1]))
     assert a.tolist() == [-1, 0, 2] and b.tolist() == [3, -1, 0]
-    empty = _unique_pairs(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    empty = unique_pairs(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     assert empty[0].size == 0 and empty[1].size == 0
+
+
+def test_unique_pairs_counts_by_hand() -> None:
+    # (1,0) twice, (0,2) once, (1,1) once: sorted (0,2) (1,0) (1,1) with counts 1 2 1
+    a, b, n = unique_pairs(np.array([1, 0, 1, 1]), np.array([0, 2, 0, 1]), return_counts=True)
+    assert a.tolist() == [0, 1, 1] and b.tolist() == [2, 0, 1] and n.tolist() == [1, 2, 1]
 
 
 @settings(max_examples=50, deadline=None)
@@ -484,5 +490,5 @@ def test_unique_pairs_is_the_row_wise_unique(pairs: list[tuple[int, int]]) -> No
     a = np.array([p[0] for p in pairs], dtype=np.int64)
     b = np.array([p[1] for p in pairs], dtype=np.int64)
     want = np.unique(np.stack([a, b]), axis=1)
-    got = _unique_pairs(a, b)
+    got = unique_pairs(a, b)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -22,6 +22,7 @@ from ppdm.anonymize.base import check_fraction
 from ppdm.anonymize.recoding import width_breaks
 from ppdm.data.class_distributions import cells_from_codes, equal_emd, is_number, ordered_emd
 from ppdm.errors import ParameterError
+from ppdm.utils import unique_pairs
 
 #: the label of a category's top level, every category (ARX's ``*``)
 TOP = "*"
@@ -97,7 +98,7 @@ def _check_nested(column: str, below: np.ndarray, above: np.ndarray, what: str, 
     """A level must coarsen the one below it: each class of the lower level lies in one class of
     the upper (else the search's monotonicity, and with it its result, would not hold)."""
     ok = below >= 0
-    low, _ = _unique_pairs(below[ok], above[ok])
+    low, _ = unique_pairs(below[ok], above[ok])
     if np.unique(low).size != low.size:
         raise ParameterError(f"the hierarchy of {column!r} is not nested: its level {what!r} splits a group of "
                              f"the level below ({under!r}); every label must have one parent")
@@ -109,23 +110,10 @@ def _record_loss(orig: np.ndarray, codes: np.ndarray, domain: int) -> np.ndarray
     ok = codes >= 0
     if domain <= 1 or not ok.any():
         return out
-    released, _ = _unique_pairs(codes[ok], orig[ok])
+    released, _ = unique_pairs(codes[ok], orig[ok])
     size = np.bincount(released, minlength=int(codes.max()) + 1)
     out[ok] = (size[codes[ok]] - 1) / (domain - 1)
     return out
-
-
-def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct pairs ``(a[i], b[i])`` of two arrays of integer codes (−1 for a missing
-    value allowed), sorted by ``a`` then ``b``: each pair is one integer
-    ``(a − min a)·w + (b − min b)``, so one 1-D sort does what ``np.unique(..., axis=1)`` does
-    with a far slower row-wise sort."""
-    if a.size == 0:
-        return a[:0], b[:0]
-    a0, b0 = int(a.min()), int(b.min())
-    width = int(b.max()) - b0 + 1
-    pair = np.unique((a.astype(np.int64) - a0) * width + (b.astype(np.int64) - b0))
-    return pair // width + a0, pair % width + b0
 
 
 def _factor(values: Any) -> np.ndarray:

@@ -437,7 +437,7 @@ def _numbers(arr: Any, name: str, data: np.ndarray, offsets: np.ndarray, lengths
                             na_filter=False)["v"].to_numpy()
         if len(exact) != len(cells):
             return None
-        v = v.copy() if not v.flags.writeable else v
+        v = _writable(v)
         v[long] = exact
     if missing and _whole(v) and leading_zero():
         # whole values written with a point (12.0) stay floats; a code 012.0 stays text

@@ -67,6 +67,7 @@ from ppdm.errors import ParameterError, SchemaError
 from ppdm.metrics._records import RecordDetailMixin
 from ppdm.metrics.base import EvaluationContext, register_measure
 from ppdm.metrics.keyvar import KEY_OPTIONS, _finish, _opt, check_keys, judged_keys, k_anonymity
+from ppdm.utils import unique_pairs
 
 #: columns of :attr:`RestorableKeysResult.pairs` (one row per restoring pair)
 PAIR_COLUMNS = ["key", "column", "change", "affected", "restored", "share_restored", "baseline", "used"]
@@ -146,9 +147,7 @@ def _dependency(xb: np.ndarray, xa: np.ndarray, n_values: int) -> _Dependency:
     mode = np.full(n_values, -1, dtype=np.int64)
     top = np.zeros(n_values, dtype=np.int64)
     if b.size:
-        width = int(a.max()) + 1
-        pairs, counts = np.unique(b * width + a, return_counts=True)
-        pb, pa = pairs // width, pairs % width
+        pb, pa, counts = unique_pairs(b, a, return_counts=True)
         order = np.lexsort((-counts, pb))  # by b, the most frequent a first
         pb, pa, counts = pb[order], pa[order], counts[order]
         first = np.r_[True, pb[1:] != pb[:-1]]
