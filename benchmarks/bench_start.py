@@ -74,13 +74,17 @@ def _env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def _cli(src: Path, out: Path) -> float:
-    args = [sys.executable, "-m", "ppdm.cli", "anonymize", str(src), "--class", "income", "--method", "generalize",
-            "--param", f"keys={','.join(KEYS)}", "--param", "k=5", "--param", "suppression_limit=0.05",
-            "--out", str(out)]
+def _process(args: list[str]) -> float:
+    """Wall seconds of a fresh interpreter running ``args`` (after ``python``)."""
     t = time.perf_counter()
-    subprocess.run(args, env=_env(), capture_output=True, check=True)
+    subprocess.run([sys.executable, *args], env=_env(), capture_output=True, check=True)
     return time.perf_counter() - t
+
+
+def _cli(src: Path, out: Path) -> float:
+    return _process(["-m", "ppdm.cli", "anonymize", str(src), "--class", "income", "--method", "generalize",
+                     "--param", f"keys={','.join(KEYS)}", "--param", "k=5", "--param", "suppression_limit=0.05",
+                     "--out", str(out)])
 
 
 #: the least any pandas-based command can take on the job: a fresh interpreter that imports pandas,
@@ -90,10 +94,7 @@ FLOOR = "import sys, pandas as pd\n{extra}pd.read_csv(sys.argv[1]).to_csv(sys.ar
 
 
 def _floor(src: Path, out: Path, extra: str = "") -> float:
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", FLOOR.format(extra=extra), str(src), str(out)], env=_env(),
-                   capture_output=True, check=True)
-    return time.perf_counter() - t
+    return _process(["-c", FLOOR.format(extra=extra), str(src), str(out)])
 
 
 def _stages(src: Path, out: Path) -> dict[str, float]:
